@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Fetches (once), formats (once), starts and checks the tests' Kafka broker; safe to run any number
+# of times, and quick when the broker already answers. Prints the bootstrap address on stdout;
+# progress goes to stderr. Data survives down.sh/up.sh.
+#
+#   MH_KAFKA_PORT             PLAINTEXT listener on 127.0.0.1 (default 9092)
+#   MH_KAFKA_CONTROLLER_PORT  KRaft controller listener on 127.0.0.1 (default 9093)
+#   MH_KAFKA_START_TIMEOUT    seconds to wait for readiness (default 90)
+#   MH_KAFKA_HEAP_OPTS        JVM heap (default "-Xmx512m -Xms256m")
+set -euo pipefail
+MH_LOG_TAG=kafka
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+# shellcheck source=./common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+START_TIMEOUT="${MH_KAFKA_START_TIMEOUT:-90}"
+read -r -a HEAP_OPTS <<<"${MH_KAFKA_HEAP_OPTS:--Xmx512m -Xms256m}"
+t0=$(now_ms)
+
+[[ $KAFKA_PORT =~ ^[0-9]+$ && $KAFKA_CONTROLLER_PORT =~ ^[0-9]+$ ]] \
+  || die "MH_KAFKA_PORT / MH_KAFKA_CONTROLLER_PORT must be numbers"
+[[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "broker and controller ports must differ"
+
+server_properties() {
+  cat <<EOF
+# Written by infra/kafka/up.sh on every run: change that script, not this file.
+# Single node, KRaft combined mode, for tests.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:${KAFKA_CONTROLLER_PORT}
+listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT},CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT}
+advertised.listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+
+log.dirs=${KAFKA_DATA}
+num.partitions=3
+auto.create.topics.enable=true
+delete.topic.enable=true
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+# Fewer internal partitions than the default 50: the first consumer group / transaction on a
+# fresh broker then waits for 5 partitions to be created instead of 50.
+offsets.topic.num.partitions=5
+transaction.state.log.num.partitions=5
+group.initial.rebalance.delay.ms=0
+num.recovery.threads.per.data.dir=1
+# Keep the compaction buffer small: the heap is 512 MB.
+log.cleaner.dedupe.buffer.size=33554432
+log.retention.hours=168
+EOF
+}
+
+log4j_properties() {
+  cat <<EOF
+# Written by infra/kafka/up.sh on every run. Everything goes to server.log; the console
+# (kafka.out) only gets errors.
+log4j.rootLogger=INFO, file, stdout
+
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File=${KAFKA_SERVER_LOG}
+log4j.appender.file.MaxFileSize=50MB
+log4j.appender.file.MaxBackupIndex=3
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.Threshold=ERROR
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.kafka.clients=WARN
+EOF
+}
+
+# log4j for the command-line tools (tool.sh, smoke.sh): warnings only, on stderr.
+tools_log4j_properties() {
+  cat <<'EOF'
+# Written by infra/kafka/up.sh on every run.
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+# "UNKNOWN_TOPIC_OR_PARTITION ... recoverable": normal while a topic is being auto-created.
+log4j.logger.org.apache.kafka.clients.NetworkClient=ERROR
+EOF
+}
+
+conf_current() {
+  [[ "$(cat "$KAFKA_CONF/server.properties" 2>/dev/null)" == "$(server_properties)" ]]
+}
+
+# Writes file $1 from the output of command $2 when it differs (through a temporary file and mv, so
+# a concurrent reader never sees half a file). Returns 0 when it wrote.
+write_if_changed() {
+  local file=$1 content
+  content=$("$2")
+  [[ "$(cat "$file" 2>/dev/null)" != "$content" ]] || return 1
+  mkdir -p "$(dirname "$file")"
+  printf '%s\n' "$content" >"$file.tmp.$$"
+  mv -f "$file.tmp.$$" "$file"
+}
+
+# The log4j files take effect at the next JVM start; keep them current even on the fast path.
+write_if_changed "$KAFKA_CONF/log4j.properties" log4j_properties || true
+write_if_changed "$KAFKA_CONF/tools-log4j.properties" tools_log4j_properties || true
+
+# ---- fast path: our broker is alive, configured as wanted and answering ---------------------------
+if pid=$(kafka_pid) && conf_current && kafka_probe "$KAFKA_PORT"; then
+  log "already running on ${KAFKA_BROKERS} (pid $pid, $(elapsed "$t0"))"
+  echo "$KAFKA_BROKERS"
+  exit 0
+fi
+
+take_lock "${KAFKA_STATE}/up.lock"
+mkdir -p "$KAFKA_LIBS" "$KAFKA_CONF" "$KAFKA_DATA" "$KAFKA_LOGS"
+
+# ---- 1. Java and the jars -----------------------------------------------------------------------
+if ! command -v java >/dev/null; then
+  log "java not found"
+  apt_install openjdk-17-jre-headless
+fi
+java_major=$(java -XshowSettings:properties -version 2>&1 | sed -nE 's/^ *java\.specification\.version = ([0-9]+).*/\1/p')
+[[ -n $java_major ]] && (( java_major >= 17 )) || die "need Java 17 or newer on PATH (found '${java_major:-?}')"
+
+# .complete holds the checksum of the pom the jars came from: editing pom.xml refetches them.
+pom_sum=$(sha256sum "$KAFKA_HOME/pom.xml" | cut -d' ' -f1)
+libs_changed=0
+if [[ ! -f $KAFKA_LIBS/kafka_2.13-${KAFKA_VERSION}.jar || "$(cat "$KAFKA_LIBS/.complete" 2>/dev/null)" != "$pom_sum" ]]; then
+  if ! command -v mvn >/dev/null; then
+    log "mvn not found"
+    apt_install maven
+  fi
+  log "fetching Kafka ${KAFKA_VERSION} jars with Maven into $KAFKA_LIBS"
+  tmp="${KAFKA_STATE}/libs.tmp"
+  rm -rf "$tmp"
+  # -f/--file: the pom lives in the repository; the jars go to .local. Output to a log: Maven is
+  # chatty even with -q (download progress, colour codes).
+  if ! (cd "$KAFKA_HOME" && mvn -B -q -Dstyle.color=never -f "$KAFKA_HOME/pom.xml" \
+        dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp") \
+        >"$KAFKA_LOGS/mvn.log" 2>&1 9>&-; then
+    show_tail 30 "$KAFKA_LOGS/mvn.log"
+    die "Maven could not fetch the Kafka jars (log: $KAFKA_LOGS/mvn.log)"
+  fi
+  [[ -f $tmp/kafka_2.13-${KAFKA_VERSION}.jar ]] || die "Maven finished but kafka_2.13-${KAFKA_VERSION}.jar is missing"
+  echo "$pom_sum" >"$tmp/.complete"
+  rm -rf "$KAFKA_LIBS"
+  mv "$tmp" "$KAFKA_LIBS"
+  log "fetched $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars"
+  libs_changed=1
+fi
+
+# ---- 2. configuration ---------------------------------------------------------------------------
+conf_changed=0
+write_if_changed "$KAFKA_CONF/server.properties" server_properties && conf_changed=1
+
+# ---- 3. storage, formatted once with a cluster id kept in a file -------------------------------------
+if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
+  if [[ ! -s $KAFKA_CLUSTER_ID_FILE ]]; then
+    # A Kafka Uuid is 16 random bytes in URL-safe base64 without padding (22 characters), what
+    # `kafka-storage random-uuid` prints; made here to save a JVM start.
+    head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$KAFKA_CLUSTER_ID_FILE"
+  fi
+  cluster_id=$(<"$KAFKA_CLUSTER_ID_FILE")
+  log "formatting storage $KAFKA_DATA (cluster id $cluster_id)"
+  java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$KAFKA_CONF/tools-log4j.properties" \
+    kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_CONF/server.properties" --ignore-formatted \
+    >"$KAFKA_LOGS/format.log" 2>&1 9>&- \
+    || { show_tail 30 "$KAFKA_LOGS/format.log"; die "kafka-storage format failed"; }
+elif [[ ! -s $KAFKA_CLUSTER_ID_FILE ]]; then
+  sed -n 's/^cluster\.id=//p' "$KAFKA_DATA/meta.properties" >"$KAFKA_CLUSTER_ID_FILE"
+fi
+
+# ---- 4. broker -----------------------------------------------------------------------------------
+if pid=$(kafka_pid) && (( conf_changed || libs_changed )); then
+  log "settings or jars changed; restarting"
+  MH_KAFKA_LOCK_HELD=1 "$KAFKA_HOME/down.sh" 9>&-
+fi
+
+if ! pid=$(kafka_pid); then
+  rm -f "$KAFKA_PIDFILE"
+  for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+    if port_open "$p"; then
+      ss -ltnp "sport = :$p" 2>/dev/null >&2 || true
+      die "port $p is taken by another process; stop it or set MH_KAFKA_PORT / MH_KAFKA_CONTROLLER_PORT"
+    fi
+  done
+  log_offset=$(stat -c %s "$KAFKA_SERVER_LOG" 2>/dev/null || echo 0)
+  echo "$log_offset" >"$KAFKA_STATE/start.offset"
+  log "starting broker (heap ${HEAP_OPTS[*]}, logs $KAFKA_LOGS)"
+  printf '\n===== %s infra/kafka/up.sh starting the broker =====\n' "$(date -Is)" >>"$KAFKA_OUT"
+  # setsid + nohup: the broker outlives this script and is not in the caller's process group (a
+  # Ctrl-C in the test runner must not stop it). All fds are redirected so that `$(infra/up.sh)`
+  # does not wait for the JVM, and 9>&- keeps it from inheriting our lock.
+  # setsid does not fork here (a background child of a script is no group leader), so $! is the
+  # JVM itself.
+  (cd "$KAFKA_STATE" && exec nohup setsid java "${HEAP_OPTS[@]}" \
+      -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
+      -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true \
+      -Dlog4j.configuration="file:$KAFKA_CONF/log4j.properties" -Dkafka.logs.dir="$KAFKA_LOGS" \
+      -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_CONF/server.properties") \
+      </dev/null >>"$KAFKA_OUT" 2>&1 9>&- &
+  pid=$!
+  echo "$pid" >"$KAFKA_PIDFILE"
+else
+  # Started by an earlier run that gave up waiting (or by a concurrent one): wait for it too.
+  log "broker already started (pid $pid); checking that it answers"
+  log_offset=$(cat "$KAFKA_STATE/start.offset" 2>/dev/null || echo 0)
+fi
+
+# ---- 5. readiness: "Kafka Server started" in this start's log, then a real ApiVersions answer -------
+started_in_log() {
+  local size
+  size=$(stat -c %s "$KAFKA_SERVER_LOG" 2>/dev/null || echo 0)
+  (( size < log_offset )) && log_offset=0   # the log rolled over
+  # No `grep -q`: it would exit at the first match, tail would die of SIGPIPE, and pipefail would
+  # turn the match into a failure.
+  tail -c +"$((log_offset + 1))" "$KAFKA_SERVER_LOG" 2>/dev/null | grep 'Kafka Server started' >/dev/null
+}
+deadline=$(( SECONDS + START_TIMEOUT ))
+until started_in_log && kafka_probe "$KAFKA_PORT"; do
+  if ! pid_alive "$pid"; then
+    show_tail 40 "$KAFKA_SERVER_LOG" "$KAFKA_OUT"
+    rm -f "$KAFKA_PIDFILE"
+    die "the broker exited during start-up"
+  fi
+  if (( SECONDS >= deadline )); then
+    show_tail 40 "$KAFKA_SERVER_LOG" "$KAFKA_OUT"
+    log "not ready after ${START_TIMEOUT}s; stopping it"
+    MH_KAFKA_LOCK_HELD=1 "$KAFKA_HOME/down.sh" 9>&- || true
+    die "the broker did not come up on ${KAFKA_BROKERS} within ${START_TIMEOUT}s"
+  fi
+  sleep 0.25
+done
+
+log "ready on ${KAFKA_BROKERS} (pid $pid, $(elapsed "$t0"))"
+echo "$KAFKA_BROKERS"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Starts every service the tests use (PostgreSQL and Kafka, in parallel), installing what is
+# missing. Safe to run any number of times: quick when all is already up.
+# stdout: the environment for the tests, e.g. `eval "$(infra/up.sh)"` or `infra/up.sh > .env`:
+#   MH_DATABASE_URL=postgres://metaharness:metaharness@127.0.0.1:5432/metaharness
+#   MH_KAFKA_BROKERS=127.0.0.1:9092
+# Progress goes to stderr.
+set -euo pipefail
+MH_LOG_TAG=infra
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=./lib.sh
+source "$here/lib.sh"
+
+t0=$(now_ms)
+pg_out=$(mktemp) kafka_out=$(mktemp)
+trap 'rm -f "$pg_out" "$kafka_out"' EXIT
+
+"$here/postgres/up.sh" >"$pg_out" &
+pg_pid=$!
+"$here/kafka/up.sh" >"$kafka_out" &
+kafka_pid=$!
+
+pg_rc=0 kafka_rc=0
+wait "$pg_pid" || pg_rc=$?
+wait "$kafka_pid" || kafka_rc=$?
+(( pg_rc == 0 )) || log "postgres/up.sh failed (exit $pg_rc)"
+(( kafka_rc == 0 )) || log "kafka/up.sh failed (exit $kafka_rc)"
+(( pg_rc == 0 && kafka_rc == 0 )) || exit 1
+
+log "all services up ($(elapsed "$t0"))"
+echo "MH_DATABASE_URL=$(<"$pg_out")"
+echo "MH_KAFKA_BROKERS=$(<"$kafka_out")"

@@ -1,0 +1,14 @@
+/**
+ * The wire contracts of Meta-Harness, generated from /proto by ts-proto (see buf.gen.yaml).
+ * Everything under ./gen is generated: change the .proto files and run `npm run generate`.
+ */
+export * from "./gen/metaharness/v1/content.js";
+export * from "./gen/metaharness/v1/event.js";
+export * from "./gen/metaharness/v1/session_log.js";
+export * from "./gen/metaharness/v1/harness.js";
+export * from "./gen/metaharness/v1/sandbox_broker.js";
+export * from "./gen/metaharness/v1/credential_vault_proxy.js";
+export { protobufPackage, protobufFileName, type DeepPartial, type Exact, type MessageFns } from "./gen/metaharness/v1/event.js";
+export { Timestamp } from "./gen/google/protobuf/timestamp.js";
+export { Struct, Value, ListValue } from "./gen/google/protobuf/struct.js";
+export { loadPackageDefinition } from "./descriptor.js";

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone of a fresh machine: installs dependencies, installs and
+# starts the real PostgreSQL and Kafka (infra/up.sh, idempotent), builds, lints, then runs every
+# package's unit tests and the cross-service tests against those real services.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "dependencies"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+
+step "services (PostgreSQL, Kafka)"
+set -a
+eval "$(infra/up.sh)"
+set +a
+
+step "build (generate contracts, compile)"
+npx turbo run build
+
+step "lint (buf, eslint)"
+npm run lint
+
+step "unit tests"
+npx turbo run test --concurrency=1
+
+step "integration tests (real PostgreSQL and Kafka)"
+npm run test:integration
+
+step "all tests passed"
