@@ -1,0 +1,98 @@
+/**
+ * Wires the session-log service: Postgres pool and migrations, the append hub, the gRPC server
+ * and (unless disabled) the outbox relay to Kafka. Used by main.ts and by tests, which start it
+ * in-process on port 0.
+ */
+import pg from "pg";
+import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
+import { SessionLogService } from "@metaharness/proto";
+import { startGrpcServer, type Logger } from "@metaharness/service-kit";
+import type { SessionLogConfig } from "./config.js";
+import { migrate } from "./db/migrate.js";
+import { OutboxRelay } from "./outbox/relay.js";
+import { sessionLogService } from "./service.js";
+import { AppendHub } from "./watch/hub.js";
+
+export interface SessionLogHandle {
+  readonly port: number;
+  readonly address: string;
+  readonly pool: pg.Pool;
+  readonly relay: OutboxRelay | undefined;
+  /** Stops serving, drains the relay, closes connections. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startSessionLog(
+  config: SessionLogConfig,
+  logger: Logger,
+  options: { bus?: EventBus } = {},
+): Promise<SessionLogHandle> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const stop = async (): Promise<void> => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
+    }
+  };
+  try {
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
+    pool.on("error", (err) => logger.warn({ err }, "idle Postgres connection failed"));
+    cleanups.push(() => pool.end());
+    const applied = await migrate(pool);
+    if (applied.length > 0) logger.info({ applied }, "applied migrations");
+
+    const hub = new AppendHub(config.databaseUrl, logger);
+    await hub.start();
+    cleanups.push(() => hub.stop());
+
+    let relay: OutboxRelay | undefined;
+    if (config.relayEnabled) {
+      const bus =
+        options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: "session-log", logger });
+      if (options.bus === undefined) cleanups.push(() => bus.close());
+      // Kafka may be down at start: sessions go on, and the relay creates the topic on its first
+      // successful publish (auto-creation) or here once the broker answers.
+      bus.ensureTopics([{ topic: config.topic, partitions: config.topicPartitions }]).catch((err: unknown) => {
+        logger.warn({ err, topic: config.topic }, "could not create the events topic yet");
+      });
+      relay = new OutboxRelay({
+        connectionString: config.databaseUrl,
+        bus,
+        topic: config.topic,
+        hub,
+        logger,
+        batchSize: config.relayBatchSize,
+        pollMs: config.relayPollMs,
+        rebalanceMs: config.relayRebalanceMs,
+        maxShards: config.relayMaxShards,
+      });
+      relay.start();
+      const started = relay;
+      cleanups.push(() => started.stop());
+    }
+
+    const server = await startGrpcServer({
+      host: config.host,
+      port: config.port,
+      logger,
+      services: [
+        {
+          name: "metaharness.v1.SessionLog",
+          definition: SessionLogService,
+          implementation: sessionLogService({
+            pool,
+            hub,
+            logger,
+            maxPayloadBytes: config.maxPayloadBytes,
+            watchRecheckMs: config.watchRecheckMs,
+          }),
+        },
+      ],
+    });
+    cleanups.push(() => server.shutdown(5000));
+    logger.info({ port: server.port, relay: config.relayEnabled }, "session-log serving");
+    return { port: server.port, address: server.address, pool, relay, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

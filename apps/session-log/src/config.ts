@@ -1,0 +1,34 @@
+/**
+ * Every setting of the session-log service, read from the environment in this one place.
+ */
+import { env, readConfig } from "@metaharness/service-kit";
+
+export const SESSION_EVENTS_TOPIC = "metaharness.session-events";
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return readConfig(
+    {
+      host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
+      port: env.port("MH_GRPC_PORT", { default: 50051 }),
+      databaseUrl: env.url("MH_DATABASE_URL", {
+        default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
+      }),
+      poolSize: env.int("MH_PG_POOL_SIZE", { default: 20, min: 2, max: 500 }),
+      maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 }),
+      watchRecheckMs: env.int("MH_WATCH_RECHECK_MS", { default: 5000, min: 100, max: 600_000 }),
+      kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
+      topic: env.string("MH_KAFKA_TOPIC", { default: SESSION_EVENTS_TOPIC }),
+      topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),
+      relayEnabled: env.bool("MH_RELAY_ENABLED", { default: true }),
+      relayBatchSize: env.int("MH_RELAY_BATCH_SIZE", { default: 500, min: 1, max: 10_000 }),
+      relayPollMs: env.int("MH_RELAY_POLL_MS", { default: 500, min: 10, max: 60_000 }),
+      relayRebalanceMs: env.int("MH_RELAY_REBALANCE_MS", { default: 5000, min: 100, max: 600_000 }),
+      relayMaxShards: env.int("MH_RELAY_MAX_SHARDS", { default: 32, min: 1, max: 32 }),
+      logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
+      otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+    },
+    source,
+  );
+}
+
+export type SessionLogConfig = ReturnType<typeof loadConfig>;

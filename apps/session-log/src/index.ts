@@ -1,0 +1,7 @@
+/**
+ * The session-log service as a library: tests and the single-process `mh dev` start it in-process.
+ */
+export { startSessionLog, type SessionLogHandle } from "./app.js";
+export { loadConfig, SESSION_EVENTS_TOPIC, type SessionLogConfig } from "./config.js";
+export { migrate, loadMigrations } from "./db/migrate.js";
+export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";

@@ -1,0 +1,189 @@
+/**
+ * The outbox relay: publishes appended events to Kafka, at least once, in seq order per session.
+ * It holds Postgres advisory locks on outbox shards through one dedicated connection, so several
+ * relays can run: each shard (and so each session) is published by one of them at a time, and a
+ * relay that dies drops its locks with its connection. Appends never wait for it; when Kafka is
+ * down the outbox grows and drains, in order, once Kafka is back.
+ */
+import pg from "pg";
+import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
+import { Event } from "@metaharness/proto";
+import type { Logger } from "@metaharness/service-kit";
+import type { AppendHub } from "../watch/hub.js";
+import { OUTBOX_SHARDS } from "./shard.js";
+
+// Names "outbox shard" locks in pg_advisory_lock(int, int)'s key space.
+const SHARD_LOCK_CLASS = 0x6d68;
+const MAX_BACKOFF_MS = 5000;
+
+export interface RelayOptions {
+  readonly connectionString: string;
+  readonly bus: EventBus;
+  readonly topic: string;
+  readonly hub: AppendHub;
+  readonly logger: Logger;
+  readonly batchSize: number;
+  /** Look for work this often even without a poke (another instance's appends, missed NOTIFY). */
+  readonly pollMs: number;
+  /** Try to take shards nobody holds this often. */
+  readonly rebalanceMs: number;
+  /** At most this many shards per relay, to spread load over several relays. */
+  readonly maxShards: number;
+}
+
+interface OutboxRow {
+  id: string;
+  session_id: string;
+  body: Buffer;
+}
+
+export class OutboxRelay {
+  private client: pg.Client | undefined;
+  private publisher: BusPublisher | undefined;
+  private readonly held = new Set<number>();
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private pending = false;
+  private unsubscribe: (() => void) | undefined;
+  private lastRebalance = 0;
+  private failures = 0;
+  /** Events published since start, for tests and metrics. */
+  published = 0;
+
+  constructor(private readonly opts: RelayOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unsubscribe = this.opts.hub.subscribeAll(() => this.poke());
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.unsubscribe?.();
+    this.poke();
+    await this.loop;
+    await this.closeClient();
+    await this.publisher?.close().catch(() => undefined);
+    this.publisher = undefined;
+  }
+
+  get shards(): ReadonlySet<number> {
+    return this.held;
+  }
+
+  private poke(): void {
+    this.pending = true;
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.ensureShards();
+        const drained = this.held.size > 0 ? await this.drainOnce() : 0;
+        if (this.failures > 0) this.opts.logger.info({ failures: this.failures }, "outbox relay recovered");
+        this.failures = 0;
+        if (drained === this.opts.batchSize) continue;
+        await this.idle(this.opts.pollMs);
+      } catch (err) {
+        this.failures += 1;
+        // Log the first failure and then every 10th, with a count, not one line per retry.
+        if (this.failures === 1 || this.failures % 10 === 0) {
+          this.opts.logger.warn({ err, failures: this.failures }, "outbox relay cannot publish; will retry");
+        }
+        if (this.client === undefined || !isHealthy(err)) await this.closeClient();
+        const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6));
+        await this.idle(backoff / 2 + Math.random() * (backoff / 2));
+      }
+    }
+  }
+
+  private async idle(ms: number): Promise<void> {
+    if (this.pending || !this.running) {
+      this.pending = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+    this.pending = false;
+  }
+
+  private async ensureShards(): Promise<void> {
+    if (this.client === undefined) {
+      const client = new pg.Client({ connectionString: this.opts.connectionString });
+      client.on("error", (err) => this.opts.logger.warn({ err }, "outbox relay connection error"));
+      await client.connect();
+      this.client = client;
+      this.held.clear();
+      this.lastRebalance = 0;
+    }
+    const now = Date.now();
+    if (this.held.size >= Math.min(this.opts.maxShards, OUTBOX_SHARDS) || now - this.lastRebalance < this.opts.rebalanceMs) {
+      return;
+    }
+    this.lastRebalance = now;
+    for (let shard = 0; shard < OUTBOX_SHARDS && this.held.size < this.opts.maxShards; shard++) {
+      if (this.held.has(shard)) continue;
+      const { rows } = await this.client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, $2) AS ok", [
+        SHARD_LOCK_CLASS,
+        shard,
+      ]);
+      if (rows[0]?.ok === true) this.held.add(shard);
+    }
+  }
+
+  /** Publishes one batch of the held shards' oldest rows; returns how many it published. */
+  private async drainOnce(): Promise<number> {
+    const client = this.client;
+    if (client === undefined) return 0;
+    const { rows } = await client.query<OutboxRow>(
+      `SELECT o.id, o.session_id, e.body
+         FROM outbox o JOIN events e ON e.session_id = o.session_id AND e.seq = o.seq
+        WHERE o.shard = ANY($1::smallint[])
+        ORDER BY o.id
+        LIMIT $2`,
+      [[...this.held], this.opts.batchSize],
+    );
+    if (rows.length === 0) return 0;
+    this.publisher ??= await this.opts.bus.publisher();
+    await this.publisher.publish(rows.map((r) => this.toRecord(r)));
+    await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
+    this.published += rows.length;
+    return rows.length;
+  }
+
+  private toRecord(row: OutboxRow): BusRecord {
+    const event = Event.decode(row.body);
+    const headers: Record<string, string> = {
+      "mh-session-id": event.sessionId,
+      "mh-seq": String(event.seq),
+      "mh-event-type": event.type,
+      "mh-event-id": event.id,
+    };
+    if (event.traceContext?.traceparent) headers["traceparent"] = event.traceContext.traceparent;
+    if (event.traceContext?.tracestate) headers["tracestate"] = event.traceContext.tracestate;
+    return { topic: this.opts.topic, key: row.session_id, value: row.body, headers };
+  }
+
+  private async closeClient(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.held.clear();
+    await client?.end().catch(() => undefined);
+  }
+}
+
+/** Kafka errors leave our Postgres session (and its shard locks) usable; anything else may not. */
+function isHealthy(err: unknown): boolean {
+  return typeof err === "object" && err !== null && "code" in err && (err as { code: unknown }).code === "UNAVAILABLE";
+}

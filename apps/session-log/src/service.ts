@@ -1,0 +1,160 @@
+/**
+ * The metaharness.v1.SessionLog gRPC service: request validation and mapping onto the store.
+ * Everything that touches Postgres lives in store/; everything about live delivery in watch/.
+ */
+import type { Pool } from "pg";
+import type { UntypedServiceImplementation } from "@grpc/grpc-js";
+import { invalidArgument } from "@metaharness/errors";
+import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
+import {
+  SessionMetadata,
+  type Event,
+  type GetEventsRequest,
+  type SessionLogServer,
+} from "@metaharness/proto";
+import { currentTraceContext } from "@metaharness/telemetry";
+import { serverStream, unary, type Logger } from "@metaharness/service-kit";
+import { appendEvents, type AppendResult } from "./store/append.js";
+import { createSession, getSession, listSessions } from "./store/sessions.js";
+import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
+import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
+import { watchEvents } from "./watch/watch.js";
+import type { AppendHub } from "./watch/hub.js";
+
+export const MAX_BATCH = 1000;
+
+export interface ServiceDeps {
+  readonly pool: Pool;
+  readonly hub: AppendHub;
+  readonly logger: Logger;
+  readonly maxPayloadBytes: number;
+  readonly watchRecheckMs: number;
+}
+
+const NAME = "metaharness.v1.SessionLog";
+
+export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
+  const { pool, hub, logger } = deps;
+
+  const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
+    if (event === undefined) throw invalidArgument(field, "required");
+    if (event.sessionId !== "" && event.sessionId !== sessionId) {
+      throw invalidArgument(`${field}.session_id`, `is ${event.sessionId} but the request is for ${sessionId}`);
+    }
+    const valid = validateEventForAppend(event, { maxPayloadBytes: deps.maxPayloadBytes, field });
+    return valid.traceContext?.traceparent ? valid : { ...valid, traceContext: currentTraceContext() };
+  };
+
+  const append = async (
+    sessionId: string,
+    events: Event[],
+    expectedSeq: number | undefined,
+    leaseEpoch: number | undefined,
+  ): Promise<AppendResult> => {
+    const result = await appendEvents(pool, { sessionId, events, expectedSeq, leaseEpoch });
+    if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
+    return result;
+  };
+
+  const impl: SessionLogServer = {
+    createSession: unary(`${NAME}/CreateSession`, logger, async (req) => {
+      if (req.sessionId !== "" && !isValidSessionId(req.sessionId)) {
+        throw invalidArgument("session_id", 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
+      }
+      const metadata = req.metadata ?? SessionMetadata.fromPartial({});
+      return { session: await createSession(pool, req.sessionId || newSessionId(), metadata) };
+    }),
+
+    getSession: unary(`${NAME}/GetSession`, logger, async (req) => ({
+      session: await getSession(pool, requireSessionId(req.sessionId)),
+    })),
+
+    listSessions: unary(`${NAME}/ListSessions`, logger, async (req) =>
+      listSessions(pool, {
+        pageSize: req.pageSize,
+        pageToken: req.pageToken,
+        tenant: req.tenant,
+        status: req.status,
+        labels: req.labels,
+      }),
+    ),
+
+    emitEvent: unary(`${NAME}/EmitEvent`, logger, async (req) => {
+      const sessionId = requireSessionId(req.sessionId);
+      const event = prepare(sessionId, req.event, "event");
+      const result = await append(sessionId, [event], req.expectedSeq, req.leaseEpoch);
+      return { event: result.events[0], duplicate: result.duplicates > 0 };
+    }),
+
+    emitEvents: unary(`${NAME}/EmitEvents`, logger, async (req) => {
+      const sessionId = requireSessionId(req.sessionId);
+      if (req.events.length === 0) throw invalidArgument("events", "at least one event is required");
+      if (req.events.length > MAX_BATCH) throw invalidArgument("events", `at most ${MAX_BATCH} events per batch`);
+      const seen = new Map<string, number>();
+      const events = req.events.map((e, i) => {
+        const event = prepare(sessionId, e, `events[${i}]`);
+        const first = seen.get(event.id);
+        if (first !== undefined) throw invalidArgument(`events[${i}].id`, `repeats events[${first}].id`);
+        seen.set(event.id, i);
+        return event;
+      });
+      const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch);
+      return { events: result.events, duplicates: result.duplicates };
+    }),
+
+    getEvents: unary(`${NAME}/GetEvents`, logger, async (req) => {
+      const slice = await readSlice(pool, sliceRequest(req));
+      return { events: slice.events, lastSeq: slice.lastSeq, hasMore: slice.hasMore };
+    }),
+
+    watchEvents: serverStream(`${NAME}/WatchEvents`, logger, async (req, stream) => {
+      const sessionId = requireSessionId(req.sessionId);
+      checkTypes(req.types);
+      // Fails fast with NOT_FOUND instead of waiting for a session that does not exist.
+      await getSession(pool, sessionId);
+      await watchEvents(
+        { pool, hub, recheckMs: deps.watchRecheckMs },
+        { sessionId, afterSeq: req.afterSeq, types: req.types },
+        (event) => stream.write({ event }),
+        stream.signal,
+      );
+    }),
+
+    acquireLease: unary(`${NAME}/AcquireLease`, logger, async (req) => ({
+      lease: await acquireLease(pool, requireSessionId(req.sessionId), req.holder, req.ttlMs),
+    })),
+
+    renewLease: unary(`${NAME}/RenewLease`, logger, async (req) => ({
+      lease: await renewLease(pool, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),
+    })),
+
+    releaseLease: unary(`${NAME}/ReleaseLease`, logger, async (req) => {
+      await releaseLease(pool, requireSessionId(req.sessionId), req.holder, req.epoch);
+      return {};
+    }),
+  };
+  return impl as unknown as UntypedServiceImplementation;
+}
+
+function requireSessionId(sessionId: string): string {
+  if (sessionId === "") throw invalidArgument("session_id", "required");
+  return sessionId;
+}
+
+function checkTypes(types: readonly string[]): void {
+  types.forEach((t, i) => {
+    if (!isEventType(t)) throw invalidArgument(`types[${i}]`, `unknown event type "${t}"`);
+  });
+}
+
+function sliceRequest(req: GetEventsRequest): Parameters<typeof readSlice>[1] {
+  const sessionId = requireSessionId(req.sessionId);
+  if (req.limit > MAX_SLICE) throw invalidArgument("limit", `at most ${MAX_SLICE}, got ${req.limit}`);
+  checkTypes(req.types);
+  const limit = req.limit === 0 ? DEFAULT_SLICE : req.limit;
+  if (req.position?.$case === "beforeSeq") {
+    if (req.position.value < 1) throw invalidArgument("before_seq", "must be at least 1");
+    return { sessionId, direction: "before", position: req.position.value, limit, types: req.types };
+  }
+  return { sessionId, direction: "after", position: req.position?.value ?? 0, limit, types: req.types };
+}

@@ -1,0 +1,98 @@
+/**
+ * Leases: which harness owns a session. The epoch grows each time the lease goes to a holder that
+ * did not already hold it unexpired; EmitEvent compares it, so a writer presumed dead is fenced
+ * off the moment its successor acquires. Expiry uses the database clock, never a caller's.
+ */
+import type { Pool } from "pg";
+import { MhError, invalidArgument } from "@metaharness/errors";
+import type { Lease } from "@metaharness/proto";
+import { leaseFromRow, type SessionRow } from "./rows.js";
+import { notFound } from "./sessions.js";
+
+export const MIN_TTL_MS = 1000;
+export const MAX_TTL_MS = 600_000;
+
+type LeaseRow = Pick<SessionRow, "lease_holder" | "lease_epoch" | "lease_expires_at">;
+const LEASE_COLUMNS = "lease_holder, lease_epoch, lease_expires_at";
+
+function checkArgs(holder: string, ttlMs: number | undefined): void {
+  if (holder === "" || holder.length > 256) throw invalidArgument("holder", "must be 1-256 characters");
+  if (ttlMs !== undefined && (ttlMs < MIN_TTL_MS || ttlMs > MAX_TTL_MS)) {
+    throw invalidArgument("ttl_ms", `must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}, got ${ttlMs}`);
+  }
+}
+
+function toLease(row: LeaseRow): Lease {
+  const lease = leaseFromRow(row);
+  if (lease === undefined) throw new MhError("INTERNAL", "lease row without holder");
+  return lease;
+}
+
+export async function acquireLease(pool: Pool, sessionId: string, holder: string, ttlMs: number): Promise<Lease> {
+  checkArgs(holder, ttlMs);
+  const { rows } = await pool.query<LeaseRow>(
+    `UPDATE sessions
+        SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
+                               THEN lease_epoch ELSE lease_epoch + 1 END,
+            lease_holder = $2,
+            lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+      WHERE session_id = $1
+        AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
+      RETURNING ${LEASE_COLUMNS}`,
+    [sessionId, holder, ttlMs],
+  );
+  if (rows[0] !== undefined) return toLease(rows[0]);
+  const current = await currentLease(pool, sessionId);
+  throw new MhError(
+    "FAILED_PRECONDITION",
+    `session ${sessionId} is leased to ${current?.holder ?? "another holder"} until ${current?.expiresAt?.toISOString() ?? "?"}`,
+    { details: { holder: current?.holder ?? "", epoch: current?.epoch ?? 0 } },
+  );
+}
+
+/** Extends the caller's lease. Allowed even just after expiry if nobody took over: the epoch fences. */
+export async function renewLease(
+  pool: Pool,
+  sessionId: string,
+  holder: string,
+  epoch: number,
+  ttlMs: number,
+): Promise<Lease> {
+  checkArgs(holder, ttlMs);
+  const { rows } = await pool.query<LeaseRow>(
+    `UPDATE sessions SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+      WHERE session_id = $1 AND lease_holder = $2 AND lease_epoch = $3
+      RETURNING ${LEASE_COLUMNS}`,
+    [sessionId, holder, epoch, ttlMs],
+  );
+  if (rows[0] !== undefined) return toLease(rows[0]);
+  throw await lostLease(pool, sessionId, holder, epoch);
+}
+
+export async function releaseLease(pool: Pool, sessionId: string, holder: string, epoch: number): Promise<void> {
+  checkArgs(holder, undefined);
+  const { rowCount } = await pool.query(
+    `UPDATE sessions SET lease_holder = NULL, lease_expires_at = NULL
+      WHERE session_id = $1 AND lease_holder = $2 AND lease_epoch = $3`,
+    [sessionId, holder, epoch],
+  );
+  if (rowCount === 0) throw await lostLease(pool, sessionId, holder, epoch);
+}
+
+async function currentLease(pool: Pool, sessionId: string): Promise<Lease | undefined> {
+  const { rows } = await pool.query<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM sessions WHERE session_id = $1`, [
+    sessionId,
+  ]);
+  if (rows[0] === undefined) throw notFound(sessionId);
+  return leaseFromRow(rows[0]);
+}
+
+async function lostLease(pool: Pool, sessionId: string, holder: string, epoch: number): Promise<MhError> {
+  const current = await currentLease(pool, sessionId);
+  return new MhError(
+    "ABORTED",
+    `${holder} no longer holds epoch ${epoch} of session ${sessionId}` +
+      (current ? `: ${current.holder} holds epoch ${current.epoch}` : ": the lease is free"),
+    { field: "epoch", details: { current_epoch: current?.epoch ?? 0 } },
+  );
+}

@@ -1,0 +1,64 @@
+/**
+ * Positional reads. Every slice is one index range scan on (session_id, seq) (or
+ * (session_id, type, seq) when filtered by type) bounded by LIMIT, so reading 100 events costs the
+ * same in a session of 100 events as in one of a million. The session's head comes back from the
+ * same statement, so callers see a consistent snapshot of "what exists up to last_seq".
+ */
+import type { Pool } from "pg";
+import { Event } from "@metaharness/proto";
+import { notFound } from "./sessions.js";
+
+export const MAX_SLICE = 1000;
+export const DEFAULT_SLICE = 100;
+
+export interface Slice {
+  readonly events: Event[];
+  /** The session's last seq when the slice was read. */
+  readonly lastSeq: number;
+  /** More matching events lie beyond the slice in the direction read. */
+  readonly hasMore: boolean;
+  /** The session's status when the slice was read (metaharness.v1.SessionStatus). */
+  readonly status: number;
+}
+
+export interface SliceRequest {
+  readonly sessionId: string;
+  readonly direction: "after" | "before";
+  /** Exclusive bound: seq > position (after) or seq < position (before). */
+  readonly position: number;
+  readonly limit: number;
+  readonly types: readonly string[];
+}
+
+interface SliceRow {
+  last_seq: string;
+  status: number;
+  body: Buffer | null;
+}
+
+export async function readSlice(pool: Pool, req: SliceRequest): Promise<Slice> {
+  const forward = req.direction === "after";
+  const typeFilter = req.types.length > 0 ? "AND e.type = ANY($4::text[])" : "";
+  const params: unknown[] = [req.sessionId, req.position, req.limit + 1];
+  if (req.types.length > 0) params.push(req.types);
+  const { rows } = await pool.query<SliceRow>(
+    `SELECT s.last_seq, s.status, e.body
+       FROM sessions s
+       LEFT JOIN LATERAL (
+         SELECT e.body, e.seq FROM events e
+          WHERE e.session_id = s.session_id AND e.seq ${forward ? ">" : "<"} $2 ${typeFilter}
+          ORDER BY e.seq ${forward ? "ASC" : "DESC"}
+          LIMIT $3
+       ) e ON true
+      WHERE s.session_id = $1
+      ORDER BY e.seq ${forward ? "ASC" : "DESC"}`,
+    params,
+  );
+  const first = rows[0];
+  if (first === undefined) throw notFound(req.sessionId);
+  const bodies = rows.flatMap((r) => (r.body === null ? [] : [r.body]));
+  const hasMore = bodies.length > req.limit;
+  const page = bodies.slice(0, req.limit).map((b) => Event.decode(b));
+  if (!forward) page.reverse();
+  return { events: page, lastSeq: Number(first.last_seq), hasMore, status: first.status };
+}

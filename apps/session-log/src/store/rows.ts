@@ -1,0 +1,50 @@
+/**
+ * Mapping between the sessions table and the proto Session, shared by every store module.
+ */
+import { SessionMetadata, SessionStatus, type Lease, type Session } from "@metaharness/proto";
+
+export interface SessionRow {
+  session_id: string;
+  metadata: unknown;
+  status: number;
+  last_seq: string;
+  lease_holder: string | null;
+  lease_epoch: string;
+  lease_expires_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const SESSION_COLUMNS =
+  "session_id, metadata, status, last_seq, lease_holder, lease_epoch, lease_expires_at, created_at, updated_at";
+
+export function leaseFromRow(row: Pick<SessionRow, "lease_holder" | "lease_epoch" | "lease_expires_at">): Lease | undefined {
+  if (row.lease_holder === null || row.lease_expires_at === null) return undefined;
+  return { holder: row.lease_holder, epoch: Number(row.lease_epoch), expiresAt: row.lease_expires_at };
+}
+
+export function sessionFromRow(row: SessionRow): Session {
+  return {
+    sessionId: row.session_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    metadata: SessionMetadata.fromJSON(row.metadata),
+    status: row.status as SessionStatus,
+    lastSeq: Number(row.last_seq),
+    lease: leaseFromRow(row),
+  };
+}
+
+/** The status a session takes when an event of this type is appended, if it changes it. */
+export function statusAfter(type: string): SessionStatus | undefined {
+  switch (type) {
+    case "session.status_running":
+      return SessionStatus.SESSION_STATUS_RUNNING;
+    case "session.status_idle":
+      return SessionStatus.SESSION_STATUS_IDLE;
+    case "session.status_terminated":
+      return SessionStatus.SESSION_STATUS_TERMINATED;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Event and session ids. Generated ids are ULIDs (48-bit millisecond time, then 80 random bits,
+ * Crockford base32) behind a prefix, so they sort by creation time as strings. Within one process
+ * ids are strictly increasing: in the same millisecond (or if the clock steps back) the random
+ * part of the previous id is incremented instead of drawn again, as in the ULID spec.
+ */
+import { randomBytes } from "node:crypto";
+
+export const EVENT_ID_PREFIX = "sevt_";
+export const SESSION_ID_PREFIX = "sesn_";
+
+/** Client-chosen event ids: 1..128 of [A-Za-z0-9._:-], any prefix. */
+export const MAX_EVENT_ID_LENGTH = 128;
+const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const SESSION_ID = /^sesn_[A-Za-z0-9_-]{1,64}$/;
+
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const ULID_LENGTH = 26;
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const RANDOM_BITS = 80n;
+const RANDOM_LIMIT = 1n << RANDOM_BITS;
+const MAX_TIME = 2 ** 48 - 1;
+
+let lastTime = -1;
+let lastRandom = 0n;
+
+function random80(): bigint {
+  return BigInt(`0x${randomBytes(10).toString("hex")}`);
+}
+
+function ulid(now: number): string {
+  let time = Math.min(Math.max(Math.floor(now), 0), MAX_TIME);
+  let random: bigint;
+  if (time <= lastTime) {
+    time = lastTime;
+    random = lastRandom + 1n;
+    if (random >= RANDOM_LIMIT) {
+      // 2^80 ids in one millisecond: borrow the next millisecond rather than repeat an id.
+      time += 1;
+      random = random80();
+    }
+  } else {
+    random = random80();
+  }
+  lastTime = time;
+  lastRandom = random;
+  let value = (BigInt(time) << RANDOM_BITS) | random;
+  let out = "";
+  for (let i = 0; i < ULID_LENGTH; i++) {
+    out = CROCKFORD.charAt(Number(value & 31n)) + out;
+    value >>= 5n;
+  }
+  return out;
+}
+
+/** "sevt_" + a 26-character ULID. */
+export function newEventId(now: number = Date.now()): string {
+  return EVENT_ID_PREFIX + ulid(now);
+}
+
+/** "sesn_" + a 26-character ULID. */
+export function newSessionId(now: number = Date.now()): string {
+  return SESSION_ID_PREFIX + ulid(now);
+}
+
+/** The creation time (ms since the epoch) of a generated id, or undefined if it is not one. */
+export function timeOfId(id: string): number | undefined {
+  const body = id.slice(id.indexOf("_") + 1);
+  if (!ULID.test(body)) return undefined;
+  let time = 0;
+  for (const char of body.slice(0, 10)) time = time * 32 + CROCKFORD.indexOf(char);
+  return time <= MAX_TIME ? time : undefined;
+}
+
+export function isValidEventId(id: unknown): id is string {
+  return typeof id === "string" && EVENT_ID.test(id);
+}
+
+export function isValidSessionId(id: unknown): id is string {
+  return typeof id === "string" && SESSION_ID.test(id);
+}

@@ -1,0 +1,39 @@
+/**
+ * @metaharness/events: the event model shared by every service. The registry of event types and
+ * their payloads, ids, the validation every append passes, and the JSON of the HTTP API.
+ * docs/events.md documents each type; a test keeps that page, event.proto and this package in step.
+ */
+export {
+  EVENT_TYPES,
+  isEventType,
+  payloadCaseForType,
+  payloadFieldForType,
+  typeForPayloadCase,
+  type EventPayload,
+  type EventType,
+  type EventTypeOf,
+  type PayloadCase,
+  type PayloadCaseOf,
+  type PayloadFieldOf,
+  type PayloadOf,
+} from "./registry.js";
+export { eventTypeOf, newEvent, payloadOf, type NewEventInit } from "./event.js";
+export {
+  EVENT_ID_PREFIX,
+  MAX_EVENT_ID_LENGTH,
+  SESSION_ID_PREFIX,
+  isValidEventId,
+  isValidSessionId,
+  newEventId,
+  newSessionId,
+  timeOfId,
+} from "./ids.js";
+export {
+  DEFAULT_MAX_EVENT_BYTES,
+  validateEventForAppend,
+  type AppendValidationOptions,
+} from "./validate/append.js";
+export { MAX_INPUT_DEPTH } from "./validate/struct.js";
+export { toManagedAgentsJson } from "./json/to-json.js";
+export { USER_EVENT_TYPES, fromManagedAgentsParams, type UserEventType } from "./json/from-json.js";
+export type * from "./json/types.js";

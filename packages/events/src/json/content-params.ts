@@ -1,0 +1,74 @@
+/**
+ * Content blocks from client JSON into content.proto. Checks the shape in the JSON's own terms
+ * (`content[0].source.data`); what a block must contain (non-empty text, which kinds a list may
+ * hold) is left to the payload validators, which name the same fields.
+ */
+import type { ContentBlock, MediaSource } from "@metaharness/proto";
+import { invalidArgument } from "@metaharness/errors";
+import { asObject, onlyKeys, optionalString, requiredString, type JsonObject } from "./read.js";
+
+export function parseContent(items: readonly unknown[], field: string): ContentBlock[] {
+  return items.map((item, i) => parseBlock(item, `${field}[${i}]`));
+}
+
+function parseBlock(item: unknown, field: string): ContentBlock {
+  const block = asObject(item, field);
+  const type = requiredString(block, "type", field);
+  switch (type) {
+    case "text":
+      onlyKeys(block, ["type", "text"], field);
+      return { block: { $case: "text", value: { text: requiredString(block, "text", field) } } };
+    case "image":
+      onlyKeys(block, ["type", "source"], field);
+      return { block: { $case: "image", value: { source: parseSource(block, field, ["base64", "url", "file"]) } } };
+    case "document":
+      onlyKeys(block, ["type", "source", "title", "context"], field);
+      return {
+        block: {
+          $case: "document",
+          value: {
+            source: parseSource(block, field, ["base64", "text", "url", "file"]),
+            title: optionalString(block, "title", field),
+            context: optionalString(block, "context", field),
+          },
+        },
+      };
+    case "redacted":
+      onlyKeys(block, ["type"], field);
+      return { block: { $case: "redacted", value: {} } };
+    default:
+      throw invalidArgument(`${field}.type`, `must be text, image, document or redacted, not "${type}"`);
+  }
+}
+
+function parseSource(block: JsonObject, blockField: string, types: readonly string[]): MediaSource {
+  const field = `${blockField}.source`;
+  const source = asObject(block.source, field);
+  const type = requiredString(source, "type", field);
+  const empty: MediaSource = { type, mediaType: "", data: "", url: "", fileId: "" };
+  switch (types.includes(type) ? type : undefined) {
+    case "base64":
+      onlyKeys(source, ["type", "media_type", "data"], field);
+      return { ...empty, mediaType: nonEmpty(source, "media_type", field), data: nonEmpty(source, "data", field) };
+    case "text":
+      onlyKeys(source, ["type", "media_type", "data"], field);
+      if (source.media_type !== undefined && source.media_type !== "text/plain") {
+        throw invalidArgument(`${field}.media_type`, 'must be "text/plain"');
+      }
+      return { ...empty, mediaType: "text/plain", data: nonEmpty(source, "data", field) };
+    case "url":
+      onlyKeys(source, ["type", "url"], field);
+      return { ...empty, url: nonEmpty(source, "url", field) };
+    case "file":
+      onlyKeys(source, ["type", "file_id"], field);
+      return { ...empty, fileId: nonEmpty(source, "file_id", field) };
+    default:
+      throw invalidArgument(`${field}.type`, `must be one of ${types.join(", ")}, not "${type}"`);
+  }
+}
+
+function nonEmpty(object: JsonObject, key: string, field: string): string {
+  const value = requiredString(object, key, field);
+  if (value === "") throw invalidArgument(`${field}.${key}`, "must not be empty");
+  return value;
+}

@@ -1,0 +1,112 @@
+/**
+ * One renderer per event type, from the proto payload to the fields the HTTP API shows. The
+ * table's type demands a renderer for every EventType and pins each one's output to the shape
+ * in types.ts, which a test holds against the SDK.
+ */
+import { StopReasonType, type ModelUsage, type StopReason } from "@metaharness/proto";
+import type { EventType, PayloadOf } from "../registry.js";
+import { renderAgentMessageContent, renderContent, renderToolResultContent } from "./content.js";
+import { CONFIRMATION_JSON, PERMISSION_JSON, RETRY_STATUS_JSON, STOP_REASON_JSON } from "./enums.js";
+import type { EvaluatedPermissionJson, ManagedAgentsJsonBodies, StopReasonJson } from "./types.js";
+
+type Renderer<T extends EventType> = (payload: PayloadOf<T>) => ManagedAgentsJsonBodies[T];
+
+const empty = (): Record<never, never> => ({});
+
+/** Struct inputs are plain objects already; absent means no arguments. */
+function renderInput(input: Record<string, unknown> | undefined): Record<string, unknown> {
+  return input ?? {};
+}
+
+function renderPermission(value: number): { evaluated_permission?: EvaluatedPermissionJson } {
+  const json = PERMISSION_JSON.get(value);
+  return json === undefined ? {} : { evaluated_permission: json };
+}
+
+function renderStopReason(reason: StopReason | undefined): StopReasonJson {
+  if (reason?.type === StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION) {
+    return { type: "requires_action", event_ids: [...reason.eventIds] };
+  }
+  // Validation refuses a missing or unspecified reason; an event that bypassed it reads as end_turn.
+  return { type: STOP_REASON_JSON.get(reason?.type ?? 0) ?? "end_turn" };
+}
+
+function renderUsage(usage: ModelUsage | undefined): ManagedAgentsJsonBodies["span.model_request_end"]["model_usage"] {
+  return {
+    input_tokens: usage?.inputTokens ?? 0,
+    output_tokens: usage?.outputTokens ?? 0,
+    cache_creation_input_tokens: usage?.cacheCreationInputTokens ?? 0,
+    cache_read_input_tokens: usage?.cacheReadInputTokens ?? 0,
+  };
+}
+
+const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
+  "user.message": (p) => ({ content: renderContent(p.content) }),
+  "user.interrupt": empty,
+  "user.custom_tool_result": (p) => ({
+    custom_tool_use_id: p.customToolUseId,
+    content: renderToolResultContent(p.content),
+    is_error: p.isError,
+  }),
+  "user.tool_confirmation": (p) => ({
+    tool_use_id: p.toolUseId,
+    result: CONFIRMATION_JSON.get(p.result) ?? "deny",
+    ...(p.denyMessage === "" ? {} : { deny_message: p.denyMessage }),
+  }),
+  "user.tool_result": (p) => ({
+    tool_use_id: p.toolUseId,
+    content: renderToolResultContent(p.content),
+    is_error: p.isError,
+  }),
+  "agent.message": (p) => ({ content: renderAgentMessageContent(p.content) }),
+  // Managed Agents serves thinking as a progress signal only: the text and signature stay in the log.
+  "agent.thinking": empty,
+  "agent.tool_use": (p) => ({
+    name: p.name,
+    input: renderInput(p.input),
+    ...renderPermission(p.evaluatedPermission),
+    ...(p.sandboxId === "" ? {} : { sandbox_id: p.sandboxId }),
+  }),
+  "agent.tool_result": (p) => ({
+    tool_use_id: p.toolUseId,
+    content: renderToolResultContent(p.content),
+    is_error: p.isError,
+  }),
+  "agent.mcp_tool_use": (p) => ({
+    mcp_server_name: p.mcpServerName,
+    name: p.name,
+    input: renderInput(p.input),
+    ...renderPermission(p.evaluatedPermission),
+  }),
+  "agent.mcp_tool_result": (p) => ({
+    mcp_tool_use_id: p.mcpToolUseId,
+    content: renderToolResultContent(p.content),
+    is_error: p.isError,
+  }),
+  "agent.custom_tool_use": (p) => ({ name: p.name, input: renderInput(p.input) }),
+  "session.status_running": empty,
+  "session.status_idle": (p) => ({ stop_reason: renderStopReason(p.stopReason), stop_details: null }),
+  "session.status_terminated": empty,
+  "session.error": (p) => ({
+    error: {
+      type: p.error?.type || "unknown_error",
+      message: p.error?.message ?? "",
+      retry_status: { type: RETRY_STATUS_JSON.get(p.error?.retryStatus ?? 0) ?? "exhausted" },
+    },
+  }),
+  "span.model_request_start": (p) => ({ model: p.model }),
+  "span.model_request_end": (p) => ({
+    model_request_start_id: p.modelRequestStartId,
+    is_error: p.isError,
+    model_usage: renderUsage(p.modelUsage),
+    ...(p.stopReason === "" ? {} : { stop_reason: p.stopReason }),
+  }),
+  "sandbox.provisioned": (p) => ({ sandbox_id: p.sandboxId, driver: p.driver, duration_ms: p.durationMs }),
+  "sandbox.released": (p) => ({ sandbox_id: p.sandboxId, reason: p.reason }),
+  "sandbox.lost": (p) => ({ sandbox_id: p.sandboxId, reason: p.reason }),
+};
+
+export function renderBody<T extends EventType>(type: T, payload: PayloadOf<T>): ManagedAgentsJsonBodies[T] {
+  const render: Renderer<T> = RENDERERS[type];
+  return render(payload);
+}

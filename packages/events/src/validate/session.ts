@@ -1,0 +1,45 @@
+/** Payload rules of the session.* events: the session's lifecycle. */
+import { RetryStatus, StopReasonType } from "@metaharness/proto";
+import { invalidArgument } from "@metaharness/errors";
+import {
+  enumValues,
+  noPayloadFields,
+  requireEnum,
+  requireEventId,
+  requireString,
+  type DomainValidators,
+} from "./check.js";
+
+const STOP_REASONS = enumValues(StopReasonType);
+const RETRY_STATUSES = enumValues(RetryStatus);
+
+export const SESSION_VALIDATORS: DomainValidators<"session"> = {
+  "session.status_running": noPayloadFields,
+  "session.status_idle": (p, path) => {
+    const reason = p.stopReason;
+    if (reason === undefined) throw invalidArgument(`${path}.stop_reason`, "is required");
+    requireEnum(reason.type, STOP_REASONS, `${path}.stop_reason.type`, {
+      allowUnspecified: false,
+      expected: "end_turn, requires_action, budget_reached, retries_exhausted, refusal or interrupted",
+    });
+    const ids = `${path}.stop_reason.event_ids`;
+    if (reason.type === StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION) {
+      if (reason.eventIds.length === 0) {
+        throw invalidArgument(ids, "must list the events the session waits on when type is requires_action");
+      }
+      reason.eventIds.forEach((id, i) => requireEventId(id, `${ids}[${i}]`));
+    } else if (reason.eventIds.length > 0) {
+      throw invalidArgument(ids, "is only allowed when type is requires_action");
+    }
+  },
+  "session.status_terminated": noPayloadFields,
+  "session.error": (p, path) => {
+    const error = p.error;
+    if (error === undefined) throw invalidArgument(`${path}.error`, "is required");
+    requireString(error.type, `${path}.error.type`);
+    requireEnum(error.retryStatus, RETRY_STATUSES, `${path}.error.retry_status`, {
+      allowUnspecified: false,
+      expected: "retrying, exhausted or terminal",
+    });
+  },
+};

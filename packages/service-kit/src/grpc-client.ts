@@ -1,0 +1,177 @@
+/**
+ * Typed gRPC clients: every outgoing call carries the caller's trace context, calls return
+ * Promises (or async iterables for server streams) with a deadline, and failures arrive as
+ * MhError with the field and details the server put in its trailers.
+ */
+import {
+  InterceptingCall,
+  Metadata,
+  credentials as channelCredentials,
+  type ChannelCredentials,
+  type Client,
+  type ClientOptions,
+  type ClientReadableStream,
+  type ClientUnaryCall,
+  type CallOptions as GrpcCallOptions,
+  type Interceptor,
+  type ServiceDefinition,
+  type ServiceError,
+} from "@grpc/grpc-js";
+import { MhError } from "@metaharness/errors";
+import { injectIntoMetadata } from "@metaharness/telemetry";
+import { fromServiceError, toMhError } from "./grpc-errors.js";
+import { MAX_RECEIVE_MESSAGE_BYTES } from "./grpc-server.js";
+
+/** Unary calls without an explicit deadline fail with DEADLINE_EXCEEDED after this long. */
+export const DEFAULT_DEADLINE_MS = 30_000;
+
+export interface CallOptions {
+  /** Deadline from now; DEFAULT_DEADLINE_MS for unary calls, none for streams. */
+  readonly deadlineMs?: number;
+  readonly metadata?: Metadata;
+  /** Aborting cancels the call; it then fails with CANCELLED. */
+  readonly signal?: AbortSignal;
+}
+
+/** The constructor shape of ts-proto's clients, e.g. `SessionLogClient`. */
+export type ClientConstructor<C extends Client> = new (
+  address: string,
+  credentials: ChannelCredentials,
+  options?: Partial<ClientOptions>,
+) => C;
+
+export interface CreateClientOptions {
+  /** Insecure by default: our services talk over a private network. */
+  readonly credentials?: ChannelCredentials;
+  /** Extra channel options, merged over the defaults. */
+  readonly channelOptions?: Partial<ClientOptions>;
+}
+
+/** Puts the trace context active when the call starts into its metadata. */
+export const traceContextInterceptor: Interceptor = (options, nextCall) =>
+  new InterceptingCall(nextCall(options), {
+    start(metadata, listener, next) {
+      next(injectIntoMetadata(metadata), listener);
+    },
+  });
+
+/** A client of `ctor` (e.g. `SessionLogClient`) whose calls carry the trace context. */
+export function createClient<C extends Client>(
+  ctor: ClientConstructor<C>,
+  address: string,
+  opts: CreateClientOptions = {},
+): C {
+  const extra = opts.channelOptions ?? {};
+  return new ctor(address, opts.credentials ?? channelCredentials.createInsecure(), {
+    "grpc.max_receive_message_length": MAX_RECEIVE_MESSAGE_BYTES,
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.keepalive_timeout_ms": 10_000,
+    ...extra,
+    interceptors: [traceContextInterceptor, ...(extra.interceptors ?? [])],
+  });
+}
+
+/** The full-signature overload every generated unary method has. */
+export type UnaryMethod<Req, Res> = (
+  request: Req,
+  metadata: Metadata,
+  options: Partial<GrpcCallOptions>,
+  callback: (error: ServiceError | null, response: Res) => void,
+) => ClientUnaryCall;
+
+/** Calls a generated unary method as a Promise: `await unaryCall(client.getSession.bind(client), req)`. */
+export function unaryCall<Req, Res>(
+  method: UnaryMethod<Req, Res>,
+  request: Req,
+  opts: CallOptions = {},
+): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    const { signal } = opts;
+    if (signal?.aborted === true) {
+      reject(new MhError("CANCELLED", "the call was cancelled before it started"));
+      return;
+    }
+    const onAbort = (): void => call.cancel();
+    const call = method(
+      request,
+      opts.metadata ?? new Metadata(),
+      { deadline: Date.now() + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS) },
+      (error, response) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (error === null) resolve(response);
+        else reject(fromServiceError(error));
+      },
+    );
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Iterates a server stream, converting its failure to MhError. The call starts at once (so it
+ * carries the caller's trace context); leaving the loop or aborting the signal cancels it.
+ */
+export function streamCall<Res>(
+  open: (metadata: Metadata, options: Partial<GrpcCallOptions>) => ClientReadableStream<Res>,
+  opts: CallOptions = {},
+): AsyncIterable<Res> {
+  const options = opts.deadlineMs === undefined ? {} : { deadline: Date.now() + opts.deadlineMs };
+  const call = open(opts.metadata ?? new Metadata(), options);
+  // The status of a call we cancel ourselves arrives as an 'error' after iteration ended.
+  call.on("error", () => undefined);
+  // grpc-js applies HTTP/2 flow control only once the stream has been read from; until then it
+  // queues whatever the server sends without bound. Start reading now: the stream's own buffer
+  // then fills to its high-water mark and the server is held back from there on.
+  call.read(0);
+  const onAbort = (): void => call.cancel();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  if (opts.signal?.aborted === true) call.cancel();
+  return (async function* iterate(): AsyncGenerator<Res> {
+    try {
+      for await (const message of call) yield message as Res;
+    } catch (err) {
+      throw toMhError(err);
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      call.cancel();
+    }
+  })();
+}
+
+type RequestOf<M> = M extends { requestSerialize: (value: infer Req) => Buffer } ? Req : never;
+type ResponseOf<M> = M extends { responseDeserialize: (value: Buffer) => infer Res } ? Res : never;
+
+/** Promise-returning methods for every unary and server-streaming method of a service definition. */
+export type PromiseClient<S> = {
+  readonly [K in keyof S as S[K] extends { requestStream: false } ? K : never]: S[K] extends {
+    responseStream: true;
+  }
+    ? (request: RequestOf<S[K]>, opts?: CallOptions) => AsyncIterable<ResponseOf<S[K]>>
+    : (request: RequestOf<S[K]>, opts?: CallOptions) => Promise<ResponseOf<S[K]>>;
+};
+
+/**
+ * Promise-based methods over `client` for a ts-proto service definition:
+ * `const log = promisify(createClient(SessionLogClient, addr), SessionLogService)`.
+ * Client-streaming methods are left out.
+ */
+export function promisify<S extends ServiceDefinition>(client: Client, service: S): PromiseClient<S> {
+  const methods: Record<string, (request: unknown, opts?: CallOptions) => unknown> = {};
+  for (const [key, def] of Object.entries(service)) {
+    if (def.requestStream) continue;
+    const serialize = (value: unknown): Buffer => def.requestSerialize(value);
+    const deserialize = (bytes: Buffer): unknown => def.responseDeserialize(bytes);
+    methods[key] = def.responseStream
+      ? (request, opts) =>
+          streamCall(
+            (md, options) => client.makeServerStreamRequest(def.path, serialize, deserialize, request, md, options),
+            opts,
+          )
+      : (request, opts) =>
+          unaryCall<unknown, unknown>(
+            (req, md, options, cb) => client.makeUnaryRequest(def.path, serialize, deserialize, req, md, options, cb),
+            request,
+            opts,
+          );
+  }
+  return methods as PromiseClient<S>;
+}

@@ -1,0 +1,89 @@
+/**
+ * MhError <-> gRPC status, both ways. On the way out the code and message travel as the status,
+ * the field at fault and the details as trailing metadata; INTERNAL/UNKNOWN errors are replaced
+ * by a generic message carrying the trace id, so internals never reach a caller. On the way in a
+ * ServiceError becomes an MhError again, field and details included.
+ */
+import { Metadata, type ServiceError, type StatusObject } from "@grpc/grpc-js";
+import { MhError, codeName, type CodeName } from "@metaharness/errors";
+
+/** Trailer naming the request field at fault. */
+export const ERROR_FIELD_KEY = "mh-error-field";
+/** Trailer holding the error details as a JSON object. */
+export const ERROR_DETAILS_KEY = "mh-error-details";
+
+/** Codes whose message may describe our internals: callers get a generic message instead. */
+const HIDDEN_CODES: ReadonlySet<CodeName> = new Set<CodeName>(["INTERNAL", "UNKNOWN"]);
+/** Codes that mean the server, not the caller, is at fault: logged at error level. */
+const SERVER_FAULT_CODES: ReadonlySet<CodeName> = new Set<CodeName>(["INTERNAL", "UNKNOWN", "DATA_LOSS"]);
+
+export function isServerFault(err: MhError): boolean {
+  return SERVER_FAULT_CODES.has(err.code);
+}
+
+/** What a server sends for a failed call: an Error that grpc-js turns into the call's status. */
+export type StatusError = Error & Pick<StatusObject, "code" | "details" | "metadata">;
+
+/**
+ * The status a failed call ends with. `traceId` goes into the generic message of hidden codes so
+ * an operator can find the logged error.
+ */
+export function toStatusError(err: MhError, traceId: string | undefined): StatusError {
+  const hidden = HIDDEN_CODES.has(err.code);
+  const message = hidden ? `internal error${traceId === undefined ? "" : ` (trace ${traceId})`}` : err.message;
+  const metadata = new Metadata();
+  if (!hidden) {
+    if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, err.field);
+    if (Object.keys(err.details).length > 0) metadata.set(ERROR_DETAILS_KEY, JSON.stringify(err.details));
+  }
+  return Object.assign(new Error(message), { code: err.codeNumber, details: message, metadata });
+}
+
+/** The MhError a client sees for a failed call, with field and details read back from trailers. */
+export function fromServiceError(err: ServiceError): MhError {
+  const code = codeName(err.code) ?? "UNKNOWN";
+  const trailers = err.metadata instanceof Metadata ? err.metadata : new Metadata();
+  return new MhError(code, err.details || err.message, {
+    field: firstString(trailers, ERROR_FIELD_KEY),
+    details: parseDetails(firstString(trailers, ERROR_DETAILS_KEY)),
+    cause: err,
+  });
+}
+
+/** Normalises any failure: a ServiceError keeps its trailers, anything else goes through MhError.from. */
+export function toMhError(err: unknown): MhError {
+  return isServiceError(err) ? fromServiceError(err) : MhError.from(err);
+}
+
+export function isServiceError(err: unknown): err is ServiceError {
+  return (
+    err instanceof Error &&
+    typeof (err as Partial<ServiceError>).code === "number" &&
+    typeof (err as Partial<ServiceError>).details === "string" &&
+    (err as Partial<ServiceError>).metadata instanceof Metadata
+  );
+}
+
+function firstString(md: Metadata, key: string): string | undefined {
+  const [value] = md.get(key);
+  if (value === undefined) return undefined;
+  return typeof value === "string" ? value : value.toString("utf8");
+}
+
+type Details = Record<string, string | number | boolean>;
+
+function parseDetails(json: string | undefined): Details | undefined {
+  if (json === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
+  const details: Details = {};
+  for (const [k, v] of Object.entries(parsed)) {
+    if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") details[k] = v;
+  }
+  return details;
+}

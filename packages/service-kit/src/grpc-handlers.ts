@@ -1,0 +1,178 @@
+/**
+ * Wrappers that let service code be plain async functions. Each call runs in a SERVER span
+ * continuing the caller's trace, gets an AbortSignal for cancellation and deadline, and any thrown
+ * error becomes a proper gRPC status (see grpc-errors.ts), logged once.
+ */
+import type {
+  Deadline,
+  Metadata,
+  ServerUnaryCall,
+  ServerWritableStream,
+  handleServerStreamingCall,
+  handleUnaryCall,
+} from "@grpc/grpc-js";
+import { MhError } from "@metaharness/errors";
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  currentSpanIds,
+  extractFromMetadata,
+  recordError,
+  withSpan,
+  type Attributes,
+} from "@metaharness/telemetry";
+import { isServerFault, toMhError, toStatusError, type StatusError } from "./grpc-errors.js";
+import type { Logger } from "./logger.js";
+
+export interface CallContext {
+  readonly metadata: Metadata;
+  /** Aborted (with an MhError reason) when the client cancels or the deadline passes. */
+  readonly signal: AbortSignal;
+  /** Bound to this call: `rpc` plus the span's trace_id/span_id. */
+  readonly logger: Logger;
+  readonly deadline?: Date | undefined;
+}
+
+export interface ServerStreamWriter<Res> {
+  /** Sends one message; resolves once the transport can take more, rejects if the call ended. */
+  write(res: Res): Promise<void>;
+  readonly signal: AbortSignal;
+}
+
+/** What both unary and streaming server calls offer. */
+type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, "metadata" | "cancelled" | "getDeadline" | "once">;
+
+/** Wraps `fn` as a grpc-js unary handler. `name` is the span name: "metaharness.v1.SessionLog/GetSession". */
+export function unary<Req, Res>(
+  name: string,
+  logger: Logger,
+  fn: (req: Req, ctx: CallContext) => Promise<Res>,
+): handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    runCall(name, logger, call, {
+      body: async (ctx) => callback(null, await fn(call.request, ctx)),
+      fail: (status) => callback(status),
+    });
+  };
+}
+
+/** Wraps `fn` as a grpc-js server-streaming handler; the stream ends when `fn` resolves. */
+export function serverStream<Req, Res>(
+  name: string,
+  logger: Logger,
+  fn: (req: Req, stream: ServerStreamWriter<Res>, ctx: CallContext) => Promise<void>,
+): handleServerStreamingCall<Req, Res> {
+  return (call) => {
+    runCall(name, logger, call, {
+      body: async (ctx) => {
+        const writer: ServerStreamWriter<Res> = {
+          signal: ctx.signal,
+          write: (res) => writeWithBackpressure(call, res, ctx.signal),
+        };
+        await fn(call.request, writer, ctx);
+        call.end();
+      },
+      fail: (status) => call.emit("error", status),
+    });
+  };
+}
+
+interface CallHooks {
+  readonly body: (ctx: CallContext) => Promise<void>;
+  readonly fail: (status: StatusError) => void;
+}
+
+function runCall(name: string, logger: Logger, call: SurfaceCall, hooks: CallHooks): void {
+  const controller = new AbortController();
+  // grpc-js also emits "cancelled" once a finished call's stream closes; only earlier ones count.
+  let finished = false;
+  call.once("cancelled", () => {
+    if (!finished) controller.abort(new MhError("CANCELLED", "the client cancelled the call"));
+  });
+  const deadline = toDate(call.getDeadline());
+  const timer =
+    deadline === undefined
+      ? undefined
+      : setTimeout(
+          () => controller.abort(new MhError("DEADLINE_EXCEEDED", "the call's deadline passed")),
+          Math.max(0, deadline.getTime() - Date.now()),
+        ).unref();
+
+  const parent = extractFromMetadata(call.metadata, ROOT_CONTEXT);
+  const run = withSpan(
+    name,
+    rpcAttributes(name),
+    async (span) => {
+      const callLogger = logger.child({ rpc: name });
+      const ctx: CallContext = {
+        metadata: call.metadata,
+        signal: controller.signal,
+        logger: callLogger,
+        deadline,
+      };
+      try {
+        await hooks.body(ctx);
+        span.setAttribute("rpc.grpc.status_code", 0);
+      } catch (thrown) {
+        const err = toMhError(thrown);
+        span.setAttribute("rpc.grpc.status_code", err.codeNumber);
+        if (call.cancelled) {
+          callLogger.debug({ code: err.code }, "rpc ended after the client cancelled");
+          return;
+        }
+        if (isServerFault(err)) {
+          recordError(span, thrown);
+          callLogger.error({ err: thrown, code: err.code }, "rpc failed");
+        } else {
+          callLogger.warn({ code: err.code, field: err.field, error: err.message }, "rpc failed");
+        }
+        hooks.fail(toStatusError(err, currentSpanIds()?.traceId));
+      } finally {
+        finished = true;
+        if (timer !== undefined) clearTimeout(timer);
+      }
+    },
+    { parent, kind: SpanKind.SERVER },
+  );
+  run.catch((err: unknown) => logger.error({ err, rpc: name }, "rpc wrapper failed"));
+}
+
+function writeWithBackpressure<Res>(
+  call: ServerWritableStream<unknown, Res>,
+  res: Res,
+  signal: AbortSignal,
+): Promise<void> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  if (call.write(res)) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const onDrain = (): void => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    };
+    const onAbort = (): void => {
+      call.off("drain", onDrain);
+      reject(abortReason(signal));
+    };
+    call.once("drain", onDrain);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function abortReason(signal: AbortSignal): MhError {
+  return signal.reason instanceof MhError ? signal.reason : new MhError("CANCELLED", "the call was cancelled");
+}
+
+function toDate(deadline: Deadline): Date | undefined {
+  if (deadline instanceof Date) return deadline;
+  return Number.isFinite(deadline) ? new Date(deadline) : undefined;
+}
+
+/** OpenTelemetry RPC semantic-convention attributes for "pkg.Service/Method". */
+function rpcAttributes(name: string): Attributes {
+  const slash = name.lastIndexOf("/");
+  return {
+    "rpc.system": "grpc",
+    "rpc.service": slash < 0 ? name : name.slice(0, slash),
+    "rpc.method": slash < 0 ? name : name.slice(slash + 1),
+  };
+}

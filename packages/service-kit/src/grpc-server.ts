@@ -1,0 +1,153 @@
+/**
+ * Starts a service's gRPC server the same way everywhere: bounded messages, keepalive, standard
+ * health checking (each service plus "" overall) and server reflection, and a shutdown that drains
+ * calls for a grace period before cancelling the rest.
+ */
+import {
+  Server,
+  ServerCredentials,
+  type ServerOptions,
+  type ServiceDefinition,
+  type UntypedHandleCall,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
+import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
+import { ReflectionService } from "@grpc/reflection";
+import { loadPackageDefinition } from "@metaharness/proto";
+import { HealthImplementation, protoPath as healthProtoPath, type ServingStatusMap } from "grpc-health-check";
+import type { Logger } from "./logger.js";
+
+/** 16 MiB: large enough for any event payload we accept, small enough to bound memory per call. */
+export const MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+
+const DEFAULT_SERVER_OPTIONS: ServerOptions = {
+  "grpc.max_receive_message_length": MAX_RECEIVE_MESSAGE_BYTES,
+  // Ping idle connections so a vanished client does not hold a stream (e.g. WatchEvents) forever.
+  "grpc.keepalive_time_ms": 60_000,
+  "grpc.keepalive_timeout_ms": 20_000,
+};
+
+export interface ServiceRegistration {
+  /** A grpc-js service definition, e.g. ts-proto's `SessionLogService`. */
+  readonly definition: ServiceDefinition;
+  /**
+   * Handlers by method name, e.g. a `SessionLogServer` or a `Partial<SessionLogServer>`: methods
+   * left out answer UNIMPLEMENTED.
+   */
+  readonly implementation: { readonly [method: string]: UntypedHandleCall | undefined };
+  /** Full name for health and logs, e.g. "metaharness.v1.SessionLog"; derived from the definition when omitted. */
+  readonly name?: string;
+}
+
+export interface GrpcServerOptions {
+  /** Interface to bind; 127.0.0.1 by default. */
+  readonly host?: string;
+  /** 0 binds an ephemeral port (see the handle's `port`). */
+  readonly port: number;
+  readonly services: readonly ServiceRegistration[];
+  readonly logger: Logger;
+  /** Descriptors served by reflection; all of our contracts by default. */
+  readonly packageDefinition?: PackageDefinition;
+  /** Extra grpc-js options, merged over the defaults. */
+  readonly serverOptions?: ServerOptions;
+}
+
+export interface GrpcServerHandle {
+  readonly port: number;
+  /** `host:port`, ready to hand to a client. */
+  readonly address: string;
+  readonly server: Server;
+  /** Reports NOT_SERVING, drains for `graceMs`, then cancels what is left. Idempotent. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {
+  const host = opts.host ?? "127.0.0.1";
+  const names = opts.services.map((s) => s.name ?? serviceNameOf(s.definition));
+  const server = new Server({ ...DEFAULT_SERVER_OPTIONS, ...opts.serverOptions });
+
+  const health = new HealthImplementation(statusMap(["", ...names], "SERVING"));
+  try {
+    opts.services.forEach((s) => server.addService(s.definition, implemented(s.implementation)));
+    health.addToServer(server);
+    const described = { ...(opts.packageDefinition ?? loadPackageDefinition()), ...healthPackageDefinition() };
+    new ReflectionService(described).addToServer(server);
+    const port = await bind(server, `${hostForAddress(host)}:${opts.port}`);
+    const address = `${hostForAddress(host)}:${port}`;
+    opts.logger.info({ address, services: names }, "grpc server listening");
+
+    let stopping: Promise<void> | undefined;
+    const shutdown = (graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> => {
+      stopping ??= (async () => {
+        for (const name of ["", ...names]) health.setStatus(name, "NOT_SERVING");
+        const forced = await drain(server, graceMs);
+        opts.logger.info({ address, forced }, "grpc server stopped");
+      })();
+      return stopping;
+    };
+    return { port, address, server, shutdown };
+  } catch (err) {
+    server.forceShutdown(); // never leak a half-started server
+    throw err;
+  }
+}
+
+/** The fully qualified service name from a method path: "/metaharness.v1.SessionLog/GetSession". */
+export function serviceNameOf(definition: ServiceDefinition): string {
+  const first = Object.values(definition)[0];
+  const match = first === undefined ? null : /^\/([^/]+)\//.exec(first.path);
+  if (match?.[1] === undefined) throw new Error("cannot derive a service name from an empty definition");
+  return match[1];
+}
+
+function implemented(handlers: ServiceRegistration["implementation"]): UntypedServiceImplementation {
+  const out: UntypedServiceImplementation = {};
+  for (const [name, handler] of Object.entries(handlers)) if (handler !== undefined) out[name] = handler;
+  return out;
+}
+
+let healthDefinition: PackageDefinition | undefined;
+
+/** grpc.health.v1 descriptors, so reflection-driven tools (grpcurl) can call Check and Watch too. */
+function healthPackageDefinition(): PackageDefinition {
+  healthDefinition ??= loadSync(healthProtoPath, {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  return healthDefinition;
+}
+
+function statusMap(names: readonly string[], status: "SERVING"): ServingStatusMap {
+  return Object.fromEntries(names.map((n) => [n, status]));
+}
+
+function hostForAddress(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+function bind(server: Server, address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) =>
+      err === null ? resolve(port) : reject(err),
+    );
+  });
+}
+
+/** Resolves true if calls were still running after `graceMs` and had to be cancelled. */
+function drain(server: Server, graceMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve(true);
+    }, graceMs);
+    timer.unref();
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}

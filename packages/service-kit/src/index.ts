@@ -1,0 +1,65 @@
+/**
+ * @metaharness/service-kit: what every service shares from day one — typed config from the
+ * environment, a structured logger, a gRPC server with health and reflection, handler wrappers
+ * that turn errors into statuses, traced typed clients, and graceful shutdown.
+ */
+export {
+  readConfig,
+  ConfigError,
+  type ConfigOf,
+  type ConfigSpec,
+  type EnvResult,
+  type EnvSource,
+  type EnvVar,
+} from "./config.js";
+export { env, type EnvOptions, type RangeOptions, type UrlOptions } from "./env.js";
+export {
+  createLogger,
+  loggerFor,
+  REDACTED_KEYS,
+  type LogContext,
+  type Logger,
+  type LoggerOptions,
+  type LogLevel,
+} from "./logger.js";
+export {
+  startGrpcServer,
+  serviceNameOf,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  MAX_RECEIVE_MESSAGE_BYTES,
+  type GrpcServerHandle,
+  type GrpcServerOptions,
+  type ServiceRegistration,
+} from "./grpc-server.js";
+export { unary, serverStream, type CallContext, type ServerStreamWriter } from "./grpc-handlers.js";
+export {
+  ERROR_DETAILS_KEY,
+  ERROR_FIELD_KEY,
+  fromServiceError,
+  isServiceError,
+  toMhError,
+  toStatusError,
+  type StatusError,
+} from "./grpc-errors.js";
+export {
+  createClient,
+  promisify,
+  streamCall,
+  traceContextInterceptor,
+  unaryCall,
+  DEFAULT_DEADLINE_MS,
+  type CallOptions,
+  type ClientConstructor,
+  type CreateClientOptions,
+  type PromiseClient,
+  type UnaryMethod,
+} from "./grpc-client.js";
+export {
+  installShutdown,
+  runShutdown,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type InstallShutdownOptions,
+  type ShutdownHandle,
+  type ShutdownOptions,
+  type ShutdownStep,
+} from "./shutdown.js";

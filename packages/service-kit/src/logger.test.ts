@@ -1,0 +1,76 @@
+/** The logger: JSON lines with service and trace ids, secrets redacted, context via child loggers. */
+import { startTestTelemetry, withSpan, type Telemetry } from "@metaharness/telemetry";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createLogger, loggerFor } from "./logger.js";
+
+let telemetry: Telemetry;
+beforeAll(() => {
+  ({ telemetry } = startTestTelemetry("logger-test"));
+});
+afterAll(() => telemetry.shutdown());
+
+function capture(): { lines: Array<Record<string, unknown>>; logger: ReturnType<typeof createLogger> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger({
+    service: "svc",
+    level: "debug",
+    destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  });
+  return { lines, logger };
+}
+
+it("writes JSON lines with service, level label and no trace outside a span", () => {
+  const { lines, logger } = capture();
+  logger.info({ n: 1 }, "hello");
+  expect(lines[0]).toMatchObject({ service: "svc", level: "info", msg: "hello", n: 1 });
+  expect(lines[0]).not.toHaveProperty("trace_id");
+});
+
+it("adds the active span's trace_id and span_id", async () => {
+  const { lines, logger } = capture();
+  const ids = await withSpan("op", {}, (span) => {
+    logger.info("inside");
+    return Promise.resolve(span.spanContext());
+  });
+  expect(lines[0]).toMatchObject({ trace_id: ids.traceId, span_id: ids.spanId });
+});
+
+it("redacts secret fields at the top level, one level deep and in headers", () => {
+  const { lines, logger } = capture();
+  logger.info(
+    {
+      password: "p",
+      creds: { access_token: "a", client_secret: "c" },
+      req: { headers: { authorization: "Bearer x" } },
+    },
+    "secrets",
+  );
+  const text = JSON.stringify(lines[0]);
+  for (const secret of ['"p"', '"a"', '"c"', "Bearer x"]) expect(text).not.toContain(secret);
+  expect(lines[0]).toMatchObject({ password: "[redacted]", creds: { access_token: "[redacted]" } });
+});
+
+it("loggerFor binds session_id, seq and trace_id without duplicating the span's trace id", async () => {
+  const { lines, logger } = capture();
+  const traceId = "0af7651916cd43dd8448eb211c80319c";
+  const child = loggerFor(logger, { sessionId: "sess_1", seq: 7n, traceId });
+  child.info("no span");
+  const ids = await withSpan("op", {}, (span) => {
+    child.info("other trace");
+    loggerFor(logger, { traceId: span.spanContext().traceId }).child({ x: 1 }).info("same trace");
+    return Promise.resolve(span.spanContext());
+  });
+  expect(lines[0]).toMatchObject({ session_id: "sess_1", seq: "7", trace_id: traceId });
+  expect(lines[1]).toMatchObject({ trace_id: traceId });
+  expect(lines[1]).not.toHaveProperty("span_id");
+  expect(lines[2]).toMatchObject({ trace_id: ids.traceId, span_id: ids.spanId, x: 1 });
+});
+
+it("logs errors with their stack and cause", () => {
+  const { lines, logger } = capture();
+  logger.error({ err: new Error("outer", { cause: new Error("inner") }) }, "failed");
+  const err = lines[0]?.["err"] as { message: string; stack: string; cause?: { message: string } };
+  expect(err.message).toBe("outer");
+  expect(err.stack).toContain("logger.test");
+  expect(err.cause?.message).toBe("inner");
+});

@@ -1,0 +1,107 @@
+/**
+ * The one place a process starts OpenTelemetry: a Node tracer provider named after the service,
+ * registered globally with the W3C TraceContext propagator and the AsyncLocalStorage context
+ * manager, exporting over OTLP/proto HTTP in batches. Everything else only asks for a tracer.
+ */
+import { context, propagation, trace, type Tracer } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BatchSpanProcessor,
+  NodeTracerProvider,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-node";
+import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+
+export interface TelemetryOptions {
+  readonly serviceName: string;
+  /** OTLP/HTTP base URL, e.g. `http://127.0.0.1:4318`; `/v1/traces` is appended. No exporter when unset. */
+  readonly otlpEndpoint?: string | undefined;
+  /** An extra processor, e.g. a SimpleSpanProcessor over an InMemorySpanExporter in tests. */
+  readonly spanProcessor?: SpanProcessor | undefined;
+}
+
+export interface Telemetry {
+  readonly serviceName: string;
+  readonly tracer: Tracer;
+  /**
+   * Flushes pending spans and unregisters the globals. Idempotent: every call gets the same
+   * promise. Rejects when the final export fails (e.g. the collector is down), after at most a
+   * few seconds of retries, so a shutdown sequence can report it.
+   */
+  shutdown(): Promise<void>;
+}
+
+/** Bounds of the export queue: spans beyond it are dropped (and counted by the SDK), never buffered forever. */
+const BATCH = {
+  maxQueueSize: 4096,
+  maxExportBatchSize: 512,
+  scheduledDelayMillis: 1000,
+  exportTimeoutMillis: 5_000,
+} as const;
+
+/** How long one export (with the exporter's own retries) may take, so shutdown stays bounded. */
+const EXPORT_TIMEOUT_MS = 5_000;
+
+const DEFAULT_TRACER_NAME = "metaharness";
+
+let current: Telemetry | undefined;
+
+/**
+ * Starts telemetry for this process. A second call returns the running instance and ignores its
+ * options; after `shutdown()` a new call starts afresh (which tests rely on).
+ */
+export function startTelemetry(opts: TelemetryOptions): Telemetry {
+  if (current !== undefined) return current;
+
+  const spanProcessors: SpanProcessor[] = [];
+  if (opts.otlpEndpoint !== undefined && opts.otlpEndpoint !== "") {
+    const exporter = new OTLPTraceExporter({
+      url: tracesUrl(opts.otlpEndpoint),
+      timeoutMillis: EXPORT_TIMEOUT_MS,
+    });
+    spanProcessors.push(new BatchSpanProcessor(exporter, BATCH));
+  }
+  if (opts.spanProcessor !== undefined) spanProcessors.push(opts.spanProcessor);
+
+  const provider = new NodeTracerProvider({
+    resource: defaultResource().merge(
+      resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName }),
+    ),
+    spanProcessors,
+  });
+  // The default context manager of NodeTracerProvider.register() is AsyncLocalStorage-based.
+  provider.register({ propagator: new W3CTraceContextPropagator() });
+
+  let stopping: Promise<void> | undefined;
+  const telemetry: Telemetry = {
+    serviceName: opts.serviceName,
+    tracer: provider.getTracer(opts.serviceName),
+    shutdown() {
+      stopping ??= (async () => {
+        try {
+          await provider.shutdown(); // flushes every processor before resolving
+        } finally {
+          trace.disable();
+          context.disable();
+          propagation.disable();
+          if (current === telemetry) current = undefined;
+        }
+      })();
+      return stopping;
+    },
+  };
+  current = telemetry;
+  return telemetry;
+}
+
+/** A tracer from the global provider (a no-op tracer until `startTelemetry` ran). */
+export function getTracer(name?: string): Tracer {
+  return trace.getTracer(name ?? current?.serviceName ?? DEFAULT_TRACER_NAME);
+}
+
+function tracesUrl(endpoint: string): string {
+  const base = endpoint.replace(/\/+$/, "");
+  return base.endsWith("/v1/traces") ? base : `${base}/v1/traces`;
+}

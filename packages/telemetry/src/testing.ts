@@ -1,0 +1,32 @@
+/**
+ * Telemetry for tests: started with an in-memory exporter and a synchronous processor, so a test
+ * can assert on finished spans right after the code under test returns.
+ */
+import {
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from "@opentelemetry/sdk-trace-node";
+import { startTelemetry, type Telemetry } from "./start.js";
+
+export interface TestTelemetry {
+  readonly telemetry: Telemetry;
+  /** Spans ended so far, in the order they ended. */
+  finishedSpans(): ReadableSpan[];
+  /** Forgets the spans recorded so far. */
+  reset(): void;
+}
+
+/**
+ * Starts telemetry recording spans in memory. Like `startTelemetry`, it is once per process until
+ * shut down: call it from `beforeAll` and shut it down in `afterAll`.
+ */
+export function startTestTelemetry(serviceName = "test"): TestTelemetry {
+  const exporter = new InMemorySpanExporter();
+  const telemetry = startTelemetry({ serviceName, spanProcessor: new SimpleSpanProcessor(exporter) });
+  return {
+    telemetry,
+    finishedSpans: () => exporter.getFinishedSpans(),
+    reset: () => exporter.reset(),
+  };
+}

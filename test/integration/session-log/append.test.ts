@@ -1,0 +1,162 @@
+/**
+ * Appending against the real Postgres: idempotency, atomic batches, optimistic concurrency from
+ * parallel writers, and dense per-session seqs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MhError } from "@metaharness/errors";
+import { newEvent } from "@metaharness/events";
+import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { agentMessage, textOf, userMessage } from "../../support/events.js";
+
+let log: TestLog;
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+async function newSession(): Promise<string> {
+  const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+  return session!.sessionId;
+}
+
+async function rejection(p: Promise<unknown>): Promise<MhError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(MhError);
+    return err as MhError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("EmitEvent", () => {
+  it("assigns dense 1-based seqs, created_at and the session id", async () => {
+    const sessionId = await newSession();
+    const a = await log.client.emitEvent({ sessionId, event: userMessage("hello") });
+    const b = await log.client.emitEvent({ sessionId, event: agentMessage("hi") });
+    expect(a.event?.seq).toBe(1);
+    expect(b.event?.seq).toBe(2);
+    expect(b.event?.sessionId).toBe(sessionId);
+    expect(b.event?.type).toBe("agent.message");
+    expect(b.event?.id).toMatch(/^sevt_/);
+    expect(b.event?.createdAt).toBeInstanceOf(Date);
+    const { session } = await log.client.getSession({ sessionId });
+    expect(session?.lastSeq).toBe(2);
+  });
+
+  it("returns the first append for a repeated event id and writes nothing", async () => {
+    const sessionId = await newSession();
+    const first = await log.client.emitEvent({ sessionId, event: userMessage("once", "client-key-1") });
+    await log.client.emitEvent({ sessionId, event: agentMessage("between") });
+    const again = await log.client.emitEvent({ sessionId, event: userMessage("changed text", "client-key-1") });
+    expect(again.duplicate).toBe(true);
+    expect(again.event?.seq).toBe(first.event?.seq);
+    expect(textOf(again.event)).toBe("once");
+    const { events } = await log.client.getEvents({ sessionId, position: undefined, limit: 0, types: [] });
+    expect(events.map((e) => e.seq)).toEqual([1, 2]);
+  });
+
+  it("rejects a stale expected_seq with FAILED_PRECONDITION naming the current seq", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvent({ sessionId, event: userMessage("1"), expectedSeq: 0 });
+    const err = await rejection(log.client.emitEvent({ sessionId, event: userMessage("2"), expectedSeq: 0 }));
+    expect(err.code).toBe("FAILED_PRECONDITION");
+    expect(err.message).toContain("is at seq 1");
+    expect(err.field).toBe("expected_seq");
+  });
+
+  it("lets exactly one of many parallel writers win each expected_seq", async () => {
+    const sessionId = await newSession();
+    const writers = 16;
+    const rounds = 5;
+    for (let round = 0; round < rounds; round++) {
+      const results = await Promise.allSettled(
+        Array.from({ length: writers }, (_, w) =>
+          log.client.emitEvent({ sessionId, event: userMessage(`r${round}w${w}`), expectedSeq: round }),
+        ),
+      );
+      const won = results.filter((r) => r.status === "fulfilled");
+      const lost = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+      expect(won).toHaveLength(1);
+      expect(lost.every((r) => (r.reason as MhError).code === "FAILED_PRECONDITION")).toBe(true);
+    }
+    const { session } = await log.client.getSession({ sessionId });
+    expect(session?.lastSeq).toBe(rounds);
+  });
+
+  it("keeps seqs dense under parallel appends to one session and to many", async () => {
+    const sessions = await Promise.all([newSession(), newSession(), newSession()]);
+    await Promise.all(
+      sessions.flatMap((sessionId) =>
+        Array.from({ length: 40 }, (_, i) => log.client.emitEvent({ sessionId, event: userMessage(`m${i}`) })),
+      ),
+    );
+    for (const sessionId of sessions) {
+      const { events, lastSeq } = await log.client.getEvents({ sessionId, position: undefined, limit: 1000, types: [] });
+      expect(lastSeq).toBe(40);
+      expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      expect(new Set(events.map((e) => textOf(e))).size).toBe(40);
+    }
+  });
+});
+
+describe("EmitEvents", () => {
+  it("appends a batch atomically and in order", async () => {
+    const sessionId = await newSession();
+    const { events } = await log.client.emitEvents({
+      sessionId,
+      events: [userMessage("a"), agentMessage("b"), agentMessage("c")],
+    });
+    expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(events.map(textOf)).toEqual(["a", "b", "c"]);
+  });
+
+  it("writes nothing when one event of the batch is invalid", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvent({ sessionId, event: userMessage("before") });
+    const bad = newEvent("agent.tool_use", { name: "", input: {}, evaluatedPermission: 0, sandboxId: "" });
+    const err = await rejection(
+      log.client.emitEvents({ sessionId, events: [userMessage("x"), bad, userMessage("y")] }),
+    );
+    expect(err.code).toBe("INVALID_ARGUMENT");
+    expect(err.field).toBe("events[1].payload.agent_tool_use.name");
+    const { session } = await log.client.getSession({ sessionId });
+    expect(session?.lastSeq).toBe(1);
+  });
+
+  it("writes the new events of a partly repeated batch and returns the old ones as they were", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvents({ sessionId, events: [userMessage("a", "k-a"), userMessage("b", "k-b")] });
+    const { events, duplicates } = await log.client.emitEvents({
+      sessionId,
+      events: [userMessage("a", "k-a"), userMessage("c", "k-c")],
+    });
+    expect(duplicates).toBe(1);
+    expect(events.map((e) => [e.id, e.seq])).toEqual([
+      ["k-a", 1],
+      ["k-c", 3],
+    ]);
+  });
+
+  it("refuses a batch that repeats an id, naming both places", async () => {
+    const sessionId = await newSession();
+    const err = await rejection(
+      log.client.emitEvents({ sessionId, events: [userMessage("a", "same"), userMessage("b", "same")] }),
+    );
+    expect(err.field).toBe("events[1].id");
+    expect(err.message).toContain("events[0]");
+  });
+});
+
+describe("terminated sessions", () => {
+  it("accept nothing more after session.status_terminated", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    const { session } = await log.client.getSession({ sessionId });
+    expect(session?.status).toBe(3);
+    const err = await rejection(log.client.emitEvent({ sessionId, event: userMessage("late") }));
+    expect(err.code).toBe("FAILED_PRECONDITION");
+  });
+});

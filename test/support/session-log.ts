@@ -1,0 +1,72 @@
+/**
+ * Starts the real session-log service in-process on port 0, on a fresh database of the real
+ * Postgres and (optionally) a fresh topic of the real Kafka, and gives a promise client to it.
+ */
+import { randomBytes } from "node:crypto";
+import { SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { loadConfig, startSessionLog, type SessionLogConfig, type SessionLogHandle } from "@metaharness/session-log";
+import { createTestDatabase, type TestDatabase } from "./postgres.js";
+
+export const KAFKA_BROKERS = process.env["MH_KAFKA_BROKERS"] ?? "127.0.0.1:9092";
+
+export type LogClient = PromiseClient<typeof SessionLogService>;
+
+export interface TestLog {
+  readonly db: TestDatabase;
+  readonly config: SessionLogConfig;
+  readonly handle: SessionLogHandle;
+  readonly client: LogClient;
+  readonly topic: string;
+  /** Another instance on the same database (a second replica). */
+  startReplica(env?: Record<string, string>): Promise<{ handle: SessionLogHandle; client: LogClient }>;
+  stop(): Promise<void>;
+}
+
+export async function startTestLog(env: Record<string, string> = {}): Promise<TestLog> {
+  const db = await createTestDatabase();
+  const topic = `mh-test-events-${randomBytes(4).toString("hex")}`;
+  const stops: Array<() => Promise<void>> = [() => db.drop()];
+  const stop = async (): Promise<void> => {
+    for (const s of stops.splice(0).reverse()) await s();
+  };
+  const configFor = (extra: Record<string, string>): SessionLogConfig =>
+    loadConfig({
+      MH_DATABASE_URL: db.url,
+      MH_GRPC_PORT: "0",
+      MH_KAFKA_BROKERS: KAFKA_BROKERS,
+      MH_KAFKA_TOPIC: topic,
+      MH_KAFKA_TOPIC_PARTITIONS: "3",
+      MH_RELAY_POLL_MS: "200",
+      MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+      ...env,
+      ...extra,
+    });
+  const start = async (
+    extra: Record<string, string>,
+  ): Promise<{ handle: SessionLogHandle; client: LogClient; config: SessionLogConfig }> => {
+    const config = configFor(extra);
+    const handle = await startSessionLog(config, createLogger({ service: "session-log", level: config.logLevel }));
+    const raw = createClient(SessionLogClient, `127.0.0.1:${handle.port}`);
+    stops.push(async () => {
+      raw.close();
+      await handle.stop();
+    });
+    return { handle, client: promisify(raw, SessionLogService), config };
+  };
+  try {
+    const first = await start({});
+    return {
+      db,
+      config: first.config,
+      handle: first.handle,
+      client: first.client,
+      topic,
+      startReplica: (extra = {}) => start(extra),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
