@@ -133,7 +133,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return {};
     }),
   };
-  return impl as unknown as UntypedServiceImplementation;
+  return impl;
 }
 
 function requireSessionId(sessionId: string): string {

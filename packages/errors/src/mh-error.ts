@@ -40,14 +40,12 @@ export class MhError extends Error {
   static from(err: unknown): MhError {
     if (err instanceof MhError) return err;
     if (typeof err === "object" && err !== null && "code" in err) {
-      const code = (err as { code: unknown }).code;
+      const code = (err).code;
       const name = typeof code === "number" ? codeName(code) : undefined;
       if (name !== undefined) {
-        const details = (err as { details?: unknown }).details;
+        const { details, message: raw } = err as { details?: unknown; message?: unknown };
         const message =
-          typeof details === "string" && details !== ""
-            ? details
-            : String((err as { message?: unknown }).message ?? "error");
+          typeof details === "string" && details !== "" ? details : typeof raw === "string" ? raw : "error";
         return new MhError(name, message, { cause: err });
       }
     }

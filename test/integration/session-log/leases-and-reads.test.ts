@@ -3,9 +3,9 @@
  * error naming the field and change nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MhError } from "@metaharness/errors";
+import type { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
-import { Event } from "@metaharness/proto";
+import type { Event } from "@metaharness/proto";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 

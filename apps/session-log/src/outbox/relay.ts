@@ -7,6 +7,7 @@
  */
 import pg from "pg";
 import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
+import { MhError } from "@metaharness/errors";
 import { Event } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { AppendHub } from "../watch/hub.js";
@@ -15,6 +16,8 @@ import { OUTBOX_SHARDS } from "./shard.js";
 // Names "outbox shard" locks in pg_advisory_lock(int, int)'s key space.
 const SHARD_LOCK_CLASS = 0x6d68;
 const MAX_BACKOFF_MS = 5000;
+// Relays find each other by this name in pg_stat_activity to share the shards fairly.
+const RELAY_APP_NAME = "mh-outbox-relay";
 
 export interface RelayOptions {
   readonly connectionString: string;
@@ -118,9 +121,14 @@ export class OutboxRelay {
     this.pending = false;
   }
 
+  /**
+   * Connects if needed, then (every rebalanceMs) moves towards a fair share of the shards: the
+   * live relays are counted by their connections' application_name. A relay gives shards back only
+   * here, between two drains, so nothing of a released shard is in flight when another relay takes it.
+   */
   private async ensureShards(): Promise<void> {
     if (this.client === undefined) {
-      const client = new pg.Client({ connectionString: this.opts.connectionString });
+      const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: RELAY_APP_NAME });
       client.on("error", (err) => this.opts.logger.warn({ err }, "outbox relay connection error"));
       await client.connect();
       this.client = client;
@@ -128,13 +136,22 @@ export class OutboxRelay {
       this.lastRebalance = 0;
     }
     const now = Date.now();
-    if (this.held.size >= Math.min(this.opts.maxShards, OUTBOX_SHARDS) || now - this.lastRebalance < this.opts.rebalanceMs) {
-      return;
-    }
+    if (now - this.lastRebalance < this.opts.rebalanceMs) return;
     this.lastRebalance = now;
-    for (let shard = 0; shard < OUTBOX_SHARDS && this.held.size < this.opts.maxShards; shard++) {
+    const client = this.client;
+    const { rows: live } = await client.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1",
+      [RELAY_APP_NAME],
+    );
+    const target = Math.min(this.opts.maxShards, Math.ceil(OUTBOX_SHARDS / Math.max(1, live[0]?.n ?? 1)));
+    for (const shard of [...this.held].sort((a, b) => b - a)) {
+      if (this.held.size <= target) break;
+      await client.query("SELECT pg_advisory_unlock($1, $2)", [SHARD_LOCK_CLASS, shard]);
+      this.held.delete(shard);
+    }
+    for (let shard = 0; shard < OUTBOX_SHARDS && this.held.size < target; shard++) {
       if (this.held.has(shard)) continue;
-      const { rows } = await this.client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, $2) AS ok", [
+      const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, $2) AS ok", [
         SHARD_LOCK_CLASS,
         shard,
       ]);
@@ -185,5 +202,5 @@ export class OutboxRelay {
 
 /** Kafka errors leave our Postgres session (and its shard locks) usable; anything else may not. */
 function isHealthy(err: unknown): boolean {
-  return typeof err === "object" && err !== null && "code" in err && (err as { code: unknown }).code === "UNAVAILABLE";
+  return err instanceof MhError && err.code === "UNAVAILABLE";
 }

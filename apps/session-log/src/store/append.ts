@@ -32,7 +32,7 @@ export interface AppendResult {
 interface HeadRow {
   last_seq: string;
   lease_epoch: string;
-  status: number;
+  status: SessionStatus;
   dup_body: Buffer | null;
 }
 

@@ -5,7 +5,7 @@
  * same statement, so callers see a consistent snapshot of "what exists up to last_seq".
  */
 import type { Pool } from "pg";
-import { Event } from "@metaharness/proto";
+import { Event, type SessionStatus } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
 
 export const MAX_SLICE = 1000;
@@ -17,8 +17,8 @@ export interface Slice {
   readonly lastSeq: number;
   /** More matching events lie beyond the slice in the direction read. */
   readonly hasMore: boolean;
-  /** The session's status when the slice was read (metaharness.v1.SessionStatus). */
-  readonly status: number;
+  /** The session's status when the slice was read. */
+  readonly status: SessionStatus;
 }
 
 export interface SliceRequest {
@@ -32,7 +32,7 @@ export interface SliceRequest {
 
 interface SliceRow {
   last_seq: string;
-  status: number;
+  status: SessionStatus;
   body: Buffer | null;
 }
 

@@ -6,7 +6,7 @@ import { SessionMetadata, SessionStatus, type Lease, type Session } from "@metah
 export interface SessionRow {
   session_id: string;
   metadata: unknown;
-  status: number;
+  status: SessionStatus;
   last_seq: string;
   lease_holder: string | null;
   lease_epoch: string;
@@ -29,7 +29,7 @@ export function sessionFromRow(row: SessionRow): Session {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     metadata: SessionMetadata.fromJSON(row.metadata),
-    status: row.status as SessionStatus,
+    status: row.status,
     lastSeq: Number(row.last_seq),
     lease: leaseFromRow(row),
   };

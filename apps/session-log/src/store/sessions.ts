@@ -8,6 +8,11 @@ import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";
 
 export const MAX_PAGE_SIZE = 1000;
 const DEFAULT_PAGE_SIZE = 50;
+const KNOWN_STATUSES = new Set<SessionStatus>([
+  SessionStatus.SESSION_STATUS_IDLE,
+  SessionStatus.SESSION_STATUS_RUNNING,
+  SessionStatus.SESSION_STATUS_TERMINATED,
+]);
 
 export async function createSession(pool: Pool, sessionId: string, metadata: SessionMetadata): Promise<Session> {
   const { rows } = await pool.query<SessionRow>(
@@ -58,7 +63,7 @@ export async function listSessions(
   if (filter.pageToken !== "") add((p) => `ord < ${p}`, decodePageToken(filter.pageToken));
   if (filter.tenant !== "") add((p) => `tenant = ${p}`, filter.tenant);
   if (filter.status !== SessionStatus.SESSION_STATUS_UNSPECIFIED) {
-    if (!Object.values(SessionStatus).includes(filter.status) || filter.status < 0) {
+    if (!KNOWN_STATUSES.has(filter.status)) {
       throw invalidArgument("status", `unknown status ${filter.status}`);
     }
     add((p) => `status = ${p}`, filter.status);

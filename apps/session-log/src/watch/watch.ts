@@ -57,7 +57,7 @@ export async function watchEvents(
       if (slice.hasMore) continue;
       // Everything up to lastSeq was examined in that snapshot (filtered-out types included).
       cursor = Math.max(cursor, slice.lastSeq);
-      if (slice.status === (SessionStatus.SESSION_STATUS_TERMINATED as number)) return;
+      if (slice.status === SessionStatus.SESSION_STATUS_TERMINATED) return;
       if (pokedSeq > cursor) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, deps.recheckMs);

@@ -1,0 +1,147 @@
+/**
+ * Every appended event reaches a real Kafka consumer through the outbox: keyed by session, in seq
+ * order per session, with the emitter's trace context in the headers; appends go on while the
+ * broker is down and the outbox drains, in order, once it is back; two relays never reorder a
+ * session.
+ */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestTelemetry, withSpan } from "@metaharness/telemetry";
+import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { readTopic, type Received } from "../../support/kafka.js";
+import { userMessage } from "../../support/events.js";
+
+const run = promisify(execFile);
+const INFRA = new URL("../../../infra/kafka/", import.meta.url).pathname;
+
+/** Per session: the seqs received, in arrival order. */
+function bySession(received: Received[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const r of received) {
+    const list = out.get(r.key) ?? [];
+    list.push(r.event.seq);
+    out.set(r.key, list);
+  }
+  return out;
+}
+
+/** Each session's seqs, deduplicated (delivery is at least once), must be 1..n in order. */
+function expectOrdered(received: Received[], expected: Map<string, number>): void {
+  const got = bySession(received);
+  for (const [sessionId, n] of expected) {
+    const seqs = got.get(sessionId) ?? [];
+    const firstSeen = seqs.filter((s, i) => seqs.indexOf(s) === i);
+    expect(firstSeen, sessionId).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    // Never a lower seq after a higher one, except as a duplicate of something already seen.
+    let high = 0;
+    for (const s of seqs) {
+      if (s > high) {
+        expect(s, `${sessionId}: gap after ${high}`).toBe(high + 1);
+        high = s;
+      }
+    }
+  }
+}
+
+let log: TestLog;
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_REBALANCE_MS: "500" });
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+describe("outbox to Kafka", () => {
+  it("publishes every event keyed by session with the envelope and trace headers", async () => {
+    const tel = startTestTelemetry("kafka-test");
+    const reader = await readTopic(log.topic);
+    try {
+      const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+      const sessionId = session!.sessionId;
+      const traceId = await withSpan("test.emit", {}, async (span) => {
+        await log.client.emitEvent({ sessionId, event: userMessage("traced", "traced-1") });
+        return span.spanContext().traceId;
+      });
+      await log.client.emitEvents({ sessionId, events: [userMessage("two"), userMessage("three")] });
+      await reader.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 3);
+      const mine = reader.received.filter((x) => x.key === sessionId);
+      expect(mine.map((r) => r.event.seq)).toEqual([1, 2, 3]);
+      const first = mine[0]!;
+      expect(first.event.id).toBe("traced-1");
+      expect(first.event.type).toBe("user.message");
+      expect(first.headers["mh-session-id"]).toBe(sessionId);
+      expect(first.headers["mh-seq"]).toBe("1");
+      expect(first.headers["mh-event-type"]).toBe("user.message");
+      expect(first.headers["traceparent"]).toContain(traceId);
+      expect(first.event.traceContext?.traceparent).toContain(traceId);
+    } finally {
+      await reader.close();
+      await tel.telemetry.shutdown();
+    }
+  });
+
+  it("keeps appending while Kafka is down and drains in order when it is back", async () => {
+    const sessions: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+      sessions.push(session!.sessionId);
+    }
+    await run("bash", [`${INFRA}down.sh`]);
+    try {
+      const started = Date.now();
+      for (let round = 0; round < 25; round++) {
+        await Promise.all(sessions.map((sessionId) => log.client.emitEvent({ sessionId, event: userMessage(`r${round}`) })));
+      }
+      // 100 appends with the broker down: they must not wait on Kafka.
+      expect(Date.now() - started).toBeLessThan(5000);
+      const { rows } = await log.handle.pool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM outbox WHERE session_id = ANY($1)",
+        [sessions],
+      );
+      expect(Number(rows[0]?.n)).toBe(100);
+    } finally {
+      await run("bash", [`${INFRA}up.sh`]);
+    }
+    const reader = await readTopic(log.topic);
+    try {
+      await reader.waitFor((r) => sessions.every((s) => new Set(r.filter((x) => x.key === s).map((x) => x.event.seq)).size === 25), 90_000);
+      expectOrdered(reader.received, new Map(sessions.map((s) => [s, 25])));
+    } finally {
+      await reader.close();
+    }
+    const { rows } = await log.handle.pool.query<{ n: string }>("SELECT count(*) AS n FROM outbox");
+    expect(Number(rows[0]?.n)).toBe(0);
+  });
+
+  it("never reorders a session when two relays run", async () => {
+    const second = await log.startReplica({ MH_RELAY_REBALANCE_MS: "200" });
+    // Let the relays settle on 16 shards each (rebalance every 500 ms / 200 ms).
+    const deadline = Date.now() + 10_000;
+    while (second.handle.relay!.shards.size < 16 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const reader = await readTopic(log.topic);
+    try {
+      const sessions: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+        sessions.push(session!.sessionId);
+      }
+      const clients = [log.client, second.client];
+      for (let round = 0; round < 30; round++) {
+        await Promise.all(
+          sessions.map((sessionId, i) => clients[(i + round) % 2]!.emitEvent({ sessionId, event: userMessage(`r${round}`) })),
+        );
+      }
+      await reader.waitFor((r) => sessions.every((s) => new Set(r.filter((x) => x.key === s).map((x) => x.event.seq)).size === 30), 60_000);
+      expectOrdered(reader.received, new Map(sessions.map((s) => [s, 30])));
+      // Both relays took part: the shards were split between them, none held twice.
+      const a = [...log.handle.relay!.shards];
+      const b = [...second.handle.relay!.shards];
+      expect(a.length).toBe(16);
+      expect(b.length).toBe(16);
+      expect(new Set([...a, ...b]).size).toBe(32);
+    } finally {
+      await reader.close();
+    }
+  });
+});

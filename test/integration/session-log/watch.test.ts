@@ -1,0 +1,98 @@
+/**
+ * WatchEvents against the real Postgres: backlog then live with no gap and no duplicate at the
+ * join, reconnection from the last seq, delivery across two service instances (LISTEN/NOTIFY),
+ * type filters, and the end of the stream at termination.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import type { Event } from "@metaharness/proto";
+import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
+import { agentMessage, userMessage } from "../../support/events.js";
+
+let log: TestLog;
+let replica: LogClient;
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false", MH_WATCH_RECHECK_MS: "60000" });
+  replica = (await log.startReplica()).client;
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+async function newSession(): Promise<string> {
+  const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+  return session!.sessionId;
+}
+
+/** Reads the watch stream until `until` says stop; returns what arrived. */
+async function collect(
+  client: LogClient,
+  req: { sessionId: string; afterSeq: number; types?: string[] },
+  until: (events: Event[]) => boolean,
+  signal?: AbortSignal,
+): Promise<Event[]> {
+  const got: Event[] = [];
+  const controller = new AbortController();
+  signal?.addEventListener("abort", () => controller.abort());
+  for await (const msg of client.watchEvents(
+    { sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [] },
+    { signal: controller.signal },
+  )) {
+    if (msg.event) got.push(msg.event);
+    if (until(got)) break;
+  }
+  return got;
+}
+
+describe("WatchEvents", () => {
+  it("joins backlog and live events with no gap and no duplicate while appends race the join", async () => {
+    const sessionId = await newSession();
+    const total = 300;
+    await log.client.emitEvents({ sessionId, events: Array.from({ length: 100 }, (_, i) => userMessage(`b${i}`)) });
+    const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length >= total);
+    // Live appends start at once, so they interleave with the backlog read.
+    for (let i = 100; i < total; i += 10) {
+      await log.client.emitEvents({ sessionId, events: Array.from({ length: 10 }, (_, j) => agentMessage(`l${i + j}`)) });
+    }
+    const got = await watching;
+    expect(got.map((e) => e.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  });
+
+  it("resumes from the last seq a client saw, missing nothing", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvents({ sessionId, events: Array.from({ length: 20 }, (_, i) => userMessage(`m${i}`)) });
+    const first = await collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length === 8);
+    const lastSeen = first[first.length - 1]!.seq;
+    await log.client.emitEvents({ sessionId, events: Array.from({ length: 5 }, (_, i) => userMessage(`n${i}`)) });
+    const second = await collect(log.client, { sessionId, afterSeq: lastSeen }, (e) => e.length === 17);
+    expect([...first, ...second].map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+  });
+
+  it("delivers appends made through another instance (Postgres NOTIFY), promptly", async () => {
+    const sessionId = await newSession();
+    const watching = collect(replica, { sessionId, afterSeq: 0 }, (e) => e.length === 3);
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    for (let i = 0; i < 3; i++) await log.client.emitEvent({ sessionId, event: userMessage(`x${i}`) });
+    const got = await watching;
+    expect(got.map((e) => e.seq)).toEqual([1, 2, 3]);
+    // The re-check interval is 60 s here, so this can only be the NOTIFY path.
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("filters by type and ends the stream once the session is terminated", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvents({
+      sessionId,
+      events: [userMessage("u"), agentMessage("a1"), agentMessage("a2"), newEvent("session.status_terminated", {})],
+    });
+    const got = await collect(log.client, { sessionId, afterSeq: 0, types: ["agent.message"] }, () => false);
+    expect(got.map((e) => e.seq)).toEqual([2, 3]);
+  });
+
+  it("answers NOT_FOUND for an unknown session instead of waiting", async () => {
+    await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0 }, () => true)).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
+  });
+});
