@@ -3,11 +3,13 @@
  * and (unless disabled) the outbox relay to Kafka. Used by main.ts and by tests, which start it
  * in-process on port 0.
  */
-import pg from "pg";
 import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
 import { SessionLogService } from "@metaharness/proto";
 import { startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { SessionLogConfig } from "./config.js";
+import type { Db } from "./db/db.js";
+import { createPgDb } from "./db/pg-db.js";
+import { createPgliteDb, pgliteDataDir } from "./db/pglite-db.js";
 import { migrate } from "./db/migrate.js";
 import { OutboxRelay } from "./outbox/relay.js";
 import { sessionLogService } from "./service.js";
@@ -16,7 +18,7 @@ import { AppendHub } from "./watch/hub.js";
 export interface SessionLogHandle {
   readonly port: number;
   readonly address: string;
-  readonly pool: pg.Pool;
+  readonly db: Db;
   readonly relay: OutboxRelay | undefined;
   /** Stops serving, drains the relay, closes connections. Idempotent. */
   stop(): Promise<void>;
@@ -34,13 +36,16 @@ export async function startSessionLog(
     }
   };
   try {
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
-    pool.on("error", (err) => logger.warn({ err }, "idle Postgres connection failed"));
-    cleanups.push(() => pool.end());
-    const applied = await migrate(pool);
+    const embedded = pgliteDataDir(config.databaseUrl);
+    const db =
+      embedded === undefined
+        ? createPgDb(config.databaseUrl, config.poolSize, (err) => logger.warn({ err }, "idle Postgres connection failed"))
+        : await createPgliteDb(embedded.dataDir);
+    cleanups.push(() => db.end());
+    const applied = await migrate(db);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
 
-    const hub = new AppendHub(config.databaseUrl, logger);
+    const hub = new AppendHub(db, logger);
     await hub.start();
     cleanups.push(() => hub.stop());
 
@@ -55,7 +60,7 @@ export async function startSessionLog(
         logger.warn({ err, topic: config.topic }, "could not create the events topic yet");
       });
       relay = new OutboxRelay({
-        connectionString: config.databaseUrl,
+        db,
         bus,
         topic: config.topic,
         hub,
@@ -79,7 +84,7 @@ export async function startSessionLog(
           name: "metaharness.v1.SessionLog",
           definition: SessionLogService,
           implementation: sessionLogService({
-            pool,
+            db,
             hub,
             logger,
             maxPayloadBytes: config.maxPayloadBytes,
@@ -90,7 +95,7 @@ export async function startSessionLog(
     });
     cleanups.push(() => server.shutdown(5000));
     logger.info({ port: server.port, relay: config.relayEnabled }, "session-log serving");
-    return { port: server.port, address: server.address, pool, relay, stop };
+    return { port: server.port, address: server.address, db, relay, stop };
   } catch (err) {
     await stop();
     throw err;

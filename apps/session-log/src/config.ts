@@ -10,8 +10,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     {
       host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
       port: env.port("MH_GRPC_PORT", { default: 50051 }),
+      // postgres://... for a server; pglite:memory or pglite:///dir for embedded Postgres.
       databaseUrl: env.url("MH_DATABASE_URL", {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
+        protocols: ["postgres", "postgresql", "pglite"],
       }),
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 20, min: 2, max: 500 }),
       maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 }),

@@ -2,7 +2,6 @@
  * The metaharness.v1.SessionLog gRPC service: request validation and mapping onto the store.
  * Everything that touches Postgres lives in store/; everything about live delivery in watch/.
  */
-import type { Pool } from "pg";
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
@@ -14,6 +13,7 @@ import {
 } from "@metaharness/proto";
 import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
+import type { Db } from "./db/db.js";
 import { appendEvents, type AppendResult } from "./store/append.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
@@ -24,7 +24,7 @@ import type { AppendHub } from "./watch/hub.js";
 export const MAX_BATCH = 1000;
 
 export interface ServiceDeps {
-  readonly pool: Pool;
+  readonly db: Db;
   readonly hub: AppendHub;
   readonly logger: Logger;
   readonly maxPayloadBytes: number;
@@ -34,7 +34,7 @@ export interface ServiceDeps {
 const NAME = "metaharness.v1.SessionLog";
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
-  const { pool, hub, logger } = deps;
+  const { db, hub, logger } = deps;
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
     if (event === undefined) throw invalidArgument(field, "required");
@@ -51,7 +51,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     expectedSeq: number | undefined,
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
-    const result = await appendEvents(pool, { sessionId, events, expectedSeq, leaseEpoch });
+    const result = await appendEvents(db, { sessionId, events, expectedSeq, leaseEpoch });
     if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     return result;
   };
@@ -62,15 +62,15 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         throw invalidArgument("session_id", 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
       }
       const metadata = req.metadata ?? SessionMetadata.fromPartial({});
-      return { session: await createSession(pool, req.sessionId || newSessionId(), metadata) };
+      return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };
     }),
 
     getSession: unary(`${NAME}/GetSession`, logger, async (req) => ({
-      session: await getSession(pool, requireSessionId(req.sessionId)),
+      session: await getSession(db, requireSessionId(req.sessionId)),
     })),
 
     listSessions: unary(`${NAME}/ListSessions`, logger, async (req) =>
-      listSessions(pool, {
+      listSessions(db, {
         pageSize: req.pageSize,
         pageToken: req.pageToken,
         tenant: req.tenant,
@@ -103,7 +103,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     }),
 
     getEvents: unary(`${NAME}/GetEvents`, logger, async (req) => {
-      const slice = await readSlice(pool, sliceRequest(req));
+      const slice = await readSlice(db, sliceRequest(req));
       return { events: slice.events, lastSeq: slice.lastSeq, hasMore: slice.hasMore };
     }),
 
@@ -111,9 +111,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       const sessionId = requireSessionId(req.sessionId);
       checkTypes(req.types);
       // Fails fast with NOT_FOUND instead of waiting for a session that does not exist.
-      await getSession(pool, sessionId);
+      await getSession(db, sessionId);
       await watchEvents(
-        { pool, hub, recheckMs: deps.watchRecheckMs },
+        { db, hub, recheckMs: deps.watchRecheckMs },
         { sessionId, afterSeq: req.afterSeq, types: req.types },
         (event) => stream.write({ event }),
         stream.signal,
@@ -121,15 +121,15 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     }),
 
     acquireLease: unary(`${NAME}/AcquireLease`, logger, async (req) => ({
-      lease: await acquireLease(pool, requireSessionId(req.sessionId), req.holder, req.ttlMs),
+      lease: await acquireLease(db, requireSessionId(req.sessionId), req.holder, req.ttlMs),
     })),
 
     renewLease: unary(`${NAME}/RenewLease`, logger, async (req) => ({
-      lease: await renewLease(pool, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),
+      lease: await renewLease(db, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),
     })),
 
     releaseLease: unary(`${NAME}/ReleaseLease`, logger, async (req) => {
-      await releaseLease(pool, requireSessionId(req.sessionId), req.holder, req.epoch);
+      await releaseLease(db, requireSessionId(req.sessionId), req.holder, req.epoch);
       return {};
     }),
   };

@@ -95,7 +95,7 @@ describe("outbox to Kafka", () => {
       }
       // 100 appends with the broker down: they must not wait on Kafka.
       expect(Date.now() - started).toBeLessThan(5000);
-      const { rows } = await log.handle.pool.query<{ n: string }>(
+      const { rows } = await log.handle.db.query<{ n: string }>(
         "SELECT count(*) AS n FROM outbox WHERE session_id = ANY($1)",
         [sessions],
       );
@@ -110,7 +110,7 @@ describe("outbox to Kafka", () => {
     } finally {
       await reader.close();
     }
-    const { rows } = await log.handle.pool.query<{ n: string }>("SELECT count(*) AS n FROM outbox");
+    const { rows } = await log.handle.db.query<{ n: string }>("SELECT count(*) AS n FROM outbox");
     expect(Number(rows[0]?.n)).toBe(0);
   });
 

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
-import type { Pool } from "pg";
+import type { Db } from "./db.js";
 import { MhError } from "@metaharness/errors";
 
 const MIGRATIONS_DIR = new URL("../../migrations/", import.meta.url);
@@ -37,15 +37,15 @@ export async function loadMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
 }
 
 /** Applies every migration not yet applied; returns the versions it applied. */
-export async function migrate(pool: Pool, migrations?: Migration[]): Promise<number[]> {
+export async function migrate(db: Db, migrations?: Migration[]): Promise<number[]> {
   const all = migrations ?? (await loadMigrations());
-  const client = await pool.connect();
+  const lock = await db.openSession("mh-session-log-migrate", () => undefined);
   try {
-    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    await lock.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+    await db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await client.query<{ version: number; checksum: string }>(
+    const { rows } = await db.query<{ version: number; checksum: string }>(
       "SELECT version, checksum FROM schema_migrations",
     );
     const applied = new Map(rows.map((r) => [r.version, r.checksum]));
@@ -61,24 +61,23 @@ export async function migrate(pool: Pool, migrations?: Migration[]): Promise<num
         }
         continue;
       }
-      await client.query("BEGIN");
       try {
-        await client.query(m.sql);
-        await client.query("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)", [
-          m.version,
-          m.name,
-          m.checksum,
-        ]);
-        await client.query("COMMIT");
+        await db.transaction(async (tx) => {
+          await tx.exec(m.sql);
+          await tx.query("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)", [
+            m.version,
+            m.name,
+            m.checksum,
+          ]);
+        });
       } catch (err) {
-        await client.query("ROLLBACK");
         throw new MhError("INTERNAL", `migration ${m.version}_${m.name} failed`, { cause: err });
       }
       done.push(m.version);
     }
     return done;
   } finally {
-    await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
-    client.release();
+    await lock.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await lock.close();
   }
 }

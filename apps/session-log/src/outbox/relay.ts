@@ -5,11 +5,11 @@
  * relay that dies drops its locks with its connection. Appends never wait for it; when Kafka is
  * down the outbox grows and drains, in order, once Kafka is back.
  */
-import pg from "pg";
 import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
 import { MhError } from "@metaharness/errors";
 import { Event } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
+import type { Db, DbSession } from "../db/db.js";
 import type { AppendHub } from "../watch/hub.js";
 import { OUTBOX_SHARDS } from "./shard.js";
 
@@ -20,7 +20,7 @@ const MAX_BACKOFF_MS = 5000;
 const RELAY_APP_NAME = "mh-outbox-relay";
 
 export interface RelayOptions {
-  readonly connectionString: string;
+  readonly db: Db;
   readonly bus: EventBus;
   readonly topic: string;
   readonly hub: AppendHub;
@@ -37,11 +37,11 @@ export interface RelayOptions {
 interface OutboxRow {
   id: string;
   session_id: string;
-  body: Buffer;
+  body: Uint8Array;
 }
 
 export class OutboxRelay {
-  private client: pg.Client | undefined;
+  private client: DbSession | undefined;
   private publisher: BusPublisher | undefined;
   private readonly held = new Set<number>();
   private running = false;
@@ -128,10 +128,9 @@ export class OutboxRelay {
    */
   private async ensureShards(): Promise<void> {
     if (this.client === undefined) {
-      const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: RELAY_APP_NAME });
-      client.on("error", (err) => this.opts.logger.warn({ err }, "outbox relay connection error"));
-      await client.connect();
-      this.client = client;
+      this.client = await this.opts.db.openSession(RELAY_APP_NAME, (err) =>
+        this.opts.logger.warn({ err }, "outbox relay connection error"),
+      );
       this.held.clear();
       this.lastRebalance = 0;
     }
@@ -196,7 +195,7 @@ export class OutboxRelay {
     const client = this.client;
     this.client = undefined;
     this.held.clear();
-    await client?.end().catch(() => undefined);
+    await client?.close();
   }
 }
 

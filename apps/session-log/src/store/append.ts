@@ -4,7 +4,7 @@
  * seq, then writes the events, their outbox rows, the session's new head and a NOTIFY together:
  * an event is in the log and queued for Kafka, or neither.
  */
-import type { Pool, PoolClient } from "pg";
+import type { Db, Queryable } from "../db/db.js";
 import { MhError } from "@metaharness/errors";
 import { Event, SessionStatus } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
@@ -33,26 +33,14 @@ interface HeadRow {
   last_seq: string;
   lease_epoch: string;
   status: SessionStatus;
-  dup_body: Buffer | null;
+  dup_body: Uint8Array | null;
 }
 
-export async function appendEvents(pool: Pool, req: AppendRequest): Promise<AppendResult> {
-  const client = await pool.connect();
-  let open = false;
-  try {
-    await client.query("BEGIN");
-    open = true;
-    const result = await appendInTransaction(client, req);
-    await client.query("COMMIT");
-    open = false;
-    return result;
-  } finally {
-    if (open) await client.query("ROLLBACK").catch(() => undefined);
-    client.release();
-  }
+export async function appendEvents(db: Db, req: AppendRequest): Promise<AppendResult> {
+  return db.transaction((tx) => appendInTransaction(tx, req));
 }
 
-async function appendInTransaction(client: PoolClient, req: AppendRequest): Promise<AppendResult> {
+async function appendInTransaction(client: Queryable, req: AppendRequest): Promise<AppendResult> {
   const { rows } = await client.query<HeadRow>(
     `SELECT s.last_seq, s.lease_epoch, s.status, d.body AS dup_body
        FROM sessions s

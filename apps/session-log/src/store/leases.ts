@@ -3,7 +3,7 @@
  * did not already hold it unexpired; EmitEvent compares it, so a writer presumed dead is fenced
  * off the moment its successor acquires. Expiry uses the database clock, never a caller's.
  */
-import type { Pool } from "pg";
+import type { Queryable } from "../db/db.js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Lease } from "@metaharness/proto";
 import { leaseFromRow, type SessionRow } from "./rows.js";
@@ -28,9 +28,9 @@ function toLease(row: LeaseRow): Lease {
   return lease;
 }
 
-export async function acquireLease(pool: Pool, sessionId: string, holder: string, ttlMs: number): Promise<Lease> {
+export async function acquireLease(db: Queryable, sessionId: string, holder: string, ttlMs: number): Promise<Lease> {
   checkArgs(holder, ttlMs);
-  const { rows } = await pool.query<LeaseRow>(
+  const { rows } = await db.query<LeaseRow>(
     `UPDATE sessions
         SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
                                THEN lease_epoch ELSE lease_epoch + 1 END,
@@ -42,7 +42,7 @@ export async function acquireLease(pool: Pool, sessionId: string, holder: string
     [sessionId, holder, ttlMs],
   );
   if (rows[0] !== undefined) return toLease(rows[0]);
-  const current = await currentLease(pool, sessionId);
+  const current = await currentLease(db, sessionId);
   throw new MhError(
     "FAILED_PRECONDITION",
     `session ${sessionId} is leased to ${current?.holder ?? "another holder"} until ${current?.expiresAt?.toISOString() ?? "?"}`,
@@ -52,43 +52,43 @@ export async function acquireLease(pool: Pool, sessionId: string, holder: string
 
 /** Extends the caller's lease. Allowed even just after expiry if nobody took over: the epoch fences. */
 export async function renewLease(
-  pool: Pool,
+  db: Queryable,
   sessionId: string,
   holder: string,
   epoch: number,
   ttlMs: number,
 ): Promise<Lease> {
   checkArgs(holder, ttlMs);
-  const { rows } = await pool.query<LeaseRow>(
+  const { rows } = await db.query<LeaseRow>(
     `UPDATE sessions SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
       WHERE session_id = $1 AND lease_holder = $2 AND lease_epoch = $3
       RETURNING ${LEASE_COLUMNS}`,
     [sessionId, holder, epoch, ttlMs],
   );
   if (rows[0] !== undefined) return toLease(rows[0]);
-  throw await lostLease(pool, sessionId, holder, epoch);
+  throw await lostLease(db, sessionId, holder, epoch);
 }
 
-export async function releaseLease(pool: Pool, sessionId: string, holder: string, epoch: number): Promise<void> {
+export async function releaseLease(db: Queryable, sessionId: string, holder: string, epoch: number): Promise<void> {
   checkArgs(holder, undefined);
-  const { rowCount } = await pool.query(
+  const { rowCount } = await db.query(
     `UPDATE sessions SET lease_holder = NULL, lease_expires_at = NULL
       WHERE session_id = $1 AND lease_holder = $2 AND lease_epoch = $3`,
     [sessionId, holder, epoch],
   );
-  if (rowCount === 0) throw await lostLease(pool, sessionId, holder, epoch);
+  if (rowCount === 0) throw await lostLease(db, sessionId, holder, epoch);
 }
 
-async function currentLease(pool: Pool, sessionId: string): Promise<Lease | undefined> {
-  const { rows } = await pool.query<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM sessions WHERE session_id = $1`, [
+async function currentLease(db: Queryable, sessionId: string): Promise<Lease | undefined> {
+  const { rows } = await db.query<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM sessions WHERE session_id = $1`, [
     sessionId,
   ]);
   if (rows[0] === undefined) throw notFound(sessionId);
   return leaseFromRow(rows[0]);
 }
 
-async function lostLease(pool: Pool, sessionId: string, holder: string, epoch: number): Promise<MhError> {
-  const current = await currentLease(pool, sessionId);
+async function lostLease(db: Queryable, sessionId: string, holder: string, epoch: number): Promise<MhError> {
+  const current = await currentLease(db, sessionId);
   return new MhError(
     "ABORTED",
     `${holder} no longer holds epoch ${epoch} of session ${sessionId}` +

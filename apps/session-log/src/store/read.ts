@@ -4,7 +4,7 @@
  * same in a session of 100 events as in one of a million. The session's head comes back from the
  * same statement, so callers see a consistent snapshot of "what exists up to last_seq".
  */
-import type { Pool } from "pg";
+import type { Queryable } from "../db/db.js";
 import { Event, type SessionStatus } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
 
@@ -33,15 +33,15 @@ export interface SliceRequest {
 interface SliceRow {
   last_seq: string;
   status: SessionStatus;
-  body: Buffer | null;
+  body: Uint8Array | null;
 }
 
-export async function readSlice(pool: Pool, req: SliceRequest): Promise<Slice> {
+export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice> {
   const forward = req.direction === "after";
   const typeFilter = req.types.length > 0 ? "AND e.type = ANY($4::text[])" : "";
   const params: unknown[] = [req.sessionId, req.position, req.limit + 1];
   if (req.types.length > 0) params.push(req.types);
-  const { rows } = await pool.query<SliceRow>(
+  const { rows } = await db.query<SliceRow>(
     `SELECT s.last_seq, s.status, e.body
        FROM sessions s
        LEFT JOIN LATERAL (

@@ -1,7 +1,7 @@
 /**
  * Sessions: create, read, and list with keyset paging and filters.
  */
-import type { Pool } from "pg";
+import type { Queryable } from "../db/db.js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import { SessionMetadata, SessionStatus, type Session } from "@metaharness/proto";
 import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";
@@ -14,8 +14,8 @@ const KNOWN_STATUSES = new Set<SessionStatus>([
   SessionStatus.SESSION_STATUS_TERMINATED,
 ]);
 
-export async function createSession(pool: Pool, sessionId: string, metadata: SessionMetadata): Promise<Session> {
-  const { rows } = await pool.query<SessionRow>(
+export async function createSession(db: Queryable, sessionId: string, metadata: SessionMetadata): Promise<Session> {
+  const { rows } = await db.query<SessionRow>(
     `INSERT INTO sessions (session_id, tenant, labels, metadata) VALUES ($1, $2, $3, $4)
      ON CONFLICT (session_id) DO NOTHING RETURNING ${SESSION_COLUMNS}`,
     [sessionId, metadata.tenant, JSON.stringify(metadata.labels), JSON.stringify(SessionMetadata.toJSON(metadata))],
@@ -27,8 +27,8 @@ export async function createSession(pool: Pool, sessionId: string, metadata: Ses
   return sessionFromRow(row);
 }
 
-export async function getSession(pool: Pool, sessionId: string): Promise<Session> {
-  const { rows } = await pool.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE session_id = $1`, [
+export async function getSession(db: Queryable, sessionId: string): Promise<Session> {
+  const { rows } = await db.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE session_id = $1`, [
     sessionId,
   ]);
   const row = rows[0];
@@ -49,7 +49,7 @@ export interface ListFilter {
 }
 
 export async function listSessions(
-  pool: Pool,
+  db: Queryable,
   filter: ListFilter,
 ): Promise<{ sessions: Session[]; nextPageToken: string }> {
   if (filter.pageSize > MAX_PAGE_SIZE) throw invalidArgument("page_size", `at most ${MAX_PAGE_SIZE}`);
@@ -70,7 +70,7 @@ export async function listSessions(
   }
   if (Object.keys(filter.labels).length > 0) add((p) => `labels @> ${p}::jsonb`, JSON.stringify(filter.labels));
   params.push(pageSize + 1);
-  const { rows } = await pool.query<SessionRow & { ord: string }>(
+  const { rows } = await db.query<SessionRow & { ord: string }>(
     `SELECT ord, ${SESSION_COLUMNS} FROM sessions ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
      ORDER BY ord DESC LIMIT $${params.length}`,
     params,

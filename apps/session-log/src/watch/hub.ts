@@ -4,8 +4,8 @@
  * LISTEN/NOTIFY on one dedicated connection. A poke only says "read again from where you are":
  * readers always fetch from the log, so a lost or doubled poke costs latency, never correctness.
  */
-import pg from "pg";
 import type { Logger } from "@metaharness/service-kit";
+import type { Db } from "../db/db.js";
 import { EVENTS_CHANNEL } from "../store/append.js";
 
 export type Poke = (sessionId: string, lastSeq: number) => void;
@@ -15,13 +15,13 @@ const RECONNECT_MAX_MS = 5000;
 export class AppendHub {
   private readonly bySession = new Map<string, Set<Poke>>();
   private readonly everyone = new Set<Poke>();
-  private client: pg.Client | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
   private stopped = false;
   private reconnectDelayMs = 100;
   private reconnectTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly connectionString: string,
+    private readonly db: Db,
     private readonly logger: Logger,
   ) {}
 
@@ -59,34 +59,34 @@ export class AppendHub {
     this.stopped = true;
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = undefined;
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+    const unlisten = this.unlisten;
+    this.unlisten = undefined;
+    await unlisten?.();
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString });
-    client.on("notification", (msg) => {
-      const payload = msg.payload ?? "";
-      const at = payload.lastIndexOf(":");
-      if (at > 0) this.publish(payload.slice(0, at), Number(payload.slice(at + 1)));
-    });
-    client.on("error", (err) => {
-      if (this.client !== client) return;
-      this.logger.warn({ err }, "append hub lost its LISTEN connection; reconnecting");
-      this.scheduleReconnect();
-    });
-    this.client = client;
-    await client.connect();
-    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    let lost = false;
+    this.unlisten = await this.db.listen(
+      EVENTS_CHANNEL,
+      (payload) => {
+        const at = payload.lastIndexOf(":");
+        if (at > 0) this.publish(payload.slice(0, at), Number(payload.slice(at + 1)));
+      },
+      (err) => {
+        if (lost) return;
+        lost = true;
+        this.logger.warn({ err }, "append hub lost its LISTEN connection; reconnecting");
+        this.scheduleReconnect();
+      },
+    );
     this.reconnectDelayMs = 100;
   }
 
   private scheduleReconnect(): void {
     if (this.stopped || this.reconnectTimer !== undefined) return;
-    const dead = this.client;
-    this.client = undefined;
-    dead?.end().catch(() => undefined);
+    const dead = this.unlisten;
+    this.unlisten = undefined;
+    dead?.().catch(() => undefined);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       this.connect()

@@ -4,7 +4,7 @@
  * it has examined) and only ever reads after it, so every event is sent exactly once however the
  * pokes interleave with the reads. A slow periodic re-read covers a missed NOTIFY.
  */
-import type { Pool } from "pg";
+import type { Db } from "../db/db.js";
 import { SessionStatus, type Event } from "@metaharness/proto";
 import type { AppendHub } from "./hub.js";
 import { readSlice } from "../store/read.js";
@@ -18,7 +18,7 @@ export interface WatchRequest {
 }
 
 export interface WatchDeps {
-  readonly pool: Pool;
+  readonly db: Db;
   readonly hub: AppendHub;
   /** Re-read this often even without a poke. */
   readonly recheckMs: number;
@@ -42,7 +42,7 @@ export async function watchEvents(
   try {
     let cursor = req.afterSeq;
     while (!signal.aborted) {
-      const slice = await readSlice(deps.pool, {
+      const slice = await readSlice(deps.db, {
         sessionId: req.sessionId,
         direction: "after",
         position: cursor,

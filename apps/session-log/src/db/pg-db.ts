@@ -1,0 +1,67 @@
+/**
+ * The Db on a real PostgreSQL server through `pg`: a pool for queries and transactions, and
+ * dedicated clients for LISTEN and for sessions that hold advisory locks.
+ */
+import pg from "pg";
+import type { Db, DbSession, QueryResult, Queryable } from "./db.js";
+
+function adapt<R>(result: pg.QueryResult): QueryResult<R> {
+  return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+}
+
+function queryable(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
+  return {
+    query: async <R>(text: string, params?: readonly unknown[]) => adapt<R>(await client.query(text, params as unknown[])),
+    // Without parameters pg uses the simple query protocol, which takes several statements.
+    exec: async (script: string) => {
+      await client.query(script);
+    },
+  };
+}
+
+export function createPgDb(connectionString: string, poolSize: number, onIdleError: (err: Error) => void): Db {
+  const pool = new pg.Pool({ connectionString, max: poolSize });
+  pool.on("error", onIdleError);
+  const base = queryable(pool);
+  return {
+    query: <R>(text: string, params?: readonly unknown[]) => base.query<R>(text, params),
+    exec: (script: string) => base.exec(script),
+    async transaction(fn) {
+      const client = await pool.connect();
+      let open = false;
+      try {
+        await client.query("BEGIN");
+        open = true;
+        const result = await fn(queryable(client));
+        await client.query("COMMIT");
+        open = false;
+        return result;
+      } finally {
+        if (open) await client.query("ROLLBACK").catch(() => undefined);
+        client.release();
+      }
+    },
+    async openSession(name, onError): Promise<DbSession> {
+      const client = new pg.Client({ connectionString, application_name: name });
+      client.on("error", onError);
+      await client.connect();
+      return { ...queryable(client), close: () => client.end().catch(() => undefined) };
+    },
+    async listen(channel, onNotify, onLost) {
+      const client = new pg.Client({ connectionString });
+      client.on("notification", (msg) => {
+        if (msg.channel === channel) onNotify(msg.payload ?? "");
+      });
+      client.on("error", onLost);
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        throw err;
+      }
+      return () => client.end().catch(() => undefined);
+    },
+    end: () => pool.end(),
+  };
+}

@@ -1,0 +1,160 @@
+/**
+ * Read: end-to-end gRPC latency of GetEvents for a 100-event slice (after_seq) from the middle of
+ * a 1,000,000-event session and from a 100-event session, side by side with the naive store (the
+ * whole session read in order, sliced in memory) on the same two sessions. Why: harnesses rebuild
+ * their context from slices of very long logs; the design claims a slice costs the slice, not the
+ * log. Target: GetEvents p99 < 5 ms on the 1M session. The SQL-only rows split gRPC from database
+ * time. The fast variants are interleaved round by round so drift and noise hit them alike; the
+ * naive read of the 1M session (seconds each) runs afterwards, so its heap churn does not land in
+ * the other samples.
+ */
+import pg from "pg";
+import type { Event } from "@metaharness/proto";
+import { naiveSlice, sqlSlice } from "./lib/naive.js";
+import { bulkEventId, populateSession, type PopulateTimings } from "./lib/populate.js";
+import { atMost, LATENCY_COLUMNS, latencyCells, ms, type Bench, type BenchReport, type Cell } from "./lib/report.js";
+import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
+import { nowMs, summarize, type Summary } from "./lib/stats.js";
+
+const BIG = 1_000_000;
+const SMALL = 100;
+const SLICE = 100;
+/** The 1M session's slices start at a random after_seq in [MIDDLE_FROM, MIDDLE_FROM + MIDDLE_SPAN). */
+const MIDDLE_FROM = 450_000;
+const MIDDLE_SPAN = 100_000;
+const WARMUP_ROUNDS = 200;
+const ROUNDS = 2_000;
+const NAIVE_BIG_WARMUP = 1;
+const NAIVE_BIG_SAMPLES = 5;
+
+type Reader = (sessionId: string, afterSeq: number) => Promise<Event[]>;
+
+interface Variant {
+  readonly store: "ours (gRPC GetEvents)" | "ours (SQL only)" | "naive (whole session)";
+  readonly size: number;
+  readonly read: Reader;
+  readonly samples: number[];
+}
+
+function position(size: number): number {
+  return size === BIG ? MIDDLE_FROM + Math.floor(Math.random() * MIDDLE_SPAN) : 0;
+}
+
+/** One timed read, checked (outside the timing) to be the slice asked for. */
+async function sample(v: Variant, sessionId: string): Promise<number> {
+  const after = position(v.size);
+  const t0 = nowMs();
+  const events = await v.read(sessionId, after);
+  const elapsed = nowMs() - t0;
+  const first = events[0];
+  if (events.length !== SLICE || first?.seq !== after + 1 || (v.size === BIG && first.id !== bulkEventId(after + 1))) {
+    throw new Error(`${v.store} on ${v.size} events read ${events.length} events from seq ${first?.seq}`);
+  }
+  return elapsed;
+}
+
+async function setUp(bench: BenchLog): Promise<{ big: string; small: string; populate: PopulateTimings }> {
+  const [big, small] = await bench.newSessions(2);
+  if (big === undefined || small === undefined) throw new Error("no sessions");
+  await bench.client.emitEvents({ sessionId: small, events: Array.from({ length: SMALL }, benchEvent) });
+  const populate = await populateSession(bench.log.db.url, big, BIG, benchEvent());
+  return { big, small, populate };
+}
+
+function variants(bench: BenchLog, pool: pg.Pool): Variant[] {
+  const grpc: Reader = async (sessionId, after) =>
+    (await bench.client.getEvents({ sessionId, position: { $case: "afterSeq", value: after }, limit: SLICE, types: [] }))
+      .events;
+  const sql: Reader = (sessionId, after) => sqlSlice(pool, sessionId, after, SLICE);
+  const naive: Reader = (sessionId, after) => naiveSlice(pool, sessionId, after, SLICE);
+  return [BIG, SMALL].flatMap((size) => [
+    { store: "ours (gRPC GetEvents)" as const, size, read: grpc, samples: [] },
+    { store: "ours (SQL only)" as const, size, read: sql, samples: [] },
+    { store: "naive (whole session)" as const, size, read: naive, samples: [] },
+  ]);
+}
+
+async function measure(all: Variant[], ids: { big: string; small: string }): Promise<void> {
+  const idOf = (v: Variant): string => (v.size === BIG ? ids.big : ids.small);
+  const fast = all.filter((v) => !(v.store === "naive (whole session)" && v.size === BIG));
+  for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
+    // Rotate the order each round so no variant always runs right after a given other one.
+    for (let i = 0; i < fast.length; i++) {
+      const v = fast[(round + i) % fast.length];
+      if (v === undefined) continue;
+      const elapsed = await sample(v, idOf(v));
+      if (round >= WARMUP_ROUNDS) v.samples.push(elapsed);
+    }
+  }
+  const naiveBig = all.find((v) => v.store === "naive (whole session)" && v.size === BIG);
+  if (naiveBig === undefined) return;
+  for (let i = 0; i < NAIVE_BIG_WARMUP + NAIVE_BIG_SAMPLES; i++) {
+    const elapsed = await sample(naiveBig, ids.big);
+    if (i >= NAIVE_BIG_WARMUP) naiveBig.samples.push(elapsed);
+  }
+}
+
+function report(all: Variant[], populate: PopulateTimings): BenchReport {
+  const summaries = all.map((v) => ({ store: v.store, size: v.size, latency: summarize(v.samples) }));
+  const find = (store: Variant["store"], size: number): Summary =>
+    summaries.find((s) => s.store === store && s.size === size)?.latency ?? summarize([]);
+  const ratio = (a: number, b: number): string => `${(a / b).toFixed(a / b >= 100 ? 0 : 1)}x`;
+  const compare = (size: number): Cell[] => {
+    const ours = find("ours (gRPC GetEvents)", size);
+    const naive = find("naive (whole session)", size);
+    return [size.toLocaleString("en-US"), ms(ours.p50), ms(naive.p50), ratio(naive.p50, ours.p50), ms(ours.p99), ms(naive.p99), ratio(naive.p99, ours.p99)];
+  };
+  const oursBig = find("ours (gRPC GetEvents)", BIG);
+  const oursSmall = find("ours (gRPC GetEvents)", SMALL);
+  return {
+    name: "read",
+    title: `a ${SLICE}-event slice (after_seq), ours vs the naive store`,
+    tables: [
+      {
+        title: "population of the 1M-event session (SQL bulk load)",
+        columns: ["step", "seconds"],
+        rows: [
+          ["INSERT ... SELECT generate_series, then last_seq", (populate.insertMs / 1000).toFixed(1)],
+          ["VACUUM ANALYZE events", (populate.vacuumAnalyzeMs / 1000).toFixed(1)],
+          [`(events table and indexes: ${Math.round(populate.tableBytes / 2 ** 20)} MiB)`, ""],
+        ],
+      },
+      {
+        title: `latency of one ${SLICE}-event slice`,
+        columns: ["store", "session events", ...LATENCY_COLUMNS],
+        rows: summaries.map((s) => [s.store, s.size.toLocaleString("en-US"), ...latencyCells(s.latency)]),
+      },
+      {
+        title: "ours (gRPC) vs naive, side by side",
+        columns: ["session events", "ours p50", "naive p50", "ratio", "ours p99", "naive p99", "ratio"],
+        rows: [compare(BIG), compare(SMALL)],
+      },
+    ],
+    checks: [atMost("GetEvents p99, 1M-event session", oursBig.p99, 5, "ms")],
+    notes: [
+      `1M session: after_seq uniform in ${MIDDLE_FROM}..${MIDDLE_FROM + MIDDLE_SPAN}; 100-event session: after_seq 0`,
+      `${ROUNDS} interleaved rounds after ${WARMUP_ROUNDS} warm-up; naive on 1M: ${NAIVE_BIG_SAMPLES} samples after ${NAIVE_BIG_WARMUP} warm-up (its p99 is its max)`,
+      `cost of the log, ours: p50 on 1M / p50 on 100 events = ${ratio(oursBig.p50, oursSmall.p50)}`,
+      "naive and SQL-only run over a pg pool in the bench process, without gRPC: that favours the naive store",
+    ],
+    data: { summaries, populate, rounds: ROUNDS, naiveBigSamples: NAIVE_BIG_SAMPLES },
+  };
+}
+
+export const readBench: Bench = {
+  name: "read",
+  title: "GetEvents slice vs naive full read",
+  async run() {
+    const bench = await startBenchLog({ MH_RELAY_ENABLED: "false" });
+    const pool = new pg.Pool({ connectionString: bench.log.db.url, max: 2 });
+    try {
+      const { big, small, populate } = await setUp(bench);
+      const all = variants(bench, pool);
+      await measure(all, { big, small });
+      return report(all, populate);
+    } finally {
+      await pool.end();
+      await bench.stop();
+    }
+  },
+};

@@ -1,0 +1,86 @@
+/**
+ * The same service on the embedded default: PGlite (the same SQL and migrations as the server)
+ * and the in-process bus where Kafka would be. What the single-process `mh dev` runs on.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createMemoryBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
+import { newEvent } from "@metaharness/events";
+import { Event, SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { createClient, createLogger, promisify } from "@metaharness/service-kit";
+import { loadConfig, startSessionLog, type SessionLogHandle } from "@metaharness/session-log";
+import type { LogClient } from "../../support/session-log.js";
+import { agentMessage, userMessage } from "../../support/events.js";
+
+let handle: SessionLogHandle;
+let client: LogClient;
+let bus: EventBus;
+let consumer: BusConsumer;
+const published: Event[] = [];
+
+beforeAll(async () => {
+  bus = createMemoryBus();
+  const config = loadConfig({
+    MH_DATABASE_URL: "pglite:memory",
+    MH_GRPC_PORT: "0",
+    MH_RELAY_POLL_MS: "100",
+    MH_LOG_LEVEL: "silent",
+  });
+  handle = await startSessionLog(config, createLogger({ service: "session-log", level: "silent" }), { bus });
+  consumer = await bus.subscribe({
+    groupId: "embedded-test",
+    topics: [config.topic],
+    fromBeginning: true,
+    handler: (msg) => {
+      published.push(Event.decode(msg.value));
+      return Promise.resolve();
+    },
+  });
+  client = promisify(createClient(SessionLogClient, `127.0.0.1:${handle.port}`), SessionLogService);
+});
+afterAll(async () => {
+  await consumer?.close();
+  await handle?.stop();
+  await bus?.close();
+});
+
+describe("session-log on PGlite and the in-process bus", () => {
+  it("appends idempotently, fences leases, reads slices, watches and publishes", async () => {
+    const { session } = await client.createSession({ sessionId: "", metadata: undefined });
+    const sessionId = session!.sessionId;
+    const lease = await client.acquireLease({ sessionId, holder: "h1", ttlMs: 5000 });
+    await client.emitEvents({
+      sessionId,
+      events: [userMessage("a", "k1"), agentMessage("b"), agentMessage("c")],
+      leaseEpoch: lease.lease!.epoch,
+    });
+    const dup = await client.emitEvent({ sessionId, event: userMessage("again", "k1") });
+    expect([dup.duplicate, dup.event?.seq]).toEqual([true, 1]);
+    await expect(
+      client.emitEvent({ sessionId, event: userMessage("x"), expectedSeq: 1 }),
+    ).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
+    await expect(
+      client.emitEvent({ sessionId, event: userMessage("x"), leaseEpoch: 99 }),
+    ).rejects.toMatchObject({ code: "ABORTED" });
+
+    const back = await client.getEvents({ sessionId, position: { $case: "beforeSeq", value: 4 }, limit: 2, types: [] });
+    expect(back.events.map((e) => e.seq)).toEqual([2, 3]);
+
+    const seen: number[] = [];
+    const watching = (async () => {
+      for await (const msg of client.watchEvents({ sessionId, afterSeq: 1, types: [] })) {
+        seen.push(msg.event!.seq);
+        if (msg.event!.type === "session.status_terminated") break;
+      }
+    })();
+    await client.emitEvent({ sessionId, event: agentMessage("live") });
+    await client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    await watching;
+    expect(seen).toEqual([2, 3, 4, 5]);
+
+    const deadline = Date.now() + 10_000;
+    while (published.filter((e) => e.sessionId === sessionId).length < 5 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(published.filter((e) => e.sessionId === sessionId).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+  });
+});
