@@ -1,0 +1,2 @@
+export { demo } from "./commands/demo.js";
+export { formatEvent, summarize } from "./render.js";
