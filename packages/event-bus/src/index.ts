@@ -1,0 +1,21 @@
+/**
+ * @metaharness/event-bus: the one small interface services use to publish and consume events,
+ * with a Kafka implementation (kafkajs, kept behind it so the client can be swapped) and an
+ * in-process one for the embedded single-process mode and for tests.
+ */
+export type {
+  BusConsumer,
+  BusHandler,
+  BusLogger,
+  BusMessage,
+  BusPublisher,
+  BusRecord,
+  EventBus,
+  SubscribeOptions,
+  TopicSpec,
+} from "./types.js";
+export { createKafkaBus, type KafkaBus } from "./kafka-bus.js";
+export { KAFKA_DEFAULTS, type BusRetryOptions, type KafkaBusOptions } from "./kafka-options.js";
+export { createMemoryBus, MEMORY_DEFAULTS, type MemoryBusOptions } from "./memory-bus.js";
+export type { RetryBackoff } from "./memory-consumer.js";
+export { partitionForKey } from "./murmur2.js";

@@ -1,0 +1,99 @@
+/**
+ * The Kafka bus's options in two stages: what a caller may pass (KafkaBusOptions) and the checked,
+ * defaulted values the implementation uses. Every wait and retry has a named, documented bound,
+ * and kafkajs's own defaults are never relied on (they change under NODE_ENV=test).
+ */
+import { invalidArgument } from "@metaharness/errors";
+import { silentLogger } from "./silent-logger.js";
+import type { BusLogger } from "./types.js";
+
+export interface BusRetryOptions {
+  /** Attempts after the first; default 5. */
+  readonly retries?: number;
+  /** First backoff; doubles (with 20% jitter) per attempt. Default 300 ms. */
+  readonly initialRetryTimeMs?: number;
+  /** Cap on one backoff; default 30 000 ms. */
+  readonly maxRetryTimeMs?: number;
+}
+
+export interface KafkaBusOptions {
+  /** Bootstrap brokers, "host:port". */
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  /** Where kafkajs's warnings and errors and the bus's own events go; silent by default. */
+  readonly logger?: BusLogger;
+  /** TCP connect timeout per broker; default 3 000 ms. */
+  readonly connectionTimeoutMs?: number;
+  /** Timeout for one request to a broker; default 30 000 ms. */
+  readonly requestTimeoutMs?: number;
+  /** Retry policy for connecting, producing and consuming. */
+  readonly retry?: BusRetryOptions;
+  /** Most records sent in one produce request; a larger publish is split. Default 500. */
+  readonly maxBatchRecords?: number;
+  /** How long subscribe() waits for the consumer to join its group; default 30 000 ms. */
+  readonly joinTimeoutMs?: number;
+}
+
+export interface KafkaBusConfig {
+  readonly brokers: string[];
+  readonly clientId: string;
+  readonly logger: BusLogger;
+  readonly connectionTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  /** In kafkajs's terms, every field set so its (NODE_ENV-dependent) defaults never apply. */
+  readonly retry: {
+    retries: number;
+    initialRetryTime: number;
+    maxRetryTime: number;
+    factor: number;
+    multiplier: number;
+  };
+  readonly maxBatchRecords: number;
+  readonly joinTimeoutMs: number;
+}
+
+export const KAFKA_DEFAULTS = {
+  connectionTimeoutMs: 3_000,
+  requestTimeoutMs: 30_000,
+  retries: 5,
+  initialRetryTimeMs: 300,
+  maxRetryTimeMs: 30_000,
+  maxBatchRecords: 500,
+  joinTimeoutMs: 30_000,
+} as const;
+
+function positiveInt(field: string, value: number | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw invalidArgument(field, `must be an integer >= ${min}`);
+  }
+  return value;
+}
+
+const BROKER = /^[^\s:]+:\d{1,5}$/;
+
+export function withDefaults(options: KafkaBusOptions): KafkaBusConfig {
+  if (options.brokers.length === 0) throw invalidArgument("brokers", "must name at least one broker");
+  options.brokers.forEach((b, i) => {
+    if (!BROKER.test(b)) throw invalidArgument(`brokers[${i}]`, "must be host:port");
+  });
+  if (options.clientId.trim() === "") throw invalidArgument("clientId", "must not be empty");
+  const retry = options.retry ?? {};
+  const d = KAFKA_DEFAULTS;
+  return {
+    brokers: [...options.brokers],
+    clientId: options.clientId,
+    logger: options.logger ?? silentLogger,
+    connectionTimeoutMs: positiveInt("connectionTimeoutMs", options.connectionTimeoutMs, d.connectionTimeoutMs),
+    requestTimeoutMs: positiveInt("requestTimeoutMs", options.requestTimeoutMs, d.requestTimeoutMs),
+    retry: {
+      retries: positiveInt("retry.retries", retry.retries, d.retries, 0),
+      initialRetryTime: positiveInt("retry.initialRetryTimeMs", retry.initialRetryTimeMs, d.initialRetryTimeMs),
+      maxRetryTime: positiveInt("retry.maxRetryTimeMs", retry.maxRetryTimeMs, d.maxRetryTimeMs),
+      factor: 0.2,
+      multiplier: 2,
+    },
+    maxBatchRecords: positiveInt("maxBatchRecords", options.maxBatchRecords, d.maxBatchRecords),
+    joinTimeoutMs: positiveInt("joinTimeoutMs", options.joinTimeoutMs, d.joinTimeoutMs),
+  };
+}

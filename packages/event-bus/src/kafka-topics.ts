@@ -1,0 +1,65 @@
+/**
+ * ensureTopics against Kafka: create what is missing, wait until every partition has a leader,
+ * and warn about existing topics whose partition count differs from the one asked for.
+ *
+ * We wait for leaders ourselves because kafkajs's createTopics({ waitForLeaders }) only tolerates
+ * LEADER_NOT_AVAILABLE, while a KRaft broker (3.x) may answer UNKNOWN_TOPIC_OR_PARTITION for a
+ * moment after creating a topic, most often just after it started. It also skips the wait
+ * altogether when any topic in the request already existed, so only missing topics are sent.
+ */
+import type { Admin } from "kafkajs";
+import { MhError } from "@metaharness/errors";
+import type { KafkaBusConfig } from "./kafka-options.js";
+import type { TopicSpec } from "./types.js";
+
+/** Pause between metadata polls while waiting for new topics' leaders. */
+const LEADER_POLL_MS = 100;
+
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const { topics: found } = await admin.fetchTopicMetadata({ topics });
+      const ready = found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
+      if (ready && found.length === topics.length) return;
+    } catch (err) {
+      last = err; // metadata not propagated yet; poll again
+    }
+    if (Date.now() >= deadline) {
+      throw new MhError("UNAVAILABLE", `event-bus: no leaders for ${topics.join(",")} after ${timeoutMs} ms`, {
+        cause: last,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, LEADER_POLL_MS));
+  }
+}
+
+export async function ensureKafkaTopics(
+  admin: Admin,
+  topics: readonly TopicSpec[],
+  config: KafkaBusConfig,
+): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = topics.filter((t) => !existing.has(t.topic));
+  if (missing.length > 0) {
+    await admin.createTopics({
+      topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions })),
+      waitForLeaders: false,
+      timeout: config.requestTimeoutMs,
+    });
+    config.logger.info({ topics: missing.map((t) => t.topic) }, "event-bus: created topics");
+  }
+  const names = topics.map((t) => t.topic);
+  await waitForLeaders(admin, names, config.requestTimeoutMs);
+  const { topics: found } = await admin.fetchTopicMetadata({ topics: names });
+  for (const spec of topics) {
+    const actual = found.find((t) => t.name === spec.topic)?.partitions.length;
+    if (actual !== spec.partitions) {
+      config.logger.warn(
+        { topic: spec.topic, expected: spec.partitions, actual },
+        "event-bus: topic exists with a different partition count; keys map to other partitions",
+      );
+    }
+  }
+}
