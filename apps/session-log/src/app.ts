@@ -13,6 +13,7 @@ import { createPgliteDb, pgliteDataDir } from "./db/pglite-db.js";
 import { migrate } from "./db/migrate.js";
 import { OutboxRelay } from "./outbox/relay.js";
 import { sessionLogService } from "./service.js";
+import { DeltaHub } from "./watch/deltas.js";
 import { AppendHub } from "./watch/hub.js";
 
 export interface SessionLogHandle {
@@ -48,6 +49,9 @@ export async function startSessionLog(
     const hub = new AppendHub(db, logger);
     await hub.start();
     cleanups.push(() => hub.stop());
+    const deltas = new DeltaHub(db, logger);
+    await deltas.start();
+    cleanups.push(() => deltas.stop());
 
     let relay: OutboxRelay | undefined;
     if (config.relayEnabled) {
@@ -86,6 +90,7 @@ export async function startSessionLog(
           implementation: sessionLogService({
             db,
             hub,
+            deltas,
             logger,
             maxPayloadBytes: config.maxPayloadBytes,
             watchRecheckMs: config.watchRecheckMs,

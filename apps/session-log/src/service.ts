@@ -6,6 +6,7 @@ import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
 import {
+  DeltaKind,
   SessionMetadata,
   type Event,
   type GetEventsRequest,
@@ -20,12 +21,16 @@ import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
 import { watchEvents } from "./watch/watch.js";
 import type { AppendHub } from "./watch/hub.js";
+import type { DeltaHub } from "./watch/deltas.js";
 
 export const MAX_BATCH = 1000;
+export const MAX_DELTAS = 100;
+export const MAX_DELTA_TEXT_BYTES = 64 * 1024;
 
 export interface ServiceDeps {
   readonly db: Db;
   readonly hub: AppendHub;
+  readonly deltas: DeltaHub;
   readonly logger: Logger;
   readonly maxPayloadBytes: number;
   readonly watchRecheckMs: number;
@@ -113,11 +118,30 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       // Fails fast with NOT_FOUND instead of waiting for a session that does not exist.
       await getSession(db, sessionId);
       await watchEvents(
-        { db, hub, recheckMs: deps.watchRecheckMs },
-        { sessionId, afterSeq: req.afterSeq, types: req.types },
-        (event) => stream.write({ event }),
+        { db, hub, deltas: deps.deltas, recheckMs: deps.watchRecheckMs },
+        { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas },
+        (item) => stream.write(item),
         stream.signal,
       );
+    }),
+
+    publishDeltas: unary(`${NAME}/PublishDeltas`, logger, async (req) => {
+      const sessionId = requireSessionId(req.sessionId);
+      if (req.deltas.length > MAX_DELTAS) throw invalidArgument("deltas", `at most ${MAX_DELTAS} per call`);
+      let bytes = 0;
+      const deltas = req.deltas.map((d, i) => {
+        if (d.sessionId !== "" && d.sessionId !== sessionId) {
+          throw invalidArgument(`deltas[${i}].session_id`, `is ${d.sessionId} but the request is for ${sessionId}`);
+        }
+        if (d.kind === DeltaKind.DELTA_KIND_UNSPECIFIED || !(d.kind in DeltaKind)) {
+          throw invalidArgument(`deltas[${i}].kind`, "must be TEXT, THINKING or INPUT_JSON");
+        }
+        bytes += Buffer.byteLength(d.text);
+        return { ...d, sessionId, emittedAt: d.emittedAt ?? new Date() };
+      });
+      if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
+      await deps.deltas.publish(deltas);
+      return {};
     }),
 
     acquireLease: unary(`${NAME}/AcquireLease`, logger, async (req) => ({

@@ -75,7 +75,7 @@ describe("shutdown", () => {
   it("drains, then cancels calls still running after the grace period; idempotent", async () => {
     const client = createClient(SessionLogClient, server.address);
     const log = promisify(client, SessionLogService);
-    const stream = log.watchEvents({ sessionId: "s", afterSeq: 0, types: [] });
+    const stream = log.watchEvents({ sessionId: "s", afterSeq: 0, types: [], includeDeltas: false });
     const consumed = (async () => {
       const seqs: number[] = [];
       try {

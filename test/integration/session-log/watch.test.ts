@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import type { Event } from "@metaharness/proto";
+import { DeltaKind, type Event } from "@metaharness/proto";
 import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
@@ -35,7 +35,7 @@ async function collect(
   const controller = new AbortController();
   signal?.addEventListener("abort", () => controller.abort());
   for await (const msg of client.watchEvents(
-    { sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [] },
+    { sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas: false },
     { signal: controller.signal },
   )) {
     if (msg.event) got.push(msg.event);
@@ -88,6 +88,39 @@ describe("WatchEvents", () => {
     });
     const got = await collect(log.client, { sessionId, afterSeq: 0, types: ["agent.message"] }, () => false);
     expect(got.map((e) => e.seq)).toEqual([2, 3]);
+  });
+
+  it("streams ephemeral deltas to watchers that ask, on any instance, before the stored message", async () => {
+    const sessionId = await newSession();
+    const items: string[] = [];
+    const controller = new AbortController();
+    const watching = (async () => {
+      for await (const msg of replica.watchEvents(
+        { sessionId, afterSeq: 0, types: [], includeDeltas: true },
+        { signal: controller.signal },
+      )) {
+        items.push(msg.delta ? `delta:${msg.delta.text}` : `event:${msg.event!.seq}`);
+        if (msg.event?.type === "agent.message") break;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    const delta = (text: string) => ({
+      sessionId: "",
+      modelRequestId: "sevt_req",
+      blockIndex: 0,
+      kind: DeltaKind.DELTA_KIND_TEXT,
+      text,
+      emittedAt: undefined,
+    });
+    await log.client.publishDeltas({ sessionId, deltas: [delta("Hel"), delta("lo")] });
+    await log.client.emitEvent({ sessionId, event: agentMessage("Hello") });
+    await watching;
+    expect(items).toEqual(["delta:Hel", "delta:lo", "event:1"]);
+    const stored = await log.client.getEvents({ sessionId, position: undefined, limit: 10, types: [] });
+    expect(stored.events).toHaveLength(1);
+    await expect(
+      log.client.publishDeltas({ sessionId, deltas: [{ ...delta("x"), kind: DeltaKind.DELTA_KIND_UNSPECIFIED }] }),
+    ).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "deltas[0].kind" });
   });
 
   it("answers NOT_FOUND for an unknown session instead of waiting", async () => {

@@ -6,27 +6,34 @@
  */
 import type { Logger } from "@metaharness/service-kit";
 import type { Db } from "../db/db.js";
+import { ResilientListener } from "../db/listener.js";
 import { EVENTS_CHANNEL } from "../store/append.js";
 
 export type Poke = (sessionId: string, lastSeq: number) => void;
 
-const RECONNECT_MAX_MS = 5000;
-
 export class AppendHub {
   private readonly bySession = new Map<string, Set<Poke>>();
   private readonly everyone = new Set<Poke>();
-  private unlisten: (() => Promise<void>) | undefined;
-  private stopped = false;
-  private reconnectDelayMs = 100;
-  private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly listener: ResilientListener;
 
-  constructor(
-    private readonly db: Db,
-    private readonly logger: Logger,
-  ) {}
+  constructor(db: Db, logger: Logger) {
+    this.listener = new ResilientListener(
+      db,
+      EVENTS_CHANNEL,
+      (payload) => {
+        const at = payload.lastIndexOf(":");
+        if (at > 0) this.publish(payload.slice(0, at), Number(payload.slice(at + 1)));
+      },
+      // Whatever was appended while the connection was gone: wake everyone to re-read.
+      () => {
+        for (const sessionId of this.bySession.keys()) this.publish(sessionId, Number.MAX_SAFE_INTEGER);
+      },
+      logger,
+    );
+  }
 
   async start(): Promise<void> {
-    await this.connect();
+    await this.listener.start();
   }
 
   /** Calls `poke` whenever the session's log grows. Returns the unsubscribe function. */
@@ -56,50 +63,6 @@ export class AppendHub {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = undefined;
-    const unlisten = this.unlisten;
-    this.unlisten = undefined;
-    await unlisten?.();
-  }
-
-  private async connect(): Promise<void> {
-    let lost = false;
-    this.unlisten = await this.db.listen(
-      EVENTS_CHANNEL,
-      (payload) => {
-        const at = payload.lastIndexOf(":");
-        if (at > 0) this.publish(payload.slice(0, at), Number(payload.slice(at + 1)));
-      },
-      (err) => {
-        if (lost) return;
-        lost = true;
-        this.logger.warn({ err }, "append hub lost its LISTEN connection; reconnecting");
-        this.scheduleReconnect();
-      },
-    );
-    this.reconnectDelayMs = 100;
-  }
-
-  private scheduleReconnect(): void {
-    if (this.stopped || this.reconnectTimer !== undefined) return;
-    const dead = this.unlisten;
-    this.unlisten = undefined;
-    dead?.().catch(() => undefined);
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = undefined;
-      this.connect()
-        .then(() => {
-          this.logger.info({}, "append hub reconnected");
-          // Whatever was appended while we were away: wake everyone to re-read.
-          for (const sessionId of this.bySession.keys()) this.publish(sessionId, Number.MAX_SAFE_INTEGER);
-        })
-        .catch((err: unknown) => {
-          this.logger.warn({ err }, "append hub reconnect failed");
-          this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, RECONNECT_MAX_MS);
-          this.scheduleReconnect();
-        });
-    }, this.reconnectDelayMs);
+    await this.listener.stop();
   }
 }

@@ -5,7 +5,8 @@
  * pokes interleave with the reads. A slow periodic re-read covers a missed NOTIFY.
  */
 import type { Db } from "../db/db.js";
-import { SessionStatus, type Event } from "@metaharness/proto";
+import { SessionStatus, type WatchEventsResponse } from "@metaharness/proto";
+import type { DeltaHub } from "./deltas.js";
 import type { AppendHub } from "./hub.js";
 import { readSlice } from "../store/read.js";
 
@@ -15,11 +16,13 @@ export interface WatchRequest {
   readonly sessionId: string;
   readonly afterSeq: number;
   readonly types: readonly string[];
+  readonly includeDeltas: boolean;
 }
 
 export interface WatchDeps {
   readonly db: Db;
   readonly hub: AppendHub;
+  readonly deltas: DeltaHub;
   /** Re-read this often even without a poke. */
   readonly recheckMs: number;
 }
@@ -28,9 +31,21 @@ export interface WatchDeps {
 export async function watchEvents(
   deps: WatchDeps,
   req: WatchRequest,
-  send: (event: Event) => Promise<void>,
+  write: (item: WatchEventsResponse) => Promise<void>,
   signal: AbortSignal,
 ): Promise<void> {
+  // Events (from the loop below) and deltas (pushed by the hub) share one stream: serialize writes.
+  let tail: Promise<void> = Promise.resolve();
+  const send = (item: WatchEventsResponse): Promise<void> => {
+    tail = tail.then(() => write(item));
+    return tail;
+  };
+  const stopDeltas = req.includeDeltas
+    ? deps.deltas.subscribe(req.sessionId, (delta) => {
+        // A delta that cannot be written (client gone) is dropped: deltas are best effort.
+        send({ event: undefined, delta }).catch(() => undefined);
+      })
+    : undefined;
   let pokedSeq = 0;
   let wake: (() => void) | undefined;
   const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq) => {
@@ -51,7 +66,7 @@ export async function watchEvents(
       });
       for (const event of slice.events) {
         if (signal.aborted) return;
-        await send(event);
+        await send({ event, delta: undefined });
         cursor = event.seq;
       }
       if (slice.hasMore) continue;
@@ -71,5 +86,7 @@ export async function watchEvents(
   } finally {
     signal.removeEventListener("abort", onAbort);
     unsubscribe();
+    stopDeltas?.();
+    await tail.catch(() => undefined);
   }
 }

@@ -1,0 +1,68 @@
+/**
+ * LISTEN on one channel that survives its connection: when the connection fails it reconnects
+ * with capped backoff and calls `onReconnect`, so the owner can make up for what it may have
+ * missed in between (NOTIFY is not queued for a listener that is gone).
+ */
+import type { Logger } from "@metaharness/service-kit";
+import type { Db } from "./db.js";
+
+const RECONNECT_MAX_MS = 5000;
+
+export class ResilientListener {
+  private unlisten: (() => Promise<void>) | undefined;
+  private stopped = false;
+  private delayMs = 100;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly channel: string,
+    private readonly onPayload: (payload: string) => void,
+    private readonly onReconnect: () => void,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const unlisten = this.unlisten;
+    this.unlisten = undefined;
+    await unlisten?.();
+  }
+
+  private async connect(): Promise<void> {
+    let lost = false;
+    this.unlisten = await this.db.listen(this.channel, this.onPayload, (err) => {
+      if (lost) return;
+      lost = true;
+      this.logger.warn({ err, channel: this.channel }, "lost the LISTEN connection; reconnecting");
+      this.scheduleReconnect();
+    });
+    this.delayMs = 100;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    const dead = this.unlisten;
+    this.unlisten = undefined;
+    dead?.().catch(() => undefined);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.connect()
+        .then(() => {
+          this.logger.info({ channel: this.channel }, "LISTEN reconnected");
+          this.onReconnect();
+        })
+        .catch((err: unknown) => {
+          this.logger.warn({ err, channel: this.channel }, "LISTEN reconnect failed");
+          this.delayMs = Math.min(this.delayMs * 2, RECONNECT_MAX_MS);
+          this.scheduleReconnect();
+        });
+    }, this.delayMs);
+  }
+}
