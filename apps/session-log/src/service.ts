@@ -81,6 +81,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         tenant: req.tenant,
         status: req.status,
         labels: req.labels,
+        orphaned: req.orphaned,
       }),
     ),
 

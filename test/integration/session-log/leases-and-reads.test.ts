@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
-import type { Event } from "@metaharness/proto";
+import { StopReasonType, type Event } from "@metaharness/proto";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
@@ -165,7 +165,7 @@ describe("bad input", () => {
       [() => log.client.createSession({ sessionId: "bad id", metadata: undefined }), "INVALID_ARGUMENT", "session_id"],
       [() => log.client.createSession({ sessionId, metadata: undefined }), "ALREADY_EXISTS", "session_id"],
       [
-        () => log.client.listSessions({ pageSize: 1, pageToken: "garbage", tenant: "", status: 0, labels: {} }),
+        () => log.client.listSessions({ pageSize: 1, pageToken: "garbage", tenant: "", status: 0, labels: {}, orphaned: false }),
         "INVALID_ARGUMENT",
         "page_token",
       ],
@@ -177,6 +177,34 @@ describe("bad input", () => {
     }
     const { lastSeq } = await log.client.getEvents({ sessionId, position: undefined, limit: 10, types: [] });
     expect(lastSeq).toBe(1);
+  });
+});
+
+describe("orphaned sessions", () => {
+  it("lists sessions that need a harness and have no live lease", async () => {
+    const tenant = `orphans-${Date.now()}`;
+    const { session } = await log.client.createSession({
+      sessionId: "",
+      metadata: { agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds: [], title: "", agent: undefined },
+    });
+    const sessionId = session!.sessionId;
+    const orphans = async (): Promise<string[]> =>
+      (await log.client.listSessions({ pageSize: 10, pageToken: "", tenant, status: 0, labels: {}, orphaned: true })).sessions.map(
+        (s) => s.sessionId,
+      );
+    expect(await orphans()).toEqual([]);
+    await log.client.emitEvent({ sessionId, event: userMessage("anyone?") });
+    expect(await orphans()).toEqual([sessionId]);
+    const { lease } = await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 5000 });
+    expect(await orphans()).toEqual([]);
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_running", {}), leaseEpoch: lease!.epoch });
+    await log.client.releaseLease({ sessionId, holder: "h", epoch: lease!.epoch });
+    expect(await orphans()).toEqual([sessionId]);
+    await log.client.emitEvent({
+      sessionId,
+      event: newEvent("session.status_idle", { stopReason: { type: StopReasonType.STOP_REASON_TYPE_END_TURN, eventIds: [] } }),
+    });
+    expect(await orphans()).toEqual([]);
   });
 });
 
@@ -196,22 +224,23 @@ describe("ListSessions", () => {
           environmentId: "",
           vaultIds: [],
           title: `s${i}`,
+          agent: undefined,
         },
       });
       ids.push(session!.sessionId);
     }
     await log.client.emitEvent({ sessionId: ids[4]!, event: newEvent("session.status_running", {}) });
 
-    const page1 = await log.client.listSessions({ pageSize: 2, pageToken: "", tenant, status: 0, labels: {} });
-    const page2 = await log.client.listSessions({ pageSize: 2, pageToken: page1.nextPageToken, tenant, status: 0, labels: {} });
-    const page3 = await log.client.listSessions({ pageSize: 2, pageToken: page2.nextPageToken, tenant, status: 0, labels: {} });
+    const page1 = await log.client.listSessions({ pageSize: 2, pageToken: "", tenant, status: 0, labels: {}, orphaned: false });
+    const page2 = await log.client.listSessions({ pageSize: 2, pageToken: page1.nextPageToken, tenant, status: 0, labels: {}, orphaned: false });
+    const page3 = await log.client.listSessions({ pageSize: 2, pageToken: page2.nextPageToken, tenant, status: 0, labels: {}, orphaned: false });
     expect([...page1.sessions, ...page2.sessions, ...page3.sessions].map((s) => s.sessionId)).toEqual([...ids].reverse());
     expect(page3.nextPageToken).toBe("");
     expect(page1.sessions[0]?.metadata?.title).toBe("s4");
 
-    const red = await log.client.listSessions({ pageSize: 10, pageToken: "", tenant, status: 0, labels: { team: "red" } });
+    const red = await log.client.listSessions({ pageSize: 10, pageToken: "", tenant, status: 0, labels: { team: "red" }, orphaned: false });
     expect(red.sessions).toHaveLength(3);
-    const running = await log.client.listSessions({ pageSize: 10, pageToken: "", tenant, status: 2, labels: {} });
+    const running = await log.client.listSessions({ pageSize: 10, pageToken: "", tenant, status: 2, labels: {}, orphaned: false });
     expect(running.sessions.map((s) => s.sessionId)).toEqual([ids[4]]);
   });
 });

@@ -8,7 +8,7 @@ import type { Db, Queryable } from "../db/db.js";
 import { MhError } from "@metaharness/errors";
 import { Event, SessionStatus } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
-import { statusAfter } from "./rows.js";
+import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "../outbox/shard.js";
 
 /** The channel a NOTIFY "<session_id>:<last_seq>" goes out on after each append. */
@@ -89,9 +89,11 @@ async function appendInTransaction(client: Queryable, req: AppendRequest): Promi
   const createdAt = new Date();
   let seq = lastSeq;
   let status: SessionStatus | undefined;
+  let awaiting: boolean | undefined;
   const stored = fresh.map((e) => {
     seq += 1;
     status = statusAfter(e.type) ?? status;
+    awaiting = awaitingAfter(e.type) ?? awaiting;
     return { ...e, sessionId: req.sessionId, seq, createdAt };
   });
   await client.query(
@@ -102,7 +104,8 @@ async function appendInTransaction(client: Queryable, req: AppendRequest): Promi
      ), queued AS (
        INSERT INTO outbox (shard, session_id, seq) SELECT $7, $1, seq FROM ins
      )
-     UPDATE sessions SET last_seq = $8::bigint, status = coalesce($9::smallint, status), updated_at = $5
+     UPDATE sessions SET last_seq = $8::bigint, status = coalesce($9::smallint, status),
+            awaiting_harness = coalesce($10::boolean, awaiting_harness), updated_at = $5
       WHERE session_id = $1
      RETURNING pg_notify('${EVENTS_CHANNEL}', $1 || ':' || $8::bigint::text)`,
     [
@@ -115,6 +118,7 @@ async function appendInTransaction(client: Queryable, req: AppendRequest): Promi
       shardOf(req.sessionId),
       seq,
       status ?? null,
+      awaiting ?? null,
     ],
   );
   const bySeqId = new Map(stored.map((e) => [e.id, e]));

@@ -35,6 +35,13 @@ export function sessionFromRow(row: SessionRow): Session {
   };
 }
 
+/** Whether, after this event, the session waits for a harness (undefined: unchanged). */
+export function awaitingAfter(type: string): boolean | undefined {
+  if (type.startsWith("user.")) return true;
+  if (type === "session.status_idle" || type === "session.status_terminated") return false;
+  return undefined;
+}
+
 /** The status a session takes when an event of this type is appended, if it changes it. */
 export function statusAfter(type: string): SessionStatus | undefined {
   switch (type) {

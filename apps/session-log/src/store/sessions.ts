@@ -46,6 +46,7 @@ export interface ListFilter {
   readonly tenant: string;
   readonly status: SessionStatus;
   readonly labels: Readonly<Record<string, string>>;
+  readonly orphaned: boolean;
 }
 
 export async function listSessions(
@@ -69,6 +70,9 @@ export async function listSessions(
     add((p) => `status = ${p}`, filter.status);
   }
   if (Object.keys(filter.labels).length > 0) add((p) => `labels @> ${p}::jsonb`, JSON.stringify(filter.labels));
+  if (filter.orphaned) {
+    where.push("(status = 2 OR awaiting_harness) AND (lease_holder IS NULL OR lease_expires_at <= now())");
+  }
   params.push(pageSize + 1);
   const { rows } = await db.query<SessionRow & { ord: string }>(
     `SELECT ord, ${SESSION_COLUMNS} FROM sessions ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
