@@ -58,15 +58,13 @@ export async function startSessionLog(
       const bus =
         options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: "session-log", logger });
       if (options.bus === undefined) cleanups.push(() => bus.close());
-      // Kafka may be down at start: sessions go on, and the relay creates the topic on its first
-      // successful publish (auto-creation) or here once the broker answers.
-      bus.ensureTopics([{ topic: config.topic, partitions: config.topicPartitions }]).catch((err: unknown) => {
-        logger.warn({ err, topic: config.topic }, "could not create the events topic yet");
-      });
+      // Kafka may be down at start: sessions go on, and the relay creates the topic (if missing)
+      // before its first publish, retrying until the broker answers.
       relay = new OutboxRelay({
         db,
         bus,
         topic: config.topic,
+        topicPartitions: config.topicPartitions,
         hub,
         logger,
         batchSize: config.relayBatchSize,

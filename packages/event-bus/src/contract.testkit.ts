@@ -14,6 +14,8 @@ export interface ContractTarget {
   open(): Promise<EventBus>;
   /** Upper bound for one wait on deliveries. */
   readonly waitMs: number;
+  /** Removes the topics the suite created (a real broker keeps them across runs). */
+  deleteTopics?(topics: readonly string[]): Promise<void>;
 }
 
 const bodies = (c: Collector): string[] => c.messages.map(body);
@@ -28,8 +30,10 @@ export function describeBusContract(target: ContractTarget): void {
       if (opened === undefined) throw new Error(`${target.name} did not open; see the beforeAll error`);
       return opened;
     };
+    const created: string[] = [];
     const newTopic = async (partitions: number): Promise<string> => {
       const topic = uniqueName("contract");
+      created.push(topic);
       await bus().ensureTopics([{ topic, partitions }]);
       return topic;
     };
@@ -47,6 +51,7 @@ export function describeBusContract(target: ContractTarget): void {
     });
     afterAll(async () => {
       await opened?.close();
+      if (created.length > 0) await target.deleteTopics?.(created);
     });
 
     it("delivers 1000 records over 10 keys to each group, in publish order per key, headers intact", async () => {

@@ -15,7 +15,6 @@ export type {
   TopicSpec,
 } from "./types.js";
 export { createKafkaBus, type KafkaBus } from "./kafka-bus.js";
-export { KAFKA_DEFAULTS, type BusRetryOptions, type KafkaBusOptions } from "./kafka-options.js";
-export { createMemoryBus, MEMORY_DEFAULTS, type MemoryBusOptions } from "./memory-bus.js";
+export type { BusRetryOptions, KafkaBusOptions } from "./kafka-options.js";
+export { createMemoryBus, type MemoryBusOptions } from "./memory-bus.js";
 export type { RetryBackoff } from "./memory-consumer.js";
-export { partitionForKey } from "./murmur2.js";

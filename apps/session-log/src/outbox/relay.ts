@@ -23,6 +23,8 @@ export interface RelayOptions {
   readonly db: Db;
   readonly bus: EventBus;
   readonly topic: string;
+  /** The topic is created with this many partitions if missing (Kafka may be down at start). */
+  readonly topicPartitions: number;
   readonly hub: AppendHub;
   readonly logger: Logger;
   readonly batchSize: number;
@@ -171,7 +173,10 @@ export class OutboxRelay {
       [[...this.held], this.opts.batchSize],
     );
     if (rows.length === 0) return 0;
-    this.publisher ??= await this.opts.bus.publisher();
+    if (this.publisher === undefined) {
+      await this.opts.bus.ensureTopics([{ topic: this.opts.topic, partitions: this.opts.topicPartitions }]);
+      this.publisher = await this.opts.bus.publisher();
+    }
     await this.publisher.publish(rows.map((r) => this.toRecord(r)));
     await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
     this.published += rows.length;
