@@ -1,0 +1,16 @@
+/**
+ * @metaharness/model-client: the model behind one interface for the harness — the official
+ * Anthropic SDK, streaming, with visible retries and one error type (ModelError).
+ */
+export { createModelClient, type ModelClient } from "./client.js";
+export {
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_RETRY,
+  DEFAULT_TIMEOUT_MS,
+  type ModelClientOptions,
+  type RetryOptions,
+} from "./options.js";
+export { ModelError, type ModelErrorOptions, type ModelErrorType, type RetryStatus } from "./model-error.js";
+export { toModelError } from "./classify.js";
+export { parseRetryAfter, retryDelayMs, type RetryPolicy } from "./backoff.js";
+export type { DiscardInfo, RetryInfo, StreamHooks, StreamParams, StreamResult } from "./types.js";
