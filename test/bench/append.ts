@@ -5,9 +5,23 @@
  * path, and it holds a row lock per session plus a transaction per call, so its latency under
  * concurrency bounds how fast a brain can act and how many sessions one instance carries.
  * Targets: EmitEvent p99 < 10 ms at 16 sessions; batched appends >= 5,000 events/s in total.
+ * A separate run at 16 sessions samples what Postgres backends wait on (kept out of the measured
+ * rows, since sampling costs a little CPU), to show where append time goes.
  */
-import { atLeast, atMost, LATENCY_COLUMNS, latencyCells, rate, type Bench, type Cell } from "./lib/report.js";
-import { closedLoop } from "./lib/load.js";
+import { closedLoop, type ClosedLoopOptions } from "./lib/load.js";
+import { observe, type Observation } from "./lib/observe.js";
+import type { WaitProfile } from "./lib/pgwaits.js";
+import {
+  atLeast,
+  atMost,
+  cpuTable,
+  LATENCY_COLUMNS,
+  latencyCells,
+  rate,
+  type Bench,
+  type Cell,
+  type Table,
+} from "./lib/report.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 import { summarize, type Summary } from "./lib/stats.js";
 
@@ -16,47 +30,83 @@ const MEASURE_MS = 6_000;
 const CONCURRENCY = [1, 16, 64] as const;
 const BATCH_SESSIONS = 16;
 const BATCH_SIZE = 100;
+const DIAGNOSIS_SESSIONS = 16;
+const DIAGNOSIS_MS = 3_000;
 
-interface LevelFigures {
-  readonly sessions: number;
+interface Level {
+  readonly label: string;
   readonly latency: Summary;
   readonly eventsPerSecond: number;
+  readonly observed: Observation;
 }
 
-async function singleEvents(bench: BenchLog, sessions: number): Promise<LevelFigures> {
+async function measured<T>(
+  label: string,
+  eventsPerCall: number,
+  opts: Omit<ClosedLoopOptions<T>, "warmupMs" | "measureMs">,
+  waitsOf?: string,
+  measureMs = MEASURE_MS,
+): Promise<Level> {
+  const window = { warmupMs: WARMUP_MS, measureMs };
+  const [result, observed] = await Promise.all([
+    closedLoop({ ...opts, ...window }),
+    observe(window.warmupMs, window.measureMs, waitsOf),
+  ]);
+  return {
+    label,
+    latency: summarize(result.latencies),
+    eventsPerSecond: result.opsPerSecond * eventsPerCall,
+    observed,
+  };
+}
+
+async function singleEvents(bench: BenchLog, sessions: number, waitsOf?: string, measureMs?: number): Promise<Level> {
   const ids = await bench.newSessions(sessions);
-  const result = await closedLoop({
-    workers: sessions,
-    warmupMs: WARMUP_MS,
-    measureMs: MEASURE_MS,
-    prepare: (w) => ({ sessionId: ids[w] ?? "", event: benchEvent() }),
-    op: async (_w, request) => {
-      await bench.client.emitEvent(request);
+  return measured(
+    `${sessions} sessions`,
+    1,
+    {
+      workers: sessions,
+      prepare: (w) => ({ sessionId: ids[w] ?? "", event: benchEvent() }),
+      op: async (_w, request) => {
+        await bench.client.emitEvent(request);
+      },
     },
-  });
-  return { sessions, latency: summarize(result.latencies), eventsPerSecond: result.opsPerSecond };
+    waitsOf,
+    measureMs,
+  );
 }
 
-async function batches(bench: BenchLog): Promise<LevelFigures> {
+async function batches(bench: BenchLog): Promise<Level> {
   const ids = await bench.newSessions(BATCH_SESSIONS);
-  const result = await closedLoop({
+  return measured(`${BATCH_SESSIONS} sessions x${BATCH_SIZE}`, BATCH_SIZE, {
     workers: BATCH_SESSIONS,
-    warmupMs: WARMUP_MS,
-    measureMs: MEASURE_MS,
     prepare: (w) => ({ sessionId: ids[w] ?? "", events: Array.from({ length: BATCH_SIZE }, benchEvent) }),
     op: async (_w, request) => {
       await bench.client.emitEvents(request);
     },
   });
-  return {
-    sessions: BATCH_SESSIONS,
-    latency: summarize(result.latencies),
-    eventsPerSecond: result.opsPerSecond * BATCH_SIZE,
-  };
 }
 
-function row(label: string, f: LevelFigures): Cell[] {
-  return [label, ...latencyCells(f.latency), rate(f.eventsPerSecond)];
+function row(l: Level): Cell[] {
+  return [l.label, ...latencyCells(l.latency), rate(l.eventsPerSecond)];
+}
+
+function waitTables(w: WaitProfile | undefined): Table[] {
+  if (w === undefined) return [];
+  const fmt = (x: number): string => x.toFixed(2);
+  return [
+    {
+      title: `where appending backends wait, ${DIAGNOSIS_SESSIONS} sessions, ${w.samples} samples of pg_stat_activity`,
+      columns: ["wait event (CPU = running)", "avg backends"],
+      rows: w.byWait.slice(0, 6).map((x) => [x.wait, fmt(x.backends)]),
+    },
+    {
+      title: "locks waited for (pg_locks, not granted)",
+      columns: ["lock", "avg backends"],
+      rows: w.byLock.slice(0, 3).map((x) => [x.lock, fmt(x.backends)]),
+    },
+  ];
 }
 
 export const appendBench: Bench = {
@@ -65,10 +115,12 @@ export const appendBench: Bench = {
   async run() {
     const bench = await startBenchLog();
     try {
-      const levels: LevelFigures[] = [];
+      const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
+      // Before the batches: they leave the relay a backlog whose draining would show in the waits.
+      const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.log.db.url, DIAGNOSIS_MS);
       const batched = await batches(bench);
-      const at16 = levels.find((l) => l.sessions === 16);
+      const at16 = levels.find((l) => l.label === "16 sessions");
       const poolSize = bench.log.config.poolSize;
       return {
         name: "append",
@@ -76,14 +128,19 @@ export const appendBench: Bench = {
         tables: [
           {
             title: "EmitEvent, 1 event per call, one closed-loop writer per session",
-            columns: ["sessions", ...LATENCY_COLUMNS, "events/s"],
-            rows: levels.map((l) => row(String(l.sessions), l)),
+            columns: ["concurrency", ...LATENCY_COLUMNS, "events/s"],
+            rows: levels.map(row),
           },
           {
             title: `EmitEvents, ${BATCH_SIZE} events per call (latency per call)`,
-            columns: ["sessions", ...LATENCY_COLUMNS, "events/s"],
-            rows: [row(String(batched.sessions), batched)],
+            columns: ["concurrency", ...LATENCY_COLUMNS, "events/s"],
+            rows: [row(batched)],
           },
+          cpuTable(
+            "CPU during each measured window",
+            [...levels, batched].map((l) => [l.label, l.observed.cpu] as const),
+          ),
+          ...waitTables(diagnosis.observed.waits),
         ],
         checks: [
           atMost("EmitEvent p99 @16 sessions", at16?.latency.p99 ?? Number.NaN, 10, "ms"),
@@ -92,9 +149,19 @@ export const appendBench: Bench = {
         notes: [
           `${WARMUP_MS / 1000} s warm-up then ${MEASURE_MS / 1000} s measured per row; gRPC client and service share one Node process`,
           `service defaults: Postgres pool ${poolSize} connections, outbox relay on (publishing to Kafka meanwhile)`,
-          `event: agent.message with ~200 characters of text`,
+          "event: agent.message with ~200 characters of text",
+          "closed loop: mean latency = sessions / throughput (Little's law), so latency at 16 and 64 sessions tracks the throughput ceiling",
+          "Lock:object on pg_database objid=0 is the lock NOTIFY takes at commit: it serialises the commits (and WAL flushes) of every transaction that notifies",
         ],
-        data: { levels, batched, batchSize: BATCH_SIZE, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, poolSize },
+        data: {
+          levels,
+          batched,
+          diagnosis,
+          batchSize: BATCH_SIZE,
+          warmupMs: WARMUP_MS,
+          measureMs: MEASURE_MS,
+          poolSize,
+        },
       };
     } finally {
       await bench.stop();

@@ -9,7 +9,8 @@
  */
 import type { Event } from "@metaharness/proto";
 import { readTopic, type Received, type TopicReader } from "../support/kafka.js";
-import { atMost, exactly, LATENCY_COLUMNS, latencyCells, rate, type Bench } from "./lib/report.js";
+import { observe } from "./lib/observe.js";
+import { atMost, cpuTable, exactly, LATENCY_COLUMNS, latencyCells, rate, type Bench } from "./lib/report.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 import { nowMs, sleep, summarize } from "./lib/stats.js";
 
@@ -18,6 +19,8 @@ const SESSIONS = 20;
 const WARMUP_MS = 2_000;
 const MEASURE_MS = 10_000;
 const DELIVERY_TIMEOUT_MS = 30_000;
+/** The writers start this long after the schedule is laid out, so the first due times are not late. */
+const LEAD_MS = 50;
 
 interface Sent {
   readonly event: Event;
@@ -30,7 +33,7 @@ const keyOf = (e: Event): string => `${e.sessionId}:${e.seq}`;
 /** Appends on a fixed schedule: event k of session i is due at start + offset_i + k * interval. */
 async function pacedLoad(bench: BenchLog, sessions: readonly string[]): Promise<Sent[]> {
   const interval = (SESSIONS * 1000) / RATE;
-  const start = nowMs() + 50;
+  const start = nowMs() + LEAD_MS;
   const measureFrom = start + WARMUP_MS;
   const end = measureFrom + MEASURE_MS;
   const sent: Sent[] = [];
@@ -76,7 +79,10 @@ export const outboxBench: Bench = {
     try {
       const sessions = await bench.newSessions(SESSIONS);
       reader = await readTopic(bench.log.topic);
-      const sent = await pacedLoad(bench, sessions);
+      const [sent, observed] = await Promise.all([
+        pacedLoad(bench, sessions),
+        observe(LEAD_MS + WARMUP_MS, MEASURE_MS),
+      ]);
       const measured = sent.filter((s) => s.measured);
       const wanted = new Set(measured.map((s) => keyOf(s.event)));
       const complete = await awaitDelivery(reader, wanted);
@@ -111,6 +117,7 @@ export const outboxBench: Bench = {
             columns: ["appended", "events/s achieved", "received", "lost", "duplicates"],
             rows: [[measured.length, rate(achieved), firstReceipt.size, lost, duplicates]],
           },
+          cpuTable("CPU while measuring", [["paced appends + relay + consumer", observed.cpu]]),
         ],
         checks: [
           atMost("lag p99 at 1,000 events/s", lag.p99, 250, "ms"),
@@ -121,7 +128,17 @@ export const outboxBench: Bench = {
           `relay: poked in-process on every append, batch ${bench.log.config.relayBatchSize}, poll ${bench.log.config.relayPollMs} ms; topic with ${bench.log.config.topicPartitions} partitions`,
           "consumer (kafkajs via @metaharness/event-bus), relay, service and writers share one Node process",
         ],
-        data: { lag, emit, appended: measured.length, achieved, received: firstReceipt.size, lost, duplicates, complete },
+        data: {
+          lag,
+          emit,
+          appended: measured.length,
+          achieved,
+          received: firstReceipt.size,
+          lost,
+          duplicates,
+          complete,
+          cpu: observed.cpu,
+        },
       };
     } finally {
       await reader?.close();

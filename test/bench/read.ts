@@ -10,10 +10,22 @@
  */
 import pg from "pg";
 import type { Event } from "@metaharness/proto";
-import { naiveSlice, sqlSlice } from "./lib/naive.js";
+import { cpuMeter, type CpuUse } from "./lib/cpu.js";
+import { explain, type PlanSummary } from "./lib/explain.js";
+import { naiveSlice } from "./lib/naive.js";
 import { bulkEventId, populateSession, type PopulateTimings } from "./lib/populate.js";
-import { atMost, LATENCY_COLUMNS, latencyCells, ms, type Bench, type BenchReport, type Cell } from "./lib/report.js";
+import {
+  atMost,
+  cpuTable,
+  LATENCY_COLUMNS,
+  latencyCells,
+  ms,
+  type Bench,
+  type BenchReport,
+  type Cell,
+} from "./lib/report.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
+import { SLICE_SQL, sqlSlice } from "./lib/slice-sql.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 
 const BIG = 1_000_000;
@@ -74,10 +86,17 @@ function variants(bench: BenchLog, pool: pg.Pool): Variant[] {
   ]);
 }
 
-async function measure(all: Variant[], ids: { big: string; small: string }): Promise<void> {
+interface Windows {
+  readonly fast: CpuUse;
+  readonly naiveBig: CpuUse;
+}
+
+async function measure(all: Variant[], ids: { big: string; small: string }): Promise<Windows> {
   const idOf = (v: Variant): string => (v.size === BIG ? ids.big : ids.small);
   const fast = all.filter((v) => !(v.store === "naive (whole session)" && v.size === BIG));
+  let meter = cpuMeter();
   for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
+    if (round === WARMUP_ROUNDS) meter = cpuMeter();
     // Rotate the order each round so no variant always runs right after a given other one.
     for (let i = 0; i < fast.length; i++) {
       const v = fast[(round + i) % fast.length];
@@ -86,15 +105,26 @@ async function measure(all: Variant[], ids: { big: string; small: string }): Pro
       if (round >= WARMUP_ROUNDS) v.samples.push(elapsed);
     }
   }
+  const fastCpu = meter.stop();
   const naiveBig = all.find((v) => v.store === "naive (whole session)" && v.size === BIG);
-  if (naiveBig === undefined) return;
+  if (naiveBig === undefined) throw new Error("no naive variant");
   for (let i = 0; i < NAIVE_BIG_WARMUP + NAIVE_BIG_SAMPLES; i++) {
+    if (i === NAIVE_BIG_WARMUP) meter = cpuMeter();
     const elapsed = await sample(naiveBig, ids.big);
     if (i >= NAIVE_BIG_WARMUP) naiveBig.samples.push(elapsed);
   }
+  return { fast: fastCpu, naiveBig: meter.stop() };
 }
 
-function report(all: Variant[], populate: PopulateTimings): BenchReport {
+function planTable(plan: PlanSummary): BenchReport["tables"][number] {
+  return {
+    title: `EXPLAIN (ANALYZE, BUFFERS) of the slice statement on the 1M session: ${plan.shape}`,
+    columns: ["sequential scans", "buffers", "planning ms", "execution ms"],
+    rows: [[plan.seqScans.join(", ") || "none", plan.buffers, ms(plan.planningMs), ms(plan.executionMs)]],
+  };
+}
+
+function report(all: Variant[], populate: PopulateTimings, windows: Windows, plan: PlanSummary): BenchReport {
   const summaries = all.map((v) => ({ store: v.store, size: v.size, latency: summarize(v.samples) }));
   const find = (store: Variant["store"], size: number): Summary =>
     summaries.find((s) => s.store === store && s.size === size)?.latency ?? summarize([]);
@@ -102,7 +132,15 @@ function report(all: Variant[], populate: PopulateTimings): BenchReport {
   const compare = (size: number): Cell[] => {
     const ours = find("ours (gRPC GetEvents)", size);
     const naive = find("naive (whole session)", size);
-    return [size.toLocaleString("en-US"), ms(ours.p50), ms(naive.p50), ratio(naive.p50, ours.p50), ms(ours.p99), ms(naive.p99), ratio(naive.p99, ours.p99)];
+    return [
+      size.toLocaleString("en-US"),
+      ms(ours.p50),
+      ms(naive.p50),
+      ratio(naive.p50, ours.p50),
+      ms(ours.p99),
+      ms(naive.p99),
+      ratio(naive.p99, ours.p99),
+    ];
   };
   const oursBig = find("ours (gRPC GetEvents)", BIG);
   const oursSmall = find("ours (gRPC GetEvents)", SMALL);
@@ -129,6 +167,11 @@ function report(all: Variant[], populate: PopulateTimings): BenchReport {
         columns: ["session events", "ours p50", "naive p50", "ratio", "ours p99", "naive p99", "ratio"],
         rows: [compare(BIG), compare(SMALL)],
       },
+      planTable(plan),
+      cpuTable("CPU while measuring", [
+        ["interleaved fast reads", windows.fast],
+        ["naive reads of the 1M session", windows.naiveBig],
+      ]),
     ],
     checks: [atMost("GetEvents p99, 1M-event session", oursBig.p99, 5, "ms")],
     notes: [
@@ -137,7 +180,7 @@ function report(all: Variant[], populate: PopulateTimings): BenchReport {
       `cost of the log, ours: p50 on 1M / p50 on 100 events = ${ratio(oursBig.p50, oursSmall.p50)}`,
       "naive and SQL-only run over a pg pool in the bench process, without gRPC: that favours the naive store",
     ],
-    data: { summaries, populate, rounds: ROUNDS, naiveBigSamples: NAIVE_BIG_SAMPLES },
+    data: { summaries, populate, plan, windows, rounds: ROUNDS, naiveBigSamples: NAIVE_BIG_SAMPLES },
   };
 }
 
@@ -150,8 +193,9 @@ export const readBench: Bench = {
     try {
       const { big, small, populate } = await setUp(bench);
       const all = variants(bench, pool);
-      await measure(all, { big, small });
-      return report(all, populate);
+      const windows = await measure(all, { big, small });
+      const plan = await explain(pool, SLICE_SQL, [big, MIDDLE_FROM + MIDDLE_SPAN / 2, SLICE + 1]);
+      return report(all, populate, windows, plan);
     } finally {
       await pool.end();
       await bench.stop();

@@ -6,12 +6,13 @@
  * missed target is a finding to read, not a failure of the run.
  */
 import { appendBench } from "./append.js";
+import { drainBench } from "./drain.js";
 import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
 import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
 
-const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench];
+const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench, drainBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -57,7 +57,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
     const result = await appendEvents(db, { sessionId, events, expectedSeq, leaseEpoch });
-    if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
+    if (result.duplicates < events.length) hub.announce(sessionId, result.lastSeq);
     return result;
   };
 
@@ -141,8 +141,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         return { ...d, sessionId, emittedAt: d.emittedAt ?? new Date() };
       });
       if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
-      await deps.deltas.publish(deltas);
-      return {};
+      deps.deltas.publish(deltas);
+      return Promise.resolve({});
     }),
 
     acquireLease: unary(`${NAME}/AcquireLease`, logger, async (req) => ({

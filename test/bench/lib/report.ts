@@ -3,6 +3,7 @@
  * PASS/MISS, and one JSON file per run in bench/results/ (git-ignored) for comparing runs.
  */
 import { mkdir, writeFile } from "node:fs/promises";
+import type { CpuUse } from "./cpu.js";
 import type { Summary } from "./stats.js";
 
 export type Cell = string | number;
@@ -65,6 +66,17 @@ export function latencyCells(s: Summary): Cell[] {
   return [s.n, ms(s.p50), ms(s.p95), ms(s.p99), ms(s.max)];
 }
 
+/** CPU use per measured window, in percent of one core. */
+export function cpuTable(title: string, windows: ReadonlyArray<readonly [string, CpuUse]>): Table {
+  const p = (x: number): string => (Number.isFinite(x) ? `${Math.round(x)}%` : "-");
+  const cores = windows[0]?.[1].cores ?? 0;
+  return {
+    title: `${title} (percent of one core; the machine has ${cores * 100}%)`,
+    columns: ["window", "machine", "this process", "postgres", "kafka", "other load"],
+    rows: windows.map(([label, u]) => [label, p(u.machine), p(u.self), p(u.postgres), p(u.kafka), p(u.other)]),
+  };
+}
+
 export function verdict(pass: boolean): string {
   return pass ? "PASS" : "MISS";
 }
@@ -73,9 +85,10 @@ export function formatTable(table: Table): string {
   const header = table.columns.map(String);
   const body = table.rows.map((row) => row.map(String));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? "").length)));
-  // The first column is a label (left-aligned); figures line up on the right.
+  // Labels and text line up on the left, figures (columns whose cells all start like a number) on the right.
+  const numeric = header.map((_, i) => i > 0 && body.every((r) => /^([-<>=\d]|$)/.test(r[i] ?? "")));
   const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
+    cells.map((c, i) => (numeric[i] === true ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join("  ").trimEnd();
   const rule = widths.map((w) => "-".repeat(w)).join("  ");
   return [`  ${table.title}`, `  ${line(header)}`, `  ${rule}`, ...body.map((r) => `  ${line(r)}`)].join("\n");
 }

@@ -26,6 +26,7 @@ beforeAll(async () => {
     MH_LOG_LEVEL: "silent",
   });
   handle = await startSessionLog(config, createLogger({ service: "session-log", level: "silent" }), { bus });
+  await bus.ensureTopics([{ topic: config.topic, partitions: config.topicPartitions }]);
   consumer = await bus.subscribe({
     groupId: "embedded-test",
     topics: [config.topic],

@@ -54,6 +54,7 @@ export async function demo(out: (line: string) => void, databaseUrl = "pglite:me
   const raw = createClient(SessionLogClient, `127.0.0.1:${log.port}`);
   const client = promisify(raw, SessionLogService);
   let published = 0;
+  await bus.ensureTopics([{ topic: config.topic, partitions: config.topicPartitions }]);
   const consumer = await bus.subscribe({
     groupId: "demo",
     topics: [config.topic],
@@ -71,7 +72,7 @@ export async function demo(out: (line: string) => void, databaseUrl = "pglite:me
 
     const watcher = new AbortController();
     const watching = (async () => {
-      for await (const msg of client.watchEvents({ sessionId, afterSeq: 0, types: [] }, { signal: watcher.signal })) {
+      for await (const msg of client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: false }, { signal: watcher.signal })) {
         if (msg.event) out(formatEvent(msg.event));
       }
     })().catch((err: unknown) => {

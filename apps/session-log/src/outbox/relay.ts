@@ -165,11 +165,14 @@ export class OutboxRelay {
     const client = this.client;
     if (client === undefined) return 0;
     const { rows } = await client.query<OutboxRow>(
-      `SELECT o.id, o.session_id, e.body
-         FROM outbox o JOIN events e ON e.session_id = o.session_id AND e.seq = o.seq
-        WHERE o.shard = ANY($1::smallint[])
-        ORDER BY o.id
-        LIMIT $2`,
+      // Pick the batch first, then join: joining before the LIMIT made each batch cost the whole
+      // backlog (136-431 ms per batch at 50k queued; ~1 ms this way).
+      `WITH batch AS MATERIALIZED (
+         SELECT id, session_id, seq FROM outbox WHERE shard = ANY($1::smallint[]) ORDER BY id LIMIT $2
+       )
+       SELECT b.id, b.session_id, e.body
+         FROM batch b JOIN events e ON e.session_id = b.session_id AND e.seq = b.seq
+        ORDER BY b.id`,
       [[...this.held], this.opts.batchSize],
     );
     if (rows.length === 0) return 0;

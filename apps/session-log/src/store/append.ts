@@ -1,8 +1,8 @@
 /**
  * The append path: the one place that assigns seqs. One transaction locks the session row,
  * finds events already appended (idempotency by event id), checks the lease epoch and expected
- * seq, then writes the events, their outbox rows, the session's new head and a NOTIFY together:
- * an event is in the log and queued for Kafka, or neither.
+ * seq, then writes the events, their outbox rows and the session's new head together: an event
+ * is in the log and queued for Kafka, or neither. Watchers hear of it after commit (watch/hub.ts).
  */
 import type { Db, Queryable } from "../db/db.js";
 import { MhError } from "@metaharness/errors";
@@ -11,8 +11,6 @@ import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "../outbox/shard.js";
 
-/** The channel a NOTIFY "<session_id>:<last_seq>" goes out on after each append. */
-export const EVENTS_CHANNEL = "mh_events";
 
 export interface AppendRequest {
   readonly sessionId: string;
@@ -106,8 +104,7 @@ async function appendInTransaction(client: Queryable, req: AppendRequest): Promi
      )
      UPDATE sessions SET last_seq = $8::bigint, status = coalesce($9::smallint, status),
             awaiting_harness = coalesce($10::boolean, awaiting_harness), updated_at = $5
-      WHERE session_id = $1
-     RETURNING pg_notify('${EVENTS_CHANNEL}', $1 || ':' || $8::bigint::text)`,
+      WHERE session_id = $1`,
     [
       req.sessionId,
       stored.map((e) => e.seq),

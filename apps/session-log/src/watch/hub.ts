@@ -1,13 +1,17 @@
 /**
  * The append hub: tells watchers and the outbox relay that a session's log grew. Appends in this
- * process poke it directly (no round trip); appends anywhere else arrive through Postgres
- * LISTEN/NOTIFY on one dedicated connection. A poke only says "read again from where you are":
- * readers always fetch from the log, so a lost or doubled poke costs latency, never correctness.
+ * process poke it directly (no round trip) and are announced to other instances after commit
+ * through batched NOTIFY (db/notify-batcher.ts); their appends arrive here through LISTEN. A poke
+ * only says "read again from where you are": readers always fetch from the log, so a lost or
+ * doubled poke costs latency, never correctness.
  */
 import type { Logger } from "@metaharness/service-kit";
 import type { Db } from "../db/db.js";
 import { ResilientListener } from "../db/listener.js";
-import { EVENTS_CHANNEL } from "../store/append.js";
+import { NotifyBatcher } from "../db/notify-batcher.js";
+
+/** The channel appends are announced on: items "<session_id>:<last_seq>". */
+export const EVENTS_CHANNEL = "mh_events";
 
 export type Poke = (sessionId: string, lastSeq: number) => void;
 
@@ -15,14 +19,18 @@ export class AppendHub {
   private readonly bySession = new Map<string, Set<Poke>>();
   private readonly everyone = new Set<Poke>();
   private readonly listener: ResilientListener;
+  private readonly batcher: NotifyBatcher;
 
   constructor(db: Db, logger: Logger) {
+    this.batcher = new NotifyBatcher(db, EVENTS_CHANNEL, logger);
     this.listener = new ResilientListener(
       db,
       EVENTS_CHANNEL,
       (payload) => {
-        const at = payload.lastIndexOf(":");
-        if (at > 0) this.publish(payload.slice(0, at), Number(payload.slice(at + 1)));
+        for (const item of this.batcher.parse(payload) ?? []) {
+          const at = item.lastIndexOf(":");
+          if (at > 0) this.publish(item.slice(0, at), Number(item.slice(at + 1)));
+        }
       },
       // Whatever was appended while the connection was gone: wake everyone to re-read.
       () => {
@@ -56,6 +64,12 @@ export class AppendHub {
     return () => this.everyone.delete(poke);
   }
 
+  /** An append committed here: poke this instance's readers now, and the other instances soon. */
+  announce(sessionId: string, lastSeq: number): void {
+    this.publish(sessionId, lastSeq);
+    this.batcher.enqueue(`${sessionId}:${lastSeq}`);
+  }
+
   publish(sessionId: string, lastSeq: number): void {
     for (const poke of this.everyone) poke(sessionId, lastSeq);
     const set = this.bySession.get(sessionId);
@@ -63,6 +77,7 @@ export class AppendHub {
   }
 
   async stop(): Promise<void> {
+    await this.batcher.flush();
     await this.listener.stop();
   }
 }

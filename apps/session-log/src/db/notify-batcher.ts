@@ -1,0 +1,73 @@
+/**
+ * Cross-instance NOTIFY, sent after commit and batched. A NOTIFY inside the append transaction
+ * would take Postgres's global notify lock through the commit's disk flush and make every
+ * appending transaction of the database take turns (measured: ~560 vs ~1,300 appends/s at 16
+ * sessions). Instead appends hand their items here; one NOTIFY is in flight at a time and carries
+ * everything queued meanwhile: "<instance>|item;item;...", under Postgres's 8000-byte limit.
+ * Receivers skip their own instance's payloads (they were delivered locally already).
+ * A NOTIFY lost in a crash costs other instances latency only: their readers re-check on a timer.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "@metaharness/service-kit";
+import type { Db } from "./db.js";
+
+const MAX_PAYLOAD = 7000;
+/** Items waiting beyond this are dropped (and counted): notifications are hints, memory is not free. */
+const MAX_QUEUED = 100_000;
+
+export class NotifyBatcher {
+  readonly instance = randomBytes(6).toString("hex");
+  private queue: string[] = [];
+  private inFlight: Promise<void> | undefined;
+  private dropped = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly channel: string,
+    private readonly logger: Logger,
+  ) {}
+
+  enqueue(item: string): void {
+    if (this.queue.length >= MAX_QUEUED) {
+      if (this.dropped++ === 0) this.logger.warn({ channel: this.channel }, "notify queue full; dropping notifications");
+      return;
+    }
+    this.queue.push(item);
+    this.inFlight ??= this.drain();
+  }
+
+  /** Resolves once everything queued so far was sent (tests, shutdown). */
+  async flush(): Promise<void> {
+    while (this.inFlight !== undefined) await this.inFlight;
+  }
+
+  /** The items of a payload, or undefined when this instance sent it. */
+  parse(payload: string): string[] | undefined {
+    const bar = payload.indexOf("|");
+    if (bar < 0 || payload.slice(0, bar) === this.instance) return undefined;
+    return payload.slice(bar + 1).split(";");
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const items: string[] = [];
+      let size = this.instance.length + 1;
+      while (this.queue.length > 0 && size + (this.queue[0]?.length ?? 0) + 1 <= MAX_PAYLOAD) {
+        const item = this.queue.shift() ?? "";
+        items.push(item);
+        size += item.length + 1;
+      }
+      if (items.length === 0) items.push(this.queue.shift() ?? ""); // one oversized item: let Postgres say so
+      try {
+        await this.db.query("SELECT pg_notify($1, $2)", [this.channel, `${this.instance}|${items.join(";")}`]);
+      } catch (err) {
+        this.logger.warn({ err, channel: this.channel, items: items.length }, "NOTIFY failed; other instances will re-check");
+      }
+    }
+    if (this.dropped > 0) {
+      this.logger.warn({ channel: this.channel, dropped: this.dropped }, "notifications dropped while the queue was full");
+      this.dropped = 0;
+    }
+    this.inFlight = undefined;
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Where the CPU went while a benchmark measured: the whole machine, this process (gRPC client,
+ * service, relay and consumer), Postgres, Kafka, and everything else. On a small shared machine a
+ * tail latency often says more about "everything else" than about the code, so every benchmark
+ * prints this next to its figures. Linux /proc only; elsewhere the figures are NaN.
+ */
+import { readFileSync, readdirSync } from "node:fs";
+import os from "node:os";
+
+export interface CpuUse {
+  readonly cores: number;
+  /** Percent of one core, averaged over the interval (so at most 100 x cores). */
+  readonly machine: number;
+  readonly self: number;
+  readonly postgres: number;
+  readonly kafka: number;
+  readonly other: number;
+}
+
+interface Ticks {
+  readonly machine: number;
+  readonly self: number;
+  readonly postgres: number;
+  readonly kafka: number;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+function busyTicks(): number {
+  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0); // idle + iowait
+  return fields.reduce((a, b) => a + b, 0) - idle;
+}
+
+/** utime + stime of one process, and its command name. */
+function processTicks(pid: string): { comm: string; ticks: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const close = stat.lastIndexOf(")");
+    const fields = stat.slice(close + 2).split(" ");
+    return { comm: stat.slice(stat.indexOf("(") + 1, close), ticks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return undefined; // exited meanwhile
+  }
+}
+
+function sample(): Ticks {
+  let postgres = 0;
+  let kafka = 0;
+  let self = 0;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const p = processTicks(pid);
+    if (p === undefined) continue;
+    if (pid === String(process.pid)) self = p.ticks;
+    else if (p.comm.startsWith("postgres")) postgres += p.ticks;
+    else if (p.comm === "java") kafka += p.ticks;
+  }
+  return { machine: busyTicks(), self, postgres, kafka };
+}
+
+function safeSample(): Ticks | undefined {
+  try {
+    return sample();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts measuring; `stop()` returns the use since the start. Postgres backends that exit meanwhile are missed. */
+export function cpuMeter(): { stop(): CpuUse } {
+  const start = safeSample();
+  const t0 = Date.now();
+  return {
+    stop() {
+      const end = safeSample();
+      const seconds = (Date.now() - t0) / 1000;
+      const cores = os.availableParallelism();
+      if (start === undefined || end === undefined || seconds <= 0) {
+        return { cores, machine: NaN, self: NaN, postgres: NaN, kafka: NaN, other: NaN };
+      }
+      const pct = (k: keyof Ticks): number => ((end[k] - start[k]) / TICKS_PER_SECOND / seconds) * 100;
+      const use = { machine: pct("machine"), self: pct("self"), postgres: pct("postgres"), kafka: pct("kafka") };
+      return { cores, ...use, other: Math.max(0, use.machine - use.self - use.postgres - use.kafka) };
+    },
+  };
+}
+
+export function formatCpu(u: CpuUse): string {
+  const p = (x: number): string => (Number.isFinite(x) ? `${Math.round(x)}%` : "-");
+  return (
+    `CPU busy ${p(u.machine)} of ${u.cores * 100}%: this process ${p(u.self)}, postgres ${p(u.postgres)}, ` +
+    `kafka ${p(u.kafka)}, other load ${p(u.other)}`
+  );
+}
