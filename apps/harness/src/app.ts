@@ -1,0 +1,103 @@
+/**
+ * Wires a harness instance: clients of the session log and the sandbox broker, the model, the
+ * Harness gRPC service (Wake, ListActive), the orphan sweeper and (optionally) wakes from Kafka.
+ */
+import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
+import { createModelClient, type ModelClient } from "@metaharness/model-client";
+import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { createClient, promisify, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
+import type { HarnessConfig } from "./config.js";
+import { toolLoop } from "./loop/tool-loop.js";
+import type { HarnessLoop } from "./loop/harness-loop.js";
+import { Supervisor } from "./supervisor.js";
+import { wakeFromKafka } from "./wake/kafka-wake.js";
+import { Sweeper } from "./wake/sweeper.js";
+
+export interface HarnessHandle {
+  readonly port: number;
+  readonly supervisor: Supervisor;
+  stop(): Promise<void>;
+}
+
+export const LOOPS: ReadonlyMap<string, HarnessLoop> = new Map([[toolLoop.name, toolLoop]]);
+
+export async function startHarness(
+  config: HarnessConfig,
+  logger: Logger,
+  options: { bus?: EventBus; model?: ModelClient; loops?: ReadonlyMap<string, HarnessLoop> } = {},
+): Promise<HarnessHandle> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const stop = async (): Promise<void> => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
+    }
+  };
+  try {
+    const rawLog = createClient(SessionLogClient, config.sessionLogAddress);
+    cleanups.push(() => Promise.resolve(rawLog.close()));
+    const log = promisify(rawLog, SessionLogService);
+    let broker;
+    if (config.brokerAddress !== undefined) {
+      const rawBroker = createClient(SandboxBrokerClient, config.brokerAddress);
+      cleanups.push(() => Promise.resolve(rawBroker.close()));
+      broker = promisify(rawBroker, SandboxBrokerService);
+    }
+    const model =
+      options.model ??
+      createModelClient({
+        apiKey: config.modelApiKey,
+        model: config.model,
+        maxTokens: config.maxTokens,
+        retry: { maxAttempts: config.modelMaxAttempts, initialDelayMs: config.modelRetryInitialMs },
+        ...(config.modelBaseUrl === undefined ? {} : { baseURL: config.modelBaseUrl }),
+      });
+    const supervisor = new Supervisor({
+      ...(config.instanceId === undefined ? {} : { instanceId: config.instanceId }),
+      log,
+      broker,
+      model,
+      loops: options.loops ?? LOOPS,
+      leaseTtlMs: config.leaseTtlMs,
+      logger,
+    });
+    cleanups.push(() => supervisor.stop());
+
+    const sweeper = new Sweeper(log, supervisor, config.sweepMs, logger);
+    sweeper.start();
+    cleanups.push(() => sweeper.stop());
+
+    if (config.kafkaWake) {
+      const bus = options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: supervisor.instanceId, logger });
+      if (options.bus === undefined) cleanups.push(() => bus.close());
+      const consumer: BusConsumer = await wakeFromKafka(bus, { topic: config.topic, groupId: config.consumerGroup }, supervisor, logger);
+      cleanups.push(() => consumer.close());
+    }
+
+    const server = await startGrpcServer({
+      host: config.host,
+      port: config.port,
+      logger,
+      services: [
+        {
+          name: "metaharness.v1.Harness",
+          definition: HarnessService,
+          implementation: {
+            wake: unary("metaharness.v1.Harness/Wake", logger, async (req: { sessionId: string }) => {
+              const { outcome, holder } = await supervisor.wake(req.sessionId);
+              return { outcome, leaseHolder: holder };
+            }),
+            listActive: unary("metaharness.v1.Harness/ListActive", logger, () =>
+              Promise.resolve({ instanceId: supervisor.instanceId, sessions: supervisor.list() }),
+            ),
+          },
+        },
+      ],
+    });
+    cleanups.push(() => server.shutdown(5000));
+    logger.info({ port: server.port, instance: supervisor.instanceId }, "harness serving");
+    return { port: server.port, supervisor, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Every setting of the harness, read from the environment in this one place.
+ */
+import { env, readConfig } from "@metaharness/service-kit";
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return readConfig(
+    {
+      host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
+      port: env.port("MH_GRPC_PORT", { default: 50052 }),
+      instanceId: env.optional(env.string("MH_INSTANCE_ID")),
+      sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      brokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),
+      modelBaseUrl: env.optionalUrl("MH_MODEL_BASE_URL", { protocols: ["http", "https"] }),
+      modelApiKey: env.string("ANTHROPIC_API_KEY", { default: "offline", secret: true }),
+      model: env.string("MH_MODEL", { default: "claude-sonnet-4-5" }),
+      maxTokens: env.int("MH_MAX_TOKENS", { default: 8192, min: 1, max: 128_000 }),
+      modelMaxAttempts: env.int("MH_MODEL_MAX_ATTEMPTS", { default: 5, min: 1, max: 20 }),
+      modelRetryInitialMs: env.int("MH_MODEL_RETRY_INITIAL_MS", { default: 500, min: 1, max: 60_000 }),
+      leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 1500, min: 1000, max: 600_000 }),
+      sweepMs: env.int("MH_SWEEP_MS", { default: 500, min: 50, max: 600_000 }),
+      kafkaWake: env.bool("MH_KAFKA_WAKE", { default: false }),
+      kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
+      topic: env.string("MH_KAFKA_TOPIC", { default: "metaharness.session-events" }),
+      consumerGroup: env.string("MH_KAFKA_GROUP", { default: "metaharness-harness" }),
+      logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
+      otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+    },
+    source,
+  );
+}
+
+export type HarnessConfig = ReturnType<typeof loadConfig>;

@@ -1,0 +1,120 @@
+/**
+ * Events -> Messages API conversation. User input (messages, tool results) and the model's output
+ * (thinking, text, tool calls) are folded into alternating user / assistant messages; within a
+ * user message tool results come first, as the API requires after a tool_use.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { ContentBlock, Event } from "@metaharness/proto";
+import { completedRequests } from "../state.js";
+
+type Param = Anthropic.MessageParam;
+type UserBlock = Anthropic.ContentBlockParam;
+
+function textBlocks(content: readonly ContentBlock[]): Anthropic.TextBlockParam[] {
+  return content.flatMap((c) => (c.block?.$case === "text" && c.block.value.text !== "" ? [{ type: "text" as const, text: c.block.value.text }] : []));
+}
+
+function userBlocks(content: readonly ContentBlock[]): UserBlock[] {
+  const out: UserBlock[] = [];
+  for (const c of content) {
+    const b = c.block;
+    if (b?.$case === "text" && b.value.text !== "") out.push({ type: "text", text: b.value.text });
+    else if (b?.$case === "image" && b.value.source?.type === "base64") {
+      out.push({
+        type: "image",
+        source: { type: "base64", media_type: b.value.source.mediaType as "image/png", data: b.value.source.data },
+      });
+    } else if (b?.$case === "image" && b.value.source?.type === "url") {
+      out.push({ type: "image", source: { type: "url", url: b.value.source.url } });
+    }
+  }
+  return out;
+}
+
+function toolResult(toolUseId: string, content: readonly ContentBlock[], isError: boolean): Anthropic.ToolResultBlockParam {
+  const text = textBlocks(content);
+  return { type: "tool_result", tool_use_id: toolUseId, content: text.length > 0 ? text : "(no output)", is_error: isError };
+}
+
+/** One event's contribution: which side, and its blocks. */
+function blocksOf(event: Event): { role: "user" | "assistant"; blocks: UserBlock[] } | undefined {
+  const p = event.payload;
+  switch (p?.$case) {
+    case "userMessage":
+      return { role: "user", blocks: userBlocks(p.value.content) };
+    case "agentToolResult":
+      return { role: "user", blocks: [toolResult(p.value.toolUseId, p.value.content, p.value.isError)] };
+    case "agentMcpToolResult":
+      return { role: "user", blocks: [toolResult(p.value.mcpToolUseId, p.value.content, p.value.isError)] };
+    case "userCustomToolResult":
+      return { role: "user", blocks: [toolResult(p.value.customToolUseId, p.value.content, p.value.isError)] };
+    case "userToolResult":
+      return { role: "user", blocks: [toolResult(p.value.toolUseId, p.value.content, p.value.isError)] };
+    case "agentThinking":
+      return p.value.signature === ""
+        ? undefined
+        : { role: "assistant", blocks: [{ type: "thinking", thinking: p.value.thinking, signature: p.value.signature }] };
+    case "agentMessage":
+      return { role: "assistant", blocks: textBlocks(p.value.content) };
+    case "agentToolUse":
+    case "agentMcpToolUse":
+    case "agentCustomToolUse":
+      return { role: "assistant", blocks: [{ type: "tool_use", id: event.id, name: p.value.name, input: p.value.input ?? {} }] };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The events in the order the model saw them: user input that arrived while a model request
+ * streamed was not part of that request, so it goes after the request's response.
+ */
+export function modelOrder(events: readonly Event[]): Event[] {
+  const completed = completedRequests(events);
+  const out: Event[] = [];
+  let held: Event[] = [];
+  let open: string | undefined;
+  for (const e of events) {
+    const c = e.payload?.$case;
+    if (c === "spanModelRequestStart" && completed.has(e.id)) open = e.id;
+    if (open !== undefined && blocksOf(e)?.role === "user") {
+      held.push(e);
+      continue;
+    }
+    out.push(e);
+    if (c === "spanModelRequestEnd" && e.payload?.$case === "spanModelRequestEnd" && e.payload.value.modelRequestStartId === open) {
+      out.push(...held);
+      held = [];
+      open = undefined;
+    }
+  }
+  return [...out, ...held];
+}
+
+export function toMessages(events: readonly Event[]): Param[] {
+  const messages: Param[] = [];
+  for (const event of modelOrder(events)) {
+    const part = blocksOf(event);
+    if (part === undefined || part.blocks.length === 0) continue;
+    const last = messages[messages.length - 1];
+    if (last !== undefined && last.role === part.role && Array.isArray(last.content)) {
+      last.content.push(...part.blocks);
+    } else {
+      messages.push({ role: part.role, content: [...part.blocks] });
+    }
+  }
+  for (const m of messages) {
+    if (m.role === "user" && Array.isArray(m.content)) {
+      // tool_result blocks first: a queued user message may have arrived before a tool finished.
+      m.content.sort((a, b) => Number(b.type === "tool_result") - Number(a.type === "tool_result"));
+    }
+  }
+  // The API wants the conversation to start with the user.
+  while (messages[0]?.role === "assistant") messages.shift();
+  return messages;
+}
+
+/** Rough token count of a request part (the API's ~4 characters per token). */
+export function estimateTokens(value: unknown): number {
+  return Math.ceil(JSON.stringify(value).length / 4);
+}

@@ -1,0 +1,12 @@
+/**
+ * Which context strategy a session uses, by the name in its agent configuration.
+ */
+import type { AgentConfig } from "@metaharness/proto";
+import { replayStrategy } from "./replay.js";
+import type { ContextStrategy } from "./strategy.js";
+
+const STRATEGIES: ReadonlyMap<string, ContextStrategy> = new Map([[replayStrategy.name, replayStrategy]]);
+
+export function strategyFor(agent: AgentConfig | undefined): ContextStrategy {
+  return STRATEGIES.get(agent?.contextStrategy || "replay") ?? replayStrategy;
+}

@@ -1,0 +1,23 @@
+/**
+ * How a model request is built from the log. Pluggable: the default replays the history with
+ * prompt-cache breakpoints; "windowed" keeps the request under a token budget. A strategy may
+ * also offer the model tools of its own (e.g. to re-read slices of the log).
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { AgentConfig, Event } from "@metaharness/proto";
+import type { StreamParams } from "@metaharness/model-client";
+import type { LogPort } from "../log-port.js";
+
+export interface ContextInput {
+  readonly events: readonly Event[];
+  readonly agent: AgentConfig | undefined;
+  readonly tools: readonly Anthropic.Tool[];
+}
+
+export interface ContextStrategy {
+  readonly name: string;
+  build(input: ContextInput): StreamParams;
+  /** Tools this strategy answers itself (not routed to a sandbox or the client). */
+  readonly ownTools: readonly Anthropic.Tool[];
+  runOwnTool?(name: string, input: Record<string, unknown>, log: LogPort): Promise<{ output: string; isError: boolean }>;
+}

@@ -1,0 +1,8 @@
+/**
+ * The harness as a library: tests and the single-process `mh dev` start it in-process.
+ */
+export { startHarness, LOOPS, type HarnessHandle } from "./app.js";
+export { loadConfig, type HarnessConfig } from "./config.js";
+export { nextStep, unansweredToolUses, usageOf, type NextStep } from "./state.js";
+export type { HarnessLoop, LoopContext } from "./loop/harness-loop.js";
+export { toMessages } from "./context/messages.js";

@@ -1,0 +1,99 @@
+/**
+ * Holds a session's lease while a driver works on it: renews it at a third of its TTL and, the
+ * moment a renewal says the lease is gone (ABORTED: someone else took it), aborts the driver's
+ * signal so it stops at once. Renewal failures of the log itself (UNAVAILABLE) are retried until
+ * the lease would have expired; then the driver stops too, since a successor may take over.
+ */
+import { MhError } from "@metaharness/errors";
+import type { Lease } from "@metaharness/proto";
+import type { Logger } from "@metaharness/service-kit";
+import type { SessionLogClient } from "./log-port.js";
+
+export class LeaseKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly controller = new AbortController();
+  private validUntil: number;
+
+  private constructor(
+    private readonly client: SessionLogClient,
+    private readonly sessionId: string,
+    private readonly holder: string,
+    readonly lease: Lease,
+    private readonly ttlMs: number,
+    private readonly logger: Logger,
+  ) {
+    this.validUntil = Date.now() + ttlMs;
+  }
+
+  /** Takes the lease, or returns the current holder's name when someone else holds it. */
+  static async acquire(
+    client: SessionLogClient,
+    sessionId: string,
+    holder: string,
+    ttlMs: number,
+    logger: Logger,
+  ): Promise<LeaseKeeper | { heldBy: string }> {
+    try {
+      const { lease } = await client.acquireLease({ sessionId, holder, ttlMs });
+      if (lease === undefined) throw new MhError("INTERNAL", "AcquireLease returned no lease");
+      const keeper = new LeaseKeeper(client, sessionId, holder, lease, ttlMs, logger);
+      keeper.schedule();
+      return keeper;
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "FAILED_PRECONDITION") return { heldBy: String(e.details["holder"] ?? "another harness") };
+      throw e;
+    }
+  }
+
+  get epoch(): number {
+    return this.lease.epoch;
+  }
+
+  /** Aborted when the lease is lost or released. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Stops renewing and gives the lease back (best effort: it expires anyway). */
+  async release(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.controller.signal.aborted) this.controller.abort(new MhError("CANCELLED", "lease released"));
+    await this.client
+      .releaseLease({ sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch })
+      .catch(() => undefined);
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.renew().catch((err: unknown) => this.lose(MhError.from(err)));
+    }, Math.max(100, Math.floor(this.ttlMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.controller.signal.aborted) return;
+    try {
+      await this.client.renewLease(
+        { sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch, ttlMs: this.ttlMs },
+        { deadlineMs: Math.max(200, Math.floor(this.ttlMs / 3)) },
+      );
+      this.validUntil = Date.now() + this.ttlMs;
+      this.schedule();
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "ABORTED" || e.code === "NOT_FOUND" || Date.now() >= this.validUntil) {
+        this.lose(e);
+        return;
+      }
+      this.logger.warn({ err: e, sessionId: this.sessionId }, "lease renewal failed; retrying");
+      this.schedule();
+    }
+  }
+
+  private lose(err: MhError): void {
+    if (this.controller.signal.aborted) return;
+    this.logger.warn({ sessionId: this.sessionId, epoch: this.lease.epoch, err }, "lease lost; stopping");
+    this.controller.abort(new MhError("ABORTED", `lease of ${this.sessionId} lost: ${err.message}`));
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The session log as the harness sees it: read the whole history (paged), follow it live, append
+ * under the lease epoch, and publish ephemeral deltas. Every write carries the epoch, so a harness
+ * whose lease was taken over is refused (ABORTED) on its next write and stops.
+ */
+import { MhError } from "@metaharness/errors";
+import type { Event, EventDelta, Session, SessionLogService } from "@metaharness/proto";
+import type { PromiseClient } from "@metaharness/service-kit";
+
+export type SessionLogClient = PromiseClient<typeof SessionLogService>;
+
+const PAGE = 1000;
+
+export class LogPort {
+  constructor(
+    readonly client: SessionLogClient,
+    readonly sessionId: string,
+  ) {}
+
+  async session(): Promise<Session> {
+    const { session } = await this.client.getSession({ sessionId: this.sessionId });
+    if (session === undefined) throw new MhError("INTERNAL", "GetSession returned no session");
+    return session;
+  }
+
+  /** Every event after `afterSeq`, oldest first. */
+  async readAfter(afterSeq: number): Promise<Event[]> {
+    const out: Event[] = [];
+    let cursor = afterSeq;
+    for (;;) {
+      const page = await this.client.getEvents({
+        sessionId: this.sessionId,
+        position: { $case: "afterSeq", value: cursor },
+        limit: PAGE,
+        types: [],
+      });
+      out.push(...page.events);
+      const last = page.events[page.events.length - 1];
+      if (!page.hasMore || last === undefined) return out;
+      cursor = last.seq;
+    }
+  }
+
+  /** A positional slice, for the windowed context strategy's re-read tool. */
+  async slice(position: { afterSeq: number } | { beforeSeq: number }, limit: number, types: string[] = []): Promise<Event[]> {
+    const page = await this.client.getEvents({
+      sessionId: this.sessionId,
+      position: "afterSeq" in position ? { $case: "afterSeq", value: position.afterSeq } : { $case: "beforeSeq", value: position.beforeSeq },
+      limit,
+      types,
+    });
+    return page.events;
+  }
+
+  /** Appends atomically under the lease; returns the events as stored (with seqs). */
+  async emit(events: Event[], leaseEpoch: number): Promise<Event[]> {
+    if (events.length === 0) return [];
+    const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch });
+    return res.events;
+  }
+
+  /** Live events after `afterSeq` until `signal` aborts. */
+  watch(afterSeq: number, signal: AbortSignal): AsyncIterable<{ event: Event | undefined }> {
+    return this.client.watchEvents(
+      { sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false },
+      { signal, deadlineMs: undefined },
+    );
+  }
+
+  async publishDeltas(deltas: EventDelta[]): Promise<void> {
+    if (deltas.length > 0) await this.client.publishDeltas({ sessionId: this.sessionId, deltas });
+  }
+}

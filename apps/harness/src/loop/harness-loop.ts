@@ -1,0 +1,28 @@
+/**
+ * The loop itself is a plug-in: a session's metadata names which harness drives it ("tool-loop"
+ * by default). Every loop gets the same context: the session's log (under the lease), the model,
+ * the hands, and a signal that aborts when the lease is lost or the instance stops.
+ */
+import type { ModelClient } from "@metaharness/model-client";
+import type { Session } from "@metaharness/proto";
+import type { Logger } from "@metaharness/service-kit";
+import type { LogPort } from "../log-port.js";
+import type { SandboxPort } from "../tools/sandbox.js";
+
+export interface LoopContext {
+  readonly session: Session;
+  readonly log: LogPort;
+  readonly leaseEpoch: number;
+  readonly model: ModelClient;
+  /** Undefined when no sandbox broker is configured: sandbox tools then answer with an error. */
+  readonly sandbox: SandboxPort | undefined;
+  readonly logger: Logger;
+  /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
+  readonly signal: AbortSignal;
+}
+
+export interface HarnessLoop {
+  readonly name: string;
+  /** Drives the session until it has nothing left to do (idle, waiting, terminated). */
+  run(ctx: LoopContext): Promise<void>;
+}

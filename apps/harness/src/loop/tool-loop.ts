@@ -1,0 +1,202 @@
+/**
+ * The default harness: call the model, record its response, route its tool calls, repeat until
+ * the turn ends. Every decision is taken from the log (state.ts nextStep), and every write goes
+ * through the lease, so this loop can die at any moment and another instance picks up from the
+ * last event: a model response is recorded whole or not at all (a crash mid-stream re-asks), and a
+ * tool call re-executed after a crash is deduplicated by the broker on its tool_use id.
+ */
+import { MhError } from "@metaharness/errors";
+import { newEvent } from "@metaharness/events";
+import { ModelError } from "@metaharness/model-client";
+import type { Event } from "@metaharness/proto";
+import { strategyFor } from "../context/strategies.js";
+import type { ContextStrategy } from "../context/strategy.js";
+import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
+import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
+import { DeltaForwarder } from "./deltas.js";
+import type { HarnessLoop, LoopContext } from "./harness-loop.js";
+import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
+
+export const toolLoop: HarnessLoop = {
+  name: "tool-loop",
+  run: (ctx) => new Driver(ctx).run(),
+};
+
+class Driver {
+  private events: Event[] = [];
+  private step: AbortController | undefined;
+  private readonly routes: Map<string, ToolRoute>;
+  private readonly strategy: ContextStrategy;
+  private readonly budget: number;
+
+  constructor(private readonly ctx: LoopContext) {
+    const agent = ctx.session.metadata?.agent;
+    this.routes = toolRoutes(agent);
+    this.strategy = strategyFor(agent);
+    this.budget = agent?.tokenBudget ?? 0;
+  }
+
+  async run(): Promise<void> {
+    this.events = await this.ctx.log.readAfter(0);
+    const following = new AbortController();
+    const stopFollowing = (): void => following.abort();
+    this.ctx.signal.addEventListener("abort", stopFollowing);
+    const follower = this.follow(following.signal);
+    try {
+      while (!this.ctx.signal.aborted) {
+        const more = await this.perform(nextStep(this.events, this.budget));
+        if (!more) return;
+      }
+    } finally {
+      this.ctx.signal.removeEventListener("abort", stopFollowing);
+      following.abort();
+      await follower;
+    }
+  }
+
+  /** Keeps `events` current with what others append (user input); an interrupt aborts the step. */
+  private async follow(signal: AbortSignal): Promise<void> {
+    try {
+      for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal)) {
+        if (event === undefined) continue;
+        this.merge([event]);
+        if (event.payload?.$case === "userInterrupt") this.step?.abort(new MhError("CANCELLED", "interrupted"));
+      }
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code !== "CANCELLED" && !signal.aborted) this.ctx.logger.warn({ err: e }, "stopped following the log");
+    }
+  }
+
+  private lastSeq(): number {
+    return this.events[this.events.length - 1]?.seq ?? 0;
+  }
+
+  private merge(events: readonly Event[]): void {
+    for (const e of events) if (e.seq > this.lastSeq()) this.events.push(e);
+  }
+
+  private async append(...events: Event[]): Promise<void> {
+    this.merge(await this.ctx.log.emit(events, this.ctx.leaseEpoch));
+  }
+
+  private async ensureRunning(): Promise<void> {
+    if (lastStatus(this.events)?.payload?.$case !== "sessionStatusRunning") await this.append(running());
+  }
+
+  /** Performs one step; false when the session has nothing more to do for now. */
+  private async perform(step: NextStep): Promise<boolean> {
+    switch (step.kind) {
+      case "stop":
+        return false;
+      case "done": {
+        const status = lastStatus(this.events);
+        if (status?.payload?.$case !== "sessionStatusIdle") await this.append(idle(StopReasonType.STOP_REASON_TYPE_END_TURN));
+        // User input that needed no work (an interrupt while idle): acknowledge it, so the log no
+        // longer says the session awaits a harness.
+        else if (userInputAfter(this.events, status)) await this.append(idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN));
+        return false;
+      }
+      case "wait": {
+        const status = lastStatus(this.events);
+        const ids = status?.payload?.$case === "sessionStatusIdle" ? status.payload.value.stopReason?.eventIds ?? [] : [];
+        if (ids.join() !== step.eventIds.join() || userInputAfter(this.events, status)) {
+          await this.append(idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds));
+        }
+        return false;
+      }
+      case "budget":
+        await this.append(idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED));
+        return true;
+      case "interrupt":
+        await this.append(
+          ...step.unanswered.map((t) => toolResult(t.event.id, "interrupted by the user before it finished", true)),
+          idle(StopReasonType.STOP_REASON_TYPE_INTERRUPTED),
+        );
+        return true;
+      case "run-tools":
+        await this.ensureRunning();
+        await this.runTools(step.tools);
+        return true;
+      case "call-model":
+        await this.ensureRunning();
+        await this.callModel();
+        return true;
+    }
+  }
+
+  private async runTools(tools: readonly PendingToolUse[]): Promise<void> {
+    this.step = new AbortController();
+    const signal = AbortSignal.any([this.step.signal, this.ctx.signal]);
+    for (const tool of tools) {
+      if (signal.aborted) return;
+      if (tool.confirmation === "deny") {
+        const why = tool.denyMessage === "" ? "" : `: ${tool.denyMessage}`;
+        await this.append(toolResult(tool.event.id, `the user denied this tool call${why}`, true, tool.kind === "mcp" ? "mcp" : "sandbox"));
+        continue;
+      }
+      try {
+        const outcome = await this.execute(tool, signal);
+        await this.append(toolResult(tool.event.id, outcome.output, outcome.isError, tool.kind === "mcp" ? "mcp" : "sandbox"));
+      } catch (err) {
+        if (MhError.from(err).code === "CANCELLED" && signal.aborted) return; // the interrupt step answers it
+        throw err;
+      }
+    }
+  }
+
+  private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {
+    const own = this.strategy.ownTools.find((t) => t.name === tool.name);
+    if (own !== undefined && this.strategy.runOwnTool !== undefined) {
+      return this.strategy.runOwnTool(tool.name, tool.input, this.ctx.log);
+    }
+    const route = this.routes.get(tool.name);
+    if (route === undefined) return { output: `unknown tool "${tool.name}"`, isError: true };
+    if (route.kind === "mcp") return { output: "MCP tools need the credential proxy, which is not configured", isError: true };
+    if (this.ctx.sandbox === undefined) return { output: "no sandbox broker is configured for this harness", isError: true };
+    return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal);
+  }
+
+  private async callModel(): Promise<void> {
+    const start = newEvent("span.model_request_start", { model: this.ctx.session.metadata?.agent?.model || this.ctx.model.model });
+    await this.append(start);
+    this.step = new AbortController();
+    const signal = AbortSignal.any([this.step.signal, this.ctx.signal]);
+    const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger);
+    const tools = [...[...this.routes.values()].map((r) => r.definition), ...this.strategy.ownTools];
+    const params = this.strategy.build({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
+    const retries: Promise<void>[] = [];
+    try {
+      const { message } = await this.ctx.model.streamMessage(params, {
+        signal,
+        onTextDelta: (t, i) => deltas.text(t, i),
+        onThinkingDelta: (t, i) => deltas.thinking(t, i),
+        onInputJsonDelta: (t, i) => deltas.inputJson(t, i),
+        onAttemptDiscarded: () => undefined,
+        onRetry: ({ error, delayMs }) => {
+          retries.push(this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING)));
+        },
+      });
+      await Promise.all(retries);
+      await deltas.flush();
+      await this.append(...responseEvents(message, start.id, this.routes));
+    } catch (err) {
+      await Promise.allSettled(retries);
+      await deltas.flush();
+      if (this.ctx.signal.aborted) throw err;
+      const e = MhError.from(err);
+      const end = newEvent("span.model_request_end", { modelRequestStartId: start.id, isError: true, modelUsage: undefined, stopReason: "" });
+      if (e.code === "CANCELLED") {
+        await this.append(end); // an interrupt: the next step records it
+        return;
+      }
+      const type = err instanceof ModelError ? err.errorType : "unknown_error";
+      this.ctx.logger.warn({ err: e, sessionId: this.ctx.log.sessionId }, "model request failed; ending the turn");
+      await this.append(
+        end,
+        sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED),
+        idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED),
+      );
+    }
+  }
+}

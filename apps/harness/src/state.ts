@@ -1,0 +1,184 @@
+/**
+ * What the log says must happen next. The harness keeps no state of its own: after every step,
+ * and after a crash on a fresh instance, this function reads the events and names the next step.
+ * That is what makes "resume from the last event" exact.
+ */
+import {
+  EvaluatedPermission,
+  ToolConfirmationResult,
+  type Event,
+} from "@metaharness/proto";
+
+export type ToolUseKind = "sandbox" | "mcp" | "custom";
+
+export interface PendingToolUse {
+  readonly event: Event;
+  readonly kind: ToolUseKind;
+  readonly name: string;
+  readonly input: Record<string, unknown>;
+  readonly sandboxId: string;
+  /** undefined: no confirmation needed or none yet. */
+  readonly confirmation: "allow" | "deny" | undefined;
+  readonly denyMessage: string;
+  readonly needsConfirmation: boolean;
+}
+
+export type NextStep =
+  | { readonly kind: "stop"; readonly why: "terminated" }
+  | { readonly kind: "interrupt"; readonly unanswered: PendingToolUse[] }
+  | { readonly kind: "run-tools"; readonly tools: PendingToolUse[] }
+  | { readonly kind: "wait"; readonly eventIds: string[] }
+  | { readonly kind: "budget" }
+  | { readonly kind: "call-model" }
+  | { readonly kind: "done" };
+
+export interface Usage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+export function usageOf(events: readonly Event[]): Usage {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  for (const e of events) {
+    if (e.payload?.$case !== "spanModelRequestEnd") continue;
+    const u = e.payload.value.modelUsage;
+    inputTokens += (u?.inputTokens ?? 0) + (u?.cacheReadInputTokens ?? 0) + (u?.cacheCreationInputTokens ?? 0);
+    outputTokens += u?.outputTokens ?? 0;
+  }
+  return { inputTokens, outputTokens };
+}
+
+/** The last status event (running / idle / terminated), if any. */
+export function lastStatus(events: readonly Event[]): Event | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const c = events[i]?.payload?.$case;
+    if (c === "sessionStatusIdle" || c === "sessionStatusRunning" || c === "sessionStatusTerminated") return events[i];
+  }
+  return undefined;
+}
+
+/** Tool uses of the log that have no result yet, in order, with their confirmations. */
+export function unansweredToolUses(events: readonly Event[]): PendingToolUse[] {
+  const answered = new Set<string>();
+  const confirmations = new Map<string, { result: ToolConfirmationResult; denyMessage: string }>();
+  for (const e of events) {
+    const p = e.payload;
+    if (p?.$case === "agentToolResult") answered.add(p.value.toolUseId);
+    else if (p?.$case === "agentMcpToolResult") answered.add(p.value.mcpToolUseId);
+    else if (p?.$case === "userCustomToolResult") answered.add(p.value.customToolUseId);
+    else if (p?.$case === "userToolResult") answered.add(p.value.toolUseId);
+    else if (p?.$case === "userToolConfirmation") confirmations.set(p.value.toolUseId, p.value);
+  }
+  const out: PendingToolUse[] = [];
+  for (const e of events) {
+    const p = e.payload;
+    if (answered.has(e.id)) continue;
+    let kind: ToolUseKind;
+    let name: string;
+    let input: Record<string, unknown> | undefined;
+    let sandboxId = "";
+    let permission = EvaluatedPermission.EVALUATED_PERMISSION_ALLOW;
+    if (p?.$case === "agentToolUse") {
+      kind = "sandbox";
+      ({ name, input, sandboxId } = p.value);
+      permission = p.value.evaluatedPermission;
+    } else if (p?.$case === "agentMcpToolUse") {
+      kind = "mcp";
+      ({ name, input } = p.value);
+      permission = p.value.evaluatedPermission;
+    } else if (p?.$case === "agentCustomToolUse") {
+      kind = "custom";
+      ({ name, input } = p.value);
+    } else continue;
+    const needsConfirmation = permission === EvaluatedPermission.EVALUATED_PERMISSION_ASK;
+    const c = confirmations.get(e.id);
+    out.push({
+      event: e,
+      kind,
+      name,
+      input: input ?? {},
+      sandboxId,
+      needsConfirmation,
+      confirmation:
+        c === undefined ? undefined : c.result === ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY ? "deny" : "allow",
+      denyMessage: c?.denyMessage ?? "",
+    });
+  }
+  return out;
+}
+
+/** The seqs of span.model_request_start events whose request completed (an end refers to it). */
+export function completedRequests(events: readonly Event[]): Set<string> {
+  const done = new Set<string>();
+  for (const e of events) if (e.payload?.$case === "spanModelRequestEnd") done.add(e.payload.value.modelRequestStartId);
+  return done;
+}
+
+/**
+ * Whether user input (a message or a tool result) is newer than what the model last saw: it
+ * came after the start of the last completed model request (input sent while a request streams
+ * was not in it) and after the last idle (an interrupt, an error or the budget also answer what
+ * came before them). A request that never completed (a crash mid-stream) answers nothing.
+ */
+function hasUnansweredInput(events: readonly Event[]): boolean {
+  const completed = completedRequests(events);
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    const c = e?.payload?.$case;
+    if (c === "sessionStatusIdle") return false;
+    if (c === "spanModelRequestStart" && completed.has(e!.id)) return false;
+    if (
+      c === "userMessage" ||
+      c === "agentToolResult" ||
+      c === "agentMcpToolResult" ||
+      c === "userCustomToolResult" ||
+      c === "userToolResult"
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** An interrupt the harness has not yet acted on: after the last idle / turn start. */
+function pendingInterrupt(events: readonly Event[]): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const c = events[i]?.payload?.$case;
+    if (c === "userInterrupt") return true;
+    if (c === "sessionStatusIdle") return false;
+  }
+  return false;
+}
+
+export function nextStep(events: readonly Event[], tokenBudget: number): NextStep {
+  const status = lastStatus(events);
+  if (status?.payload?.$case === "sessionStatusTerminated") return { kind: "stop", why: "terminated" };
+  const pending = unansweredToolUses(events);
+  if (pendingInterrupt(events)) {
+    // Only a running (or just-woken) turn is interrupted; an idle session ignores it.
+    if (status?.payload?.$case === "sessionStatusRunning" || pending.length > 0) {
+      return { kind: "interrupt", unanswered: pending };
+    }
+  }
+  const runnable = pending.filter((t) => t.kind !== "custom" && (!t.needsConfirmation || t.confirmation !== undefined));
+  if (runnable.length > 0) return { kind: "run-tools", tools: runnable };
+  if (pending.length > 0) return { kind: "wait", eventIds: pending.map((t) => t.event.id) };
+  if (hasUnansweredInput(events)) {
+    const used = usageOf(events);
+    if (tokenBudget > 0 && used.inputTokens + used.outputTokens >= tokenBudget) return { kind: "budget" };
+    return { kind: "call-model" };
+  }
+  return { kind: "done" };
+}
+
+/** Whether a user.* event was appended after `marker` (the last status event). */
+export function userInputAfter(events: readonly Event[], marker: Event | undefined): boolean {
+  const from = marker?.seq ?? 0;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e === undefined || e.seq <= from) return false;
+    if (e.type.startsWith("user.")) return true;
+  }
+  return false;
+}

@@ -1,0 +1,106 @@
+/**
+ * The tools the model is offered. Sandbox tools (bash, read, write, edit, glob, grep, provision)
+ * have built-in schemas and go to the sandbox broker; custom tools come from the session's agent
+ * configuration and go to the client. Every tool's kind and permission policy is decided here,
+ * once, from the configuration snapshotted in the session.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { PermissionPolicy, ToolKind, type AgentConfig } from "@metaharness/proto";
+
+export type RouteKind = "sandbox" | "custom" | "mcp";
+
+export interface ToolRoute {
+  readonly name: string;
+  readonly kind: RouteKind;
+  readonly ask: boolean;
+  readonly definition: Anthropic.Tool;
+}
+
+const sandboxId = { type: "string", description: "Which of your sandboxes to use (from provision); the default one if omitted." };
+
+const object = (properties: Record<string, unknown>, required: string[]): Anthropic.Tool.InputSchema => ({
+  type: "object",
+  properties: { ...properties, sandbox_id: sandboxId },
+  required,
+});
+
+export const SANDBOX_TOOLS: readonly Anthropic.Tool[] = [
+  {
+    name: "bash",
+    description: "Run a bash command in the sandbox's /workspace. Returns stdout and stderr.",
+    input_schema: object({ command: { type: "string" }, timeout_ms: { type: "integer" } }, ["command"]),
+  },
+  {
+    name: "read",
+    description: "Read a file of the sandbox, with line numbers.",
+    input_schema: object({ path: { type: "string" }, offset: { type: "integer" }, limit: { type: "integer" } }, ["path"]),
+  },
+  {
+    name: "write",
+    description: "Write a file of the sandbox, replacing it.",
+    input_schema: object({ path: { type: "string" }, content: { type: "string" } }, ["path", "content"]),
+  },
+  {
+    name: "edit",
+    description: "Replace old_string by new_string in a file of the sandbox.",
+    input_schema: object(
+      { path: { type: "string" }, old_string: { type: "string" }, new_string: { type: "string" }, replace_all: { type: "boolean" } },
+      ["path", "old_string", "new_string"],
+    ),
+  },
+  {
+    name: "glob",
+    description: "List files of the sandbox matching a glob pattern.",
+    input_schema: object({ pattern: { type: "string" }, path: { type: "string" } }, ["pattern"]),
+  },
+  {
+    name: "grep",
+    description: "Search file contents of the sandbox with a regular expression.",
+    input_schema: object({ pattern: { type: "string" }, path: { type: "string" }, glob: { type: "string" } }, ["pattern"]),
+  },
+  {
+    name: "provision",
+    description:
+      "Provision an additional sandbox (you get one automatically on your first sandbox tool call). Returns its sandbox_id.",
+    input_schema: {
+      type: "object",
+      properties: {
+        memory_mb: { type: "integer" },
+        cpu_millis: { type: "integer" },
+        lifetime_seconds: { type: "integer" },
+      },
+      required: [],
+    },
+  },
+];
+
+const SANDBOX_NAMES = new Set(SANDBOX_TOOLS.map((t) => t.name));
+
+export function isSandboxTool(name: string): boolean {
+  return SANDBOX_NAMES.has(name);
+}
+
+/** The routes of a session: its configured tools, or every sandbox tool when none is configured. */
+export function toolRoutes(agent: AgentConfig | undefined): Map<string, ToolRoute> {
+  const routes = new Map<string, ToolRoute>();
+  const configured = agent?.tools ?? [];
+  if (configured.length === 0) {
+    for (const definition of SANDBOX_TOOLS) routes.set(definition.name, { name: definition.name, kind: "sandbox", ask: false, definition });
+    return routes;
+  }
+  for (const tool of configured) {
+    const ask = tool.permissionPolicy === PermissionPolicy.PERMISSION_POLICY_ALWAYS_ASK;
+    if (tool.kind === ToolKind.TOOL_KIND_SANDBOX || (tool.kind === ToolKind.TOOL_KIND_UNSPECIFIED && isSandboxTool(tool.name))) {
+      const definition = SANDBOX_TOOLS.find((t) => t.name === tool.name);
+      if (definition !== undefined) routes.set(tool.name, { name: tool.name, kind: "sandbox", ask, definition });
+      continue;
+    }
+    const definition: Anthropic.Tool = {
+      name: tool.name,
+      description: tool.description,
+      input_schema: { type: "object", ...(tool.inputSchema ?? {}) },
+    };
+    routes.set(tool.name, { name: tool.name, kind: tool.kind === ToolKind.TOOL_KIND_MCP ? "mcp" : "custom", ask, definition });
+  }
+  return routes;
+}

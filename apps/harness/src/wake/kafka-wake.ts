@@ -1,0 +1,30 @@
+/**
+ * Wakes from Kafka: harness instances consume the session-events topic as one consumer group.
+ * Partitions are keyed by session, so each session's input reaches one instance, and starting
+ * more instances spreads the sessions with no other change. A user.* event wakes its session.
+ */
+import type { BusConsumer, EventBus } from "@metaharness/event-bus";
+import type { Logger } from "@metaharness/service-kit";
+import type { Supervisor } from "../supervisor.js";
+
+export async function wakeFromKafka(
+  bus: EventBus,
+  opts: { topic: string; groupId: string },
+  supervisor: Supervisor,
+  logger: Logger,
+): Promise<BusConsumer> {
+  return bus.subscribe({
+    groupId: opts.groupId,
+    topics: [opts.topic],
+    fromBeginning: false,
+    handler: async (msg) => {
+      if (!(msg.headers["mh-event-type"] ?? "").startsWith("user.")) return;
+      try {
+        await supervisor.wake(msg.key);
+      } catch (err) {
+        // The sweeper finds the session anyway; never block the partition on one session.
+        logger.warn({ err, sessionId: msg.key }, "wake from Kafka failed");
+      }
+    },
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Finds sessions that need a harness and have none (their harness died mid-turn, or a wake-up
+ * was lost) and wakes them here. Every instance sweeps; the lease decides which one drives.
+ * With the default lease TTL (1.5 s) and sweep period (0.5 s), a session whose harness was
+ * killed is resumed by another instance within about 2 s.
+ */
+import type { Logger } from "@metaharness/service-kit";
+import type { SessionLogClient } from "../log-port.js";
+import type { Supervisor } from "../supervisor.js";
+
+export class Sweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly log: SessionLogClient,
+    private readonly supervisor: Supervisor,
+    private readonly periodMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.sweep().finally(() => this.schedule(this.periodMs));
+    }, ms);
+  }
+
+  private async sweep(): Promise<void> {
+    try {
+      const { sessions } = await this.log.listSessions(
+        { pageSize: 100, pageToken: "", tenant: "", status: 0, labels: {}, orphaned: true },
+        { deadlineMs: 5000 },
+      );
+      for (const s of sessions) {
+        if (this.stopped) return;
+        await this.supervisor.wake(s.sessionId).catch((err: unknown) => {
+          this.logger.warn({ err, sessionId: s.sessionId }, "could not wake an orphaned session");
+        });
+      }
+    } catch (err) {
+      this.logger.warn({ err }, "orphan sweep failed");
+    }
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The tool loop against real services: the session log on Postgres, the offline model speaking
+ * the Messages API over SSE through the real SDK, harness instances in-process. Tool calls here
+ * are custom tools and confirmations (no sandbox broker); sandbox tools are in sandbox.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import { defineScenario } from "@metaharness/offline-model";
+import {
+  PermissionPolicy,
+  StopReasonType,
+  ToolConfirmationResult,
+  ToolKind,
+  WakeOutcome,
+  type Event,
+} from "@metaharness/proto";
+import { idleReason, startBrain, types, type Brain } from "../../support/harness.js";
+import { textOf, userMessage } from "../../support/events.js";
+
+const scenarios = [
+  defineScenario("hello", [{ text: "Hello there, how can I help?" }], { onExhausted: "repeat-last" }),
+  defineScenario("slow", [{ text: "word ".repeat(60), ttftMs: 50, tokensPerSecond: 100 }], { onExhausted: "repeat-last" }),
+  defineScenario("weather", [
+    { text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] },
+    (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` }),
+  ]),
+  defineScenario("ask", [
+    { toolUses: [{ name: "bash", input: { command: "rm -rf /tmp/x" } }] },
+    (ctx) => ({ text: `tool said: ${ctx.lastToolResult?.content ?? "?"}` }),
+  ]),
+  defineScenario("flaky", [{ text: "made it", failFirst: { times: 2, status: 429, retryAfterSeconds: 0 } }]),
+  defineScenario("broken", [{ text: "never", failFirst: { times: 99, status: 400 } }]),
+];
+
+let brain: Brain;
+beforeAll(async () => {
+  brain = await startBrain({ scenarios });
+});
+afterAll(async () => {
+  await brain?.stop();
+});
+
+const ended = (events: Event[]): boolean => idleReason(events) !== undefined && events[events.length - 1]?.type === "session.status_idle";
+
+async function say(sessionId: string, text: string): Promise<void> {
+  await brain.log.client.emitEvent({ sessionId, event: userMessage(text) });
+  await brain.rpc.wake({ sessionId });
+}
+
+describe("a turn", () => {
+  it("records the model's answer between status and span events, with usage", async () => {
+    const sessionId = await brain.createSession();
+    await say(sessionId, "[scenario:hello] hi");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(types(events)).toEqual([
+      "user.message",
+      "session.status_running",
+      "span.model_request_start",
+      "agent.message",
+      "span.model_request_end",
+      "session.status_idle",
+    ]);
+    expect(textOf(events[3])).toBe("Hello there, how can I help?");
+    const end = events[4]!.payload;
+    expect(end?.$case === "spanModelRequestEnd" && end.value.modelUsage!.outputTokens > 0).toBe(true);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+  });
+
+  it("streams token deltas to a watcher before the message is stored", async () => {
+    const sessionId = await brain.createSession();
+    const seen: string[] = [];
+    const controller = new AbortController();
+    const watching = (async () => {
+      for await (const msg of brain.log.client.watchEvents(
+        { sessionId, afterSeq: 0, types: [], includeDeltas: true },
+        { signal: controller.signal },
+      )) {
+        if (msg.delta) seen.push("delta");
+        else if (msg.event) seen.push(msg.event.type);
+        if (msg.event?.type === "session.status_idle") break;
+      }
+    })();
+    await say(sessionId, "[scenario:slow] talk");
+    await watching;
+    const firstDelta = seen.indexOf("delta");
+    expect(firstDelta).toBeGreaterThan(0);
+    expect(firstDelta).toBeLessThan(seen.indexOf("agent.message"));
+    expect(seen.filter((s) => s === "delta").length).toBeGreaterThan(3);
+  });
+
+  it("pauses on a custom tool with requires_action and resumes with the client's result", async () => {
+    const sessionId = await brain.createSession({
+      tools: [{ name: "get_weather", kind: ToolKind.TOOL_KIND_CUSTOM, description: "weather", inputSchema: { type: "object" }, permissionPolicy: 0, mcpServerUrl: "" }],
+    });
+    await say(sessionId, "[scenario:weather] weather in Paris?");
+    const paused = await brain.waitFor(sessionId, ended);
+    const use = paused.find((e) => e.type === "agent.custom_tool_use")!;
+    expect(idleReason(paused)).toBe(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION);
+    const idle = paused[paused.length - 1]!.payload;
+    expect(idle?.$case === "sessionStatusIdle" && idle.value.stopReason?.eventIds).toEqual([use.id]);
+
+    await brain.log.client.emitEvent({
+      sessionId,
+      event: newEvent("user.custom_tool_result", {
+        customToolUseId: use.id,
+        content: [{ block: { $case: "text", value: { text: "sunny, 21C" } } }],
+        isError: false,
+      }),
+    });
+    await brain.rpc.wake({ sessionId });
+    const done = await brain.waitFor(sessionId, (e) => ended(e) && idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
+    expect(textOf(done.filter((e) => e.type === "agent.message").pop())).toBe("The weather: sunny, 21C");
+  });
+
+  it("asks before an always_ask tool and reports a denial to the model", async () => {
+    const sessionId = await brain.createSession({
+      tools: [{ name: "bash", kind: ToolKind.TOOL_KIND_SANDBOX, description: "", inputSchema: undefined, permissionPolicy: PermissionPolicy.PERMISSION_POLICY_ALWAYS_ASK, mcpServerUrl: "" }],
+    });
+    await say(sessionId, "[scenario:ask] clean up");
+    const paused = await brain.waitFor(sessionId, ended);
+    const use = paused.find((e) => e.type === "agent.tool_use")!;
+    expect(idleReason(paused)).toBe(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION);
+    await brain.log.client.emitEvent({
+      sessionId,
+      event: newEvent("user.tool_confirmation", {
+        toolUseId: use.id,
+        result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY,
+        denyMessage: "not on my machine",
+      }),
+    });
+    await brain.rpc.wake({ sessionId });
+    const done = await brain.waitFor(sessionId, (e) => ended(e) && idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
+    expect(textOf(done.filter((e) => e.type === "agent.message").pop())).toBe("tool said: the user denied this tool call: not on my machine");
+  });
+});
+
+describe("steering a running session", () => {
+  it("queues messages sent during a run and answers them in order", async () => {
+    const sessionId = await brain.createSession();
+    await say(sessionId, "[scenario:slow] first");
+    await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "span.model_request_start"));
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("second") });
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("third") });
+    const events = await brain.waitFor(sessionId, (e) => ended(e) && e.filter((x) => x.type === "agent.message").length >= 2);
+    expect(events.filter((e) => e.type === "agent.message")).toHaveLength(2);
+    // The second request saw the queued messages after the first answer, in the order sent.
+    const last = brain.model.requests[brain.model.requests.length - 1]!;
+    const body = last.body as { messages: Array<{ content: Array<{ type: string; text?: string }> }> };
+    const said = body.messages.map((m) => m.content.map((b) => (b.text ?? b.type).trim().slice(0, 12)).join("|"));
+    expect(said).toEqual(["[scenario:sl", "word word wo", "second|third"]);
+  });
+
+  it("stops at once on user.interrupt, idle with reason interrupted, nothing half-recorded", async () => {
+    const sessionId = await brain.createSession();
+    await say(sessionId, "[scenario:slow] go on and on");
+    await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "span.model_request_start"));
+    const sent = Date.now();
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("user.interrupt", {}) });
+    const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_INTERRUPTED);
+    expect(Date.now() - sent).toBeLessThan(1000);
+    expect(events.some((e) => e.type === "agent.message")).toBe(false);
+  });
+
+  it("stops with budget_reached once the session's tokens are spent", async () => {
+    const sessionId = await brain.createSession({ tokenBudget: 10 });
+    await say(sessionId, "[scenario:hello] one");
+    await brain.waitFor(sessionId, ended);
+    await say(sessionId, "[scenario:hello] two");
+    const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED);
+    expect(events.filter((e) => e.type === "agent.message")).toHaveLength(1);
+  });
+});
+
+describe("model errors", () => {
+  it("retries 429s visibly and then answers", async () => {
+    const sessionId = await brain.createSession();
+    await say(sessionId, "[scenario:flaky] hi");
+    const events = await brain.waitFor(sessionId, ended);
+    const retries = events.filter((e) => e.type === "session.error");
+    expect(retries).toHaveLength(2);
+    expect(textOf(events.find((e) => e.type === "agent.message"))).toBe("made it");
+  });
+
+  it("ends the turn with session.error on a non-retryable error, never hangs", async () => {
+    const sessionId = await brain.createSession();
+    await say(sessionId, "[scenario:broken] hi");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(events.some((e) => e.type === "session.error")).toBe(true);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
+  });
+});
+
+describe("leases", () => {
+  it("lets exactly one of two instances drive a session", async () => {
+    const second = await brain.addHarness();
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:slow] both of you") });
+    const outcomes = await Promise.all([brain.harnesses[0]!.supervisor.wake(sessionId), second.supervisor.wake(sessionId)]);
+    const started = outcomes.filter((o) => o.outcome === WakeOutcome.WAKE_OUTCOME_STARTED);
+    expect(started).toHaveLength(1);
+    const events = await brain.waitFor(sessionId, ended);
+    expect(events.filter((e) => e.type === "agent.message")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "span.model_request_start")).toHaveLength(1);
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * A whole brain on real services: the session log (real Postgres), the offline model server
+ * (the Messages API wire format, driven by scenarios) and harness instances, all in-process on
+ * port 0. Instances can be added and stopped to test hand-over.
+ */
+import { HarnessClient, HarnessService, type AgentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
+import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
+import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
+import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { startTestLog, type TestLog } from "./session-log.js";
+
+export type HarnessRpc = PromiseClient<typeof HarnessService>;
+
+export interface Brain {
+  readonly log: TestLog;
+  readonly model: OfflineModel;
+  readonly harnesses: HarnessHandle[];
+  /** gRPC client of the first harness instance. */
+  readonly rpc: HarnessRpc;
+  addHarness(env?: Record<string, string>): Promise<HarnessHandle>;
+  createSession(agent?: Partial<AgentConfig>, harness?: string): Promise<string>;
+  /** Events of the session, waiting until `until` holds for them (or `timeoutMs`). */
+  waitFor(sessionId: string, until: (events: Event[]) => boolean, timeoutMs?: number): Promise<Event[]>;
+  stop(): Promise<void>;
+}
+
+export async function startBrain(opts: { scenarios: Scenario[]; env?: Record<string, string>; logEnv?: Record<string, string> }): Promise<Brain> {
+  const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv });
+  const stops: Array<() => Promise<void>> = [() => log.stop()];
+  const stop = async (): Promise<void> => {
+    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const model = await startOfflineModel({ scenarios: opts.scenarios });
+    stops.push(() => model.close());
+    const harnesses: HarnessHandle[] = [];
+    const addHarness = async (env: Record<string, string> = {}): Promise<HarnessHandle> => {
+      const config = loadConfig({
+        MH_GRPC_PORT: "0",
+        MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+        MH_MODEL_BASE_URL: model.url,
+        MH_MODEL: "claude-offline-test",
+        MH_MODEL_RETRY_INITIAL_MS: "20",
+        MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+        ...opts.env,
+        ...env,
+      });
+      const h = await startHarness(config, createLogger({ service: "harness", level: config.logLevel }));
+      harnesses.push(h);
+      stops.push(() => h.stop());
+      return h;
+    };
+    const first = await addHarness();
+    const raw = createClient(HarnessClient, `127.0.0.1:${first.port}`);
+    stops.push(() => Promise.resolve(raw.close()));
+    return {
+      log,
+      model,
+      harnesses,
+      rpc: promisify(raw, HarnessService),
+      addHarness,
+      async createSession(agent = {}, harness = "") {
+        const metadata: SessionMetadata = {
+          agentId: "agent_test",
+          agentVersion: 1,
+          tenant: "",
+          labels: {},
+          harness,
+          environmentId: "",
+          vaultIds: [],
+          title: "",
+          agent: {
+            model: "",
+            system: "",
+            tools: [],
+            tokenBudget: 0,
+            contextStrategy: "",
+            contextWindowTokens: 0,
+            maxTokens: 0,
+            ...agent,
+          },
+        };
+        const { session } = await log.client.createSession({ sessionId: "", metadata });
+        return session!.sessionId;
+      },
+      async waitFor(sessionId, until, timeoutMs = 20_000) {
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+          const { events } = await log.client.getEvents({ sessionId, position: undefined, limit: 1000, types: [] });
+          if (until(events)) return events;
+          if (Date.now() > deadline) {
+            throw new Error(`timed out; events so far:\n${events.map((e) => `${e.seq} ${e.type}`).join("\n")}`);
+          }
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+export function idleReason(events: readonly Event[]): number | undefined {
+  const last = [...events].reverse().find((e) => e.payload?.$case === "sessionStatusIdle");
+  return last?.payload?.$case === "sessionStatusIdle" ? last.payload.value.stopReason?.type : undefined;
+}
+
+export function types(events: readonly Event[]): string[] {
+  return events.map((e) => e.type);
+}
