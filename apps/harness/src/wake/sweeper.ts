@@ -1,8 +1,8 @@
 /**
  * Finds sessions that need a harness and have none (their harness died mid-turn, or a wake-up
  * was lost) and wakes them here. Every instance sweeps; the lease decides which one drives.
- * With the default lease TTL (1.5 s) and sweep period (0.5 s), a session whose harness was
- * killed is resumed by another instance within about 2 s.
+ * With the default lease TTL (1 s) and sweep period (0.25 s), a session whose harness was
+ * killed is resumed by another instance within about 1.3 s.
  */
 import type { Logger } from "@metaharness/service-kit";
 import type { SessionLogClient } from "../log-port.js";

@@ -1,0 +1,88 @@
+/**
+ * kill -9 of a harness process at each moment of a turn: while it streams from the model, and
+ * between two of its appends. Another instance resumes from the last event within the target
+ * (2 s), and the log ends with one answer: nothing lost, nothing duplicated.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineScenario } from "@metaharness/offline-model";
+import { HarnessClient, HarnessService, StopReasonType, type Event } from "@metaharness/proto";
+import { createClient, promisify } from "@metaharness/service-kit";
+import { idleReason, startBrain, type Brain } from "../support/harness.js";
+import { startProcess, type ServiceProcess } from "../support/process.js";
+import { textOf, userMessage } from "../support/events.js";
+
+const RESUME_TARGET_MS = 2000;
+
+let brain: Brain;
+beforeAll(async () => {
+  brain = await startBrain({
+    scenarios: [defineScenario("long", [{ text: "a long and careful answer ".repeat(20), ttftMs: 100, tokensPerSecond: 150 }], { onExhausted: "repeat-last" })],
+  });
+});
+afterAll(async () => {
+  await brain?.stop();
+});
+
+async function startDoomed(): Promise<ServiceProcess> {
+  return startProcess(
+    "harness",
+    {
+      MH_SESSION_LOG_ADDR: `127.0.0.1:${brain.log.handle.port}`,
+      MH_MODEL_BASE_URL: brain.model.url,
+      MH_MODEL: "claude-offline-test",
+      MH_INSTANCE_ID: "doomed",
+      MH_LOG_LEVEL: "warn",
+      // Only the explicit Wake below gives it sessions.
+      MH_SWEEP_MS: "600000",
+    },
+    async (port) => {
+      const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${port}`), HarnessService);
+      await rpc.listActive({}, { deadlineMs: 500 });
+    },
+  );
+}
+
+/** Makes the doomed process own a new session's turn, then waits for `moment` and kills it. */
+async function killAt(moment: (events: Event[]) => boolean): Promise<{ sessionId: string; killedAt: number }> {
+  const doomed = await startDoomed();
+  try {
+    const sessionId = await brain.createSession();
+    const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${doomed.port}`), HarnessService);
+    // The survivor's sweeper could take the orphaned session first: hold it with the doomed
+    // instance by appending and waking in one go (the sweeper needs a full period to notice).
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:long] explain") });
+    await rpc.wake({ sessionId });
+    const holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
+    expect(holder).toBe("doomed");
+    await brain.waitFor(sessionId, moment, 10_000);
+    await doomed.kill("SIGKILL");
+    return { sessionId, killedAt: Date.now() };
+  } catch (err) {
+    await doomed.kill();
+    throw new Error(`${String(err)}\n--- doomed output ---\n${doomed.output()}`);
+  }
+}
+
+async function expectResumed(sessionId: string, killedAt: number, eventsAtKill: number): Promise<void> {
+  const resumed = await brain.waitFor(sessionId, (e) => e.length > eventsAtKill, 10_000);
+  const firstNew = resumed[eventsAtKill]!;
+  const resumedAfter = firstNew.createdAt!.getTime() - killedAt;
+  expect(resumedAfter).toBeLessThan(RESUME_TARGET_MS);
+  const done = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN, 15_000);
+  const answers = done.filter((e) => e.type === "agent.message");
+  expect(answers).toHaveLength(1);
+  expect(textOf(answers[0])).toContain("careful answer");
+  expect(new Set(done.map((e) => e.id)).size).toBe(done.length);
+  const holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
+  expect(holder === undefined || holder !== "doomed").toBe(true);
+  process.stdout.write(`  resumed ${resumedAfter} ms after kill -9 (${firstNew.type})\n`);
+}
+
+describe("kill -9 of the harness", () => {
+  it("while streaming from the model: another instance re-asks and answers once", async () => {
+    const { sessionId, killedAt } = await killAt((e) => e.some((x) => x.type === "span.model_request_start"));
+    const atKill = (await brain.log.client.getEvents({ sessionId, position: undefined, limit: 1000, types: [] })).events;
+    expect(atKill.some((e) => e.type === "agent.message")).toBe(false);
+    await expectResumed(sessionId, killedAt, atKill.length);
+  });
+});
