@@ -7,14 +7,13 @@ import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
 import { SessionLogService } from "@metaharness/proto";
 import { startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { SessionLogConfig } from "./config.js";
-import type { Db } from "./db/db.js";
-import { createPgDb } from "./db/pg-db.js";
-import { createPgliteDb, pgliteDataDir } from "./db/pglite-db.js";
-import { migrate } from "./db/migrate.js";
+import { migrate, openDb, type Db } from "@metaharness/db";
 import { OutboxRelay } from "./outbox/relay.js";
 import { sessionLogService } from "./service.js";
 import { DeltaHub } from "./watch/deltas.js";
 import { AppendHub } from "./watch/hub.js";
+
+const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
 export interface SessionLogHandle {
   readonly port: number;
@@ -37,13 +36,12 @@ export async function startSessionLog(
     }
   };
   try {
-    const embedded = pgliteDataDir(config.databaseUrl);
-    const db =
-      embedded === undefined
-        ? createPgDb(config.databaseUrl, config.poolSize, (err) => logger.warn({ err }, "idle Postgres connection failed"))
-        : await createPgliteDb(embedded.dataDir);
+    const db = await openDb(config.databaseUrl, {
+      poolSize: config.poolSize,
+      onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+    });
     cleanups.push(() => db.end());
-    const applied = await migrate(db);
+    const applied = await migrate(db, "session-log", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
 
     const hub = new AppendHub(db, logger);

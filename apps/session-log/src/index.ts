@@ -3,5 +3,4 @@
  */
 export { startSessionLog, type SessionLogHandle } from "./app.js";
 export { loadConfig, SESSION_EVENTS_TOPIC, type SessionLogConfig } from "./config.js";
-export { migrate, loadMigrations } from "./db/migrate.js";
 export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";

@@ -14,7 +14,7 @@ import {
 } from "@metaharness/proto";
 import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
-import type { Db } from "./db/db.js";
+import type { Db } from "@metaharness/db";
 import { appendEvents, type AppendResult } from "./store/append.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";

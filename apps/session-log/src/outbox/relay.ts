@@ -9,7 +9,7 @@ import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
 import { MhError } from "@metaharness/errors";
 import { Event } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
-import type { Db, DbSession } from "../db/db.js";
+import type { Db, DbSession } from "@metaharness/db";
 import type { AppendHub } from "../watch/hub.js";
 import { OUTBOX_SHARDS } from "./shard.js";
 

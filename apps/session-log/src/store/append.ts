@@ -4,7 +4,7 @@
  * seq, then writes the events, their outbox rows and the session's new head together: an event
  * is in the log and queued for Kafka, or neither. Watchers hear of it after commit (watch/hub.ts).
  */
-import type { Db, Queryable } from "../db/db.js";
+import type { Db, Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import { Event, SessionStatus } from "@metaharness/proto";
 import { notFound } from "./sessions.js";

@@ -3,7 +3,7 @@
  * did not already hold it unexpired; EmitEvent compares it, so a writer presumed dead is fenced
  * off the moment its successor acquires. Expiry uses the database clock, never a caller's.
  */
-import type { Queryable } from "../db/db.js";
+import type { Queryable } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Lease } from "@metaharness/proto";
 import { leaseFromRow, type SessionRow } from "./rows.js";

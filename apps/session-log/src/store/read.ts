@@ -4,7 +4,7 @@
  * same in a session of 100 events as in one of a million. The session's head comes back from the
  * same statement, so callers see a consistent snapshot of "what exists up to last_seq".
  */
-import type { Queryable } from "../db/db.js";
+import type { Queryable } from "@metaharness/db";
 import { Event, type SessionStatus } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
 

@@ -1,7 +1,7 @@
 /**
  * Sessions: create, read, and list with keyset paging and filters.
  */
-import type { Queryable } from "../db/db.js";
+import type { Queryable } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import { SessionMetadata, SessionStatus, type Session } from "@metaharness/proto";
 import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";

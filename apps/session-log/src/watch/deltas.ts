@@ -5,9 +5,9 @@
  */
 import { EventDelta } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
-import type { Db } from "../db/db.js";
-import { ResilientListener } from "../db/listener.js";
-import { NotifyBatcher } from "../db/notify-batcher.js";
+import type { Db } from "@metaharness/db";
+import { ResilientListener } from "@metaharness/db";
+import { NotifyBatcher } from "@metaharness/db";
 
 export const DELTAS_CHANNEL = "mh_deltas";
 

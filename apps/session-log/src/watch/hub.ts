@@ -6,9 +6,9 @@
  * doubled poke costs latency, never correctness.
  */
 import type { Logger } from "@metaharness/service-kit";
-import type { Db } from "../db/db.js";
-import { ResilientListener } from "../db/listener.js";
-import { NotifyBatcher } from "../db/notify-batcher.js";
+import type { Db } from "@metaharness/db";
+import { ResilientListener } from "@metaharness/db";
+import { NotifyBatcher } from "@metaharness/db";
 
 /** The channel appends are announced on: items "<session_id>:<last_seq>". */
 export const EVENTS_CHANNEL = "mh_events";

@@ -4,7 +4,7 @@
  * it has examined) and only ever reads after it, so every event is sent exactly once however the
  * pokes interleave with the reads. A slow periodic re-read covers a missed NOTIFY.
  */
-import type { Db } from "../db/db.js";
+import type { Db } from "@metaharness/db";
 import { SessionStatus, type WatchEventsResponse } from "@metaharness/proto";
 import type { DeltaHub } from "./deltas.js";
 import type { AppendHub } from "./hub.js";
