@@ -12,6 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
 
 t0=$(now_ms)
+"$here/sandbox/up.sh" >/dev/null || die "sandbox/up.sh failed (bubblewrap for the sandbox broker)"
 pg_out=$(mktemp) kafka_out=$(mktemp)
 trap 'rm -f "$pg_out" "$kafka_out"' EXIT
 

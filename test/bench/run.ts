@@ -11,8 +11,9 @@ import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
 import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
+import { sandboxProvisionBench } from "./sandbox-provision.js";
 
-const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench, drainBench];
+const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench, drainBench, sandboxProvisionBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

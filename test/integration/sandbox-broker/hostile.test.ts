@@ -2,6 +2,7 @@
  * Hostile code against real bubblewrap: each attack is contained and comes back as a tool
  * result, while the broker and a bystander sandbox keep working.
  */
+import { readFile } from "node:fs/promises";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SandboxState } from "@metaharness/proto";
 import { eventually, provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
@@ -104,6 +105,18 @@ describe("hostile code is contained", () => {
     expect(pids).toBeLessThan(10);
     const host = await run(broker.client, id, "bash", { command: `test -e /proc/${process.pid}/cwd && readlink /proc/${process.pid}/cwd || echo invisible` });
     expect(host.output).not.toContain("/work");
+  });
+
+  it("there is no privilege to gain: no capabilities, no nested namespaces, not root on the host", async () => {
+    const id = await hostile();
+    const res = await run(broker.client, id, "bash", {
+      command: "grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status; unshare -U true 2>&1 || echo no-userns; unshare -n true 2>&1 || echo no-netns",
+    });
+    expect(res.output).toMatch(/CapPrm:\s+0+\nCapEff:\s+0+\nCapBnd:\s+0+/);
+    expect(res.output).toContain("no-userns");
+    expect(res.output).toContain("no-netns");
+    const status = await readFile(`/proc/${broker.handle.pidOf(id)}/status`, "utf8");
+    if (process.getuid?.() === 0) expect(status).toMatch(/^Uid:\s+65534\s/m);
   });
 
   it("there is no network: connections fail, only loopback exists", async () => {

@@ -40,6 +40,17 @@ describe("tools", () => {
     expect(fresh.output).toBe("/workspace\n[]");
   });
 
+  it("bash: a background job that redirects its output outlives the call; one holding the output does not", async () => {
+    const started = Date.now();
+    const daemon = await run(broker.client, sandboxId, "bash", { command: "nohup sleep 300 > /dev/null 2>&1 & echo started" });
+    expect(daemon.output).toBe("started");
+    const holder = await run(broker.client, sandboxId, "bash", { command: "sleep 200 & echo started too" });
+    expect(holder.output).toBe("started too");
+    expect(Date.now() - started).toBeLessThan(3000);
+    const ps = await run(broker.client, sandboxId, "bash", { command: "ps -e --no-headers -o args | grep '^sleep' | sort" });
+    expect(ps.output).toBe("sleep 300");
+  });
+
   it("write, read (whole and by lines) and edit", async () => {
     const written = await run(broker.client, sandboxId, "write", { file_path: "src/app.ts", content: "one\ntwo\nthree\n" });
     expect(written).toMatchObject({ isError: false, output: "wrote 14 bytes to src/app.ts" });

@@ -1,0 +1,144 @@
+/**
+ * Wires the sandbox broker: Postgres and migrations, recovery from the previous run (its sandboxes
+ * are gone: LOST, "broker restarted"; its running calls were interrupted), the bubblewrap
+ * launcher, hands, warm pool, reaper and the gRPC server. Used by main.ts and by tests, which
+ * start it in-process on port 0.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
+import { startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
+import { LiveSandboxes } from "./broker/live.js";
+import { Reaper } from "./broker/reaper.js";
+import type { SandboxBrokerConfig } from "./config.js";
+import { interruptAfterRestart } from "./db/calls.js";
+import { migrate } from "./db/migrate.js";
+import { loseAfterRestart } from "./db/sandboxes.js";
+import { Launcher } from "./driver/launcher.js";
+import { LocalSandbox } from "./driver/local-sandbox.js";
+import { NO_EVENTS, SessionLogSink, type SandboxEventSink } from "./events/sink.js";
+import { HandRegistry } from "./hands/registry.js";
+import { WarmPool } from "./pool/warm-pool.js";
+import { defaultLimits } from "./resources.js";
+import { sandboxBrokerService } from "./service.js";
+
+export const RESTART_REASON = "broker restarted";
+export const SHUTDOWN_REASON = "broker shut down";
+
+export interface SandboxBrokerHandle {
+  readonly port: number;
+  readonly address: string;
+  /** How limits are enforced on this machine (also each sandbox's `limits`). */
+  readonly limits: string;
+  readonly warmPool: WarmPool;
+  /** The host pid of a local sandbox's process (tests kill it to play the OOM killer). */
+  pidOf(sandboxId: string): number | undefined;
+  /** Stops accepting calls, releases every sandbox ("broker shut down"), closes. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where sandbox events go; by default the session log at MH_SESSION_LOG_ADDR, if set. */
+  readonly events?: SandboxEventSink;
+}
+
+export async function startSandboxBroker(
+  config: SandboxBrokerConfig,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<SandboxBrokerHandle> {
+  const cleanups: Array<() => Promise<void>> = [];
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) {
+        await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
+      }
+    })();
+    return stopping;
+  };
+  try {
+    const pool = new pg.Pool({
+      connectionString: config.databaseUrl,
+      max: config.poolSize,
+      options: `-c synchronous_commit=${config.pgSynchronousCommit}`,
+    });
+    pool.on("error", (err) => logger.warn({ err }, "idle Postgres connection failed"));
+    cleanups.push(() => pool.end());
+    const applied = await migrate(pool);
+    if (applied.length > 0) logger.info({ applied }, "applied migrations");
+
+    const events =
+      options.events ?? (config.sessionLogAddr === undefined ? NO_EVENTS : new SessionLogSink(config.sessionLogAddr, logger));
+    cleanups.push(() => events.close(5_000));
+
+    const incarnation = randomBytes(8).toString("hex");
+    const lost = await loseAfterRestart(pool, config.brokerId, RESTART_REASON);
+    const interrupted = await interruptAfterRestart(pool, config.brokerId, incarnation);
+    for (const row of lost) events.lost(row.sessionId, row.sandboxId, RESTART_REASON);
+    if (lost.length > 0 || interrupted > 0) {
+      logger.warn({ lost: lost.length, interrupted_calls: interrupted }, "sandboxes of the previous run are lost");
+    }
+
+    const launcher = await Launcher.create({
+      bwrapPath: config.bwrapPath,
+      cgroupMode: config.cgroupMode,
+      cgroupParent: config.cgroupParent,
+      brokerId: config.brokerId,
+      tmpBytes: config.tmpBytes,
+      logger,
+    });
+    cleanups.push(() => launcher.stop());
+    // Stopping runs these steps in reverse: refuse new calls, stop the reaper and the pool, end
+    // every sandbox (which ends the calls still running in them), then wait for the drain and
+    // the ledger writes still under way.
+    let draining: Promise<void> | undefined;
+    const pendingWrites = new Set<Promise<void>>();
+    cleanups.push(async () => {
+      await draining;
+      await Promise.allSettled(pendingWrites);
+    });
+
+    // Hands hang up only after their sandboxes were released (not lost) below.
+    const hands = new HandRegistry();
+    cleanups.push(() => Promise.resolve(hands.closeAll(SHUTDOWN_REASON)));
+    const live = new LiveSandboxes({ pool, events, logger });
+    cleanups.push(() => live.endAll(SandboxState.SANDBOX_STATE_RELEASED, SHUTDOWN_REASON));
+    const base = { config, pool, logger, launcher, live, hands, events, incarnation };
+    const warm = new WarmPool(config.warmPoolSize, (id) => startLocalSandbox(base, id, defaultLimits(config)), logger);
+    warm.fill();
+    cleanups.push(() => warm.stop());
+    const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites };
+
+    const reaper = new Reaper(live, config.reapIntervalMs);
+    reaper.start();
+    cleanups.push(() => Promise.resolve(reaper.stop()));
+
+    const server = await startGrpcServer({
+      host: config.host,
+      port: config.port,
+      logger,
+      services: [{ name: "metaharness.v1.SandboxBroker", definition: SandboxBrokerService, implementation: sandboxBrokerService(ctx, logger) }],
+    });
+    cleanups.push(() => {
+      draining = server.shutdown(10_000);
+      return Promise.resolve();
+    });
+    logger.info({ port: server.port, limits: launcher.limitsDescription, warm_pool: config.warmPoolSize }, "sandbox-broker serving");
+    return {
+      port: server.port,
+      address: server.address,
+      limits: launcher.limitsDescription,
+      warmPool: warm,
+      pidOf: (id) => {
+        const runtime = live.get(id)?.runtime;
+        return runtime instanceof LocalSandbox ? runtime.pid : undefined;
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

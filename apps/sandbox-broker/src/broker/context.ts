@@ -1,0 +1,54 @@
+/**
+ * Everything the broker's operations share, wired once in app.ts. Operations are plain functions
+ * of this context (provision.ts, execute.ts, manage.ts), so each file holds one of them.
+ */
+import type { Pool } from "pg";
+import { MhError } from "@metaharness/errors";
+import type { Logger } from "@metaharness/service-kit";
+import type { SandboxBrokerConfig } from "../config.js";
+import type { CallOutcome } from "../db/calls.js";
+import type { Launcher } from "../driver/launcher.js";
+import { LocalSandbox } from "../driver/local-sandbox.js";
+import type { SandboxEventSink } from "../events/sink.js";
+import type { HandRegistry } from "../hands/registry.js";
+import type { WarmPool } from "../pool/warm-pool.js";
+import type { Limits } from "../resources.js";
+import type { LiveSandboxes } from "./live.js";
+
+export interface BrokerContext {
+  readonly config: SandboxBrokerConfig;
+  readonly pool: Pool;
+  readonly logger: Logger;
+  readonly launcher: Launcher;
+  readonly live: LiveSandboxes;
+  readonly hands: HandRegistry;
+  readonly warm: WarmPool;
+  readonly events: SandboxEventSink;
+  /** This process among the broker's lives: a call "running" under another one was interrupted. */
+  readonly incarnation: string;
+  /** Calls in flight in this process, by "<sandbox>/<call>", so a repeat waits for the first. */
+  readonly inflight: Map<string, Promise<CallOutcome>>;
+  /** Ledger writes not yet done (answers do not wait for them; shutdown does). */
+  readonly pendingWrites: Set<Promise<void>>;
+}
+
+export function startLocalSandbox(ctx: Omit<BrokerContext, "warm" | "inflight" | "pendingWrites">, id: string, limits: Limits): Promise<LocalSandbox> {
+  const { config } = ctx;
+  return LocalSandbox.start({
+    id,
+    limits,
+    launcher: ctx.launcher,
+    logger: ctx.logger,
+    startTimeoutMs: config.startTimeoutMs,
+    maxConcurrentCalls: config.maxConcurrentCalls,
+    maxTimeoutMs: config.maxCallTimeoutMs,
+    outputCapBytes: config.outputCapBytes,
+    maxFileBytes: config.maxFileBytes,
+  });
+}
+
+export function requireField(value: string, field: string): string {
+  if (value === "") throw new MhError("INVALID_ARGUMENT", `${field}: required`, { field });
+  if (value.length > 256) throw new MhError("INVALID_ARGUMENT", `${field}: at most 256 characters`, { field });
+  return value;
+}

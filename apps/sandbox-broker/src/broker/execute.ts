@@ -1,0 +1,143 @@
+/**
+ * Execute: idempotent by call_id. The call is claimed in the ledger before anything runs; a
+ * repeat gets the recorded outcome (replayed, nothing runs), waits for a first attempt still
+ * running in this process, or, for an attempt a restart interrupted, gets "outcome unknown" and
+ * never a second run. A sandbox that is gone is a tool result the model reads, not a gRPC error.
+ */
+import { MhError } from "@metaharness/errors";
+import { SandboxState, type ExecuteRequest, type ExecuteResponse } from "@metaharness/proto";
+import { claimCall, finishCall, interruptCall, readCall, type CallKey, type CallOutcome } from "../db/calls.js";
+import { getSandbox, notFound, type SandboxRow } from "../db/sandboxes.js";
+import { SandboxGoneError } from "../protocol/agent-channel.js";
+import { failed, type Input, type ToolOutcome } from "../tools/types.js";
+import { requireField, type BrokerContext } from "./context.js";
+import { endedMessage, type LiveSandbox } from "./live.js";
+
+const POLL_MS = 100;
+/** How long a repeat waits for a first attempt this process cannot see, beyond its timeout. */
+const FOREIGN_WAIT_SLACK_MS = 10_000;
+
+interface Target {
+  readonly live: LiveSandbox | undefined;
+  readonly row: SandboxRow | undefined;
+  readonly holder: string;
+}
+
+export async function execute(ctx: BrokerContext, req: ExecuteRequest): Promise<ExecuteResponse> {
+  const sandboxId = requireField(req.sandboxId, "sandbox_id");
+  const name = requireField(req.name, "name");
+  const callId = requireField(req.callId, "call_id");
+  const timeoutMs = req.timeoutMs === 0 ? ctx.config.callTimeoutMs : req.timeoutMs;
+  if (timeoutMs > ctx.config.maxCallTimeoutMs) {
+    throw new MhError("INVALID_ARGUMENT", `timeout_ms: at most ${ctx.config.maxCallTimeoutMs}`, { field: "timeout_ms" });
+  }
+  const target = await locate(ctx, sandboxId);
+  if (req.sessionId !== "" && req.sessionId !== target.holder) {
+    throw new MhError("PERMISSION_DENIED", `sandbox ${sandboxId} is held by another session, not ${req.sessionId}`, {
+      field: "session_id",
+    });
+  }
+  const key: CallKey = { sandboxId, callId };
+  const inflightKey = `${sandboxId}/${callId}`;
+  const first = ctx.inflight.get(inflightKey);
+  if (first !== undefined) return response(await first, true);
+
+  const attempt = runOnce(ctx, key, target, { name, input: req.input ?? {}, timeoutMs });
+  const outcome = attempt.then((r) => r.outcome);
+  outcome.catch(() => undefined); // awaited below; repeats awaiting it handle their own rejection
+  ctx.inflight.set(inflightKey, outcome);
+  // A repeat is served from memory until the outcome is in the ledger, so the answer need not
+  // wait for that write.
+  const forget = (): void => void ctx.inflight.delete(inflightKey);
+  try {
+    const { outcome: result, replayed, recorded } = await attempt;
+    ctx.pendingWrites.add(recorded);
+    void recorded.finally(() => {
+      ctx.pendingWrites.delete(recorded);
+      forget();
+    });
+    return response(result, replayed);
+  } catch (err) {
+    forget();
+    throw err;
+  }
+}
+
+async function locate(ctx: BrokerContext, sandboxId: string): Promise<Target> {
+  const live = ctx.live.get(sandboxId);
+  if (live !== undefined) return { live, row: undefined, holder: live.sessionId };
+  const row = await getSandbox(ctx.pool, sandboxId);
+  if (row === undefined) throw notFound(sandboxId);
+  if (row.state === SandboxState.SANDBOX_STATE_READY && row.brokerId !== ctx.config.brokerId) {
+    throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is run by broker ${row.brokerId}; call that broker`, {
+      details: { broker_id: row.brokerId },
+    });
+  }
+  return { live: undefined, row, holder: row.sessionId };
+}
+
+function response(outcome: CallOutcome, replayed: boolean): ExecuteResponse {
+  return { ...outcome, replayed };
+}
+
+interface Call {
+  readonly name: string;
+  readonly input: Input;
+  readonly timeoutMs: number;
+}
+
+async function runOnce(
+  ctx: BrokerContext,
+  key: CallKey,
+  target: Target,
+  call: Call,
+): Promise<{ outcome: CallOutcome; replayed: boolean; recorded: Promise<void> }> {
+  const recorded = Promise.resolve();
+  const claim = await claimCall(ctx.pool, key, { sessionId: target.holder, name: call.name, incarnation: ctx.incarnation });
+  if (claim.kind === "done") return { outcome: claim.outcome, replayed: true, recorded };
+  if (claim.kind === "running") {
+    if (claim.incarnation !== ctx.incarnation) {
+      return { outcome: await interruptCall(ctx.pool, key, ctx.incarnation), replayed: true, recorded };
+    }
+    return { outcome: await waitForOutcome(ctx, key, call.timeoutMs), replayed: true, recorded };
+  }
+  const started = performance.now();
+  const result = await run(ctx, key, target, call);
+  const outcome: CallOutcome = { ...result, durationMs: Math.round(performance.now() - started) };
+  const written = finishCall(ctx.pool, key, outcome).catch((err: unknown) => {
+    // The model still gets its result; after this process, a repeat reports the outcome unknown.
+    ctx.logger.error({ err, sandbox_id: key.sandboxId, call_id: key.callId }, "could not record a call's outcome");
+  });
+  return { outcome, replayed: false, recorded: written };
+}
+
+async function run(ctx: BrokerContext, key: CallKey, target: Target, call: Call): Promise<ToolOutcome> {
+  const { live, row } = target;
+  if (live === undefined || live.ended !== undefined) {
+    const state = live?.ended?.state ?? row?.state ?? SandboxState.SANDBOX_STATE_LOST;
+    const reason = live?.ended?.reason ?? (row?.reason || "its process is gone");
+    return failed(endedMessage(key.sandboxId, state, reason));
+  }
+  live.lastUsedAt = Date.now();
+  try {
+    return await live.runtime.execute({ callId: key.callId, ...call });
+  } catch (err) {
+    if (err instanceof SandboxGoneError) return failed(err.message);
+    if (err instanceof MhError) return failed(err.message);
+    ctx.logger.error({ err, sandbox_id: key.sandboxId, call_id: key.callId }, "a call failed inside the broker");
+    return failed("the broker failed to run this call (an internal error; see its log)");
+  } finally {
+    live.lastUsedAt = Date.now();
+  }
+}
+
+/** A first attempt of this incarnation that this process does not hold (a lost ledger write). */
+async function waitForOutcome(ctx: BrokerContext, key: CallKey, timeoutMs: number): Promise<CallOutcome> {
+  const until = Date.now() + timeoutMs + FOREIGN_WAIT_SLACK_MS;
+  while (Date.now() < until) {
+    const seen = await readCall(ctx.pool, key);
+    if (seen?.kind === "done") return seen.outcome;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  return { output: "the outcome of this call is unknown: its first attempt never finished", isError: true, exitCode: -1, durationMs: 0, truncated: false };
+}

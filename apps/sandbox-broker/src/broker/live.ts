@@ -1,0 +1,96 @@
+/**
+ * The sandboxes this broker process runs now, and the one way any of them ends: `end()` stops the
+ * runtime, records RELEASED or LOST with its reason in Postgres, tells the session's log, and
+ * forgets it, once, whoever asks first (a Release, the reaper, shutdown, or the sandbox dying).
+ */
+import type { Pool } from "pg";
+import { SandboxState } from "@metaharness/proto";
+import type { Logger } from "@metaharness/service-kit";
+import { endSandbox } from "../db/sandboxes.js";
+import type { SandboxEventSink } from "../events/sink.js";
+import type { Limits } from "../resources.js";
+import type { SandboxRuntime } from "../runtime.js";
+
+export interface LiveSandbox {
+  readonly id: string;
+  sessionId: string;
+  readonly runtime: SandboxRuntime;
+  readonly limits: Limits;
+  readonly createdAt: number;
+  lastUsedAt: number;
+  /** Set when it started ending: calls arriving now are told why. */
+  ended?: { readonly state: SandboxState; readonly reason: string };
+}
+
+export type EndState = SandboxState.SANDBOX_STATE_RELEASED | SandboxState.SANDBOX_STATE_LOST;
+
+/** The sentence the model reads about a sandbox that has ended. */
+export function endedMessage(sandboxId: string, state: SandboxState, reason: string): string {
+  return `sandbox ${sandboxId} was ${state === SandboxState.SANDBOX_STATE_LOST ? "lost" : "released"}: ${reason}`;
+}
+
+export class LiveSandboxes {
+  private readonly sandboxes = new Map<string, LiveSandbox>();
+  private readonly ending = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly deps: { readonly pool: Pool; readonly events: SandboxEventSink; readonly logger: Logger },
+  ) {}
+
+  add(sandbox: LiveSandbox): void {
+    this.sandboxes.set(sandbox.id, sandbox);
+    void sandbox.runtime.lost.then((reason) => this.end(sandbox.id, SandboxState.SANDBOX_STATE_LOST, reason));
+  }
+
+  get(id: string): LiveSandbox | undefined {
+    return this.sandboxes.get(id);
+  }
+
+  all(): LiveSandbox[] {
+    return [...this.sandboxes.values()];
+  }
+
+  get size(): number {
+    return this.sandboxes.size;
+  }
+
+  /** Ends sandbox `id` (idempotent; the first caller's state and reason win). */
+  end(id: string, state: EndState, reason: string): Promise<void> {
+    const running = this.ending.get(id);
+    if (running !== undefined) return running;
+    const sandbox = this.sandboxes.get(id);
+    if (sandbox === undefined) return Promise.resolve();
+    const done = this.finish(sandbox, state, reason).finally(() => {
+      this.sandboxes.delete(id);
+      this.ending.delete(id);
+    });
+    this.ending.set(id, done);
+    return done;
+  }
+
+  /** Ends every sandbox (shutdown). */
+  async endAll(state: EndState, reason: string): Promise<void> {
+    await Promise.all(this.all().map((s) => this.end(s.id, state, reason)));
+  }
+
+  private async finish(sandbox: LiveSandbox, state: EndState, reason: string): Promise<void> {
+    sandbox.ended = { state, reason };
+    const log = this.deps.logger.child({ sandbox_id: sandbox.id, session_id: sandbox.sessionId });
+    await sandbox.runtime.stop(reason);
+    try {
+      const changed = await endSandbox(this.deps.pool, sandbox.id, state, reason);
+      if (!changed) return;
+    } catch (err) {
+      // Postgres is down: the row stays READY, and the next start of this broker marks it LOST.
+      log.error({ err, state, reason }, "could not record the end of a sandbox");
+      return;
+    }
+    if (state === SandboxState.SANDBOX_STATE_LOST) {
+      log.warn({ reason }, "sandbox lost");
+      this.deps.events.lost(sandbox.sessionId, sandbox.id, reason);
+    } else {
+      log.info({ reason }, "sandbox released");
+      this.deps.events.released(sandbox.sessionId, sandbox.id, reason);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Provision: check the resources, get a runtime (a warm sandbox when the defaults were asked for,
+ * else a fresh bubblewrap process, or a binding to a connected external hand), put the files into
+ * the workspace, then record it. A failure at any step leaves nothing running and nothing recorded.
+ */
+import { MhError } from "@metaharness/errors";
+import type { ProvisionRequest, ProvisionResponse } from "@metaharness/proto";
+import { insertSandbox, toSandbox } from "../db/sandboxes.js";
+import type { LocalSandbox } from "../driver/local-sandbox.js";
+import { HandSandbox } from "../hands/hand-sandbox.js";
+import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
+import type { SandboxRuntime } from "../runtime.js";
+import { newSandboxId } from "../util/ids.js";
+import { requireField, startLocalSandbox, type BrokerContext } from "./context.js";
+
+interface Acquired {
+  readonly id: string;
+  readonly runtime: SandboxRuntime;
+  readonly handId: string;
+  readonly warm: boolean;
+}
+
+export async function provision(ctx: BrokerContext, req: ProvisionRequest): Promise<ProvisionResponse> {
+  const started = performance.now();
+  const sessionId = requireField(req.sessionId, "session_id");
+  const spec = resolveSpec(req.resources, ctx.config);
+  const acquired = req.handKind !== "" ? bindHand(ctx, req.handKind) : await localSandbox(ctx, spec);
+  const { id, runtime } = acquired;
+  const log = ctx.logger.child({ sandbox_id: id, session_id: sessionId });
+  try {
+    if (spec.files.length > 0) {
+      if (!isLocal(runtime)) {
+        throw new MhError("INVALID_ARGUMENT", "resources.files: an external hand has no workspace to put files in", {
+          field: "resources.files",
+        });
+      }
+      await runtime.writeFiles(spec.files);
+    }
+    const row = await insertSandbox(ctx.pool, {
+      sandboxId: id,
+      sessionId,
+      brokerId: ctx.config.brokerId,
+      driver: runtime.driver,
+      handId: acquired.handId,
+      resources: spec.resources,
+      limits: runtime.limits,
+    });
+    const now = Date.now();
+    ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now });
+    const durationMs = Math.round(performance.now() - started);
+    ctx.events.provisioned(sessionId, id, runtime.driver, durationMs);
+    log.info({ driver: runtime.driver, warm: acquired.warm, duration_ms: durationMs }, "sandbox provisioned");
+    return { sandbox: toSandbox(row), durationMs, warm: acquired.warm };
+  } catch (err) {
+    await runtime.stop("provisioning failed");
+    throw err;
+  }
+}
+
+function isLocal(runtime: SandboxRuntime): runtime is LocalSandbox {
+  return "writeFiles" in runtime;
+}
+
+async function localSandbox(ctx: BrokerContext, spec: SandboxSpec): Promise<Acquired> {
+  if (fitsWarmPool(spec.limits, ctx.config)) {
+    const pooled = ctx.warm.take();
+    if (pooled !== undefined) return { id: pooled.id, runtime: pooled.runtime, handId: "", warm: true };
+  }
+  if (ctx.live.size >= ctx.config.maxSandboxes) {
+    throw new MhError("RESOURCE_EXHAUSTED", `this broker runs ${ctx.config.maxSandboxes} sandboxes already (MH_MAX_SANDBOXES)`);
+  }
+  const id = newSandboxId();
+  return { id, runtime: await startLocalSandbox(ctx, id, spec.limits), handId: "", warm: false };
+}
+
+function bindHand(ctx: BrokerContext, kind: string): Acquired {
+  const hand = ctx.hands.pick(kind);
+  if (hand === undefined) {
+    const kinds = ctx.hands.kinds();
+    throw new MhError(
+      "FAILED_PRECONDITION",
+      `no hand of kind "${kind}" is connected${kinds.length > 0 ? ` (connected: ${kinds.join(", ")})` : ""}`,
+      { field: "hand_kind" },
+    );
+  }
+  const id = newSandboxId();
+  return { id, runtime: new HandSandbox(id, hand, ctx.config.outputCapBytes), handId: hand.handId, warm: false };
+}

@@ -1,0 +1,46 @@
+/**
+ * Ends sandboxes that outstayed their welcome: idle (no call running, none for idle_timeout
+ * seconds) or old (lifetime over, busy or not). Both are releases on purpose, recorded as
+ * RELEASED with the reason, as the sandbox.released event documents ("idle timeout, end of
+ * life"); a call to the sandbox afterwards reads that reason.
+ */
+import { SandboxState } from "@metaharness/proto";
+import type { LiveSandboxes } from "./live.js";
+
+export class Reaper {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly live: LiveSandboxes,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    this.timer ??= setInterval(() => this.sweep(Date.now()), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One pass; returns how many sandboxes it ended. */
+  sweep(now: number): number {
+    let ended = 0;
+    for (const s of this.live.all()) {
+      if (s.ended !== undefined) continue;
+      const { lifetimeSeconds, idleTimeoutSeconds } = s.limits;
+      let reason: string | undefined;
+      if (now - s.createdAt >= lifetimeSeconds * 1000) {
+        reason = `its lifetime of ${lifetimeSeconds} s is over`;
+      } else if (s.runtime.inFlight === 0 && now - s.lastUsedAt >= idleTimeoutSeconds * 1000) {
+        reason = `idle for ${idleTimeoutSeconds} s (its idle timeout)`;
+      }
+      if (reason === undefined) continue;
+      ended++;
+      void this.live.end(s.id, SandboxState.SANDBOX_STATE_RELEASED, reason);
+    }
+    return ended;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Every setting of the sandbox broker, read from the environment in this one place. The resource
+ * defaults and bounds here are what `Provision` fills a zero with and checks a request against.
+ */
+import { hostname } from "node:os";
+import { env, readConfig } from "@metaharness/service-kit";
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return readConfig(
+    {
+      host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
+      port: env.port("MH_GRPC_PORT", { default: 50052 }),
+      databaseUrl: env.url("MH_DATABASE_URL", {
+        default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
+      }),
+      poolSize: env.int("MH_PG_POOL_SIZE", { default: 10, min: 2, max: 500 }),
+      /**
+       * "off" by default: a commit then costs no WAL flush (~2 ms here, on every claim and every
+       * Provision). What the broker records only matters while its sandboxes live, and they die
+       * with the broker process; a Postgres crash may lose the last ~200 ms of these records, never
+       * corrupt them. The session log, the durable record, keeps synchronous commits.
+       */
+      pgSynchronousCommit: env.enumOf("MH_PG_SYNCHRONOUS_COMMIT", ["on", "off"], { default: "off" }),
+      /**
+       * Names this broker's sandboxes in Postgres and its cgroups: after a restart it marks its own
+       * lost and cleans up after itself. One running broker per id.
+       */
+      brokerId: env.string("MH_BROKER_ID", { default: hostname(), pattern: /^[A-Za-z0-9._-]{1,64}$/ }),
+      /** Where sandbox events go; unset: nowhere (the broker works without a session log). */
+      sessionLogAddr: env.optional(env.string("MH_SESSION_LOG_ADDR")),
+
+      /** Absolute: the broker starts it with an empty environment, so there is no PATH to search. */
+      bwrapPath: env.string("MH_BWRAP_PATH", { default: "/usr/bin/bwrap", pattern: /^\/\S+$/ }),
+      /** cgroup directory, under each controller's mount, that holds the sandboxes' groups. */
+      cgroupParent: env.string("MH_CGROUP_PARENT", { default: "metaharness", pattern: /^[A-Za-z0-9._/-]{1,200}$/ }),
+      /** "auto" detects v2 then v1 then falls back to prlimit; "none" forces the fallback. */
+      cgroupMode: env.enumOf("MH_CGROUP_MODE", ["auto", "v1", "v2", "none"], { default: "auto" }),
+
+      defaultCpuMillis: env.int("MH_SANDBOX_CPU_MILLIS", { default: 1000, min: 10, max: 256_000 }),
+      maxCpuMillis: env.int("MH_SANDBOX_MAX_CPU_MILLIS", { default: 4000, min: 10, max: 256_000 }),
+      defaultMemoryBytes: env.int("MH_SANDBOX_MEMORY_BYTES", { default: 512 * MiB, min: 16 * MiB }),
+      maxMemoryBytes: env.int("MH_SANDBOX_MAX_MEMORY_BYTES", { default: 8 * GiB, min: 16 * MiB }),
+      defaultDiskBytes: env.int("MH_SANDBOX_DISK_BYTES", { default: 1 * GiB, min: MiB }),
+      maxDiskBytes: env.int("MH_SANDBOX_MAX_DISK_BYTES", { default: 16 * GiB, min: MiB }),
+      defaultMaxProcesses: env.int("MH_SANDBOX_MAX_PROCESSES", { default: 256, min: 8, max: 1_000_000 }),
+      maxMaxProcesses: env.int("MH_SANDBOX_MAX_MAX_PROCESSES", { default: 4096, min: 8, max: 1_000_000 }),
+      defaultLifetimeSeconds: env.int("MH_SANDBOX_LIFETIME_SECONDS", { default: 4 * 3600, min: 1 }),
+      maxLifetimeSeconds: env.int("MH_SANDBOX_MAX_LIFETIME_SECONDS", { default: 24 * 3600, min: 1 }),
+      defaultIdleTimeoutSeconds: env.int("MH_SANDBOX_IDLE_TIMEOUT_SECONDS", { default: 900, min: 1 }),
+      maxIdleTimeoutSeconds: env.int("MH_SANDBOX_MAX_IDLE_TIMEOUT_SECONDS", { default: 24 * 3600, min: 1 }),
+      /** Size of each sandbox's /tmp (a tmpfs, like the workspace). */
+      tmpBytes: env.int("MH_SANDBOX_TMP_BYTES", { default: 64 * MiB, min: MiB }),
+
+      callTimeoutMs: env.int("MH_CALL_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
+      maxCallTimeoutMs: env.int("MH_MAX_CALL_TIMEOUT_MS", { default: 600_000, min: 100, max: 24 * 3_600_000 }),
+      /** Output a call may return; past it the middle is cut and a marker line says so. */
+      outputCapBytes: env.int("MH_OUTPUT_CAP_BYTES", { default: 100 * 1024, min: 1024, max: 8 * MiB }),
+      /** What read/edit load whole (the official toolset's cap); larger files need a line range. */
+      maxFileBytes: env.int("MH_MAX_FILE_BYTES", { default: 256 * 1024, min: 1024, max: 8 * MiB }),
+      /** Calls at once per sandbox; more wait their turn. */
+      maxConcurrentCalls: env.int("MH_MAX_CONCURRENT_CALLS", { default: 8, min: 1, max: 256 }),
+      /** Local sandboxes at once on this broker; Provision past it answers RESOURCE_EXHAUSTED. */
+      maxSandboxes: env.int("MH_MAX_SANDBOXES", { default: 1000, min: 1, max: 100_000 }),
+      warmPoolSize: env.int("MH_WARM_POOL_SIZE", { default: 0, min: 0, max: 1000 }),
+      reapIntervalMs: env.int("MH_REAP_INTERVAL_MS", { default: 1000, min: 10, max: 60_000 }),
+      handCallTimeoutMs: env.int("MH_HAND_CALL_TIMEOUT_MS", { default: 60_000, min: 100, max: 3_600_000 }),
+      /** How long a sandbox may take to answer its first frame before Provision gives up. */
+      startTimeoutMs: env.int("MH_SANDBOX_START_TIMEOUT_MS", { default: 10_000, min: 100, max: 120_000 }),
+
+      logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
+      otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+    },
+    source,
+  );
+}
+
+export type SandboxBrokerConfig = ReturnType<typeof loadConfig>;

@@ -1,0 +1,146 @@
+/**
+ * The call ledger: Execute's idempotency by call_id. A call is claimed (INSERT ... ON CONFLICT DO
+ * NOTHING) before anything runs, so of two identical calls exactly one runs; the other reads the
+ * recorded outcome. A call still "running" under an earlier broker incarnation was interrupted by
+ * a restart: its outcome is unknown and it is never run again.
+ */
+import type { Pool } from "pg";
+
+export interface CallOutcome {
+  readonly output: string;
+  readonly isError: boolean;
+  readonly exitCode: number;
+  readonly durationMs: number;
+  readonly truncated: boolean;
+}
+
+export const INTERRUPTED_OUTPUT = "the outcome of this call is unknown: the broker restarted while it ran";
+
+export type Claim =
+  | { readonly kind: "claimed" }
+  | { readonly kind: "done"; readonly outcome: CallOutcome }
+  | { readonly kind: "running"; readonly incarnation: string };
+
+interface CallRow {
+  status: "running" | "done";
+  incarnation: string;
+  output: Buffer;
+  is_error: boolean;
+  exit_code: number;
+  duration_ms: number;
+  truncated: boolean;
+}
+
+function outcomeOf(r: CallRow): CallOutcome {
+  return {
+    output: r.output.toString("utf8"),
+    isError: r.is_error,
+    exitCode: r.exit_code,
+    durationMs: r.duration_ms,
+    truncated: r.truncated,
+  };
+}
+
+export interface CallKey {
+  readonly sandboxId: string;
+  readonly callId: string;
+}
+
+export async function claimCall(
+  pool: Pool,
+  key: CallKey,
+  call: { readonly sessionId: string; readonly name: string; readonly incarnation: string },
+): Promise<Claim> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const claim = await tryClaim(pool, key, call);
+    if (claim !== undefined) return claim;
+    // Someone else's claim committed after our statement's snapshot: a fresh read sees it.
+    const seen = await readCall(pool, key);
+    if (seen !== undefined) return seen;
+  }
+  throw new Error(`call ${key.callId} of ${key.sandboxId} could be neither claimed nor read`);
+}
+
+async function tryClaim(
+  pool: Pool,
+  key: CallKey,
+  call: { readonly sessionId: string; readonly name: string; readonly incarnation: string },
+): Promise<Claim | undefined> {
+  // One round trip: the insert claims the call, or the select finds who did.
+  const { rows } = await pool.query<CallRow & { claimed: boolean }>(
+    `WITH ins AS (
+       INSERT INTO sandbox_calls (sandbox_id, call_id, session_id, name, status, incarnation)
+       VALUES ($1, $2, $3, $4, 'running', $5)
+       ON CONFLICT (sandbox_id, call_id) DO NOTHING
+       RETURNING true AS claimed)
+     SELECT true AS claimed, 'running' AS status, $5 AS incarnation, ''::bytea AS output, false AS is_error,
+            0 AS exit_code, 0 AS duration_ms, false AS truncated FROM ins
+     UNION ALL
+     SELECT false, status, incarnation, output, is_error, exit_code, duration_ms, truncated
+       FROM sandbox_calls WHERE sandbox_id = $1 AND call_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+    [key.sandboxId, key.callId, call.sessionId, call.name, call.incarnation],
+  );
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  if (row.claimed) return { kind: "claimed" };
+  if (row.status === "done") return { kind: "done", outcome: outcomeOf(row) };
+  return { kind: "running", incarnation: row.incarnation };
+}
+
+/** Records the outcome and the sandbox's last use together. */
+export async function finishCall(pool: Pool, key: CallKey, outcome: CallOutcome): Promise<void> {
+  await pool.query(
+    `WITH c AS (
+       UPDATE sandbox_calls SET status = 'done', output = $3, is_error = $4, exit_code = $5, duration_ms = $6,
+              truncated = $7, finished_at = now()
+        WHERE sandbox_id = $1 AND call_id = $2)
+     UPDATE sandboxes SET last_used_at = now() WHERE sandbox_id = $1 AND state = 1`,
+    [
+      key.sandboxId,
+      key.callId,
+      Buffer.from(outcome.output, "utf8"),
+      outcome.isError,
+      outcome.exitCode,
+      outcome.durationMs,
+      outcome.truncated,
+    ],
+  );
+}
+
+/** The recorded state of a call, or undefined if it was never claimed. */
+export async function readCall(pool: Pool, key: CallKey): Promise<Claim | undefined> {
+  const { rows } = await pool.query<CallRow>(
+    `SELECT status, incarnation, output, is_error, exit_code, duration_ms, truncated
+       FROM sandbox_calls WHERE sandbox_id = $1 AND call_id = $2`,
+    [key.sandboxId, key.callId],
+  );
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return row.status === "done" ? { kind: "done", outcome: outcomeOf(row) } : { kind: "running", incarnation: row.incarnation };
+}
+
+/**
+ * Settles a call of an earlier incarnation as interrupted, unless it got an outcome meanwhile;
+ * returns what is recorded afterwards.
+ */
+export async function interruptCall(pool: Pool, key: CallKey, incarnation: string): Promise<CallOutcome> {
+  const outcome: CallOutcome = { output: INTERRUPTED_OUTPUT, isError: true, exitCode: -1, durationMs: 0, truncated: false };
+  await pool.query(
+    `UPDATE sandbox_calls SET status = 'done', output = $3, is_error = true, exit_code = -1, finished_at = now()
+      WHERE sandbox_id = $1 AND call_id = $2 AND status = 'running' AND incarnation <> $4`,
+    [key.sandboxId, key.callId, Buffer.from(INTERRUPTED_OUTPUT, "utf8"), incarnation],
+  );
+  const now = await readCall(pool, key);
+  return now?.kind === "done" ? now.outcome : outcome;
+}
+
+/** At start: every call of this broker's sandboxes that was running has an unknown outcome. */
+export async function interruptAfterRestart(pool: Pool, brokerId: string, incarnation: string): Promise<number> {
+  const { rowCount } = await pool.query(
+    `UPDATE sandbox_calls c SET status = 'done', output = $3, is_error = true, exit_code = -1, finished_at = now()
+       FROM sandboxes s
+      WHERE c.sandbox_id = s.sandbox_id AND s.broker_id = $1 AND c.status = 'running' AND c.incarnation <> $2`,
+    [brokerId, incarnation, Buffer.from(INTERRUPTED_OUTPUT, "utf8")],
+  );
+  return rowCount ?? 0;
+}

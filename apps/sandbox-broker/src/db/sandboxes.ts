@@ -1,0 +1,158 @@
+/**
+ * The sandboxes table: what each sandbox is, who holds it and how it ended. The database is the
+ * record that outlives a broker process: a READY row whose process is gone is exactly what a
+ * restarted broker turns into LOST ("broker restarted").
+ */
+import type { Pool } from "pg";
+import { MhError } from "@metaharness/errors";
+import { Resources, SandboxState, type Sandbox } from "@metaharness/proto";
+
+export interface SandboxRow {
+  readonly sandboxId: string;
+  readonly sessionId: string;
+  readonly brokerId: string;
+  readonly driver: string;
+  readonly handId: string;
+  readonly state: SandboxState;
+  readonly resources: Resources;
+  readonly limits: string;
+  readonly reason: string;
+  readonly createdAt: Date;
+  readonly lastUsedAt: Date;
+}
+
+interface RawRow {
+  sandbox_id: string;
+  session_id: string;
+  broker_id: string;
+  driver: string;
+  hand_id: string;
+  state: number;
+  resources: Buffer;
+  limits: string;
+  reason: string;
+  created_at: Date;
+  last_used_at: Date;
+}
+
+const COLUMNS =
+  "sandbox_id, session_id, broker_id, driver, hand_id, state, resources, limits, reason, created_at, last_used_at";
+
+function toRow(r: RawRow): SandboxRow {
+  return {
+    sandboxId: r.sandbox_id,
+    sessionId: r.session_id,
+    brokerId: r.broker_id,
+    driver: r.driver,
+    handId: r.hand_id,
+    state: r.state,
+    resources: Resources.decode(r.resources),
+    limits: r.limits,
+    reason: r.reason,
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+  };
+}
+
+export function toSandbox(row: SandboxRow): Sandbox {
+  return {
+    sandboxId: row.sandboxId,
+    sessionId: row.sessionId,
+    driver: row.driver,
+    state: row.state,
+    resources: row.resources,
+    createdAt: row.createdAt,
+    lastUsedAt: row.lastUsedAt,
+    reason: row.reason,
+    limits: row.limits,
+  };
+}
+
+export function notFound(sandboxId: string): MhError {
+  return new MhError("NOT_FOUND", `sandbox ${sandboxId} not found`, { field: "sandbox_id" });
+}
+
+export interface NewSandbox {
+  readonly sandboxId: string;
+  readonly sessionId: string;
+  readonly brokerId: string;
+  readonly driver: string;
+  readonly handId: string;
+  readonly resources: Resources;
+  readonly limits: string;
+}
+
+export async function insertSandbox(pool: Pool, s: NewSandbox): Promise<SandboxRow> {
+  const { rows } = await pool.query<RawRow>(
+    `INSERT INTO sandboxes (sandbox_id, session_id, broker_id, driver, hand_id, state, resources, limits)
+     VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING ${COLUMNS}`,
+    [s.sandboxId, s.sessionId, s.brokerId, s.driver, s.handId, Buffer.from(Resources.encode(s.resources).finish()), s.limits],
+  );
+  return toRow(rows[0] as RawRow);
+}
+
+export async function getSandbox(pool: Pool, sandboxId: string): Promise<SandboxRow | undefined> {
+  const { rows } = await pool.query<RawRow>(`SELECT ${COLUMNS} FROM sandboxes WHERE sandbox_id = $1`, [sandboxId]);
+  return rows[0] === undefined ? undefined : toRow(rows[0]);
+}
+
+export async function listSandboxes(pool: Pool, sessionId: string, includeEnded: boolean): Promise<SandboxRow[]> {
+  const { rows } = await pool.query<RawRow>(
+    `SELECT ${COLUMNS} FROM sandboxes
+      WHERE ($1 = '' OR session_id = $1) AND ($2 OR state = 1)
+      ORDER BY created_at, sandbox_id LIMIT 1000`,
+    [sessionId, includeEnded],
+  );
+  return rows.map(toRow);
+}
+
+/** READY -> RELEASED/LOST with its reason; false if it had ended already (the first end wins). */
+export async function endSandbox(pool: Pool, sandboxId: string, state: SandboxState, reason: string): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `UPDATE sandboxes SET state = $2, reason = $3, ended_at = now() WHERE sandbox_id = $1 AND state = 1`,
+    [sandboxId, state, reason],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Moves a READY sandbox from `from` to `to`. A retry of a transfer that already happened
+ * succeeds again (the holder is `to` already); any other holder is FAILED_PRECONDITION.
+ */
+export async function transferSandbox(pool: Pool, sandboxId: string, from: string, to: string): Promise<SandboxRow> {
+  const { rows } = await pool.query<RawRow>(
+    `UPDATE sandboxes SET session_id = $3
+      WHERE sandbox_id = $1 AND state = 1 AND session_id IN ($2, $3) RETURNING ${COLUMNS}`,
+    [sandboxId, from, to],
+  );
+  if (rows[0] !== undefined) return toRow(rows[0]);
+  const row = await getSandbox(pool, sandboxId);
+  if (row === undefined) throw notFound(sandboxId);
+  if (row.state !== SandboxState.SANDBOX_STATE_READY) {
+    throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} has ended (${row.reason}); there is nothing to transfer`);
+  }
+  throw new MhError(
+    "FAILED_PRECONDITION",
+    `sandbox ${sandboxId} is held by session ${row.sessionId}, not ${from}: only its holder can transfer it`,
+    { field: "from_session", details: { session_id: row.sessionId } },
+  );
+}
+
+/** Records that the sandboxes were used just now (the reaper's clock lives in memory). */
+export async function touchSandboxes(pool: Pool, sandboxIds: readonly string[], at: Date): Promise<void> {
+  if (sandboxIds.length === 0) return;
+  await pool.query(`UPDATE sandboxes SET last_used_at = $2 WHERE sandbox_id = ANY($1::text[]) AND state = 1`, [
+    sandboxIds,
+    at,
+  ]);
+}
+
+/** At start: every sandbox this broker left READY has no process any more. */
+export async function loseAfterRestart(pool: Pool, brokerId: string, reason: string): Promise<SandboxRow[]> {
+  const { rows } = await pool.query<RawRow>(
+    `UPDATE sandboxes SET state = 3, reason = $2, ended_at = now()
+      WHERE broker_id = $1 AND state = 1 RETURNING ${COLUMNS}`,
+    [brokerId, reason],
+  );
+  return rows.map(toRow);
+}

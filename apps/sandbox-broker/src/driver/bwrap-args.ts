@@ -1,0 +1,163 @@
+/**
+ * The bubblewrap command line of one sandbox, and the few host files it shows. What a sandbox
+ * sees: a read-only /usr (with the /bin, /lib, /lib64, /sbin links), a minimal read-only /etc of
+ * our own making (no host users, no host secrets), fresh /proc and /dev, and two size-limited
+ * tmpfs mounts, /tmp and /workspace. What it does not have: network (its own empty namespace),
+ * the broker's environment, any capability, the host's pids, a way back to the host's session.
+ *
+ * Why the workspace is a tmpfs: its size= is a hard disk limit the kernel enforces (ENOSPC), it
+ * costs nothing to create or throw away, and no host path of it exists for a planted symlink to
+ * exploit or for a crashed broker to leak. Its pages are charged to the sandbox's memory cgroup,
+ * which is why the group's memory limit is memory + disk + tmp (see limits.ts).
+ */
+import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import { chmod, copyFile, lstat, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** The unprivileged user and group the sandbox runs as, inside and (when we can) outside. */
+export const SANDBOX_UID = 65534;
+export const SANDBOX_GID = 65534;
+export const WORKSPACE = "/workspace";
+const AGENT_IN_SANDBOX = "/opt/metaharness/sandbox-agent.pl";
+const AGENT_SOURCE = new URL("../../agent/sandbox-agent.pl", import.meta.url);
+
+/** PATH, HOME and locale for everything the sandbox runs; nothing of the broker's own environment. */
+export const SANDBOX_ENV: readonly string[] = [
+  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  `HOME=${WORKSPACE}`,
+  "USER=sandbox",
+  "LOGNAME=sandbox",
+  "SHELL=/bin/bash",
+  "LANG=C.UTF-8",
+  "LC_ALL=C.UTF-8",
+  "TERM=dumb",
+  "TMPDIR=/tmp",
+];
+
+const ETC_FILES: Readonly<Record<string, string>> = {
+  passwd: `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:${WORKSPACE}:/bin/bash\n`,
+  group: `root:x:0:\nsandbox:x:${SANDBOX_GID}:\n`,
+  hosts: "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n",
+  "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+  hostname: "sandbox\n",
+};
+
+/** Host /etc entries a shell, git and TLS need, shown read-only when present. */
+const HOST_ETC = ["ld.so.cache", "alternatives", "localtime", "ssl", "ca-certificates", "mime.types"];
+
+/**
+ * A private directory holding what every sandbox binds read-only: our /etc files and a copy of
+ * the agent. Readable by the sandbox user (bwrap may run as that user and must reach the sources).
+ * One per broker process; those a crashed process of the same broker id left are removed.
+ */
+export class SandboxRuntimeDir {
+  private constructor(readonly path: string) {}
+
+  static async create(brokerId: string): Promise<SandboxRuntimeDir> {
+    const prefix = `mh-sandbox-broker-${brokerId}-`;
+    await removeLeftovers(prefix);
+    const path = await mkdtemp(join(tmpdir(), prefix));
+    await chmod(path, 0o755);
+    for (const [name, text] of Object.entries(ETC_FILES)) await writeFile(join(path, name), text, { mode: 0o644 });
+    await copyFile(AGENT_SOURCE, join(path, "sandbox-agent.pl"));
+    await chmod(join(path, "sandbox-agent.pl"), 0o644);
+    return new SandboxRuntimeDir(path);
+  }
+
+  async remove(): Promise<void> {
+    await rm(this.path, { recursive: true, force: true });
+  }
+}
+
+/** Our own directories named `prefix*` in the temp dir (never a link, never another user's). */
+async function removeLeftovers(prefix: string): Promise<void> {
+  const names = (await readdir(tmpdir())).filter((n) => n.startsWith(prefix));
+  for (const name of names) {
+    const path = join(tmpdir(), name);
+    const st = await lstat(path).catch(() => undefined);
+    if (st?.isDirectory() === true && st.uid === process.getuid?.()) await rm(path, { recursive: true, force: true });
+  }
+}
+
+export interface BwrapSpec {
+  readonly runtimeDir: string;
+  readonly workspaceBytes: number;
+  readonly tmpBytes: number;
+  /** What runs inside; the agent by default (a probe runs `true`). */
+  readonly command?: readonly string[];
+  /** bwrap >= 0.8: forbid nested user namespaces, the usual first step of a kernel exploit. */
+  readonly disableUserns?: boolean;
+}
+
+/** Arguments after `bwrap`: isolation, filesystem, then the agent as the sandbox's one program. */
+export function bwrapArgs(spec: BwrapSpec): string[] {
+  const args = [
+    "--unshare-all", // user, ipc, pid, net, uts, cgroup namespaces: no network, no host pids
+    "--die-with-parent",
+    "--new-session", // no TIOCSTI into the broker's terminal
+    "--clearenv",
+    "--uid",
+    String(SANDBOX_UID),
+    "--gid",
+    String(SANDBOX_GID),
+    "--cap-drop",
+    "ALL",
+    ...(spec.disableUserns === true ? ["--unshare-user", "--disable-userns"] : []),
+    "--hostname",
+    "sandbox",
+    "--ro-bind",
+    "/usr",
+    "/usr",
+    ...links(),
+    "--dir",
+    "/etc",
+  ];
+  for (const name of Object.keys(ETC_FILES)) args.push("--ro-bind", join(spec.runtimeDir, name), `/etc/${name}`);
+  for (const name of HOST_ETC) if (existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`);
+  args.push(
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--size",
+    String(spec.tmpBytes),
+    "--perms",
+    "1777",
+    "--tmpfs",
+    "/tmp",
+    "--size",
+    String(spec.workspaceBytes),
+    "--perms",
+    "0755",
+    "--tmpfs",
+    WORKSPACE,
+    "--ro-bind",
+    join(spec.runtimeDir, "sandbox-agent.pl"),
+    AGENT_IN_SANDBOX,
+    // Everything mounted so far stays as it is, but / itself (and so /etc) turns read-only:
+    // only /workspace and /tmp can be written.
+    "--remount-ro",
+    "/",
+    "--chdir",
+    WORKSPACE,
+  );
+  for (const kv of SANDBOX_ENV) {
+    const eq = kv.indexOf("=");
+    args.push("--setenv", kv.slice(0, eq), kv.slice(eq + 1));
+  }
+  args.push(...(spec.command ?? ["/usr/bin/perl", AGENT_IN_SANDBOX]));
+  return args;
+}
+
+/** /bin, /lib, /lib64 and /sbin as the host has them: merged-/usr links, or read-only binds. */
+function links(): string[] {
+  const out: string[] = [];
+  for (const dir of ["bin", "lib", "lib64", "sbin"]) {
+    const host = `/${dir}`;
+    if (!existsSync(host)) continue;
+    if (lstatSync(host).isSymbolicLink()) out.push("--symlink", readlinkSync(host), host);
+    else out.push("--ro-bind", host, host);
+  }
+  return out;
+}

@@ -1,0 +1,188 @@
+/**
+ * Starts sandbox processes: one spawn per sandbox of a tiny shell that joins the sandbox's
+ * cgroups (so not one process of it ever runs outside its limits), then execs prlimit (only for
+ * limits no cgroup enforces) and bwrap, which execs the agent. When the broker is root, the
+ * sandbox runs as an unprivileged host user (65534), not as root mapped to 65534: dropped by the
+ * spawn itself where the cgroups allow an unprivileged join (v1, with the group's cgroup.procs
+ * handed to that user), else by setpriv after the join (one exec more, ~2 ms). At start it
+ * probes what works on this machine and says so once, in a log line and in every sandbox's
+ * `limits`.
+ */
+import { spawn, spawnSync, type ChildProcessByStdio } from "node:child_process";
+import { existsSync } from "node:fs";
+import type { Readable, Writable } from "node:stream";
+import type { Logger } from "@metaharness/service-kit";
+import { MhError } from "@metaharness/errors";
+import type { Limits } from "../resources.js";
+import { SANDBOX_GID, SANDBOX_UID, SandboxRuntimeDir, bwrapArgs } from "./bwrap-args.js";
+import { detectCgroups, type CgroupLayout, type SandboxCgroup } from "./cgroups.js";
+
+// $1: how many cgroup.procs files follow; then the files; then the command to exec.
+const JOIN_AND_EXEC = `n=$1; shift
+while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done
+exec "$@"`;
+
+const SHELL = "/bin/sh";
+const SETPRIV = "/usr/bin/setpriv";
+const STDERR_KEEP = 4096;
+
+/** How the sandbox user is reached: by the spawn, by setpriv after the cgroup join, or not at all. */
+type Drop = "spawn" | "setpriv" | "none";
+
+export type SandboxChild = ChildProcessByStdio<Writable, Readable, Readable>;
+
+export interface Launched {
+  readonly child: SandboxChild;
+  readonly cgroup: SandboxCgroup | undefined;
+  /** The last bytes bwrap wrote on stderr (why it could not start, usually). */
+  stderr(): string;
+}
+
+export interface LauncherOptions {
+  readonly bwrapPath: string;
+  readonly cgroupMode: "auto" | "v1" | "v2" | "none";
+  readonly cgroupParent: string;
+  readonly brokerId: string;
+  readonly tmpBytes: number;
+  readonly logger: Logger;
+}
+
+export class Launcher {
+  private constructor(
+    private readonly opts: LauncherOptions,
+    private readonly runtime: SandboxRuntimeDir,
+    private readonly cgroups: CgroupLayout,
+    private readonly drop: Drop,
+    private readonly disableUserns: boolean,
+    /** How limits are enforced here, for logs and Describe. */
+    readonly limitsDescription: string,
+  ) {}
+
+  static async create(opts: LauncherOptions): Promise<Launcher> {
+    if (!existsSync(opts.bwrapPath)) {
+      throw new MhError("FAILED_PRECONDITION", `bubblewrap (${opts.bwrapPath}) is not installed: run infra/sandbox/up.sh`);
+    }
+    const runtime = await SandboxRuntimeDir.create(opts.brokerId);
+    try {
+      const cgroups = await detectCgroups({
+        mode: opts.cgroupMode,
+        parent: opts.cgroupParent,
+        brokerId: opts.brokerId,
+        logger: opts.logger,
+      });
+      const stale = await cgroups.removeStale();
+      if (stale > 0) opts.logger.info({ removed: stale }, "removed cgroups left by an earlier run");
+      const disableUserns = spawnSync(opts.bwrapPath, ["--help"], { encoding: "utf8" }).stdout.includes("--disable-userns");
+      if (!disableUserns) opts.logger.warn("this bwrap cannot forbid nested user namespaces (--disable-userns needs bwrap 0.8)");
+      const drop = chooseDrop(opts.bwrapPath, runtime.path, cgroups, disableUserns);
+      if (drop === "none" && process.getuid?.() === 0) {
+        opts.logger.warn("unprivileged user namespaces are unavailable: sandbox processes run as host root (mapped to uid 65534 inside)");
+      }
+      const fallback = rlimitControllers(cgroups);
+      if (fallback.length > 0) {
+        opts.logger.warn({ fallback }, "cgroups cannot enforce every sandbox limit here: using prlimit for the rest (per process, weaker)");
+      }
+      const description = [
+        cgroups.description === "none" ? "no cgroups" : cgroups.description,
+        ...(fallback.length > 0 ? [`prlimit fallback: ${fallback.join(", ")}`] : []),
+        drop === "none" ? `host uid ${process.getuid?.() ?? "?"}` : `host uid ${SANDBOX_UID}`,
+      ].join("; ");
+      return new Launcher(opts, runtime, cgroups, drop, disableUserns, description);
+    } catch (err) {
+      await runtime.remove();
+      throw err;
+    }
+  }
+
+  /** Spawns the sandbox `name`; the caller waits for the agent's hello. */
+  async launch(name: string, limits: Limits): Promise<Launched> {
+    const cgroup =
+      this.cgroups.enforced.size === 0
+        ? undefined
+        : await this.cgroups.create(name, {
+            // The tmpfs pages of /workspace and /tmp are charged to the group too.
+            memoryBytes: limits.memoryBytes + limits.diskBytes + this.opts.tmpBytes,
+            maxProcesses: limits.maxProcesses,
+            cpuMillis: limits.cpuMillis,
+            joinerUid: this.drop === "spawn" ? SANDBOX_UID : undefined,
+          });
+    const command = [
+      ...this.prlimitArgs(limits),
+      ...(this.drop === "setpriv" ? setprivArgs() : []),
+      this.opts.bwrapPath,
+      ...bwrapArgs({
+        runtimeDir: this.runtime.path,
+        workspaceBytes: limits.diskBytes,
+        tmpBytes: this.opts.tmpBytes,
+        disableUserns: this.disableUserns,
+      }),
+    ];
+    const procs = cgroup?.procsFiles ?? [];
+    let child: SandboxChild;
+    try {
+      child = spawn(SHELL, ["-c", JOIN_AND_EXEC, "sh", String(procs.length), ...procs, ...command], {
+        stdio: ["pipe", "pipe", "pipe"],
+        // bwrap's init (pid 1 in the sandbox) keeps the environment and cwd it was started with,
+        // readable in /proc/1: give it nothing of the broker's.
+        env: {},
+        cwd: "/",
+        ...(this.drop === "spawn" ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+      });
+    } catch (err) {
+      await cgroup?.destroy();
+      throw err;
+    }
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
+    });
+    return { child, cgroup, stderr: () => stderr.trim() };
+  }
+
+  /** After every sandbox has ended: removes the runtime directory and this broker's cgroup directories. */
+  async stop(): Promise<void> {
+    await this.cgroups.removeBase();
+    await this.runtime.remove();
+  }
+
+  private prlimitArgs(limits: Limits): string[] {
+    const missing = rlimitControllers(this.cgroups);
+    if (missing.length === 0) return [];
+    const args = ["/usr/bin/prlimit"];
+    // RLIMIT_DATA bounds each process's heap and private mappings (not the group's total).
+    if (missing.includes("memory")) args.push(`--data=${limits.memoryBytes}`);
+    // RLIMIT_NPROC counts every process of the host uid, i.e. of all sandboxes together, and
+    // does not bind root at all.
+    if (missing.includes("pids")) args.push(`--nproc=${limits.maxProcesses}`);
+    args.push("--");
+    return args;
+  }
+}
+
+function setprivArgs(): string[] {
+  return [SETPRIV, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_GID}`, "--clear-groups", "--"];
+}
+
+/** Controllers that only an rlimit can stand in for (cpu has none: it is then unlimited). */
+function rlimitControllers(cgroups: CgroupLayout): string[] {
+  return (["memory", "pids"] as const).filter((c) => !cgroups.enforced.has(c));
+}
+
+/** The cheapest way to the sandbox user that works here; "none" when not root or nothing works. */
+function chooseDrop(bwrapPath: string, runtimeDir: string, cgroups: CgroupLayout, disableUserns: boolean): Drop {
+  const args = bwrapArgs({ runtimeDir, workspaceBytes: 1 << 20, tmpBytes: 1 << 20, command: ["/usr/bin/true"], disableUserns });
+  const ok = (file: string, argv: string[], asSandboxUser: boolean): boolean =>
+    spawnSync(file, argv, {
+      stdio: "ignore",
+      timeout: 10_000,
+      ...(asSandboxUser ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+    }).status === 0;
+  if (process.getuid?.() === 0) {
+    if (cgroups.unprivilegedJoin && ok(bwrapPath, args, true)) return "spawn";
+    if (existsSync(SETPRIV) && ok(SETPRIV, [...setprivArgs().slice(1), bwrapPath, ...args], false)) return "setpriv";
+  }
+  if (!ok(bwrapPath, args, false)) {
+    throw new MhError("FAILED_PRECONDITION", `bubblewrap (${bwrapPath}) cannot start a sandbox here: run infra/sandbox/up.sh`);
+  }
+  return "none";
+}

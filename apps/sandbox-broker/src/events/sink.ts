@@ -1,0 +1,117 @@
+/**
+ * Where the broker reports what happens to sandboxes: sandbox.provisioned / released / lost in
+ * the owning session's log. Behind this small interface so the broker runs without a session log
+ * (NO_EVENTS) and tests can point it at a real one in-process. Reporting never blocks or fails a
+ * sandbox operation: events queue (bounded) and go out in order, with retries.
+ */
+import { MhError } from "@metaharness/errors";
+import { newEvent } from "@metaharness/events";
+import { SessionLogClient, SessionLogService, type Event } from "@metaharness/proto";
+import { createClient, promisify, type Logger } from "@metaharness/service-kit";
+
+export interface SandboxEventSink {
+  provisioned(sessionId: string, sandboxId: string, driver: string, durationMs: number): void;
+  released(sessionId: string, sandboxId: string, reason: string): void;
+  lost(sessionId: string, sandboxId: string, reason: string): void;
+  /** Sends what is queued (up to `timeoutMs`) and stops. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+export const NO_EVENTS: SandboxEventSink = {
+  provisioned: () => undefined,
+  released: () => undefined,
+  lost: () => undefined,
+  close: () => Promise.resolve(),
+};
+
+/** Queued events beyond this are dropped (and counted in one log line). */
+export const MAX_QUEUED_EVENTS = 10_000;
+const ATTEMPTS = 5;
+const BACKOFF_MS = [100, 300, 1000, 3000];
+
+/**
+ * Event ids are derived from the sandbox ("sbx_...:lost"), so a retried append is a duplicate
+ * the log recognises, never a second event.
+ */
+export class SessionLogSink implements SandboxEventSink {
+  private readonly queue: Array<{ sessionId: string; event: Event }> = [];
+  private readonly client;
+  private readonly raw: SessionLogClient;
+  private draining: Promise<void> | undefined;
+  private dropped = 0;
+  private closed = false;
+
+  constructor(
+    address: string,
+    private readonly logger: Logger,
+  ) {
+    this.raw = createClient(SessionLogClient, address);
+    this.client = promisify(this.raw, SessionLogService);
+  }
+
+  provisioned(sessionId: string, sandboxId: string, driver: string, durationMs: number): void {
+    const event = newEvent("sandbox.provisioned", { sandboxId, driver, durationMs }, { id: `${sandboxId}:provisioned`, sessionId });
+    this.enqueue(sessionId, event);
+  }
+
+  released(sessionId: string, sandboxId: string, reason: string): void {
+    this.enqueue(sessionId, newEvent("sandbox.released", { sandboxId, reason }, { id: `${sandboxId}:released`, sessionId }));
+  }
+
+  lost(sessionId: string, sandboxId: string, reason: string): void {
+    this.enqueue(sessionId, newEvent("sandbox.lost", { sandboxId, reason }, { id: `${sandboxId}:lost`, sessionId }));
+  }
+
+  async close(timeoutMs: number): Promise<void> {
+    this.closed = true;
+    const timer = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref());
+    await Promise.race([this.draining ?? Promise.resolve(), timer]);
+    if (this.queue.length > 0) this.logger.warn({ unsent: this.queue.length }, "sandbox events not sent before shutdown");
+    this.raw.close();
+  }
+
+  private enqueue(sessionId: string, event: Event): void {
+    if (sessionId === "") return; // a pooled sandbox that no session holds yet
+    if (this.queue.length >= MAX_QUEUED_EVENTS) {
+      if (this.dropped++ === 0) this.logger.warn({ limit: MAX_QUEUED_EVENTS }, "sandbox event queue full: dropping events");
+      return;
+    }
+    this.queue.push({ sessionId, event });
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.draining !== undefined) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      if (this.queue.length > 0) this.kick(); // queued between the last send and this callback
+    });
+  }
+
+  private async drain(): Promise<void> {
+    for (let item = this.queue.shift(); item !== undefined; item = this.queue.shift()) {
+      await this.send(item.sessionId, item.event);
+    }
+    if (this.dropped > 0) {
+      this.logger.warn({ dropped: this.dropped }, "sandbox events were dropped while the queue was full");
+      this.dropped = 0;
+    }
+  }
+
+  private async send(sessionId: string, event: Event): Promise<void> {
+    const log = this.logger.child({ session_id: sessionId, event_id: event.id, type: event.type });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.emitEvent({ sessionId, event, expectedSeq: undefined, leaseEpoch: undefined }, { deadlineMs: 5_000 });
+        return;
+      } catch (err) {
+        const e = MhError.from(err);
+        if (!e.retryable || attempt >= ATTEMPTS || this.closed) {
+          log.warn({ code: e.code, error: e.message, attempt }, "could not record a sandbox event in the session log");
+          return;
+        }
+        await new Promise((r) => setTimeout(r, BACKOFF_MS[attempt - 1] ?? 3000));
+      }
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The ConnectHand stream: a hand's first message registers it (kind, hand_id, tools), later ones
+ * carry results; the broker's messages are execute requests. When the stream ends, fails or is
+ * cancelled, the hand is gone and its sandboxes with it.
+ */
+import type { handleBidiStreamingCall } from "@grpc/grpc-js";
+import { MhError, invalidArgument } from "@metaharness/errors";
+import type { ConnectHandRequest, ConnectHandResponse, HandRegistration } from "@metaharness/proto";
+import { toStatusError, type Logger } from "@metaharness/service-kit";
+import { ConnectedHand, type HandRegistry } from "./registry.js";
+
+const NAME = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAX_TOOLS = 256;
+
+function checkRegistration(r: HandRegistration): void {
+  if (!NAME.test(r.kind)) throw invalidArgument("register.kind", "must be 1-128 of [A-Za-z0-9._:-]");
+  if (!NAME.test(r.handId)) throw invalidArgument("register.hand_id", "must be 1-128 of [A-Za-z0-9._:-]");
+  if (r.tools.length === 0) throw invalidArgument("register.tools", "a hand offers at least one tool");
+  if (r.tools.length > MAX_TOOLS) throw invalidArgument("register.tools", `at most ${MAX_TOOLS} tools`);
+  r.tools.forEach((t, i) => {
+    if (!NAME.test(t)) throw invalidArgument(`register.tools[${i}]`, "must be 1-128 of [A-Za-z0-9._:-]");
+  });
+}
+
+export function connectHandHandler(
+  registry: HandRegistry,
+  logger: Logger,
+): handleBidiStreamingCall<ConnectHandRequest, ConnectHandResponse> {
+  return (call) => {
+    let hand: ConnectedHand | undefined;
+    let over = false;
+    const finish = (reason: string): void => {
+      if (over) return;
+      over = true;
+      if (hand === undefined) return;
+      registry.remove(hand);
+      hand.close(reason);
+      logger.warn({ hand_id: hand.handId, kind: hand.kind, reason }, "hand disconnected");
+    };
+    const fail = (err: MhError): void => {
+      logger.warn({ code: err.code, error: err.message }, "ConnectHand refused");
+      finish(`hand ${hand?.handId ?? "?"} broke the protocol: ${err.message}`);
+      call.emit("error", toStatusError(err, undefined));
+    };
+
+    call.on("data", (req: ConnectHandRequest) => {
+      if (over) return;
+      const m = req.message;
+      try {
+        if (hand === undefined) {
+          if (m?.$case !== "register") throw invalidArgument("register", "the first message must register the hand");
+          checkRegistration(m.value);
+          const connected = new ConnectedHand(m.value, (msg) => call.write(msg), () => call.end());
+          registry.add(connected);
+          hand = connected;
+          logger.info({ hand_id: hand.handId, kind: hand.kind, tools: m.value.tools }, "hand connected");
+          return;
+        }
+        if (m?.$case === "result") {
+          if (!hand.deliver(m.value)) logger.debug({ hand_id: hand.handId, call_id: m.value.callId }, "late or unknown hand result dropped");
+          return;
+        }
+        throw invalidArgument("message", "after registering, a hand sends only results");
+      } catch (err) {
+        fail(MhError.from(err));
+      }
+    });
+    call.on("end", () => {
+      finish(`hand ${hand?.handId ?? "?"} (${hand?.kind ?? "?"}) disconnected`);
+      call.end();
+    });
+    call.on("cancelled", () => finish(`hand ${hand?.handId ?? "?"} (${hand?.kind ?? "?"}) disconnected`));
+    call.on("error", () => finish(`hand ${hand?.handId ?? "?"} (${hand?.kind ?? "?"}) lost its connection`));
+  };
+}

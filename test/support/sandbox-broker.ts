@@ -1,0 +1,201 @@
+/**
+ * Starts the real sandbox broker (real bubblewrap, real cgroups, a fresh database of the real
+ * Postgres) in-process on port 0, or as its own process for crash tests, and gives promise
+ * clients to it. Cleanup runs even when setup fails half-way.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { SandboxBrokerClient, SandboxBrokerService, type ExecuteResponse } from "@metaharness/proto";
+import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
+import {
+  loadConfig,
+  startSandboxBroker,
+  type SandboxBrokerConfig,
+  type SandboxBrokerHandle,
+  type StartOptions,
+} from "@metaharness/sandbox-broker";
+import { createTestDatabase, type TestDatabase } from "./postgres.js";
+
+export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
+
+export interface RunningBroker {
+  readonly handle: SandboxBrokerHandle;
+  readonly client: BrokerClient;
+  readonly address: string;
+  readonly config: SandboxBrokerConfig;
+}
+
+export interface TestBroker extends RunningBroker {
+  readonly db: TestDatabase;
+  readonly brokerId: string;
+  /** Another broker life on the same database and broker id (after a stop or a crash). */
+  start(env?: Record<string, string>, options?: StartOptions): Promise<RunningBroker>;
+  stop(): Promise<void>;
+}
+
+const MAIN_JS = fileURLToPath(new URL("../../apps/sandbox-broker/dist/main.js", import.meta.url));
+
+export async function startTestBroker(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestBroker> {
+  const db = await createTestDatabase("mh_sbx_test");
+  const brokerId = `test-${randomBytes(4).toString("hex")}`;
+  const stops: Array<() => Promise<void>> = [() => db.drop()];
+  const stop = async (): Promise<void> => {
+    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  const start = async (extra: Record<string, string> = {}, opts: StartOptions = options): Promise<RunningBroker> => {
+    const config = loadConfig(brokerEnv(db.url, brokerId, { ...env, ...extra }));
+    const handle = await startSandboxBroker(config, createLogger({ service: "sandbox-broker", level: config.logLevel }), opts);
+    const address = `127.0.0.1:${handle.port}`;
+    const raw = createClient(SandboxBrokerClient, address);
+    stops.push(async () => {
+      raw.close();
+      await handle.stop();
+    });
+    return { handle, client: promisify(raw, SandboxBrokerService), address, config };
+  };
+  try {
+    const first = await start();
+    return { ...first, db, brokerId, start, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+export function brokerEnv(databaseUrl: string, brokerId: string, env: Record<string, string>): Record<string, string> {
+  return {
+    MH_DATABASE_URL: databaseUrl,
+    MH_GRPC_PORT: "0",
+    MH_BROKER_ID: brokerId,
+    MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+    ...env,
+  };
+}
+
+export interface BrokerProcess {
+  readonly address: string;
+  readonly client: BrokerClient;
+  readonly child: ChildProcess;
+  /** SIGKILL, like a crash or the OOM killer; resolves once the process is gone. */
+  crash(): Promise<void>;
+}
+
+/** The broker as its own process (dist/main.js), for tests that kill it. */
+export async function spawnBrokerProcess(env: Record<string, string>): Promise<BrokerProcess> {
+  const child = spawn(process.execPath, [MAIN_JS], {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...env, MH_LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("the broker process did not start within 20 s")), 20_000);
+      child.once("exit", (code) => reject(new Error(`the broker process exited with ${code ?? "a signal"}`)));
+      createInterface({ input: child.stdout }).on("line", (line) => {
+        const entry = parse(line);
+        if (entry?.["msg"] === "sandbox-broker serving" && typeof entry["port"] === "number") {
+          clearTimeout(timer);
+          resolve(entry["port"]);
+        }
+      });
+    });
+    const address = `127.0.0.1:${port}`;
+    const raw = createClient(SandboxBrokerClient, address);
+    return {
+      address,
+      client: promisify(raw, SandboxBrokerService),
+      child,
+      crash: async () => {
+        raw.close();
+        child.kill("SIGKILL");
+        await exited;
+      },
+    };
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw err;
+  }
+}
+
+function parse(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Polls `probe` until it returns a value other than undefined (readiness, not sleeps). */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let calls = 0;
+/** A fresh call id ("toolu_" like the model's tool_use ids). */
+export function callId(): string {
+  calls++;
+  return `toolu_${randomBytes(6).toString("hex")}_${calls}`;
+}
+
+/** Execute a tool with a fresh call id. */
+export function run(
+  client: BrokerClient,
+  sandboxId: string,
+  name: string,
+  input: Record<string, unknown>,
+  extra: { callId?: string; timeoutMs?: number; sessionId?: string } = {},
+): Promise<ExecuteResponse> {
+  return client.execute(
+    {
+      sandboxId,
+      name,
+      input,
+      callId: extra.callId ?? callId(),
+      sessionId: extra.sessionId ?? "",
+      timeoutMs: extra.timeoutMs ?? 0,
+    },
+    { deadlineMs: 120_000 },
+  );
+}
+
+/** Provisions a bubblewrap sandbox for `sessionId` with `resources` (zeros: defaults). */
+export async function provision(
+  client: BrokerClient,
+  sessionId: string,
+  resources: Partial<NonNullable<Parameters<BrokerClient["provision"]>[0]["resources"]>> = {},
+): Promise<string> {
+  const res = await client.provision({
+    sessionId,
+    handKind: "",
+    resources: {
+      cpuMillis: 0,
+      memoryBytes: 0,
+      diskBytes: 0,
+      maxProcesses: 0,
+      lifetimeSeconds: 0,
+      idleTimeoutSeconds: 0,
+      network: undefined,
+      files: [],
+      repositories: [],
+      ...resources,
+    },
+  });
+  return res.sandbox!.sandboxId;
+}
+
+export async function rejection(p: Promise<unknown>): Promise<{ code: string; field?: string | undefined; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    return err as { code: string; field?: string; message: string };
+  }
+  throw new Error("expected the call to fail");
+}
