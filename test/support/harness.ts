@@ -8,11 +8,14 @@ import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harne
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type TestLog } from "./session-log.js";
+import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
 export interface Brain {
   readonly log: TestLog;
+  /** The real sandbox broker (bubblewrap), when asked for. */
+  readonly broker: TestBroker | undefined;
   readonly model: OfflineModel;
   readonly harnesses: HarnessHandle[];
   /** gRPC client of the first harness instance. */
@@ -24,7 +27,13 @@ export interface Brain {
   stop(): Promise<void>;
 }
 
-export async function startBrain(opts: { scenarios: Scenario[]; env?: Record<string, string>; logEnv?: Record<string, string> }): Promise<Brain> {
+export async function startBrain(opts: {
+  scenarios: Scenario[];
+  env?: Record<string, string>;
+  logEnv?: Record<string, string>;
+  /** Start a sandbox broker that reports to this log, and point the harness at it. */
+  broker?: boolean;
+}): Promise<Brain> {
   const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv });
   const stops: Array<() => Promise<void>> = [() => log.stop()];
   const stop = async (): Promise<void> => {
@@ -33,6 +42,11 @@ export async function startBrain(opts: { scenarios: Scenario[]; env?: Record<str
   try {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
+    let broker: TestBroker | undefined;
+    if (opts.broker === true) {
+      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}` });
+      stops.push(() => broker!.stop());
+    }
     const harnesses: HarnessHandle[] = [];
     const addHarness = async (env: Record<string, string> = {}): Promise<HarnessHandle> => {
       const config = loadConfig({
@@ -41,6 +55,7 @@ export async function startBrain(opts: { scenarios: Scenario[]; env?: Record<str
         MH_MODEL_BASE_URL: model.url,
         MH_MODEL: "claude-offline-test",
         MH_MODEL_RETRY_INITIAL_MS: "20",
+        ...(broker === undefined ? {} : { MH_SANDBOX_BROKER_ADDR: broker.address }),
         MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
         ...opts.env,
         ...env,
@@ -55,6 +70,7 @@ export async function startBrain(opts: { scenarios: Scenario[]; env?: Record<str
     stops.push(() => Promise.resolve(raw.close()));
     return {
       log,
+      broker,
       model,
       harnesses,
       rpc: promisify(raw, HarnessService),

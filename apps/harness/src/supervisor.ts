@@ -13,6 +13,7 @@ import { LeaseKeeper } from "./lease-keeper.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { SandboxPort } from "./tools/sandbox.js";
+import { RetryStatus, StopReasonType, idle, sessionError } from "./loop/turn-events.js";
 
 export interface SupervisorOptions {
   readonly instanceId?: string;
@@ -24,6 +25,10 @@ export interface SupervisorOptions {
   readonly logger: Logger;
 }
 
+/** After a loop fails (not a lost lease), wakes of that session wait this long, doubling. */
+const FAILURE_BACKOFF_MS = 1000;
+const MAX_FAILURE_BACKOFF_MS = 60_000;
+
 interface Active {
   readonly lease: LeaseKeeper;
   readonly done: Promise<void>;
@@ -32,6 +37,7 @@ interface Active {
 export class Supervisor {
   readonly instanceId: string;
   private readonly active = new Map<string, Active>();
+  private readonly failures = new Map<string, { count: number; until: number }>();
   private stopping = false;
 
   constructor(private readonly opts: SupervisorOptions) {
@@ -41,6 +47,10 @@ export class Supervisor {
   async wake(sessionId: string): Promise<{ outcome: WakeOutcome; holder: string }> {
     if (this.stopping) throw new MhError("UNAVAILABLE", `harness ${this.instanceId} is shutting down`);
     if (this.active.has(sessionId)) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
+    const failed = this.failures.get(sessionId);
+    if (failed !== undefined && Date.now() < failed.until) {
+      throw new MhError("UNAVAILABLE", `session ${sessionId} failed ${failed.count} time(s) here; retrying after ${new Date(failed.until).toISOString()}`);
+    }
     const logger = loggerFor(this.opts.logger, { sessionId });
     const got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
     if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
@@ -65,6 +75,28 @@ export class Supervisor {
     await Promise.allSettled(all.map((a) => a.done));
   }
 
+  /**
+   * A loop failed for a reason of its own (a bug, a log that refuses an event): end the turn in
+   * the log so the session is not left running, and back off before driving it again here, so a
+   * persistent failure is not retried in a hot loop.
+   */
+  private async fail(sessionId: string, lease: LeaseKeeper, err: MhError, logger: Logger): Promise<void> {
+    logger.error({ err }, "session loop failed; ending the turn");
+    const count = (this.failures.get(sessionId)?.count ?? 0) + 1;
+    const delay = Math.min(MAX_FAILURE_BACKOFF_MS, FAILURE_BACKOFF_MS * 2 ** (count - 1));
+    this.failures.set(sessionId, { count, until: Date.now() + delay });
+    const log = new LogPort(this.opts.log, sessionId);
+    await log
+      .emit(
+        [
+          sessionError("unknown_error", `the harness failed: ${err.message}`, RetryStatus.RETRY_STATUS_EXHAUSTED),
+          idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED),
+        ],
+        lease.epoch,
+      )
+      .catch((e: unknown) => logger.warn({ err: e }, "could not record the failure in the log"));
+  }
+
   private async drive(sessionId: string, lease: LeaseKeeper, logger: Logger): Promise<void> {
     try {
       const log = new LogPort(this.opts.log, sessionId);
@@ -75,10 +107,11 @@ export class Supervisor {
       const sandbox = this.opts.broker === undefined ? undefined : new SandboxPort(this.opts.broker, sessionId);
       logger.info({ epoch: lease.epoch, harness: name }, "driving session");
       await loop.run({ session, log, leaseEpoch: lease.epoch, model: this.opts.model, sandbox, logger, signal: lease.signal });
+      this.failures.delete(sessionId);
     } catch (err) {
       const e = MhError.from(err);
       if (lease.signal.aborted || e.code === "ABORTED") logger.info({ err: e.message }, "stopped: the lease is gone");
-      else logger.error({ err: e }, "session loop failed");
+      else await this.fail(sessionId, lease, e, logger);
     } finally {
       this.active.delete(sessionId);
       await lease.release();

@@ -12,7 +12,8 @@ import {
 } from "@metaharness/proto";
 import type { ToolRoute } from "../tools/catalog.js";
 
-export const text = (t: string): ContentBlock[] => [{ block: { $case: "text", value: { text: t } } }];
+/** A text content list; empty output is no block at all (the log refuses empty text blocks). */
+export const text = (t: string): ContentBlock[] => (t === "" ? [] : [{ block: { $case: "text", value: { text: t } } }]);
 
 export function idle(type: StopReasonType, eventIds: string[] = []): Event {
   return newEvent("session.status_idle", { stopReason: { type, eventIds } });

@@ -1,0 +1,75 @@
+/**
+ * The harness's hands through the real sandbox broker (bubblewrap): the sandbox is provisioned
+ * lazily, at the first sandbox tool call, after the first model call; a sandbox killed mid-session
+ * is a tool error the model sees, and the next call gets a fresh sandbox.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineScenario } from "@metaharness/offline-model";
+import { StopReasonType, type Event } from "@metaharness/proto";
+import { idleReason, startBrain, type Brain } from "../../support/harness.js";
+import { textOf, userMessage } from "../../support/events.js";
+
+const bash = (command: string) => ({ toolUses: [{ name: "bash", input: { command } }] });
+
+const scenarios = [
+  defineScenario("files", [
+    bash("echo 42 > answer.txt"),
+    bash("cat answer.txt"),
+    (ctx) => ({ text: `answer is ${ctx.lastToolResult?.content.trim() ?? "?"}` }),
+  ]),
+  defineScenario("lost", [
+    bash("echo alive"),
+    // Slow to answer: the test kills the sandbox meanwhile.
+    { ...bash("echo second"), ttftMs: 1500 },
+    (ctx) => (ctx.lastToolResult?.isError === true ? bash("echo recovered") : { text: "no error?" }),
+    (ctx) => ({ text: `done: ${ctx.lastToolResult?.content.trim() ?? "?"}` }),
+  ]),
+];
+
+let brain: Brain;
+beforeAll(async () => {
+  brain = await startBrain({ scenarios, broker: true });
+});
+afterAll(async () => {
+  await brain?.stop();
+});
+
+const ended = (e: Event[]): boolean => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN;
+const seqOf = (events: Event[], type: string): number => events.find((e) => e.type === type)?.seq ?? -1;
+
+async function run(text: string): Promise<string> {
+  const sessionId = await brain.createSession();
+  await brain.log.client.emitEvent({ sessionId, event: userMessage(text) });
+  await brain.rpc.wake({ sessionId });
+  return sessionId;
+}
+
+describe("sandbox tools", () => {
+  it("provision lazily after the first model call and run in one sandbox", async () => {
+    const sessionId = await run("[scenario:files] write and read");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(seqOf(events, "span.model_request_start")).toBeLessThan(seqOf(events, "sandbox.provisioned"));
+    expect(seqOf(events, "sandbox.provisioned")).toBeLessThan(seqOf(events, "agent.tool_result"));
+    expect(events.filter((e) => e.type === "sandbox.provisioned")).toHaveLength(1);
+    expect(textOf(events.filter((e) => e.type === "agent.message").pop())).toBe("answer is 42");
+  });
+
+  it("report a killed sandbox to the model as a tool error, then use a fresh one", async () => {
+    const sessionId = await run("[scenario:lost] survive");
+    const first = await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "agent.tool_result"));
+    const provisioned = first.find((e) => e.payload?.$case === "sandboxProvisioned")!;
+    const sandboxId = provisioned.payload?.$case === "sandboxProvisioned" ? provisioned.payload.value.sandboxId : "";
+    const pid = brain.broker!.handle.pidOf(sandboxId);
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid!, "SIGKILL");
+
+    const events = await brain.waitFor(sessionId, ended, 30_000);
+    const results = events.filter((e) => e.type === "agent.tool_result");
+    const lost = results[1]!.payload;
+    expect(lost?.$case === "agentToolResult" && lost.value.isError).toBe(true);
+    expect(textOf(results[1]) || JSON.stringify(lost)).toMatch(/lost/);
+    expect(events.some((e) => e.type === "sandbox.lost")).toBe(true);
+    expect(events.filter((e) => e.type === "sandbox.provisioned")).toHaveLength(2);
+    expect(textOf(events.filter((e) => e.type === "agent.message").pop())).toBe("done: recovered");
+  });
+});
