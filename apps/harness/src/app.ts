@@ -58,6 +58,7 @@ export async function startHarness(
       model,
       loops: options.loops ?? LOOPS,
       leaseTtlMs: config.leaseTtlMs,
+      eagerSandbox: config.eagerSandbox,
       logger,
     });
     cleanups.push(() => supervisor.stop());

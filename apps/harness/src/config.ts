@@ -18,6 +18,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       modelMaxAttempts: env.int("MH_MODEL_MAX_ATTEMPTS", { default: 5, min: 1, max: 20 }),
       modelRetryInitialMs: env.int("MH_MODEL_RETRY_INITIAL_MS", { default: 500, min: 1, max: 60_000 }),
       leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 1000, min: 1000, max: 600_000 }),
+      // Only to measure the coupled design against ours: provision a sandbox before the first model call.
+      eagerSandbox: env.bool("MH_EAGER_SANDBOX", { default: false }),
       sweepMs: env.int("MH_SWEEP_MS", { default: 250, min: 50, max: 600_000 }),
       kafkaWake: env.bool("MH_KAFKA_WAKE", { default: false }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),

@@ -22,6 +22,8 @@ export interface SupervisorOptions {
   readonly model: ModelClient;
   readonly loops: ReadonlyMap<string, HarnessLoop>;
   readonly leaseTtlMs: number;
+  /** The coupled baseline for benchmarks: provision the sandbox before the first model call. */
+  readonly eagerSandbox?: boolean;
   readonly logger: Logger;
 }
 
@@ -106,6 +108,7 @@ export class Supervisor {
       if (loop === undefined) throw new MhError("FAILED_PRECONDITION", `unknown harness "${name}"`);
       const sandbox = this.opts.broker === undefined ? undefined : new SandboxPort(this.opts.broker, sessionId);
       logger.info({ epoch: lease.epoch, harness: name }, "driving session");
+      if (this.opts.eagerSandbox === true) await sandbox?.warm();
       await loop.run({ session, log, leaseEpoch: lease.epoch, model: this.opts.model, sandbox, logger, signal: lease.signal });
       this.failures.delete(sessionId);
     } catch (err) {

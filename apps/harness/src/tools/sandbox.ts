@@ -43,6 +43,14 @@ export class SandboxPort {
     return sandbox.sandboxId;
   }
 
+  /**
+   * Provisions the default sandbox now. Only the coupled baseline does this (MH_EAGER_SANDBOX, for
+   * benchmarks): it makes the first model call wait for a container, as the old design did.
+   */
+  async warm(): Promise<void> {
+    await this.resolveDefault();
+  }
+
   /** The session's default sandbox: its oldest ready one, or a new one. */
   private async resolveDefault(): Promise<string> {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;
