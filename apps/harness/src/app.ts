@@ -70,7 +70,7 @@ export async function startHarness(
     if (config.kafkaWake) {
       const bus = options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: supervisor.instanceId, logger });
       if (options.bus === undefined) cleanups.push(() => bus.close());
-      const consumer: BusConsumer = await wakeFromKafka(bus, { topic: config.topic, groupId: config.consumerGroup }, supervisor, logger);
+      const consumer: BusConsumer = await wakeFromKafka(bus, { topic: config.topic, partitions: config.topicPartitions, groupId: config.consumerGroup }, supervisor, logger);
       cleanups.push(() => consumer.close());
     }
 

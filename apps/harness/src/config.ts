@@ -24,6 +24,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       kafkaWake: env.bool("MH_KAFKA_WAKE", { default: false }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
       topic: env.string("MH_KAFKA_TOPIC", { default: "metaharness.session-events" }),
+      // Used only if the topic does not exist yet; the session log creates it the same way.
+      topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),
       consumerGroup: env.string("MH_KAFKA_GROUP", { default: "metaharness-harness" }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),

@@ -41,6 +41,8 @@ export class Supervisor {
   private readonly active = new Map<string, Active>();
   private readonly failures = new Map<string, { count: number; until: number }>();
   private stopping = false;
+  /** Sessions this instance started driving since it started (a metric; tests read it). */
+  started = 0;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.instanceId = opts.instanceId ?? `harness-${randomBytes(4).toString("hex")}-${process.pid}`;
@@ -60,6 +62,7 @@ export class Supervisor {
       // Two wakes raced in this instance; the first one drives.
       return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
     }
+    this.started += 1;
     const done = this.drive(sessionId, got, logger);
     this.active.set(sessionId, { lease: got, done });
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };

@@ -9,10 +9,12 @@ import type { Supervisor } from "../supervisor.js";
 
 export async function wakeFromKafka(
   bus: EventBus,
-  opts: { topic: string; groupId: string },
+  opts: { topic: string; partitions: number; groupId: string },
   supervisor: Supervisor,
   logger: Logger,
 ): Promise<BusConsumer> {
+  // The harness may start before the log has published anything.
+  await bus.ensureTopics([{ topic: opts.topic, partitions: opts.partitions }]);
   return bus.subscribe({
     groupId: opts.groupId,
     topics: [opts.topic],

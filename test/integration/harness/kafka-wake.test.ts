@@ -1,0 +1,65 @@
+/**
+ * "Many brains" by starting more processes: harness instances consume the session-events topic as
+ * one consumer group, and a user.message published by the log's outbox wakes its session on
+ * whichever instance owns the session's partition. No Wake call and no sweeping here: Kafka only.
+ * Also: consecutive turns of a session read the previous request's prefix from the prompt cache.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { defineScenario } from "@metaharness/offline-model";
+import { StopReasonType, type Event } from "@metaharness/proto";
+import { idleReason, startBrain, type Brain } from "../../support/harness.js";
+import { KAFKA_BROKERS } from "../../support/session-log.js";
+import { userMessage } from "../../support/events.js";
+
+let brain: Brain;
+const group = `mh-test-harness-${randomBytes(4).toString("hex")}`;
+
+beforeAll(async () => {
+  const kafkaEnv = { MH_KAFKA_WAKE: "true", MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_GROUP: group, MH_SWEEP_MS: "600000" };
+  brain = await startBrain({
+    scenarios: [defineScenario("hi", [{ text: "hello from a brain" }], { onExhausted: "repeat-last" })],
+    logEnv: { MH_RELAY_ENABLED: "true", MH_RELAY_POLL_MS: "100", MH_KAFKA_TOPIC_PARTITIONS: "6" },
+    // The brain's own instance neither sweeps nor consumes: only the two below drive sessions.
+    env: { MH_SWEEP_MS: "600000" },
+  });
+  await brain.addHarness({ ...kafkaEnv, MH_KAFKA_TOPIC: brain.log.topic });
+  await brain.addHarness({ ...kafkaEnv, MH_KAFKA_TOPIC: brain.log.topic });
+});
+afterAll(async () => {
+  await brain?.stop();
+});
+
+const ended = (e: Event[]): boolean => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN;
+
+describe("wakes from Kafka", () => {
+  it("drive every session, spread over the instances of the group", async () => {
+    const sessions: string[] = [];
+    for (let i = 0; i < 12; i++) sessions.push(await brain.createSession());
+    await Promise.all(sessions.map((sessionId) => brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] hi") })));
+    for (const sessionId of sessions) {
+      const events = await brain.waitFor(sessionId, ended, 60_000);
+      expect(events.filter((e) => e.type === "agent.message")).toHaveLength(1);
+    }
+    const [idle, a, b] = brain.harnesses.map((h) => h.supervisor.started);
+    expect(idle).toBe(0);
+    expect(a! + b!).toBe(sessions.length);
+    // 12 sessions over 6 partitions shared by 2 consumers: both take part.
+    expect(a).toBeGreaterThan(0);
+    expect(b).toBeGreaterThan(0);
+  });
+});
+
+describe("prompt cache", () => {
+  it("consecutive turns read the previous prefix from the cache", async () => {
+    const sessionId = await brain.createSession({ system: "You are a careful assistant. ".repeat(200) });
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] first") });
+    await brain.waitFor(sessionId, ended, 30_000);
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("second") });
+    const events = await brain.waitFor(sessionId, (e) => e.filter((x) => x.type === "agent.message").length === 2, 30_000);
+    const usage = events.flatMap((e) => (e.payload?.$case === "spanModelRequestEnd" ? [e.payload.value.modelUsage!] : []));
+    expect(usage).toHaveLength(2);
+    expect(usage[0]!.cacheCreationInputTokens).toBeGreaterThan(0);
+    expect(usage[1]!.cacheReadInputTokens).toBeGreaterThan(usage[0]!.cacheReadInputTokens);
+  });
+});
