@@ -7,13 +7,14 @@
  */
 import { appendBench } from "./append.js";
 import { drainBench } from "./drain.js";
+import { harnessBench } from "./harness.js";
 import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
 import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 
-const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench, drainBench, sandboxProvisionBench];
+const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench, drainBench, sandboxProvisionBench, harnessBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -14,7 +14,7 @@ export function agentMessage(text: string, id?: string): Event {
 
 export function textOf(event: Event | undefined): string {
   const p = event?.payload;
-  if (p?.$case === "userMessage" || p?.$case === "agentMessage") {
+  if (p?.$case === "userMessage" || p?.$case === "agentMessage" || p?.$case === "agentToolResult") {
     const b = p.value.content[0]?.block;
     if (b?.$case === "text") return b.value.text;
   }

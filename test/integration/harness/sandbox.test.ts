@@ -4,6 +4,7 @@
  * is a tool error the model sees, and the next call gets a fresh sandbox.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
@@ -17,6 +18,7 @@ const scenarios = [
     bash("cat answer.txt"),
     (ctx) => ({ text: `answer is ${ctx.lastToolResult?.content.trim() ?? "?"}` }),
   ]),
+  defineScenario("stuck", [bash("sleep 30; echo woke")]),
   defineScenario("lost", [
     bash("echo alive"),
     // Slow to answer: the test kills the sandbox meanwhile.
@@ -71,5 +73,18 @@ describe("sandbox tools", () => {
     expect(events.some((e) => e.type === "sandbox.lost")).toBe(true);
     expect(events.filter((e) => e.type === "sandbox.provisioned")).toHaveLength(2);
     expect(textOf(events.filter((e) => e.type === "agent.message").pop())).toBe("done: recovered");
+  });
+
+  it("are cancelled by user.interrupt while they run: the session goes idle at once", async () => {
+    const sessionId = await run("[scenario:stuck] wait");
+    await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "agent.tool_use"));
+    await new Promise((r) => setTimeout(r, 300));
+    const sent = Date.now();
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("user.interrupt", {}) });
+    const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_INTERRUPTED, 10_000);
+    expect(Date.now() - sent).toBeLessThan(2000);
+    const result = events.find((e) => e.type === "agent.tool_result");
+    expect(result?.payload?.$case === "agentToolResult" && result.payload.value.isError).toBe(true);
+    expect(textOf(result)).toMatch(/interrupted/);
   });
 });

@@ -1,0 +1,200 @@
+/**
+ * The external-process harness against real services: sessions whose brain is another program,
+ * driven over line-delimited JSON, while the harness keeps the log and the lease. The example echo
+ * agent completes turns (and a tool round trip); agents that crash, print garbage or go silent end
+ * the turn with session.error and idle, never a hung session, and their processes are killed, as
+ * they are on an interrupt or when the harness lets the session go.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import { StopReasonType, type Event, type SessionMetadata } from "@metaharness/proto";
+import { idleReason, startBrain, types, type Brain } from "../../support/harness.js";
+import { textOf, userMessage } from "../../support/events.js";
+
+const ECHO_AGENT = fileURLToPath(new URL("./examples/echo-agent.js", import.meta.resolve("@metaharness/harness")));
+const dir = mkdtempSync(join(tmpdir(), "mh-external-"));
+
+/** Small misbehaving agents; each records its pid so the test can see it was killed. */
+const AGENTS: Record<string, string> = {
+  crash: `process.stdin.once("data", () => { process.stderr.write("boom: out of cheese\\n"); process.exit(3); });`,
+  garbage: `process.stdin.once("data", () => process.stdout.write("this is not json\\n")); setInterval(() => {}, 1000);`,
+  silent: `process.stdin.resume(); setInterval(() => {}, 1000);`,
+  env: `require("readline").createInterface({ input: process.stdin }).on("line", (l) => {
+    if (JSON.parse(l).type !== "events") return;
+    const text = Object.keys(process.env).sort().join(",");
+    process.stdout.write(JSON.stringify({ type: "emit", event: { type: "agent.message", content: [{ type: "text", text }] } }) + "\\n");
+    process.stdout.write(JSON.stringify({ type: "idle" }) + "\\n");
+  });`,
+};
+
+const pidFile = (name: string): string => join(dir, `${name}.pid`);
+const commands: Record<string, string[]> = { default: [process.execPath, ECHO_AGENT] };
+for (const [name, body] of Object.entries(AGENTS)) {
+  const file = join(dir, `${name}.cjs`);
+  writeFileSync(file, `require("fs").writeFileSync(${JSON.stringify(pidFile(name))}, String(process.pid));\n${body}\n`);
+  commands[name] = [process.execPath, file];
+}
+
+let brain: Brain;
+beforeAll(async () => {
+  process.env["MH_EXTERNAL_AGENTS"] = JSON.stringify(commands);
+  process.env["MH_EXTERNAL_TURN_TIMEOUT_MS"] = "1500";
+  process.env["ANTHROPIC_API_KEY"] = "sk-ant-must-not-leak";
+  brain = await startBrain({ scenarios: [] });
+});
+afterAll(async () => {
+  await brain?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function createSession(agent?: string): Promise<string> {
+  const metadata: SessionMetadata = {
+    agentId: "agent_test",
+    agentVersion: 1,
+    tenant: "",
+    labels: agent === undefined ? {} : { "mh.external.agent": agent },
+    harness: "external-process",
+    environmentId: "",
+    vaultIds: [],
+    title: "",
+    agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0 },
+  };
+  const { session } = await brain.log.client.createSession({ sessionId: "", metadata });
+  return session!.sessionId;
+}
+
+async function say(sessionId: string, text: string): Promise<void> {
+  await brain.log.client.emitEvent({ sessionId, event: userMessage(text) });
+  await brain.rpc.wake({ sessionId });
+}
+
+const ended = (events: Event[]): boolean => events[events.length - 1]?.type === "session.status_idle";
+const replies = (events: Event[]): string[] => events.filter((e) => e.type === "agent.message").map(textOf);
+
+function errorOf(events: Event[]): { type: string; message: string } | undefined {
+  const e = events.find((x) => x.payload?.$case === "sessionError");
+  return e?.payload?.$case === "sessionError" ? e.payload.value.error : undefined;
+}
+
+const pidOf = (name: string): number => Number(readFileSync(pidFile(name), "utf8"));
+
+/** Whether a process is still alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("the external-process harness", () => {
+  it("runs turns with the example agent, recorded in the log like a model's", async () => {
+    const sessionId = await createSession();
+    await say(sessionId, "hello there");
+    const first = await brain.waitFor(sessionId, ended);
+    expect(types(first)).toEqual([
+      "user.message",
+      "session.status_running",
+      "span.model_request_start",
+      "agent.message",
+      "span.model_request_end",
+      "session.status_idle",
+    ]);
+    expect(replies(first)).toEqual(["echo: hello there"]);
+    expect(idleReason(first)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+    const span = first.find((e) => e.payload?.$case === "spanModelRequestEnd")?.payload;
+    expect(span?.$case === "spanModelRequestEnd" && span.value.modelUsage?.outputTokens).toBeGreaterThan(0);
+
+    // A second turn: a fresh process is sent the whole history and answers only what is new.
+    await say(sessionId, "and again");
+    const second = await brain.waitFor(sessionId, (e) => ended(e) && replies(e).length === 2);
+    expect(replies(second)).toEqual(["echo: hello there", "echo: and again"]);
+  });
+
+  it("routes the agent's tool calls through the harness, recorded as tool_use and tool_result", async () => {
+    const sessionId = await createSession();
+    await say(sessionId, "!bash echo hi");
+    const events = await brain.waitFor(sessionId, ended);
+    const use = events.find((e) => e.type === "agent.tool_use");
+    expect(use?.payload?.$case === "agentToolUse" && use.payload.value).toMatchObject({ name: "bash", input: { command: "echo hi" } });
+    const result = events.find((e) => e.type === "agent.tool_result");
+    expect(result?.payload?.$case === "agentToolResult" && result.payload.value.toolUseId).toBe(use?.id);
+    // No sandbox broker here: the agent gets the error as its tool result and reports it.
+    expect(replies(events)).toEqual(["echo: !bash echo hi -> error: no sandbox broker is configured for this harness"]);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+  });
+
+  it("starts the agent without the harness's environment (no credentials)", async () => {
+    const sessionId = await createSession("env");
+    await say(sessionId, "what do you see?");
+    const [seen = ""] = replies(await brain.waitFor(sessionId, ended));
+    expect(seen.split(",")).toContain("MH_SESSION_ID");
+    expect(seen).not.toContain("ANTHROPIC_API_KEY");
+    expect(seen).not.toContain("MH_EXTERNAL_AGENTS");
+  });
+
+  it("ends the turn with session.error and idle when the agent crashes", async () => {
+    const sessionId = await createSession("crash");
+    await say(sessionId, "hi");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(errorOf(events)?.type).toBe("external_agent_exited");
+    expect(errorOf(events)?.message).toMatch(/code 3.*boom: out of cheese/);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
+    expect(types(events).slice(-3)).toEqual(["span.model_request_end", "session.error", "session.status_idle"]);
+  });
+
+  it("ends the turn with session.error and idle on a line that is not JSON, and kills the agent", async () => {
+    const sessionId = await createSession("garbage");
+    await say(sessionId, "hi");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(errorOf(events)).toMatchObject({ type: "external_agent_protocol", message: expect.stringContaining("not a JSON line") as string });
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
+    await until(() => !alive(pidOf("garbage")));
+  });
+
+  it("ends the turn when the agent stays silent past the turn timeout", async () => {
+    const sessionId = await createSession("silent");
+    await say(sessionId, "anyone there?");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(errorOf(events)?.type).toBe("external_agent_timeout");
+    await until(() => !alive(pidOf("silent")));
+  });
+
+  it("kills the agent on user.interrupt and goes idle as interrupted", async () => {
+    const sessionId = await createSession("silent");
+    rmSync(pidFile("silent"), { force: true });
+    await say(sessionId, "wait for it");
+    await until(() => existsSync(pidFile("silent")));
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("user.interrupt", {}) });
+    const events = await brain.waitFor(sessionId, ended);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_INTERRUPTED);
+    expect(events.some((e) => e.type === "session.error")).toBe(false);
+    await until(() => !alive(pidOf("silent")));
+  });
+
+  it("kills the agent when the harness lets the session go", async () => {
+    const other = await brain.addHarness();
+    const sessionId = await createSession("silent");
+    rmSync(pidFile("silent"), { force: true });
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("hold on") });
+    await other.supervisor.wake(sessionId);
+    await until(() => existsSync(pidFile("silent")));
+    const pid = pidOf("silent");
+    expect(alive(pid)).toBe(true);
+    await other.stop();
+    expect(alive(pid)).toBe(false);
+  });
+});
