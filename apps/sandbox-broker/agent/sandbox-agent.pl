@@ -252,6 +252,11 @@ sub handle_frame {
     if    ($type eq 'R') { start_run($id, $body) }
     elsif ($type eq 'G') { get_file($id, $body) }
     elsif ($type eq 'P') { put_file($id, $body) }
+    elsif ($type eq 'K') {
+        # Cancel run request `target`: its deadline passes now, so the job loop kills its group.
+        my $job = $jobs{ unpack('N', $body) };
+        $job->{deadline} = 0 if $job;
+    }
     else { send_frame(pack('a N C l> C Q> N/a* N/a* N/a*', 'D', $id, 2, -1, 0, 0, '', '', "unknown request '$type'")) }
 }
 

@@ -10,6 +10,8 @@ export interface RuntimeCall {
   readonly name: string;
   readonly input: Input;
   readonly timeoutMs: number;
+  /** Aborted when the caller cancels (an interrupted turn): the call's processes are killed. */
+  readonly signal?: AbortSignal;
 }
 
 export interface SandboxRuntime {

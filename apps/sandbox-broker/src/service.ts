@@ -16,7 +16,7 @@ const NAME = "metaharness.v1.SandboxBroker";
 export function sandboxBrokerService(ctx: BrokerContext, logger: Logger): UntypedServiceImplementation {
   const impl: SandboxBrokerServer = {
     provision: unary(`${NAME}/Provision`, logger, (req) => provision(ctx, req)),
-    execute: unary(`${NAME}/Execute`, logger, (req) => execute(ctx, req)),
+    execute: unary(`${NAME}/Execute`, logger, (req, call) => execute(ctx, req, call.signal)),
     release: unary(`${NAME}/Release`, logger, (req) => release(ctx, req)),
     listSandboxes: unary(`${NAME}/ListSandboxes`, logger, (req) => list(ctx, req)),
     describeSandbox: unary(`${NAME}/DescribeSandbox`, logger, (req) => describe(ctx, req)),

@@ -23,7 +23,7 @@ interface Target {
   readonly holder: string;
 }
 
-export async function execute(ctx: BrokerContext, req: ExecuteRequest): Promise<ExecuteResponse> {
+export async function execute(ctx: BrokerContext, req: ExecuteRequest, signal?: AbortSignal): Promise<ExecuteResponse> {
   const sandboxId = requireField(req.sandboxId, "sandbox_id");
   const name = requireField(req.name, "name");
   const callId = requireField(req.callId, "call_id");
@@ -42,7 +42,7 @@ export async function execute(ctx: BrokerContext, req: ExecuteRequest): Promise<
   const first = ctx.inflight.get(inflightKey);
   if (first !== undefined) return response(await first, true);
 
-  const attempt = runOnce(ctx, key, target, { name, input: req.input ?? {}, timeoutMs });
+  const attempt = runOnce(ctx, key, target, { name, input: req.input ?? {}, timeoutMs, ...(signal === undefined ? {} : { signal }) });
   const outcome = attempt.then((r) => r.outcome);
   outcome.catch(() => undefined); // awaited below; repeats awaiting it handle their own rejection
   ctx.inflight.set(inflightKey, outcome);
@@ -84,6 +84,8 @@ interface Call {
   readonly name: string;
   readonly input: Input;
   readonly timeoutMs: number;
+  /** The first caller's cancellation ends the run (a repeat then gets that outcome). */
+  readonly signal?: AbortSignal;
 }
 
 async function runOnce(

@@ -101,7 +101,7 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
   }
 
   execute(call: RuntimeCall): Promise<ToolOutcome> {
-    const { name, input, timeoutMs } = call;
+    const { name, input, timeoutMs, signal } = call;
     return this.semaphore.run(() =>
       runTool(name, input, {
         ops: this,
@@ -110,6 +110,7 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
         outputCapBytes: this.opts.outputCapBytes,
         maxFileBytes: this.opts.maxFileBytes,
         memoryBytes: this.opts.limits.memoryBytes,
+        ...(signal === undefined ? {} : { signal }),
       }),
     );
   }
@@ -124,9 +125,9 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
     });
   }
 
-  async run(req: RunRequest): Promise<RunOutcome> {
+  async run(req: RunRequest, signal?: AbortSignal): Promise<RunOutcome> {
     const before = await this.oomKills();
-    const result = await this.channel.run(req);
+    const result = await this.channel.run(req, signal);
     const after = await this.oomKills();
     this.oomSeen = Math.max(this.oomSeen, after);
     return { ...result, oomKilled: after > before };

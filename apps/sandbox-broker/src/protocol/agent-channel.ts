@@ -66,8 +66,26 @@ export class AgentChannel {
     opts.stdout.on("error", () => undefined);
   }
 
-  run(body: RunRequest): Promise<RunResult> {
-    return this.request("done", { type: "run", body }, body.timeoutMs + body.graceMs + BACKSTOP_MS);
+  /** Runs a process; aborting `signal` kills its process group (the reply still arrives). */
+  run(body: RunRequest, signal?: AbortSignal): Promise<RunResult> {
+    const id = this.nextId;
+    const reply = this.request("done", { type: "run", body }, body.timeoutMs + body.graceMs + BACKSTOP_MS);
+    if (signal !== undefined) {
+      const cancel = (): void => {
+        if (this.gone === undefined && this.pending.has(id)) {
+          this.opts.stdin.write(encodeRequest(0, { type: "cancel", body: { target: id } }));
+        }
+      };
+      if (signal.aborted) cancel();
+      else {
+        signal.addEventListener("abort", cancel, { once: true });
+        reply.then(
+          () => signal.removeEventListener("abort", cancel),
+          () => signal.removeEventListener("abort", cancel),
+        );
+      }
+    }
+    return reply;
   }
 
   get(body: GetRequest): Promise<FileResult> {

@@ -36,7 +36,9 @@ export interface PutRequest {
 export type AgentRequest =
   | { readonly type: "run"; readonly body: RunRequest }
   | { readonly type: "get"; readonly body: GetRequest }
-  | { readonly type: "put"; readonly body: PutRequest };
+  | { readonly type: "put"; readonly body: PutRequest }
+  /** Kill the process group of run request `target` (its reply still comes, as a timeout). */
+  | { readonly type: "cancel"; readonly body: { readonly target: number } };
 
 export interface RunResult {
   readonly kind: "exited" | "signaled" | "not_started";
@@ -124,6 +126,8 @@ export function encodeRequest(id: number, req: AgentRequest): Buffer {
       const r = req.body;
       return new Writer().u8(0x50).u32(id).bytes(r.path).u32(r.mode).bytes(r.content).frame();
     }
+    case "cancel":
+      return new Writer().u8(0x4b).u32(id).u32(req.body.target).frame(); // K
   }
 }
 

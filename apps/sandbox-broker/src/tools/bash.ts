@@ -51,10 +51,10 @@ async function run(ctx: ToolContext, command: string, timeoutMs: number, restart
     cwd: WORKSPACE,
     argv: ["/bin/bash", "--noprofile", "--norc", "-c", WRAPPER, "bash", command],
     env: restart ? [...SANDBOX_ENV, "MH_RESTART=1"] : SANDBOX_ENV,
-  });
+  }, ctx.signal);
   const { text, truncated } = outputText(result, ctx.outputCapBytes);
   const exitCode = exitCodeOf(result);
-  const note = endingNote(result, timeoutMs, ctx.memoryBytes);
+  const note = ctx.signal?.aborted === true ? "[cancelled: the caller interrupted this call]" : endingNote(result, timeoutMs, ctx.memoryBytes);
   const isError = result.timedOut || result.kind !== "exited" || result.code !== 0;
   let output = text.replace(/\n+$/, "");
   if (note !== undefined) output = output === "" ? note : `${output}\n${note}`;

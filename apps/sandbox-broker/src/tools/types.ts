@@ -11,7 +11,7 @@ export interface RunOutcome extends RunResult {
 }
 
 export interface SandboxOps {
-  run(req: RunRequest): Promise<RunOutcome>;
+  run(req: RunRequest, signal?: AbortSignal): Promise<RunOutcome>;
   get(req: GetRequest): Promise<FileResult>;
   put(req: PutRequest): Promise<WriteResult>;
 }
@@ -26,6 +26,8 @@ export interface ToolContext {
   readonly maxFileBytes: number;
   /** The sandbox's memory limit, to explain an out-of-memory kill. */
   readonly memoryBytes: number;
+  /** The caller went away: processes started for this call are killed. */
+  readonly signal?: AbortSignal;
 }
 
 /** The result the model sees; a failed tool is a result with isError, never a gRPC failure. */

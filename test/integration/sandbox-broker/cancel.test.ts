@@ -1,0 +1,46 @@
+/**
+ * A caller that goes away (an interrupted turn cancels its Execute) kills the call's processes
+ * in the sandbox: nothing it started goes on running, and a repeat of the call id gets the
+ * cancelled outcome instead of a second run.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
+
+let broker: TestBroker;
+let sandboxId: string;
+const sessionId = "sesn_cancel";
+
+beforeAll(async () => {
+  broker = await startTestBroker();
+  sandboxId = await provision(broker.client, sessionId, {});
+});
+afterAll(async () => {
+  await broker?.stop();
+});
+
+describe("cancelling Execute", () => {
+  it("kills the running command and records the call as cancelled", async () => {
+    const controller = new AbortController();
+    const call = broker.client.execute(
+      { sandboxId, sessionId, name: "bash", input: { command: "sleep 2; touch late" }, callId: "cancel-me", timeoutMs: 0 },
+      { signal: controller.signal },
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    controller.abort();
+    await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
+    await new Promise((r) => setTimeout(r, 2500));
+    const check = await run(broker.client, sandboxId, "bash", { command: "ls late 2>&1 || echo absent" });
+    expect(check.output).toContain("absent");
+    const repeat = await broker.client.execute({
+      sandboxId,
+      sessionId,
+      name: "bash",
+      input: { command: "sleep 2; touch late" },
+      callId: "cancel-me",
+      timeoutMs: 0,
+    });
+    expect(repeat.replayed).toBe(true);
+    expect(repeat.isError).toBe(true);
+    expect(repeat.output).toContain("cancelled");
+  });
+});
