@@ -7,6 +7,7 @@ import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, promisify, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
 import type { HarnessConfig } from "./config.js";
+import { externalProcessLoop } from "./loop/external-process.js";
 import { toolLoop } from "./loop/tool-loop.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { Supervisor } from "./supervisor.js";
@@ -19,7 +20,7 @@ export interface HarnessHandle {
   stop(): Promise<void>;
 }
 
-export const LOOPS: ReadonlyMap<string, HarnessLoop> = new Map([[toolLoop.name, toolLoop]]);
+export const LOOPS: ReadonlyMap<string, HarnessLoop> = new Map([[toolLoop.name, toolLoop], [externalProcessLoop.name, externalProcessLoop]]);
 
 export async function startHarness(
   config: HarnessConfig,

@@ -45,29 +45,26 @@ export interface ReadRequest {
 
 export type Outcome = { readonly output: string; readonly isError: boolean };
 
-function integer(input: Record<string, unknown>, key: string, min: number): number | undefined | string {
-  const v = input[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) return `${key} must be an integer >= ${min}`;
-  return v;
-}
-
-/** The tool's input, checked; a string names what is wrong. */
+/** The tool's input, checked; a string says everything that is wrong with it. */
 export function parseReadRequest(input: Record<string, unknown>): ReadRequest | string {
-  const afterSeq = integer(input, "after_seq", 0);
-  const beforeSeq = integer(input, "before_seq", 1);
-  const limit = integer(input, "limit", 1);
-  for (const v of [afterSeq, beforeSeq, limit]) if (typeof v === "string") return v;
-  const types = input["types"] ?? [];
-  if (!Array.isArray(types) || !types.every((t): t is string => typeof t === "string")) return "types must be an array of strings";
-  const unknown = types.filter((t) => !isEventType(t));
-  if (unknown.length > 0) return `unknown event types: ${unknown.join(", ")}`;
-  return {
-    afterSeq: afterSeq as number | undefined,
-    beforeSeq: beforeSeq as number | undefined,
-    limit: Math.min((limit as number | undefined) ?? DEFAULT_READ_LIMIT, MAX_READ_LIMIT),
-    types,
+  const problems: string[] = [];
+  const integer = (key: string, min: number): number | undefined => {
+    const v = input[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v === "number" && Number.isSafeInteger(v) && v >= min) return v;
+    problems.push(`${key} must be an integer >= ${min}`);
+    return undefined;
   };
+  const afterSeq = integer("after_seq", 0);
+  const beforeSeq = integer("before_seq", 1);
+  const limit = Math.min(integer("limit", 1) ?? DEFAULT_READ_LIMIT, MAX_READ_LIMIT);
+  const raw = input["types"] ?? [];
+  const types = Array.isArray(raw) && raw.every((t): t is string => typeof t === "string") ? raw : undefined;
+  if (types === undefined) problems.push("types must be an array of strings");
+  const unknown = (types ?? []).filter((t) => !isEventType(t));
+  if (unknown.length > 0) problems.push(`unknown event types: ${unknown.join(", ")}`);
+  if (problems.length > 0 || types === undefined) return problems.join("; ");
+  return { afterSeq, beforeSeq, limit, types };
 }
 
 function clip(text: string, max: number): string {
@@ -112,23 +109,27 @@ export function renderEvent(event: Event): string {
   return `#${event.seq} ${event.type}${text === "" ? "" : `: ${text}`}`;
 }
 
-/** Renders a page of events within MAX_OUTPUT_CHARS, with a footer saying how to go on. */
-export function renderPage(events: readonly Event[], req: ReadRequest): string {
+/**
+ * Renders a page of events within MAX_OUTPUT_CHARS, with a footer saying how to go on. `full`:
+ * the log returned as many events as asked for, so there may be more in the read's direction.
+ */
+export function renderPage(events: readonly Event[], backward: boolean, full: boolean): string {
   if (events.length === 0) return "(no events in that range)";
   const lines: string[] = [];
   let size = 0;
-  let shown = 0;
   for (const e of events) {
     const line = renderEvent(e);
-    if (shown > 0 && size + line.length > MAX_OUTPUT_CHARS) break;
+    if (lines.length > 0 && size + line.length > MAX_OUTPUT_CHARS) break;
     lines.push(line);
     size += line.length + 1;
-    shown++;
   }
   const first = events[0]!.seq;
-  const last = events[shown - 1]!.seq;
-  const more = shown < events.length || events.length >= req.limit;
-  if (more) lines.push(`(more events may follow: continue with {"after_seq": ${last}}${req.afterSeq === undefined ? `, or go further back with {"before_seq": ${first}}` : ""})`);
+  const last = events[lines.length - 1]!.seq;
+  if (lines.length < events.length) {
+    lines.push(`(output cut at ${MAX_OUTPUT_CHARS} characters: continue with {"after_seq": ${last}})`);
+  } else if (full) {
+    lines.push(backward ? `(earlier events may exist: {"before_seq": ${first}})` : `(more events may follow: {"after_seq": ${last}})`);
+  }
   return lines.join("\n");
 }
 
@@ -136,14 +137,12 @@ export function renderPage(events: readonly Event[], req: ReadRequest): string {
 export async function readSessionEvents(input: Record<string, unknown>, log: LogPort): Promise<Outcome> {
   const req = parseReadRequest(input);
   if (typeof req === "string") return { output: `invalid input: ${req}`, isError: true };
-  let events: Event[];
-  if (req.afterSeq !== undefined) {
-    events = await log.slice({ afterSeq: req.afterSeq }, req.limit, req.types);
-    if (req.beforeSeq !== undefined) events = events.filter((e) => e.seq < req.beforeSeq!);
-  } else if (req.beforeSeq !== undefined) {
-    events = await log.slice({ beforeSeq: req.beforeSeq }, req.limit, req.types);
-  } else {
-    events = await log.slice({ afterSeq: 0 }, req.limit, req.types);
+  const { afterSeq, beforeSeq, limit, types } = req;
+  if (afterSeq === undefined && beforeSeq !== undefined) {
+    const events = await log.slice({ beforeSeq }, limit, types);
+    return { output: renderPage(events, true, events.length >= limit), isError: false };
   }
-  return { output: renderPage(events, req), isError: false };
+  const fetched = await log.slice({ afterSeq: afterSeq ?? 0 }, limit, types);
+  const events = beforeSeq === undefined ? fetched : fetched.filter((e) => e.seq < beforeSeq);
+  return { output: renderPage(events, false, events.length === fetched.length && fetched.length >= limit), isError: false };
 }

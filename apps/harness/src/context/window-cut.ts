@@ -33,18 +33,25 @@ function toolCallOf(event: Event): { opens: string } | { answers: string } | und
   }
 }
 
-/** Whether the event becomes part of the conversation (see messages.ts). */
-export function renders(event: Event): boolean {
+/** Which side of the conversation an event is on (as messages.ts folds it), if it renders at all. */
+export function roleOf(event: Event): "user" | "assistant" | undefined {
   const p = event.payload;
   switch (p?.$case) {
     case "userMessage":
+      return p.value.content.length > 0 ? "user" : undefined;
     case "agentMessage":
-      return p.value.content.length > 0;
+      return p.value.content.length > 0 ? "assistant" : undefined;
     case "agentThinking":
-      return p.value.signature !== "";
-    default:
-      return toolCallOf(event) !== undefined;
+      return p.value.signature !== "" ? "assistant" : undefined;
+    default: {
+      const call = toolCallOf(event);
+      return call === undefined ? undefined : "opens" in call ? "assistant" : "user";
+    }
   }
+}
+
+export function renders(event: Event): boolean {
+  return roleOf(event) !== undefined;
 }
 
 /** A generous per-event token estimate (the payload's JSON), 0 for what does not render. */
@@ -52,7 +59,10 @@ export function eventTokens(event: Event): number {
   return renders(event) ? estimateTokens(event.payload?.value ?? null) : 0;
 }
 
-/** safe[i]: the window may start at ordered[i]. */
+/**
+ * safe[i]: the window may start at ordered[i]: no tool call is open across the cut, and the cut
+ * does not split one model response (its thinking must stay with its tool calls).
+ */
 export function safeStarts(ordered: readonly Event[]): boolean[] {
   // A call that is never answered does not block cuts (it would be unpaired either way).
   const answered = new Set<string>();
@@ -61,11 +71,15 @@ export function safeStarts(ordered: readonly Event[]): boolean[] {
     if (call !== undefined && "answers" in call) answered.add(call.answers);
   }
   const open = new Set<string>();
+  let previous: "user" | "assistant" | undefined;
   return ordered.map((e) => {
-    const safe = open.size === 0 && renders(e);
+    const role = roleOf(e);
+    if (role === undefined) return false;
+    const safe = open.size === 0 && !(role === "assistant" && previous === "assistant");
     const call = toolCallOf(e);
     if (call !== undefined && "opens" in call && answered.has(call.opens)) open.add(call.opens);
     if (call !== undefined && "answers" in call) open.delete(call.answers);
+    previous = role;
     return safe;
   });
 }

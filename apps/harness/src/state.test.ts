@@ -1,0 +1,85 @@
+/**
+ * nextStep: what the log says must happen next, for each shape of history the harness can find
+ * when it wakes (including after a crash at any moment), and the model's view of a turn.
+ */
+import { describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import { EvaluatedPermission, StopReasonType, ToolConfirmationResult, type Event } from "@metaharness/proto";
+import { nextStep } from "./state.js";
+import { modelOrder, toMessages } from "./context/messages.js";
+
+const text = (t: string) => [{ block: { $case: "text" as const, value: { text: t } } }];
+let seq = 0;
+const at = (e: Event): Event => ({ ...e, seq: ++seq });
+const user = (t: string) => at(newEvent("user.message", { content: text(t) }));
+const start = () => at(newEvent("span.model_request_start", { model: "m" }));
+const end = (s: Event) =>
+  at(newEvent("span.model_request_end", { modelRequestStartId: s.id, isError: false, modelUsage: { inputTokens: 5, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }, stopReason: "end_turn" }));
+const said = (t: string) => at(newEvent("agent.message", { content: text(t) }));
+const running = () => at(newEvent("session.status_running", {}));
+const idle = (type = StopReasonType.STOP_REASON_TYPE_END_TURN) => at(newEvent("session.status_idle", { stopReason: { type, eventIds: [] } }));
+const bash = (permission = EvaluatedPermission.EVALUATED_PERMISSION_ALLOW) =>
+  at(newEvent("agent.tool_use", { name: "bash", input: { command: "ls" }, evaluatedPermission: permission, sandboxId: "" }));
+const result = (use: Event) => at(newEvent("agent.tool_result", { toolUseId: use.id, content: text("ok"), isError: false }));
+
+describe("nextStep", () => {
+  it("calls the model for new input, and not again once it answered", () => {
+    const u = user("hi");
+    expect(nextStep([u], 0).kind).toBe("call-model");
+    const s = start();
+    expect(nextStep([u, running(), s, said("hello"), end(s)], 0).kind).toBe("done");
+  });
+
+  it("re-asks after a crash mid-stream (a start without its end answers nothing)", () => {
+    expect(nextStep([user("hi"), running(), start()], 0).kind).toBe("call-model");
+  });
+
+  it("runs tool calls without results, then asks the model again", () => {
+    const s = start();
+    const use = bash();
+    const history = [user("hi"), running(), s, use, end(s)];
+    const step = nextStep(history, 0);
+    expect(step.kind === "run-tools" && step.tools.map((t) => t.event.id)).toEqual([use.id]);
+    expect(nextStep([...history, result(use)], 0).kind).toBe("call-model");
+  });
+
+  it("waits for a confirmation, then runs or denies", () => {
+    const s = start();
+    const use = bash(EvaluatedPermission.EVALUATED_PERMISSION_ASK);
+    const history = [user("hi"), running(), s, use, end(s)];
+    const waiting = nextStep(history, 0);
+    expect(waiting).toEqual({ kind: "wait", eventIds: [use.id] });
+    const deny = at(newEvent("user.tool_confirmation", { toolUseId: use.id, result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY, denyMessage: "no" }));
+    const step = nextStep([...history, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION), deny], 0);
+    expect(step.kind === "run-tools" && step.tools[0]?.confirmation).toBe("deny");
+  });
+
+  it("treats input sent while a request streamed as unanswered", () => {
+    const s = start();
+    expect(nextStep([user("a"), running(), s, user("b"), said("x"), end(s)], 0).kind).toBe("call-model");
+  });
+
+  it("acts on an interrupt of a running turn, ignores one while idle", () => {
+    const s = start();
+    const use = bash();
+    const step = nextStep([user("hi"), running(), s, use, end(s), at(newEvent("user.interrupt", {}))], 0);
+    expect(step.kind === "interrupt" && step.unanswered.map((t) => t.event.id)).toEqual([use.id]);
+    const s2 = start();
+    expect(nextStep([user("hi"), running(), s2, said("x"), end(s2), idle(), at(newEvent("user.interrupt", {}))], 0).kind).toBe("done");
+  });
+
+  it("stops at the token budget", () => {
+    const s = start();
+    expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], 10).kind).toBe("budget");
+    expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], 0).kind).toBe("call-model");
+  });
+});
+
+describe("the model's view", () => {
+  it("puts input that arrived during a request after that request's answer", () => {
+    const s = start();
+    const events = [user("first"), s, user("second"), said("answer"), end(s)];
+    expect(modelOrder(events).map((e) => e.type)).toEqual(["user.message", "span.model_request_start", "agent.message", "span.model_request_end", "user.message"]);
+    expect(toMessages(events).map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+  });
+});
