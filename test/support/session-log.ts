@@ -3,10 +3,29 @@
  * Postgres and (optionally) a fresh topic of the real Kafka, and gives a promise client to it.
  */
 import { randomBytes } from "node:crypto";
+import { MhError } from "@metaharness/errors";
 import { SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
 import { loadConfig, startSessionLog, type SessionLogConfig, type SessionLogHandle } from "@metaharness/session-log";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
+
+/** A new session with no metadata; returns its id. */
+export async function newSession(client: LogClient): Promise<string> {
+  const { session } = await client.createSession({ sessionId: "", metadata: undefined });
+  if (session === undefined) throw new Error("CreateSession returned no session");
+  return session.sessionId;
+}
+
+/** The MhError a call fails with; fails the test if the call succeeds. */
+export async function rejection(p: Promise<unknown>): Promise<MhError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof MhError) return err;
+    throw new Error(`expected an MhError, got ${String(err)}`);
+  }
+  throw new Error("expected the call to fail");
+}
 
 export const KAFKA_BROKERS = process.env["MH_KAFKA_BROKERS"] ?? "127.0.0.1:9092";
 

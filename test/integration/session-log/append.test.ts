@@ -3,9 +3,9 @@
  * parallel writers, and dense per-session seqs.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MhError } from "@metaharness/errors";
+import type { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
-import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { newSession as newSessionOf, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf, userMessage } from "../../support/events.js";
 
 let log: TestLog;
@@ -16,20 +16,8 @@ afterAll(async () => {
   await log?.stop();
 });
 
-async function newSession(): Promise<string> {
-  const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
-  return session!.sessionId;
-}
+const newSession = (): Promise<string> => newSessionOf(log.client);
 
-async function rejection(p: Promise<unknown>): Promise<MhError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(MhError);
-    return err as MhError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("EmitEvent", () => {
   it("assigns dense 1-based seqs, created_at and the session id", async () => {

@@ -3,10 +3,9 @@
  * error naming the field and change nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
 import { StopReasonType, type Event } from "@metaharness/proto";
-import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { newSession as newSessionOf, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
 let log: TestLog;
@@ -17,19 +16,8 @@ afterAll(async () => {
   await log?.stop();
 });
 
-async function newSession(): Promise<string> {
-  const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
-  return session!.sessionId;
-}
+const newSession = (): Promise<string> => newSessionOf(log.client);
 
-async function rejection(p: Promise<unknown>): Promise<MhError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as MhError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("leases", () => {
   it("fence a harness presumed dead once its successor takes over", async () => {
