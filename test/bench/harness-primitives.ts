@@ -1,10 +1,12 @@
 /**
  * What the session-log calls a turn is made of cost one at a time, on the same log, measured from
- * this process over gRPC like the harness's own calls: to read the overhead of a turn as "so many
- * appends, a lease, a read" rather than as one opaque number.
+ * this process over gRPC like the harness's own calls, and the broker calls of a first sandbox
+ * tool call besides Provision: to read the overhead of a turn as "so many appends, a lease, a
+ * read" rather than as one opaque number.
  */
 import { performance } from "node:perf_hooks";
 import { DeltaKind } from "@metaharness/proto";
+import { callId, provision } from "../support/sandbox-broker.js";
 import { benchEvent } from "./lib/service.js";
 import { summarize, type Summary } from "./lib/stats.js";
 import type { Rig } from "./harness-rig.js";
@@ -33,8 +35,10 @@ export async function measurePrimitives(rig: Rig): Promise<Primitive[]> {
   const leased = await rig.brain.createSession();
   const holder = "bench-primitives";
   await log.emitEvents({ sessionId: leased, events: Array.from({ length: 8 }, benchEvent) });
+  const broker = rig.brain.broker!.client;
+  const sandboxId = await provision(broker, sessionId);
   const delta = { sessionId, modelRequestId: "bench", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "word ", emittedAt: new Date() };
-  return [
+  const out: Primitive[] = [
     { name: "EmitEvents, 1 event (status_running, model_request_start, idle...)", summary: await sample(() => log.emitEvents({ sessionId, events: [benchEvent()] })) },
     { name: "EmitEvents, 2 events (agent.message + model_request_end)", summary: await sample(() => log.emitEvents({ sessionId, events: [benchEvent(), benchEvent()] })) },
     {
@@ -50,5 +54,12 @@ export async function measurePrimitives(rig: Rig): Promise<Primitive[]> {
       summary: await sample(() => log.getEvents({ sessionId: leased, position: { $case: "afterSeq", value: 0 }, limit: 1000, types: [] })),
     },
     { name: "PublishDeltas, 1 delta", summary: await sample(() => log.publishDeltas({ sessionId, deltas: [delta] })) },
+    { name: "broker ListSandboxes (a session with none)", summary: await sample(() => broker.listSandboxes({ sessionId: leased, includeEnded: false })) },
+    {
+      name: "broker Execute bash `echo ok` (warm sandbox)",
+      summary: await sample(() => broker.execute({ sandboxId, name: "bash", input: { command: "echo ok" }, callId: callId(), sessionId, timeoutMs: 0 })),
+    },
   ];
+  await broker.release({ sandboxId, sessionId });
+  return out;
 }

@@ -146,7 +146,7 @@ async function runBench(): Promise<BenchReport> {
         ...ttftTables(ttft.figures),
         ...overheadTables(overhead.figures),
         {
-          title: "session-log calls alone, from this process (client round trip)",
+          title: "session-log and broker calls alone, from this process (client round trip)",
           columns: ["call", ...LATENCY_COLUMNS],
           rows: primitives.map((p) => [p.name, ...latencyCells(p.summary)]),
         },

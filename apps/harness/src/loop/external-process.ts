@@ -23,12 +23,15 @@
  *         ends the turn (usage counts against the session's token budget).
  *     stderr is free text; its tail is quoted when the process fails.
  *
- * A turn is one span (span.model_request_start/_end): the agent is "the model". Everything is
- * decided from the log (turn-state.ts), so a crash of the harness loses nothing: the next instance
- * starts a fresh process and sends it the whole history; a tool call whose outcome is unknown is
- * reported as interrupted, never replayed. A process that exits, prints garbage or stays silent
- * past the turn timeout ends the turn with session.error and idle; it is killed when the lease is
- * lost or the turn is interrupted, and a fresh one is started for the next turn.
+ * Which program: the operator lists them by name (MH_EXTERNAL_AGENTS), the session picks one with
+ * its `mh.external.agent` label (external/config.ts); a session never names a command. A process
+ * is started on the first turn of a wake and gets EOF when the session goes idle: it is
+ * disposable, its memory is the log. A turn is one span (span.model_request_start/_end): the
+ * agent is "the model". Everything is decided from the log (turn-state.ts), so a crash of the
+ * harness loses nothing: the next instance starts a fresh process and sends it the whole
+ * history; a tool call whose outcome is unknown is reported as interrupted, never replayed. A
+ * process that exits, prints garbage or stays silent too long ends the turn with session.error
+ * and idle; it is killed when the lease is lost or the turn is interrupted.
  */
 import { MhError } from "@metaharness/errors";
 import { ConfigError } from "@metaharness/service-kit";
@@ -254,7 +257,7 @@ class ExternalDriver {
   /** The session's agent process, started (and greeted) on the first turn that needs it. */
   private async startedAgent(signal: AbortSignal): Promise<{ agent: AgentProcess; timeoutMs: number }> {
     const config = this.configured();
-    const timeoutMs = config.turnTimeoutMs;
+    const timeoutMs = config.silenceTimeoutMs;
     if (this.agent !== undefined) return { agent: this.agent, timeoutMs };
     const argv = config.agents.get(this.agentName);
     if (argv === undefined) {

@@ -81,7 +81,12 @@ class Driver {
   }
 
   private async ensureRunning(): Promise<void> {
-    if (lastStatus(this.events)?.payload?.$case !== "sessionStatusRunning") await this.append(running());
+    await this.append(...this.runningIfIdle());
+  }
+
+  /** session.status_running, unless the session already is: to lead the step's first append. */
+  private runningIfIdle(): Event[] {
+    return lastStatus(this.events)?.payload?.$case === "sessionStatusRunning" ? [] : [running()];
   }
 
   /** Performs one step; false when the session has nothing more to do for now. */
@@ -119,7 +124,6 @@ class Driver {
         await this.runTools(step.tools);
         return true;
       case "call-model":
-        await this.ensureRunning();
         await this.callModel();
         return true;
     }
@@ -159,7 +163,9 @@ class Driver {
 
   private async callModel(): Promise<void> {
     const start = newEvent("span.model_request_start", { model: this.ctx.session.metadata?.agent?.model || this.ctx.model.model });
-    await this.append(start);
+    // One append on the path to the first token: the status (if it changes) and the span start.
+    await this.append(...this.runningIfIdle(), start);
+    const startSeq = this.lastSeq();
     this.step = new AbortController();
     const signal = AbortSignal.any([this.step.signal, this.ctx.signal]);
     const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger);
@@ -179,7 +185,10 @@ class Driver {
       });
       await Promise.all(retries);
       await deltas.flush();
-      await this.append(...responseEvents(message, start.id, this.routes));
+      const response = responseEvents(message, start.id, this.routes);
+      // A final answer closes the turn in the same append, unless input arrived while it streamed.
+      const final = message.stop_reason !== "tool_use" && !this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));
+      await this.append(...response, ...(final ? [idle(StopReasonType.STOP_REASON_TYPE_END_TURN)] : []));
     } catch (err) {
       await Promise.allSettled(retries);
       await deltas.flush();

@@ -1,7 +1,7 @@
 /**
  * One external agent process and its two pipes. Lines out of its stdout are split and bounded here
  * (a line longer than the limit is a protocol failure, never unbounded memory; a flood of lines
- * pauses the pipe), and each `next()` waits for one line at most the turn timeout and at most until
+ * pauses the pipe), and each `next()` waits for one line at most the silence timeout and at most until
  * the caller's signal aborts. The process runs in its own process group, without a shell and with a
  * minimal environment (no credentials of the harness), and `stop()` is idempotent: close stdin,
  * then SIGTERM, then SIGKILL to the whole group.

@@ -46,8 +46,8 @@ export function loadExternalConfig(source: EnvSource = process.env) {
   return readConfig(
     {
       agents: agentCommands("MH_EXTERNAL_AGENTS"),
-      /** The longest an agent may stay silent during a turn before the turn fails. */
-      turnTimeoutMs: env.durationMs("MH_EXTERNAL_TURN_TIMEOUT_MS", { default: 10 * 60_000, min: 100, max: 24 * 3_600_000 }),
+      /** The longest an agent may stay silent in a turn (or not read its input) before the turn fails. */
+      silenceTimeoutMs: env.durationMs("MH_EXTERNAL_SILENCE_TIMEOUT_MS", { default: 10 * 60_000, min: 100, max: 24 * 3_600_000 }),
       maxLineBytes: env.int("MH_EXTERNAL_MAX_LINE_BYTES", { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 }),
       /** The only variables of the harness an agent inherits: never its credentials. */
       passEnv: env.list("MH_EXTERNAL_PASS_ENV", { default: ["PATH", "HOME", "LANG", "TZ", "TMPDIR"] }),

@@ -10,7 +10,7 @@ export type AgentFailureKind =
   | "exited"
   /** It printed something that is not a valid protocol line. */
   | "protocol"
-  /** It stayed silent longer than the turn timeout. */
+  /** It stayed silent (or did not read) longer than the silence timeout. */
   | "timeout"
   /** No agent of that name is configured. */
   | "config";
