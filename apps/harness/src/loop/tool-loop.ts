@@ -7,6 +7,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
+import { withSpan, type Span } from "@metaharness/telemetry";
 import { ModelError } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
 import { strategyFor } from "../context/strategies.js";
@@ -44,7 +45,14 @@ class Driver {
     const follower = this.follow(following.signal);
     try {
       while (!this.ctx.signal.aborted) {
-        const more = await this.perform(nextStep(this.events, this.budget));
+        const step = nextStep(this.events, this.budget);
+        // One span per step: its log appends, model request and tool calls are its children (the
+        // gRPC clients carry the context), and the events it appends carry its trace id.
+        const more = await withSpan(
+          `harness.${step.kind}`,
+          { "mh.session_id": this.ctx.log.sessionId, "mh.lease_epoch": this.ctx.leaseEpoch, "mh.last_seq": this.lastSeq() },
+          (span) => this.perform(step, span),
+        );
         if (!more) return;
       }
     } finally {
@@ -90,7 +98,7 @@ class Driver {
   }
 
   /** Performs one step; false when the session has nothing more to do for now. */
-  private async perform(step: NextStep): Promise<boolean> {
+  private async perform(step: NextStep, span: Span): Promise<boolean> {
     switch (step.kind) {
       case "stop":
         return false;
@@ -124,7 +132,7 @@ class Driver {
         await this.runTools(step.tools);
         return true;
       case "call-model":
-        await this.callModel();
+        await this.callModel(span);
         return true;
     }
   }
@@ -161,7 +169,7 @@ class Driver {
     return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal);
   }
 
-  private async callModel(): Promise<void> {
+  private async callModel(span: Span): Promise<void> {
     const start = newEvent("span.model_request_start", { model: this.ctx.session.metadata?.agent?.model || this.ctx.model.model });
     // One append on the path to the first token: the status (if it changes) and the span start.
     await this.append(...this.runningIfIdle(), start);
@@ -173,7 +181,7 @@ class Driver {
     const params = this.strategy.build({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
     const retries: Promise<void>[] = [];
     try {
-      const { message } = await this.ctx.model.streamMessage(params, {
+      const { message, ttftMs, attempts } = await this.ctx.model.streamMessage(params, {
         signal,
         onTextDelta: (t, i) => deltas.text(t, i),
         onThinkingDelta: (t, i) => deltas.thinking(t, i),
@@ -185,6 +193,14 @@ class Driver {
       });
       await Promise.all(retries);
       await deltas.flush();
+      span.setAttributes({
+        "gen_ai.request.model": message.model,
+        "gen_ai.usage.input_tokens": message.usage.input_tokens,
+        "gen_ai.usage.output_tokens": message.usage.output_tokens,
+        "mh.model.ttft_ms": ttftMs,
+        "mh.model.attempts": attempts,
+        "mh.model.stop_reason": message.stop_reason ?? "",
+      });
       const response = responseEvents(message, start.id, this.routes);
       // A final answer closes the turn in the same append, unless input arrived while it streamed.
       const final = message.stop_reason !== "tool_use" && !this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));

@@ -1,0 +1,41 @@
+/**
+ * A turn as a trace: each harness step is a span; the session log's server spans for that step's
+ * appends are its children (trace context in gRPC metadata); the events it appended carry its
+ * trace id, so a person can go from any event to the work that produced it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineScenario } from "@metaharness/offline-model";
+import { StopReasonType } from "@metaharness/proto";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
+import { idleReason, startBrain, type Brain } from "../../support/harness.js";
+import { userMessage } from "../../support/events.js";
+
+let brain: Brain;
+let tel: TestTelemetry;
+beforeAll(async () => {
+  tel = startTestTelemetry("traces-test");
+  brain = await startBrain({ scenarios: [defineScenario("hi", [{ text: "traced answer" }])] });
+});
+afterAll(async () => {
+  await brain?.stop();
+  await tel?.telemetry.shutdown();
+});
+
+describe("traces", () => {
+  it("link a harness step, the log's spans for its appends, and the events it wrote", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] hi") });
+    await brain.rpc.wake({ sessionId });
+    const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
+
+    const spans = tel.finishedSpans();
+    const step = spans.find((s) => s.name === "harness.call-model" && s.attributes["mh.session_id"] === sessionId);
+    expect(step).toBeDefined();
+    expect(step!.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
+    const traceId = step!.spanContext().traceId;
+    const appends = spans.filter((s) => s.spanContext().traceId === traceId && s.name === "metaharness.v1.SessionLog/EmitEvents");
+    expect(appends.length).toBeGreaterThanOrEqual(2);
+    const answer = events.find((e) => e.type === "agent.message")!;
+    expect(answer.traceContext?.traceparent).toContain(traceId);
+  });
+});
