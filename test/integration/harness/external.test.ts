@@ -22,6 +22,9 @@ const dir = mkdtempSync(join(tmpdir(), "mh-external-"));
 const AGENTS: Record<string, string> = {
   crash: `process.stdin.once("data", () => { process.stderr.write("boom: out of cheese\\n"); process.exit(3); });`,
   garbage: `process.stdin.once("data", () => process.stdout.write("this is not json\\n")); setInterval(() => {}, 1000);`,
+  forbidden: `process.stdin.once("data", () => process.stdout.write(JSON.stringify({ type: "emit", event: { type: "agent.tool_use", name: "bash", input: {} } }) + "\\n"));
+    setInterval(() => {}, 1000);`,
+  huge: `process.stdin.once("data", () => process.stdout.write("x".repeat(3 * 1024 * 1024))); setInterval(() => {}, 1000);`,
   silent: `process.stdin.resume(); setInterval(() => {}, 1000);`,
   env: `require("readline").createInterface({ input: process.stdin }).on("line", (l) => {
     if (JSON.parse(l).type !== "events") return;
@@ -32,7 +35,7 @@ const AGENTS: Record<string, string> = {
 };
 
 const pidFile = (name: string): string => join(dir, `${name}.pid`);
-const commands: Record<string, string[]> = { default: [process.execPath, ECHO_AGENT] };
+const commands: Record<string, string[]> = { default: [process.execPath, ECHO_AGENT], missing: [join(dir, "no-such-agent")] };
 for (const [name, body] of Object.entries(AGENTS)) {
   const file = join(dir, `${name}.cjs`);
   writeFileSync(file, `require("fs").writeFileSync(${JSON.stringify(pidFile(name))}, String(process.pid));\n${body}\n`);
@@ -42,7 +45,7 @@ for (const [name, body] of Object.entries(AGENTS)) {
 let brain: Brain;
 beforeAll(async () => {
   process.env["MH_EXTERNAL_AGENTS"] = JSON.stringify(commands);
-  process.env["MH_EXTERNAL_TURN_TIMEOUT_MS"] = "1500";
+  process.env["MH_EXTERNAL_SILENCE_TIMEOUT_MS"] = "1500";
   process.env["ANTHROPIC_API_KEY"] = "sk-ant-must-not-leak";
   brain = await startBrain({ scenarios: [] });
 });
@@ -51,7 +54,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function createSession(agent?: string): Promise<string> {
+async function createSession(agent?: string, b: Brain = brain): Promise<string> {
   const metadata: SessionMetadata = {
     agentId: "agent_test",
     agentVersion: 1,
@@ -63,13 +66,13 @@ async function createSession(agent?: string): Promise<string> {
     title: "",
     agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0 },
   };
-  const { session } = await brain.log.client.createSession({ sessionId: "", metadata });
+  const { session } = await b.log.client.createSession({ sessionId: "", metadata });
   return session!.sessionId;
 }
 
-async function say(sessionId: string, text: string): Promise<void> {
-  await brain.log.client.emitEvent({ sessionId, event: userMessage(text) });
-  await brain.rpc.wake({ sessionId });
+async function say(sessionId: string, text: string, b: Brain = brain): Promise<void> {
+  await b.log.client.emitEvent({ sessionId, event: userMessage(text) });
+  await b.rpc.wake({ sessionId });
 }
 
 const ended = (events: Event[]): boolean => events[events.length - 1]?.type === "session.status_idle";
@@ -156,16 +159,47 @@ describe("the external-process harness", () => {
     expect(types(events).slice(-3)).toEqual(["span.model_request_end", "session.error", "session.status_idle"]);
   });
 
-  it("ends the turn with session.error and idle on a line that is not JSON, and kills the agent", async () => {
-    const sessionId = await createSession("garbage");
+  it.each([
+    ["garbage", "not a JSON line"],
+    ["forbidden", 'emit.event.type "agent.tool_use" cannot be emitted'],
+    ["huge", "a line longer than 1048576 bytes"],
+  ])("ends the turn with session.error and idle when the agent prints %s, and kills it", async (agent, why) => {
+    const sessionId = await createSession(agent);
     await say(sessionId, "hi");
     const events = await brain.waitFor(sessionId, ended);
-    expect(errorOf(events)).toMatchObject({ type: "external_agent_protocol", message: expect.stringContaining("not a JSON line") as string });
+    expect(errorOf(events)?.type).toBe("external_agent_protocol");
+    expect(errorOf(events)?.message).toContain(why);
     expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
-    await until(() => !alive(pidOf("garbage")));
+    await until(() => !alive(pidOf(agent)));
   });
 
-  it("ends the turn when the agent stays silent past the turn timeout", async () => {
+  it.each([
+    ["missing", "external_agent_spawn", "could not be started"],
+    ["nobody", "external_agent_config", 'no external agent named "nobody"'],
+  ])("ends the turn with session.error when agent %s cannot run", async (agent, type, why) => {
+    const sessionId = await createSession(agent);
+    await say(sessionId, "hi");
+    const events = await brain.waitFor(sessionId, ended);
+    expect(errorOf(events)?.type).toBe(type);
+    expect(errorOf(events)?.message).toContain(why);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
+  });
+
+  it("ends the turn with session.error when the operator's agent list is broken", async () => {
+    const good = process.env["MH_EXTERNAL_AGENTS"];
+    process.env["MH_EXTERNAL_AGENTS"] = "{not json";
+    try {
+      const sessionId = await createSession();
+      await say(sessionId, "hi");
+      const events = await brain.waitFor(sessionId, ended);
+      expect(errorOf(events)?.type).toBe("external_agent_config");
+      expect(errorOf(events)?.message).toContain("MH_EXTERNAL_AGENTS");
+    } finally {
+      process.env["MH_EXTERNAL_AGENTS"] = good;
+    }
+  });
+
+  it("ends the turn when the agent stays silent too long", async () => {
     const sessionId = await createSession("silent");
     await say(sessionId, "anyone there?");
     const events = await brain.waitFor(sessionId, ended);
@@ -196,5 +230,25 @@ describe("the external-process harness", () => {
     expect(alive(pid)).toBe(true);
     await other.stop();
     expect(alive(pid)).toBe(false);
+  });
+});
+
+describe("the external-process harness with real hands", () => {
+  let withBroker: Brain;
+  beforeAll(async () => {
+    withBroker = await startBrain({ scenarios: [], broker: true });
+  });
+  afterAll(async () => {
+    await withBroker?.stop();
+  });
+
+  it("runs the agent's tool calls in a sandbox the broker provisions", async () => {
+    const sessionId = await createSession(undefined, withBroker);
+    await say(sessionId, "!bash echo hello from $(basename $PWD)", withBroker);
+    const events = await withBroker.waitFor(sessionId, ended);
+    expect(types(events)).toContain("sandbox.provisioned");
+    const result = events.find((e) => e.type === "agent.tool_result");
+    expect(result?.payload?.$case === "agentToolResult" && result.payload.value.isError).toBe(false);
+    expect(replies(events)).toEqual(["echo: !bash echo hello from $(basename $PWD) -> hello from workspace"]);
   });
 });

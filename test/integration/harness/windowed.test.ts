@@ -5,7 +5,7 @@
  * the window through its read_session_events tool: dropping from the window is reversible.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineScenario, type RecordedRequest, type StepContext } from "@metaharness/offline-model";
+import { defineScenario, type MessagesRequest, type RecordedRequest, type StepContext, type StepSpec } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
@@ -20,16 +20,23 @@ interface Body {
 
 const bodyOf = (r: RecordedRequest): Body => r.body as Body;
 const firstText = (b: Body): string => b.messages[0]?.content.find((c) => c.type === "text")?.text ?? "";
+/** The text the model sees first (the window's header, when it has one). */
+function leadText(request: MessagesRequest): string {
+  const content = request.messages[0]?.content;
+  if (typeof content === "string") return content;
+  for (const block of content ?? []) if (block.type === "text") return block.text;
+  return "";
+}
 const HEADER = /^\[context window\] (\d+) earlier events/;
 
 /** Answers the password question by reading the log from the start, up to where the window begins. */
-function secretStep(ctx: StepContext): { text?: string; toolUses?: Array<{ name: string; input: Record<string, unknown> }> } {
+function secretStep(ctx: StepContext): StepSpec {
   const read = ctx.lastToolResult;
   if (ctx.lastUserText === "" && read?.toolName === "read_session_events") {
     return { text: `The password was ${/password is (\w+)/.exec(read.content)?.[1] ?? "not in what I read"}.` };
   }
   if (/what was the password/i.test(ctx.lastUserText)) {
-    const before = /\{"before_seq": (\d+)\}/.exec(firstText(ctx.request as unknown as Body))?.[1];
+    const before = /\{"before_seq": (\d+)\}/.exec(leadText(ctx.request))?.[1];
     const input = { after_seq: 0, ...(before === undefined ? {} : { before_seq: Number(before) }), types: ["user.message"], limit: 1 };
     return { toolUses: [{ name: "read_session_events", input }] };
   }
@@ -37,8 +44,8 @@ function secretStep(ctx: StepContext): { text?: string; toolUses?: Array<{ name:
 }
 
 /** Two rounds of big reads per turn, told apart by their input (the first round may be out of the window). */
-function toolsStep(ctx: StepContext): { text?: string; toolUses?: Array<{ name: string; input: Record<string, unknown> }> } {
-  const read = (limit: number) => ({ toolUses: [{ name: "read_session_events", input: { after_seq: 0, limit } }] });
+function toolsStep(ctx: StepContext): StepSpec {
+  const read = (limit: number): StepSpec => ({ toolUses: [{ name: "read_session_events", input: { after_seq: 0, limit } }] });
   if (ctx.lastUserText !== "") return read(100);
   return ctx.lastToolResult?.toolInput["limit"] === 100 ? read(99) : { text: "done" };
 }
