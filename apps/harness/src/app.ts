@@ -2,6 +2,7 @@
  * Wires a harness instance: clients of the session log and the sandbox broker, the model, the
  * Harness gRPC service (Wake, ListActive), the orphan sweeper and (optionally) wakes from Kafka.
  */
+import { MhError } from "@metaharness/errors";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
@@ -9,6 +10,7 @@ import { createClient, promisify, startGrpcServer, unary, type Logger } from "@m
 import type { HarnessConfig } from "./config.js";
 import { externalProcessLoop } from "./loop/external-process.js";
 import { toolLoop } from "./loop/tool-loop.js";
+import { credentialProxyClient } from "./tools/mcp.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { Supervisor } from "./supervisor.js";
 import { wakeFromKafka } from "./wake/kafka-wake.js";
@@ -43,6 +45,15 @@ export async function startHarness(
       cleanups.push(() => Promise.resolve(rawBroker.close()));
       broker = promisify(rawBroker, SandboxBrokerService);
     }
+    let credentialProxy;
+    if (config.credentialProxyAddress !== undefined) {
+      if (config.credentialProxyTokenFile === undefined) {
+        throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this harness's service token)");
+      }
+      const proxy = credentialProxyClient(config.credentialProxyAddress, config.credentialProxyTokenFile);
+      cleanups.push(() => Promise.resolve(proxy.close()));
+      credentialProxy = proxy.client;
+    }
     const model =
       options.model ??
       createModelClient({
@@ -56,6 +67,7 @@ export async function startHarness(
       ...(config.instanceId === undefined ? {} : { instanceId: config.instanceId }),
       log,
       broker,
+      credentialProxy,
       model,
       loops: options.loops ?? LOOPS,
       leaseTtlMs: config.leaseTtlMs,

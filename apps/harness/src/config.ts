@@ -11,6 +11,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       instanceId: env.optional(env.string("MH_INSTANCE_ID")),
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       brokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),
+      // The credential vault proxy (MCP tools) and the file holding this harness's service token for it.
+      credentialProxyAddress: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
+      credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
       modelBaseUrl: env.optionalUrl("MH_MODEL_BASE_URL", { protocols: ["http", "https"] }),
       modelApiKey: env.string("ANTHROPIC_API_KEY", { default: "offline", secret: true }),
       model: env.string("MH_MODEL", { default: "claude-sonnet-4-5" }),

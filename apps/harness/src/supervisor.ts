@@ -12,6 +12,7 @@ import { loggerFor, type Logger, type PromiseClient } from "@metaharness/service
 import { LeaseKeeper } from "./lease-keeper.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
+import { McpPort, type CredentialProxyClient } from "./tools/mcp.js";
 import { SandboxPort } from "./tools/sandbox.js";
 import { RetryStatus, StopReasonType, idle, sessionError } from "./loop/turn-events.js";
 
@@ -19,6 +20,8 @@ export interface SupervisorOptions {
   readonly instanceId?: string;
   readonly log: SessionLogClient;
   readonly broker: PromiseClient<typeof SandboxBrokerService> | undefined;
+  /** The credential vault proxy, through which MCP tools are called; undefined: MCP tools answer an error. */
+  readonly credentialProxy?: CredentialProxyClient | undefined;
   readonly model: ModelClient;
   readonly loops: ReadonlyMap<string, HarnessLoop>;
   readonly leaseTtlMs: number;
@@ -110,9 +113,10 @@ export class Supervisor {
       const loop = this.opts.loops.get(name);
       if (loop === undefined) throw new MhError("FAILED_PRECONDITION", `unknown harness "${name}"`);
       const sandbox = this.opts.broker === undefined ? undefined : new SandboxPort(this.opts.broker, sessionId);
+      const mcp = this.opts.credentialProxy === undefined ? undefined : new McpPort(this.opts.credentialProxy, sessionId);
       logger.info({ epoch: lease.epoch, harness: name }, "driving session");
       if (this.opts.eagerSandbox === true) await sandbox?.warm();
-      await loop.run({ session, log, leaseEpoch: lease.epoch, model: this.opts.model, sandbox, logger, signal: lease.signal });
+      await loop.run({ session, log, leaseEpoch: lease.epoch, model: this.opts.model, sandbox, mcp, logger, signal: lease.signal });
       this.failures.delete(sessionId);
     } catch (err) {
       const e = MhError.from(err);

@@ -45,6 +45,7 @@ import { AGENT_LABEL, DEFAULT_AGENT, agentEnv, loadExternalConfig, type External
 import { AgentProcessError } from "./external/errors.js";
 import { PROTOCOL_VERSION, type AgentLine } from "./external/protocol.js";
 import { externalStep } from "./external/turn-state.js";
+import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
 import { RetryStatus, StopReasonType, idle, running, sessionError, toolResult } from "./turn-events.js";
 
@@ -60,7 +61,7 @@ export function createExternalProcessLoop(config: () => ExternalConfig = () => l
 export const externalProcessLoop: HarnessLoop = createExternalProcessLoop();
 
 class ExternalDriver {
-  private events: Event[] = [];
+  private view: SessionEvents | undefined;
   private agent: AgentProcess | undefined;
   /** The last seq the current process was sent. */
   private sentSeq = 0;
@@ -79,47 +80,28 @@ class ExternalDriver {
   }
 
   async run(): Promise<void> {
-    this.events = await this.ctx.log.readAfter(0);
-    const following = new AbortController();
-    const stopFollowing = (): void => following.abort();
-    this.ctx.signal.addEventListener("abort", stopFollowing);
-    const follower = this.follow(following.signal);
+    this.view = await SessionEvents.open(this.ctx, () => this.turn?.abort(new MhError("CANCELLED", "interrupted")));
     const budget = this.ctx.session.metadata?.agent?.tokenBudget ?? 0;
     try {
       while (!this.ctx.signal.aborted) {
         if (!(await this.perform(externalStep(this.events, budget)))) return;
       }
     } finally {
-      this.ctx.signal.removeEventListener("abort", stopFollowing);
-      following.abort();
-      await Promise.all([follower, this.stopAgent(this.ctx.signal.aborted)]);
+      await Promise.all([this.view.close(), this.stopAgent(this.ctx.signal.aborted)]);
     }
   }
 
-  /** Keeps `events` current with what others append; an interrupt aborts the turn. */
-  private async follow(signal: AbortSignal): Promise<void> {
-    try {
-      for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal)) {
-        if (event === undefined) continue;
-        this.merge([event]);
-        if (event.payload?.$case === "userInterrupt") this.turn?.abort(new MhError("CANCELLED", "interrupted"));
-      }
-    } catch (err) {
-      const e = MhError.from(err);
-      if (e.code !== "CANCELLED" && !signal.aborted) this.ctx.logger.warn({ err: e }, "stopped following the log");
-    }
+  private get events(): Event[] {
+    return this.view?.events ?? [];
   }
 
   private lastSeq(): number {
-    return this.events[this.events.length - 1]?.seq ?? 0;
-  }
-
-  private merge(events: readonly Event[]): void {
-    for (const e of events) if (e.seq > this.lastSeq()) this.events.push(e);
+    return this.view?.lastSeq() ?? 0;
   }
 
   private async append(...events: Event[]): Promise<void> {
-    this.merge(await this.ctx.log.emit(events, this.ctx.leaseEpoch));
+    if (this.view === undefined) throw new MhError("INTERNAL", "append before the session's events were read");
+    await this.view.append(...events);
   }
 
   private async stopAgent(now: boolean): Promise<void> {

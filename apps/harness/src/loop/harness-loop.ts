@@ -7,6 +7,7 @@ import type { ModelClient } from "@metaharness/model-client";
 import type { Session } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { LogPort } from "../log-port.js";
+import type { McpPort } from "../tools/mcp.js";
 import type { SandboxPort } from "../tools/sandbox.js";
 
 export interface LoopContext {
@@ -16,6 +17,8 @@ export interface LoopContext {
   readonly model: ModelClient;
   /** Undefined when no sandbox broker is configured: sandbox tools then answer with an error. */
   readonly sandbox: SandboxPort | undefined;
+  /** Undefined when no credential proxy is configured: MCP tools then answer with an error. */
+  readonly mcp?: McpPort | undefined;
   readonly logger: Logger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;

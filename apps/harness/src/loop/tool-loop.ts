@@ -15,6 +15,7 @@ import type { ContextStrategy } from "../context/strategy.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { DeltaForwarder } from "./deltas.js";
+import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
 import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
 
@@ -24,7 +25,7 @@ export const toolLoop: HarnessLoop = {
 };
 
 class Driver {
-  private events: Event[] = [];
+  private view: SessionEvents | undefined;
   private step: AbortController | undefined;
   private readonly routes: Map<string, ToolRoute>;
   private readonly strategy: ContextStrategy;
@@ -38,11 +39,7 @@ class Driver {
   }
 
   async run(): Promise<void> {
-    this.events = await this.ctx.log.readAfter(0);
-    const following = new AbortController();
-    const stopFollowing = (): void => following.abort();
-    this.ctx.signal.addEventListener("abort", stopFollowing);
-    const follower = this.follow(following.signal);
+    this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")));
     try {
       while (!this.ctx.signal.aborted) {
         const step = nextStep(this.events, this.budget);
@@ -56,36 +53,21 @@ class Driver {
         if (!more) return;
       }
     } finally {
-      this.ctx.signal.removeEventListener("abort", stopFollowing);
-      following.abort();
-      await follower;
+      await this.view.close();
     }
   }
 
-  /** Keeps `events` current with what others append (user input); an interrupt aborts the step. */
-  private async follow(signal: AbortSignal): Promise<void> {
-    try {
-      for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal)) {
-        if (event === undefined) continue;
-        this.merge([event]);
-        if (event.payload?.$case === "userInterrupt") this.step?.abort(new MhError("CANCELLED", "interrupted"));
-      }
-    } catch (err) {
-      const e = MhError.from(err);
-      if (e.code !== "CANCELLED" && !signal.aborted) this.ctx.logger.warn({ err: e }, "stopped following the log");
-    }
+  private get events(): Event[] {
+    return this.view?.events ?? [];
   }
 
   private lastSeq(): number {
-    return this.events[this.events.length - 1]?.seq ?? 0;
-  }
-
-  private merge(events: readonly Event[]): void {
-    for (const e of events) if (e.seq > this.lastSeq()) this.events.push(e);
+    return this.view?.lastSeq() ?? 0;
   }
 
   private async append(...events: Event[]): Promise<void> {
-    this.merge(await this.ctx.log.emit(events, this.ctx.leaseEpoch));
+    if (this.view === undefined) throw new MhError("INTERNAL", "append before the session's events were read");
+    await this.view.append(...events);
   }
 
   private async ensureRunning(): Promise<void> {
@@ -164,7 +146,10 @@ class Driver {
     }
     const route = this.routes.get(tool.name);
     if (route === undefined) return { output: `unknown tool "${tool.name}"`, isError: true };
-    if (route.kind === "mcp") return { output: "MCP tools need the credential proxy, which is not configured", isError: true };
+    if (route.kind === "mcp") {
+      if (this.ctx.mcp === undefined) return { output: "MCP tools need the credential proxy, which is not configured", isError: true };
+      return this.ctx.mcp.call(route.mcpServerUrl ?? "", tool.name, tool.input, tool.event.id, signal);
+    }
     if (this.ctx.sandbox === undefined) return { output: "no sandbox broker is configured for this harness", isError: true };
     return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal);
   }

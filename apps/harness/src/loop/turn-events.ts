@@ -54,7 +54,7 @@ export function responseEvents(
       const init = { id: block.id };
       if (route?.kind === "custom") out.push(newEvent("agent.custom_tool_use", { name: block.name, input }, init));
       else if (route?.kind === "mcp") {
-        out.push(newEvent("agent.mcp_tool_use", { mcpServerName: "", name: block.name, input, evaluatedPermission: permission }, init));
+        out.push(newEvent("agent.mcp_tool_use", { mcpServerName: route.mcpServerName ?? "mcp", name: block.name, input, evaluatedPermission: permission }, init));
       } else {
         out.push(newEvent("agent.tool_use", { name: block.name, input, evaluatedPermission: permission, sandboxId: "" }, init));
       }

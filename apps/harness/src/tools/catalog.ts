@@ -14,6 +14,10 @@ export interface ToolRoute {
   readonly kind: RouteKind;
   readonly ask: boolean;
   readonly definition: Anthropic.Tool;
+  /** MCP tools: the server the credential proxy calls (ToolConfig.mcp_server_url). */
+  readonly mcpServerUrl?: string;
+  /** MCP tools: the server's name in agent.mcp_tool_use (its URL's host; ToolConfig has no name). */
+  readonly mcpServerName?: string;
 }
 
 const sandboxId = { type: "string", description: "Which of your sandboxes to use (from provision); the default one if omitted." };
@@ -100,7 +104,11 @@ export function toolRoutes(agent: AgentConfig | undefined): Map<string, ToolRout
       description: tool.description,
       input_schema: { type: "object", ...(tool.inputSchema ?? {}) },
     };
-    routes.set(tool.name, { name: tool.name, kind: tool.kind === ToolKind.TOOL_KIND_MCP ? "mcp" : "custom", ask, definition });
+    if (tool.kind === ToolKind.TOOL_KIND_MCP) {
+      const mcpServerName = URL.canParse(tool.mcpServerUrl) ? new URL(tool.mcpServerUrl).host : "mcp";
+      routes.set(tool.name, { name: tool.name, kind: "mcp", ask, definition, mcpServerUrl: tool.mcpServerUrl, mcpServerName });
+    }
+    else routes.set(tool.name, { name: tool.name, kind: "custom", ask, definition });
   }
   return routes;
 }

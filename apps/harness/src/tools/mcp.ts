@@ -1,0 +1,57 @@
+/**
+ * MCP tools, as the harness sees them: `call(server, name, input) -> string` through the
+ * credential vault proxy, which holds the session's OAuth tokens, refreshes them, and talks to the
+ * MCP server. The harness never sees a token; it presents only its own service token to the proxy.
+ * A failure is a tool error the model reads, except a cancellation (an interrupt), which propagates.
+ */
+import { readFileSync } from "node:fs";
+import { InterceptingCall, type Interceptor } from "@grpc/grpc-js";
+import { MhError } from "@metaharness/errors";
+import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
+import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit";
+import type { ToolOutcome } from "./sandbox.js";
+
+export type CredentialProxyClient = PromiseClient<typeof CredentialVaultProxyService>;
+
+/** How long one MCP tool call may take through the proxy. */
+export const MCP_CALL_DEADLINE_MS = 10 * 60_000;
+
+export class McpPort {
+  constructor(
+    private readonly proxy: CredentialProxyClient,
+    private readonly sessionId: string,
+  ) {}
+
+  async call(serverUrl: string, name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal): Promise<ToolOutcome> {
+    if (serverUrl === "") return { output: `the MCP tool "${name}" has no mcp_server_url in the agent configuration`, isError: true };
+    try {
+      const res = await this.proxy.callMcpTool(
+        { sessionId: this.sessionId, mcpServerUrl: serverUrl, name, arguments: input, callId },
+        { signal, deadlineMs: MCP_CALL_DEADLINE_MS },
+      );
+      return { output: res.text.join("\n"), isError: res.isError };
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "CANCELLED") throw e;
+      return { output: `MCP error (${e.code}): ${e.message}`, isError: true };
+    }
+  }
+}
+
+/** A client of the proxy at `address` presenting the service token read from `tokenFile`. */
+export function credentialProxyClient(address: string, tokenFile: string): { client: CredentialProxyClient; close(): void } {
+  const token = readFileSync(tokenFile, "utf8").trim();
+  if (token === "") throw new MhError("FAILED_PRECONDITION", `the credential proxy token file ${tokenFile} is empty`);
+  const raw = createClient(CredentialVaultProxyClient, address, { channelOptions: { interceptors: [bearer(token)] } });
+  return { client: promisify(raw, CredentialVaultProxyService), close: () => raw.close() };
+}
+
+function bearer(token: string): Interceptor {
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set("authorization", `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
+}
