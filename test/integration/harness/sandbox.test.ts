@@ -19,6 +19,16 @@ const scenarios = [
     (ctx) => ({ text: `answer is ${ctx.lastToolResult?.content.trim() ?? "?"}` }),
   ]),
   defineScenario("stuck", [bash("sleep 30; echo woke")]),
+  defineScenario("hands", [
+    bash("echo one > where.txt"),
+    { toolUses: [{ name: "provision", input: {} }] },
+    (ctx) => {
+      const id = /sbx_[\w-]+/.exec(ctx.lastToolResult?.content ?? "")?.[0] ?? "missing";
+      return { toolUses: [{ name: "bash", input: { command: "cat where.txt 2>&1 || echo not here", sandbox_id: id } }] };
+    },
+    bash("cat where.txt"),
+    (ctx) => ({ text: `${ctx.toolResults.map((r) => r.content.trim()).join(" | ")}` }),
+  ]),
   defineScenario("lost", [
     bash("echo alive"),
     // Slow to answer: the test kills the sandbox meanwhile.
@@ -86,5 +96,16 @@ describe("sandbox tools", () => {
     const result = events.find((e) => e.type === "agent.tool_result");
     expect(result?.payload?.$case === "agentToolResult" && result.payload.value.isError).toBe(true);
     expect(textOf(result)).toMatch(/interrupted/);
+  });
+
+  it("let the model provision a second sandbox and name which one a call goes to", async () => {
+    const sessionId = await run("[scenario:hands] two hands");
+    const events = await brain.waitFor(sessionId, ended, 30_000);
+    expect(events.filter((e) => e.type === "sandbox.provisioned")).toHaveLength(2);
+    const answer = textOf(events.filter((e) => e.type === "agent.message").pop());
+    const [, provisioned, second, first] = answer.split(" | ");
+    expect(provisioned).toMatch(/^provisioned sandbox_id: sbx_/);
+    expect(second).toContain("not here");
+    expect(first).toBe("one");
   });
 });
