@@ -16,7 +16,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
       modelBaseUrl: env.optionalUrl("MH_MODEL_BASE_URL", { protocols: ["http", "https"] }),
       modelApiKey: env.string("ANTHROPIC_API_KEY", { default: "offline", secret: true }),
-      model: env.string("MH_MODEL", { default: "claude-sonnet-4-5" }),
+      model: env.string("MH_MODEL", { default: "claude-sonnet-5-5" }),
       maxTokens: env.int("MH_MAX_TOKENS", { default: 8192, min: 1, max: 128_000 }),
       modelMaxAttempts: env.int("MH_MODEL_MAX_ATTEMPTS", { default: 5, min: 1, max: 20 }),
       modelRetryInitialMs: env.int("MH_MODEL_RETRY_INITIAL_MS", { default: 500, min: 1, max: 60_000 }),

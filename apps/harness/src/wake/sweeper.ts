@@ -12,6 +12,7 @@ export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private failures = 0;
 
   constructor(
     private readonly log: SessionLogClient,
@@ -43,6 +44,8 @@ export class Sweeper {
         { pageSize: 100, pageToken: "", tenant: "", status: 0, labels: {}, orphaned: true },
         { deadlineMs: 5000 },
       );
+      if (this.failures > 0) this.logger.info({ failures: this.failures }, "orphan sweep works again");
+      this.failures = 0;
       for (const s of sessions) {
         if (this.stopped) return;
         await this.supervisor.wake(s.sessionId).catch((err: unknown) => {
@@ -50,7 +53,8 @@ export class Sweeper {
         });
       }
     } catch (err) {
-      this.logger.warn({ err }, "orphan sweep failed");
+      // The log is down or unreachable: say so once, then every 100th attempt, with a count.
+      if (this.failures++ % 100 === 0) this.logger.warn({ err, failures: this.failures }, "orphan sweep failed");
     }
   }
 }
