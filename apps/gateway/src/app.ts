@@ -1,0 +1,119 @@
+/**
+ * Wires a gateway: its database and migrations, API keys from config, clients of the session
+ * log and the harness, the HTTP server and its routes. Used by main.ts and by tests, which start
+ * it in-process on port 0; `deps` lets an embedding process pass clients it already has.
+ */
+import { migrate, openDb, type Db } from "@metaharness/db";
+import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { createClient, promisify, type Logger } from "@metaharness/service-kit";
+import { ApiKeys } from "./auth/api-keys.js";
+import type { GatewayConfig } from "./config.js";
+import { Router, type RouteDoc } from "./http/router.js";
+import { createServer } from "./http/server.js";
+import { registerAgentRoutes } from "./routes/agents.js";
+import type { HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
+import { registerEnvironmentRoutes } from "./routes/environments.js";
+import { registerEventRoutes } from "./routes/events.js";
+import { registerMetaRoutes } from "./routes/meta.js";
+import { registerNotImplementedRoutes } from "./routes/not-implemented.js";
+import { registerSessionRoutes } from "./routes/sessions.js";
+import { registerStreamRoute } from "./routes/stream.js";
+import { AgentStore } from "./store/agents.js";
+import { EnvironmentStore } from "./store/environments.js";
+import { SessionStore } from "./store/sessions.js";
+import { StreamRegistry } from "./stream/registry.js";
+
+const MIGRATIONS = new URL("../migrations/", import.meta.url);
+
+export interface GatewayDeps {
+  readonly db?: Db;
+  readonly log?: SessionLogRpc;
+  readonly harness?: HarnessRpc;
+}
+
+export interface GatewayHandle {
+  /** `http://host:port`, the SDK's baseURL. */
+  readonly url: string;
+  readonly port: number;
+  readonly db: Db;
+  /** The routes served, as declared (the source of /openapi.json and docs/api.md's tables). */
+  readonly routes: readonly RouteDoc[];
+  /** Ends open event streams, stops serving, closes connections. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startGateway(config: GatewayConfig, logger: Logger, deps: GatewayDeps = {}): Promise<GatewayHandle> {
+  const cleanups: Array<() => Promise<void>> = [];
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) {
+        await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
+      }
+    })());
+  try {
+    let db = deps.db;
+    if (db === undefined) {
+      const opened = await openDb(config.databaseUrl, {
+        poolSize: config.poolSize,
+        onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+      });
+      cleanups.push(() => opened.end());
+      db = opened;
+    }
+    const applied = await migrate(db, "gateway", MIGRATIONS);
+    if (applied.length > 0) logger.info({ applied }, "applied migrations");
+    const keys = new ApiKeys(db, config.keyCacheMs);
+    await keys.bootstrap(config.apiKeys);
+
+    let log = deps.log;
+    if (log === undefined) {
+      const raw = createClient(SessionLogClient, config.sessionLogAddress);
+      cleanups.push(() => Promise.resolve(raw.close()));
+      log = promisify(raw, SessionLogService);
+    }
+    let harness = deps.harness;
+    if (harness === undefined) {
+      const raw = createClient(HarnessClient, config.harnessAddress);
+      cleanups.push(() => Promise.resolve(raw.close()));
+      harness = promisify(raw, HarnessService);
+    }
+
+    const app = createServer({ logger, bodyLimitBytes: config.bodyLimitBytes });
+    cleanups.push(() => app.close());
+    const streams = new StreamRegistry(config.maxStreamsPerTenant);
+    // Registered after app.close so it runs first: open streams end, then the server closes.
+    cleanups.push(() => Promise.resolve(streams.closeAll()));
+
+    const router = new Router(app, { keys, requireBetaHeader: config.requireBetaHeader });
+    const ctx: RouteContext = {
+      router,
+      agents: new AgentStore(db),
+      environments: new EnvironmentStore(db),
+      sessions: new SessionStore(db),
+      log,
+      harness,
+      streams,
+      wakeTimeoutMs: config.wakeTimeoutMs,
+      heartbeatMs: config.heartbeatMs,
+      now: () => new Date(),
+    };
+    registerAgentRoutes(ctx);
+    registerEnvironmentRoutes(ctx);
+    registerSessionRoutes(ctx);
+    registerEventRoutes(ctx);
+    registerStreamRoute(ctx);
+    registerNotImplementedRoutes(ctx);
+    registerMetaRoutes(ctx, db);
+
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    const port = typeof address === "object" && address !== null ? address.port : config.port;
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    logger.info({ url, tenants: new Set(config.apiKeys.map((k) => k.tenant)).size }, "gateway serving");
+    return { url, port, db, routes: router.routes, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Every setting of the gateway, read from the environment in this one place.
+ */
+import { env, readConfig, type EnvVar } from "@metaharness/service-kit";
+
+/** A key the gateway accepts at start, and the tenant it acts for. */
+export interface BootstrapKey {
+  readonly key: string;
+  readonly tenant: string;
+}
+
+export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const KEY_PATTERN = /^[\x21-\x7e]{16,256}$/;
+
+/**
+ * `key1:tenantA,key2:tenantB`. Keys are 16-256 printable characters without spaces; tenants
+ * 1-64 of [A-Za-z0-9_-]. Problems name the entry by position, never the key itself.
+ */
+function apiKeys(name: string): EnvVar<BootstrapKey[]> {
+  return {
+    name,
+    read(raw) {
+      if (raw === undefined) return { ok: true, value: [] };
+      const out: BootstrapKey[] = [];
+      const entries = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+      for (const [i, entry] of entries.entries()) {
+        const colon = entry.lastIndexOf(":");
+        const key = entry.slice(0, Math.max(colon, 0));
+        const tenant = entry.slice(colon + 1);
+        if (colon <= 0 || !KEY_PATTERN.test(key) || !TENANT_PATTERN.test(tenant)) {
+          return {
+            ok: false,
+            problem: `${name} entry ${i + 1} is invalid (expected key:tenant, the key 16-256 printable characters, the tenant 1-64 of A-Z a-z 0-9 _ -)`,
+          };
+        }
+        out.push({ key, tenant });
+      }
+      return { ok: true, value: out };
+    },
+  };
+}
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return readConfig(
+    {
+      host: env.string("MH_HTTP_HOST", { default: "127.0.0.1" }),
+      port: env.port("MH_HTTP_PORT", { default: 8080 }),
+      sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      harnessAddress: env.string("MH_HARNESS_ADDR", { default: "127.0.0.1:50052" }),
+      // postgres://... for a server; pglite:memory or pglite:///dir for embedded Postgres.
+      databaseUrl: env.url("MH_DATABASE_URL", {
+        default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
+        protocols: ["postgres", "postgresql", "pglite"],
+      }),
+      poolSize: env.int("MH_PG_POOL_SIZE", { default: 10, min: 2, max: 200 }),
+      apiKeys: apiKeys("MH_GATEWAY_API_KEYS"),
+      // Absent anthropic-beta is accepted by default (see docs/api.md); true refuses it with a 400.
+      requireBetaHeader: env.bool("MH_GATEWAY_REQUIRE_BETA_HEADER", { default: false }),
+      bodyLimitBytes: env.int("MH_GATEWAY_BODY_LIMIT_BYTES", { default: 8 * 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 }),
+      heartbeatMs: env.durationMs("MH_GATEWAY_SSE_HEARTBEAT_MS", { default: 15_000, min: 100, max: 600_000 }),
+      maxStreamsPerTenant: env.int("MH_GATEWAY_MAX_STREAMS_PER_TENANT", { default: 100, min: 1, max: 100_000 }),
+      wakeTimeoutMs: env.durationMs("MH_GATEWAY_WAKE_TIMEOUT_MS", { default: 2000, min: 10, max: 60_000 }),
+      keyCacheMs: env.durationMs("MH_GATEWAY_KEY_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
+      logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
+      otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+    },
+    source,
+  );
+}
+
+export type GatewayConfig = ReturnType<typeof loadConfig>;

@@ -1,0 +1,85 @@
+/**
+ * ApiError: what a handler throws to answer with an entry of the catalog. `from(unknown)` turns
+ * anything thrown (our MhErrors, backend gRPC failures, fastify's own errors) into one, so the
+ * error handler has a single shape to render. The body is the Anthropic error response,
+ * `{"type":"error","error":{"type","message","details"?},"request_id"}`.
+ */
+import { MhError } from "@metaharness/errors";
+import { ERROR_CATALOG, ERROR_FOR_CODE, type GatewayErrorName, type GatewayErrorType } from "./catalog.js";
+
+export interface ErrorResponseBody {
+  readonly type: "error";
+  readonly error: {
+    readonly type: GatewayErrorType;
+    readonly message: string;
+    readonly details?: { readonly error_code: string };
+  };
+  readonly request_id: string | null;
+}
+
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly error: GatewayErrorName;
+  /** Extra response headers, e.g. `retry-after`. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(error: GatewayErrorName, message: string, options: { cause?: unknown; headers?: Record<string, string> } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.error = error;
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return ERROR_CATALOG[this.error].status;
+  }
+
+  /** Whether the caller could do nothing about it: logged at error level with the cause. */
+  get serverSide(): boolean {
+    return this.status >= 500 && this.error !== "not_implemented";
+  }
+
+  body(requestId: string | null): ErrorResponseBody {
+    const entry: { type: GatewayErrorType; errorCode?: string } = ERROR_CATALOG[this.error];
+    return {
+      type: "error",
+      error: {
+        type: entry.type,
+        message: this.message,
+        ...(entry.errorCode === undefined ? {} : { details: { error_code: entry.errorCode } }),
+      },
+      request_id: requestId,
+    };
+  }
+
+  static from(err: unknown): ApiError {
+    if (err instanceof ApiError) return err;
+    const mh = MhError.from(err);
+    // The session log refuses an event over its size limit as INVALID_ARGUMENT with the limit.
+    const name = mh.code === "INVALID_ARGUMENT" && "limit_bytes" in mh.details ? "request_too_large" : ERROR_FOR_CODE[mh.code];
+    // Backend messages of server-side failures may describe internals; say what happened instead.
+    const message = ERROR_CATALOG[name].status >= 500 ? serverMessage(name, mh) : mh.message;
+    return new ApiError(name, message, { cause: err });
+  }
+}
+
+function serverMessage(name: GatewayErrorName, err: MhError): string {
+  switch (name) {
+    case "unavailable":
+      return "A service behind the gateway is unavailable; retry shortly.";
+    case "timeout":
+      return "A service behind the gateway did not answer in time; retry shortly.";
+    case "not_implemented":
+      return err.message;
+    default:
+      return "Internal server error.";
+  }
+}
+
+/** A 400 naming the field at fault, in the form the SDK's docs use: `tools[0].name: is required`. */
+export function invalidRequest(field: string, message: string): ApiError {
+  return new ApiError("invalid_request", field === "" ? message : `${field}: ${message}`);
+}
+
+export function notFound(kind: string, id: string): ApiError {
+  return new ApiError("not_found", `${kind} ${JSON.stringify(id)} not found`);
+}

@@ -1,0 +1,111 @@
+/**
+ * The fastify instance every route hangs off: request ids (`request-id`, as Anthropic sends),
+ * the SDK's query encoding (`types[]=a&types[]=b`), ajv set to refuse unknown fields rather than
+ * drop them, and one error path that renders every failure as the Anthropic error body with
+ * the status of its catalog entry. One structured log line per request.
+ */
+import type { Logger } from "@metaharness/service-kit";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { ApiError } from "../errors/api-error.js";
+import { ERROR_CATALOG } from "../errors/catalog.js";
+import { REQUEST_ID_PREFIX, newId } from "../ids.js";
+import { validationError } from "./validation.js";
+
+export interface ServerOptions {
+  readonly logger: Logger;
+  readonly bodyLimitBytes: number;
+}
+
+/**
+ * `a=1&a=2` and `a[]=1&a[]=2` both read as `a: ["1","2"]` (the SDK sends the second); a single
+ * `a[]=1` is a one-element array. Bracketed keys with a name inside, `created_at[gte]`, are kept.
+ */
+export function parseQuery(raw: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [rawKey, value] of new URLSearchParams(raw)) {
+    const isList = rawKey.endsWith("[]");
+    const key = isList ? rawKey.slice(0, -2) : rawKey;
+    const prior = out[key];
+    if (prior === undefined) out[key] = isList ? [value] : value;
+    else out[key] = Array.isArray(prior) ? [...prior, value] : [prior, value];
+  }
+  return out;
+}
+
+/** Renders any error as the Anthropic error body, with the catalog's status and retry hint. */
+export function sendError(req: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
+  const entry = ERROR_CATALOG[err.error];
+  return reply
+    .code(entry.status)
+    .headers({ "x-should-retry": String(entry.retry), ...err.headers })
+    .send(err.body(req.id));
+}
+
+function fromFastify(err: FastifyError): ApiError {
+  if (err.validation !== undefined) return validationError(err.validation, err.validationContext);
+  if (err.statusCode === 413) return new ApiError("request_too_large", "Request exceeds the maximum allowed number of bytes.", { cause: err });
+  if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+    return new ApiError("invalid_request", "content-type: must be application/json", { cause: err });
+  }
+  if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+    return new ApiError("invalid_request", `body: ${err.message}`, { cause: err });
+  }
+  return ApiError.from(err);
+}
+
+function isFastifyError(err: unknown): err is FastifyError {
+  return err instanceof Error && ("validation" in err || ("code" in err && typeof err.code === "string" && err.code.startsWith("FST_")));
+}
+
+export function createServer(opts: ServerOptions): FastifyInstance {
+  const loggerInstance: FastifyBaseLogger = opts.logger;
+  const app = Fastify({
+    loggerInstance,
+    // One line per request is written by the onResponse hook below, with the tenant.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
+    bodyLimit: opts.bodyLimitBytes,
+    forceCloseConnections: true,
+    // HEAD would run GET handlers, the event stream's included; nothing here needs it.
+    exposeHeadRoutes: false,
+    genReqId: () => newId(REQUEST_ID_PREFIX),
+    routerOptions: { querystringParser: parseQuery },
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: "array",
+        useDefaults: false,
+        discriminator: true,
+        allErrors: false,
+        allowUnionTypes: true,
+      },
+    },
+  });
+  app.decorateRequest("tenant", "");
+
+  app.addHook("onRequest", async (req, reply) => {
+    void reply.header("request-id", req.id);
+  });
+
+  app.addHook("onResponse", async (req, reply) => {
+    const line = {
+      method: req.method,
+      route: req.routeOptions.url,
+      status: reply.statusCode,
+      tenant: req.tenant === "" ? undefined : req.tenant,
+      ms: Math.round(reply.elapsedTime),
+    };
+    if (reply.statusCode >= 500) req.log.warn(line, "request failed");
+    else req.log.info(line, "request");
+  });
+
+  app.setErrorHandler((err: unknown, req, reply) => {
+    const apiError = isFastifyError(err) ? fromFastify(err) : ApiError.from(err);
+    if (apiError.serverSide) req.log.error({ err, tenant: req.tenant }, apiError.message);
+    return sendError(req, reply, apiError);
+  });
+
+  app.setNotFoundHandler((req, reply) =>
+    sendError(req, reply, new ApiError("not_found", `Not found: ${req.method} ${req.url.split("?")[0] ?? ""}`)),
+  );
+  return app;
+}

@@ -1,0 +1,103 @@
+/**
+ * Params to resolved objects, and a session's agent onto the harness's AgentConfig.
+ */
+import type { BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import { PermissionPolicy, ToolKind } from "@metaharness/proto";
+import { describe, expect, it } from "vitest";
+import { agentBodyFromCreate, applyAgentUpdate } from "./agent-body.js";
+import { toAgentConfig } from "./agent-config.js";
+import { applyEnvironmentUpdate, environmentBodyFromCreate } from "./environment-body.js";
+import { patchMetadata } from "./metadata.js";
+
+function sessionAgent(tools: BetaManagedAgentsSessionAgent["tools"], mcp: BetaManagedAgentsSessionAgent["mcp_servers"] = []): BetaManagedAgentsSessionAgent {
+  return {
+    id: "agent_1",
+    type: "agent",
+    version: 1,
+    name: "a",
+    description: null,
+    model: { id: "claude-x" },
+    system: "be brief",
+    tools,
+    mcp_servers: mcp,
+    skills: [],
+    execution_identity: { type: "service_account" },
+    multiagent: null,
+  };
+}
+
+describe("agents", () => {
+  it("applies updates as the SDK documents: omitted kept, null cleared, metadata patched", () => {
+    const body = agentBodyFromCreate({ name: "a", model: "m", description: "d", system: "s", metadata: { a: "1" } });
+    const next = applyAgentUpdate(body, { description: null, metadata: { a: null, b: "2" }, system: "" });
+    expect(next).toMatchObject({ name: "a", description: null, system: null, metadata: { b: "2" }, model: { id: "m" } });
+  });
+
+  it("refuses what it cannot honour", () => {
+    expect(() => agentBodyFromCreate({ name: "a", model: "m", execution_identity: { type: "aws_role", role_arn: "arn:x" } })).toThrow(
+      /^execution_identity.type: /,
+    );
+    expect(() => agentBodyFromCreate({ name: "a", model: "m", mcp_servers: [{ type: "url", name: "s", url: "https://mcp.example" }] })).toThrow(
+      /^mcp_servers\[0\].name: /,
+    );
+  });
+});
+
+describe("toAgentConfig", () => {
+  it("maps enabled sandbox tools with their policies, custom and MCP tools; leaves out web tools", () => {
+    const config = toAgentConfig(
+      sessionAgent(
+        [
+          {
+            type: "agent_toolset_20260401",
+            default_config: { enabled: false, permission_policy: { type: "always_allow" } },
+            configs: [
+              { name: "bash", type: "bash", enabled: true, permission_policy: { type: "auto" } },
+              { name: "read", type: "read", enabled: true, permission_policy: { type: "always_allow" } },
+              { name: "web_search", type: "web_search", enabled: true, permission_policy: { type: "always_allow" } },
+            ],
+          },
+          { type: "custom", name: "lookup", description: "look up", input_schema: { type: "object" } },
+          {
+            type: "mcp_toolset",
+            mcp_server_name: "docs",
+            default_config: { enabled: true, permission_policy: { type: "always_ask" } },
+            configs: [{ name: "search_docs", enabled: true, permission_policy: { type: "always_allow" } }],
+          },
+        ],
+        [{ type: "url", name: "docs", url: "https://mcp.example/docs" }],
+      ),
+    );
+    expect(config).toMatchObject({ model: "claude-x", system: "be brief" });
+    expect(config.tools.map((t) => [t.name, t.kind, t.permissionPolicy, t.mcpServerUrl])).toEqual([
+      ["bash", ToolKind.TOOL_KIND_SANDBOX, PermissionPolicy.PERMISSION_POLICY_ALWAYS_ASK, ""],
+      ["read", ToolKind.TOOL_KIND_SANDBOX, PermissionPolicy.PERMISSION_POLICY_ALWAYS_ALLOW, ""],
+      ["lookup", ToolKind.TOOL_KIND_CUSTOM, PermissionPolicy.PERMISSION_POLICY_ALWAYS_ALLOW, ""],
+      ["search_docs", ToolKind.TOOL_KIND_MCP, PermissionPolicy.PERMISSION_POLICY_ALWAYS_ALLOW, "https://mcp.example/docs"],
+    ]);
+    expect(config.tools[2]?.inputSchema).toEqual({ type: "object" });
+  });
+});
+
+describe("environments", () => {
+  it("keeps limited networking's omitted fields on update, and refuses packages it could not install", () => {
+    const body = environmentBodyFromCreate({
+      name: "e",
+      config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: true } },
+    });
+    const next = applyEnvironmentUpdate(body, { config: { type: "cloud", networking: { type: "limited", allow_mcp_servers: true } } });
+    expect(next.config).toMatchObject({
+      networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: true, allow_mcp_servers: true },
+    });
+    expect(() =>
+      environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited" }, packages: { pip: ["x"] } } }),
+    ).toThrow(/^config.packages: /);
+  });
+});
+
+describe("metadata", () => {
+  it("patches, and reports every limit it breaks", () => {
+    expect(patchMetadata({ a: "1" }, { a: "", b: "2" }, { emptyDeletes: true })).toEqual({ b: "2" });
+    expect(() => patchMetadata({}, { ["k".repeat(65)]: "v" })).toThrow(/must be 1 to 64 characters/);
+  });
+});

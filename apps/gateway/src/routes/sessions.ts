@@ -1,0 +1,180 @@
+/**
+ * /v1/sessions: create, retrieve, update (title and metadata), list in both directions,
+ * archive, delete. Status and usage come from the session log; the rest from the gateway's
+ * record. Deleting terminates the session in the log (a running one is interrupted first), so
+ * no harness keeps working for a session nobody can reach.
+ */
+import type { BidirectionalPageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
+import type { BetaManagedAgentsDeletedSession, BetaManagedAgentsSession, SessionUpdateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import { newEvent } from "@metaharness/events";
+import { SessionStatus, type Event } from "@metaharness/proto";
+import { invalidRequest } from "../errors/api-error.js";
+import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
+import { patchMetadata } from "../mapping/metadata.js";
+import { statusJson, type SessionStatusJson } from "../mapping/session.js";
+import { createSession, type SessionCreateBody } from "../sessions/create.js";
+import { logSession, viewSession } from "../sessions/live.js";
+import { createSessionBody, listSessionsQuery, sessionParams, updateSessionBody } from "../schemas/sessions.js";
+import { timeFilter, type TimeOp } from "./filters.js";
+import type { RouteContext } from "./context.js";
+
+type SessionUpdateBody = Omit<SessionUpdateParams, "betas" | "workspace_id">;
+interface SessionParams {
+  session_id: string;
+}
+type SessionListQuery = {
+  limit?: number;
+  page?: string;
+  agent_id?: string;
+  agent_version?: number;
+  deployment_id?: string;
+  include_archived?: boolean;
+  memory_store_id?: string;
+  order?: "asc" | "desc";
+  statuses?: SessionStatusJson[];
+  "created_at[gt]"?: string;
+  "created_at[gte]"?: string;
+  "created_at[lt]"?: string;
+  "created_at[lte]"?: string;
+};
+
+const TIME_OPS: ReadonlyArray<readonly [TimeOp, ">" | ">=" | "<" | "<="]> = [
+  ["gt", ">"],
+  ["gte", ">="],
+  ["lt", "<"],
+  ["lte", "<="],
+];
+
+export function registerSessionRoutes(ctx: RouteContext): void {
+  const { router, sessions } = ctx;
+
+  router.add<{ Body: SessionCreateBody }>(
+    {
+      method: "POST",
+      url: "/v1/sessions",
+      sdk: "beta.sessions.create",
+      summary: "Create a session of an agent version in an environment; initial user.message events are sent at once.",
+      response: "BetaManagedAgentsSession",
+      errors: ["invalid_metadata", "not_found", "environment_not_found", "environment_archived", "request_too_large"],
+      schema: { body: createSessionBody },
+    },
+    (req) => createSession(ctx, req.tenant, req.body, req.log),
+  );
+
+  router.add<{ Params: SessionParams }>(
+    {
+      method: "GET",
+      url: "/v1/sessions/:session_id",
+      sdk: "beta.sessions.retrieve",
+      summary: "Retrieve a session with its status and usage.",
+      response: "BetaManagedAgentsSession",
+      errors: ["not_found"],
+      schema: { params: sessionParams },
+    },
+    async (req): Promise<BetaManagedAgentsSession> => viewSession(ctx, await sessions.require(req.tenant, req.params.session_id)),
+  );
+
+  router.add<{ Params: SessionParams; Body: SessionUpdateBody }>(
+    {
+      method: "POST",
+      url: "/v1/sessions/:session_id",
+      sdk: "beta.sessions.update",
+      summary: "Update a session's title and metadata.",
+      response: "BetaManagedAgentsSession",
+      errors: ["invalid_metadata", "not_found", "request_too_large"],
+      schema: { params: sessionParams, body: updateSessionBody },
+    },
+    async (req): Promise<BetaManagedAgentsSession> => {
+      const { agent, budget, vault_ids: vaultIds, title, metadata } = req.body;
+      if (agent !== undefined) throw invalidRequest("agent", "changing a session's agent is not supported by this gateway yet");
+      if (budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet");
+      if (vaultIds !== undefined) throw invalidRequest("vault_ids", "attaching vaults to an existing session is not yet supported");
+      const current = await sessions.require(req.tenant, req.params.session_id);
+      const updated = await sessions.update(
+        req.tenant,
+        current.id,
+        {
+          ...(title === undefined ? {} : { title: title === "" ? null : title }),
+          ...(metadata === undefined || metadata === null ? {} : { metadata: patchMetadata(current.metadata, metadata) }),
+        },
+        ctx.now(),
+      );
+      return viewSession(ctx, updated);
+    },
+  );
+
+  router.add<{ Querystring: SessionListQuery }>(
+    {
+      method: "GET",
+      url: "/v1/sessions",
+      sdk: "beta.sessions.list",
+      summary: "List sessions, newest first by default; next_page and prev_page move both ways.",
+      response: "BidirectionalPageCursor<BetaManagedAgentsSession>",
+      errors: [],
+      schema: { querystring: listSessionsQuery },
+    },
+    async (req): Promise<BidirectionalPageCursorResponse<BetaManagedAgentsSession>> => {
+      const q = req.query;
+      if (q.agent_version !== undefined && q.agent_id === undefined) throw invalidRequest("agent_version", "needs agent_id");
+      if (q.deployment_id !== undefined || q.memory_store_id !== undefined) return { data: [], next_page: null, prev_page: null };
+      const page = await sessions.list(req.tenant, {
+        limit: pageLimit(q.limit, OBJECT_PAGE),
+        cursor: decodeCursor("sessions", q.page, isTimeIdPosition),
+        order: q.order ?? "desc",
+        agentId: q.agent_id,
+        agentVersion: q.agent_version,
+        created: TIME_OPS.flatMap(([op, sql]) => {
+          const at = timeFilter(q, op);
+          return at === undefined ? [] : [[sql, at] as const];
+        }),
+        includeArchived: q.include_archived === true,
+      });
+      const views = await Promise.all(page.rows.map((r) => viewSession(ctx, r)));
+      const wanted = q.statuses === undefined || q.statuses.length === 0 ? undefined : new Set(q.statuses);
+      return {
+        // A status filter applies to the page as read, so a page may hold fewer than `limit`.
+        data: wanted === undefined ? views : views.filter((v) => wanted.has(v.status)),
+        next_page: page.next === undefined ? null : encodeCursor("sessions", page.next, "next"),
+        prev_page: page.prev === undefined ? null : encodeCursor("sessions", page.prev, "prev"),
+      };
+    },
+  );
+
+  router.add<{ Params: SessionParams }>(
+    {
+      method: "POST",
+      url: "/v1/sessions/:session_id/archive",
+      sdk: "beta.sessions.archive",
+      summary: "Archive a session: hidden from lists by default; it can no longer receive events.",
+      response: "BetaManagedAgentsSession",
+      errors: ["not_found"],
+      schema: { params: sessionParams },
+    },
+    async (req): Promise<BetaManagedAgentsSession> => viewSession(ctx, await sessions.archive(req.tenant, req.params.session_id, ctx.now())),
+  );
+
+  router.add<{ Params: SessionParams }>(
+    {
+      method: "DELETE",
+      url: "/v1/sessions/:session_id",
+      sdk: "beta.sessions.delete",
+      summary: "Delete a session: it is terminated in the log and no longer served.",
+      response: "BetaManagedAgentsDeletedSession",
+      errors: ["not_found"],
+      schema: { params: sessionParams },
+    },
+    async (req): Promise<BetaManagedAgentsDeletedSession> => {
+      const record = await sessions.require(req.tenant, req.params.session_id);
+      const live = await logSession(ctx, record.id);
+      if (live.status !== SessionStatus.SESSION_STATUS_TERMINATED) {
+        const events: Event[] = [];
+        if (statusJson(live.status) === "running") events.push(newEvent("user.interrupt", {}));
+        events.push(newEvent("session.status_terminated", {}));
+        await ctx.log.emitEvents({ sessionId: record.id, events });
+      }
+      await sessions.delete(req.tenant, record.id);
+      req.log.info({ session_id: record.id }, "session deleted");
+      return { id: record.id, type: "session_deleted" };
+    },
+  );
+}

@@ -1,0 +1,78 @@
+/**
+ * GET /v1/sessions/{id}/events/stream: the SDK's `sessions.events.stream()`. Like Anthropic's
+ * stream it starts live, from the session's current end. Beyond it, a client that lost its
+ * connection resumes where it left off: `Last-Event-ID: <seq>` (what EventSource sends by itself)
+ * or `?after_seq=<seq>` replays the events after that seq and then goes live, with no gap and no
+ * duplicate. `event_deltas[]` opts into token previews.
+ */
+import type { BetaManagedAgentsDeltaType } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type { FastifyRequest } from "fastify";
+import { invalidRequest } from "../errors/api-error.js";
+import { streamEventsQuery } from "../schemas/events.js";
+import { sessionParams } from "../schemas/sessions.js";
+import { logSession } from "../sessions/live.js";
+import { Previews } from "../stream/previews.js";
+import { pump } from "../stream/pump.js";
+import { SseWriter } from "../stream/sse.js";
+import type { RouteContext } from "./context.js";
+
+interface StreamRoute {
+  Params: { session_id: string };
+  Querystring: { event_deltas?: BetaManagedAgentsDeltaType[]; after_seq?: number };
+}
+
+/** `?after_seq=` wins over `Last-Event-ID`; neither: undefined (start live). */
+function resumeFrom(req: FastifyRequest<StreamRoute>): number | undefined {
+  if (req.query.after_seq !== undefined) return req.query.after_seq;
+  const raw = req.headers["last-event-id"];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || value.trim() === "") return undefined;
+  if (!/^\d{1,15}$/.test(value.trim())) throw invalidRequest("Last-Event-ID", "must be the seq of an event (the `id:` of its SSE message)");
+  return Number(value.trim());
+}
+
+export function registerStreamRoute(ctx: RouteContext): void {
+  ctx.router.add<StreamRoute>(
+    {
+      method: "GET",
+      url: "/v1/sessions/:session_id/events/stream",
+      sdk: "beta.sessions.events.stream",
+      summary: "Stream a session's events as SSE, live from now, or resumed after a seq (Last-Event-ID or after_seq).",
+      response: "BetaManagedAgentsStreamSessionEvents",
+      errors: ["not_found"],
+      schema: { params: sessionParams, querystring: streamEventsQuery },
+      stream: true,
+    },
+    async (req, reply) => {
+      const record = await ctx.sessions.require(req.tenant, req.params.session_id);
+      const live = await logSession(ctx, record.id);
+      const resume = resumeFrom(req);
+      if (resume !== undefined && resume > live.lastSeq) {
+        throw invalidRequest(req.query.after_seq === undefined ? "Last-Event-ID" : "after_seq", `${resume} is beyond the session's last event (${live.lastSeq})`);
+      }
+      const lease = ctx.streams.acquire(req.tenant);
+      const gone = new AbortController();
+      // The response's close (not the request's, which fires once its body is read) means the
+      // client went away.
+      reply.raw.once("close", () => gone.abort());
+      const writer = new SseWriter(reply.raw);
+      void reply.hijack();
+      writer.open(req.id);
+      try {
+        await pump({
+          log: ctx.log,
+          sessionId: record.id,
+          afterSeq: resume ?? live.lastSeq,
+          previews: new Previews(new Set(req.query.event_deltas ?? [])),
+          writer,
+          signal: AbortSignal.any([lease.signal, gone.signal]),
+          heartbeatMs: ctx.heartbeatMs,
+          requestId: req.id,
+          logger: req.log,
+        });
+      } finally {
+        lease.release();
+      }
+    },
+  );
+}

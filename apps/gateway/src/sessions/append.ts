@@ -1,0 +1,24 @@
+/**
+ * User input into a session: appended to the log in the order sent, in one atomic EmitEvents,
+ * then the harness is woken. The harness also sweeps for sessions with unanswered input, so a
+ * failed Wake is logged and the request still succeeds. `user.interrupt` needs nothing special:
+ * the harness driving the session follows the log and acts on it as soon as it is appended.
+ */
+import type { Event } from "@metaharness/proto";
+import type { FastifyBaseLogger as Logger } from "fastify";
+import type { RouteContext } from "../routes/context.js";
+
+export async function wake(ctx: RouteContext, sessionId: string, logger: Logger): Promise<void> {
+  try {
+    await ctx.harness.wake({ sessionId }, { deadlineMs: ctx.wakeTimeoutMs });
+  } catch (err) {
+    logger.warn({ err, session_id: sessionId }, "harness wake failed; its sweeper will pick the session up");
+  }
+}
+
+export async function appendUserEvents(ctx: RouteContext, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
+  if (events.length === 0) return [];
+  const { events: stored } = await ctx.log.emitEvents({ sessionId, events });
+  await wake(ctx, sessionId, logger);
+  return stored;
+}

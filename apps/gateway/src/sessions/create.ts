@@ -1,0 +1,90 @@
+/**
+ * Creating a session: resolve the agent (one version, with overrides) and the environment of
+ * this tenant, check every input before anything is written, create the session in the log with
+ * the agent snapshotted as the harness's AgentConfig, record the gateway's view, then append the
+ * initial events and wake the harness. The log's session comes first: a crash between the two
+ * writes leaves an empty session nobody can see, never a visible session without a log.
+ */
+import type { BetaManagedAgentsSession, SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import { fromManagedAgentsParams, newSessionId } from "@metaharness/events";
+import type { Event } from "@metaharness/proto";
+import type { FastifyBaseLogger as Logger } from "fastify";
+import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
+import { toAgentConfig } from "../mapping/agent-config.js";
+import { checkMetadata } from "../mapping/metadata.js";
+import { resolveResources } from "../mapping/resources.js";
+import { readReference, snapshotAgent } from "../mapping/session-agent.js";
+import type { RouteContext } from "../routes/context.js";
+import { appendUserEvents } from "./append.js";
+import { viewSession } from "./live.js";
+
+export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
+
+function initialEvents(params: SessionCreateBody["initial_events"]): Event[] {
+  return (params ?? []).map((json, i) => {
+    const field = `initial_events[${i}]`;
+    if (json.type !== "user.message") throw invalidRequest(`${field}.type`, `"${json.type}" is not supported here; initial events are user.message`);
+    return fromManagedAgentsParams(json, field);
+  });
+}
+
+export async function createSession(ctx: RouteContext, tenant: string, body: SessionCreateBody, logger: Logger): Promise<BetaManagedAgentsSession> {
+  if (body.budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet; omit the field");
+  const ref = readReference(body.agent);
+  const agent = await ctx.agents.get(tenant, ref.id, ref.version);
+  if (agent === undefined) {
+    throw ref.version !== undefined && (await ctx.agents.get(tenant, ref.id)) !== undefined
+      ? invalidRequest("agent.version", `agent ${ref.id} has no version ${ref.version}`)
+      : notFound("agent", ref.id);
+  }
+  if (agent.archivedAt !== null) throw invalidRequest("agent", `agent ${agent.id} is archived; new sessions cannot use it`);
+  const environment = await ctx.environments.get(tenant, body.environment_id);
+  if (environment === undefined) {
+    throw new ApiError("environment_not_found", `environment_id: environment ${JSON.stringify(body.environment_id)} not found`);
+  }
+  if (environment.archivedAt !== null) {
+    throw new ApiError("environment_archived", `environment_id: environment ${environment.id} is archived; new sessions cannot use it`);
+  }
+  const now = ctx.now();
+  const snapshot = snapshotAgent(agent, ref.overrides);
+  const metadata = checkMetadata(body.metadata ?? {});
+  const resources = resolveResources(body.resources, now);
+  const events = initialEvents(body.initial_events);
+  const title = body.title === undefined || body.title === "" ? null : body.title;
+  const vaultIds = [...new Set(body.vault_ids ?? [])];
+
+  const sessionId = newSessionId();
+  const { session } = await ctx.log.createSession({
+    sessionId,
+    metadata: {
+      agentId: agent.id,
+      agentVersion: agent.version,
+      tenant,
+      labels: {},
+      harness: "",
+      environmentId: environment.id,
+      vaultIds,
+      title: title ?? "",
+      agent: toAgentConfig(snapshot),
+    },
+  });
+  const record = await ctx.sessions.create(tenant, {
+    id: sessionId,
+    agentId: agent.id,
+    agentVersion: agent.version,
+    agent: snapshot,
+    environmentId: environment.id,
+    environmentType: environment.body.config.type,
+    title,
+    metadata,
+    resources,
+    vaultIds,
+    createdAt: now,
+  });
+  logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");
+  if (events.length > 0) {
+    await appendUserEvents(ctx, sessionId, events, logger);
+    return viewSession(ctx, record);
+  }
+  return viewSession(ctx, record, session);
+}

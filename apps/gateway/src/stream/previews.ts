@@ -1,0 +1,58 @@
+/**
+ * Token deltas of the session log (EventDelta: a piece of text of block N of model request R)
+ * as the SDK's opt-in preview events: an `event_start` naming the event being produced, then
+ * `event_delta`s with its content fragments. agent.thinking previews are start-only, as the SDK
+ * documents; tool input deltas have no SDK counterpart and are not sent.
+ *
+ * The previewed event's id is derived from (R, N) by previewEventId, so the buffered
+ * agent.message reconciles its preview when the harness gives it that id (see docs/api.md).
+ * A model request that ends without the event (error, interrupt) is closed by its
+ * span.model_request_end, after which its previews are forgotten.
+ */
+import type { BetaManagedAgentsDeltaEvent, BetaManagedAgentsDeltaType, BetaManagedAgentsStartEvent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import { DeltaKind, type Event, type EventDelta } from "@metaharness/proto";
+
+export type PreviewFrame = BetaManagedAgentsStartEvent | BetaManagedAgentsDeltaEvent;
+
+/** Previews one connection tracks at once; beyond it the oldest are forgotten (and restarted). */
+const MAX_OPEN_PREVIEWS = 256;
+
+export function previewEventId(modelRequestId: string, blockIndex: number): string {
+  return `${modelRequestId}.block${blockIndex}`;
+}
+
+export class Previews {
+  /** Preview id -> its model request id. */
+  private readonly open = new Map<string, string>();
+
+  constructor(private readonly types: ReadonlySet<BetaManagedAgentsDeltaType>) {}
+
+  get enabled(): boolean {
+    return this.types.size > 0;
+  }
+
+  frames(delta: EventDelta): PreviewFrame[] {
+    const type = delta.kind === DeltaKind.DELTA_KIND_TEXT ? "agent.message" : delta.kind === DeltaKind.DELTA_KIND_THINKING ? "agent.thinking" : undefined;
+    if (type === undefined || !this.types.has(type)) return [];
+    const id = previewEventId(delta.modelRequestId, delta.blockIndex);
+    const out: PreviewFrame[] = [];
+    if (!this.open.has(id)) {
+      if (this.open.size >= MAX_OPEN_PREVIEWS) this.open.delete(this.open.keys().next().value ?? "");
+      this.open.set(id, delta.modelRequestId);
+      out.push({ type: "event_start", event: { id, type } });
+    }
+    if (type === "agent.message" && delta.text !== "") {
+      out.push({ type: "event_delta", event_id: id, delta: { type: "content_delta", content: { type: "text", text: delta.text }, index: 0 } });
+    }
+    return out;
+  }
+
+  /** Stored events close previews: the buffered event itself, or its request's end. */
+  settle(event: Event): void {
+    if (this.open.size === 0) return;
+    this.open.delete(event.id);
+    if (event.payload?.$case !== "spanModelRequestEnd") return;
+    const request = event.payload.value.modelRequestStartId;
+    for (const [id, req] of this.open) if (req === request) this.open.delete(id);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * One event stream: the session log's WatchEvents from a seq (its backlog, then live events,
+ * with no gap and no duplicate at the join) relayed as SSE, with token previews when asked for
+ * and a heartbeat. It ends when the session is terminated and everything was sent, when the
+ * client goes, or on shutdown; a failure after the stream opened is sent as an `error` event,
+ * which the SDK raises as an APIError.
+ */
+import { toManagedAgentsJson } from "@metaharness/events";
+import type { FastifyBaseLogger as Logger } from "fastify";
+import { ApiError } from "../errors/api-error.js";
+import type { SessionLogRpc } from "../routes/context.js";
+import type { Previews } from "./previews.js";
+import type { SseWriter } from "./sse.js";
+
+export interface PumpOptions {
+  readonly log: SessionLogRpc;
+  readonly sessionId: string;
+  readonly afterSeq: number;
+  readonly previews: Previews;
+  readonly writer: SseWriter;
+  readonly signal: AbortSignal;
+  readonly heartbeatMs: number;
+  readonly requestId: string;
+  readonly logger: Logger;
+}
+
+export async function pump(o: PumpOptions): Promise<void> {
+  const heartbeat = setInterval(() => void o.writer.ping(), o.heartbeatMs);
+  heartbeat.unref();
+  let sent = 0;
+  let lastSeq = o.afterSeq;
+  try {
+    const watch = o.log.watchEvents(
+      { sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled },
+      { signal: o.signal },
+    );
+    for await (const item of watch) {
+      if (item.event !== undefined) {
+        o.previews.settle(item.event);
+        await o.writer.send(item.event.type, toManagedAgentsJson(item.event), item.event.seq);
+        lastSeq = item.event.seq;
+        sent += 1;
+      } else if (item.delta !== undefined) {
+        for (const frame of o.previews.frames(item.delta)) await o.writer.send(frame.type, frame);
+      }
+      if (o.writer.closed) break;
+    }
+  } catch (err) {
+    if (!o.signal.aborted && !o.writer.closed) {
+      const error = ApiError.from(err);
+      o.logger.warn({ err, session_id: o.sessionId, seq: lastSeq }, "event stream failed");
+      await o.writer.send("error", error.body(o.requestId));
+    }
+  } finally {
+    clearInterval(heartbeat);
+    o.writer.end();
+    o.logger.info({ session_id: o.sessionId, after_seq: o.afterSeq, last_seq: lastSeq, events: sent }, "event stream closed");
+  }
+}

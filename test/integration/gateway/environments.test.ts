@@ -1,0 +1,98 @@
+/**
+ * Environments through the official SDK: create (cloud by default), networking and packages
+ * resolved in full, updates that keep omitted fields, the SDK's typed errors for a config type
+ * change and for an archived environment, list, archive and delete.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type CountingClient, type Stack } from "../../support/gateway.js";
+
+let stack: Stack;
+let client: CountingClient;
+beforeAll(async () => {
+  stack = await startStack({ scenarios: [] });
+  client = stack.client();
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const NO_PACKAGES = { type: "packages", apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] };
+
+describe("environments", () => {
+  it("creates a cloud environment with defaults and retrieves it", async () => {
+    const env = await client.sdk.beta.environments.create({ name: "default" });
+    expect(env).toMatchObject({
+      type: "environment",
+      name: "default",
+      description: null,
+      metadata: {},
+      scope: "organization",
+      archived_at: null,
+      config: { type: "cloud", networking: { type: "unrestricted" }, packages: NO_PACKAGES },
+    });
+    expect(env.id).toMatch(/^env_/);
+    expect(await client.sdk.beta.environments.retrieve(env.id)).toEqual(env);
+  });
+
+  it("stores limited networking and packages, and keeps omitted fields on update", async () => {
+    const env = await client.sdk.beta.environments.create({
+      name: "locked",
+      config: {
+        type: "cloud",
+        networking: { type: "limited", allowed_hosts: ["github.com", "*.npmjs.org"], allow_package_managers: true },
+        packages: { npm: ["left-pad@1.3.0"] },
+      },
+      metadata: { owner: "ci" },
+    });
+    expect(env.config).toEqual({
+      type: "cloud",
+      networking: { type: "limited", allowed_hosts: ["github.com", "*.npmjs.org"], allow_package_managers: true, allow_mcp_servers: false },
+      packages: { ...NO_PACKAGES, npm: ["left-pad@1.3.0"] },
+    });
+    const updated = await client.sdk.beta.environments.update(env.id, {
+      config: { type: "cloud", packages: { pip: ["requests"] } },
+      metadata: { owner: "", stage: "beta" },
+      description: "for CI",
+    });
+    expect(updated.config).toEqual({ ...env.config, packages: { ...NO_PACKAGES, npm: ["left-pad@1.3.0"], pip: ["requests"] } });
+    expect(updated.metadata).toEqual({ stage: "beta" });
+    expect(updated.description).toBe("for CI");
+    expect(updated.name).toBe("locked");
+
+    const bad = await client.sdk.beta.environments
+      .create({ name: "x", config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["https://example.com/path"] } } })
+      .catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((bad as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain("config.networking.allowed_hosts[0]:");
+  });
+
+  it("answers with the SDK's typed errors: config type change, archived environment", async () => {
+    const env = await client.sdk.beta.environments.create({ name: "typed" });
+    const change = await client.sdk.beta.environments.update(env.id, { config: { type: "self_hosted" } }).catch((e: unknown) => e);
+    expect(change).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((change as InstanceType<typeof Anthropic.APIError>).errorCode).toBe("invalid_config_type_change");
+
+    const archived = await client.sdk.beta.environments.archive(env.id);
+    expect(archived.archived_at).toEqual(expect.any(String));
+    const update = await client.sdk.beta.environments.update(env.id, { name: "again" }).catch((e: unknown) => e);
+    expect((update as InstanceType<typeof Anthropic.APIError>).errorCode).toBe("environment_archived");
+  });
+
+  it("lists with pagination, hides archived ones by default, and deletes", async () => {
+    const other = stack.client("mh-test-key-tenant-b-0123456789");
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await other.sdk.beta.environments.create({ name: `env ${i}` }));
+    await other.sdk.beta.environments.archive(made[1]!.id);
+    const ids = [];
+    for await (const e of other.sdk.beta.environments.list({ limit: 1 })) ids.push(e.id);
+    expect(ids).toEqual([made[2]!.id, made[0]!.id]);
+    const all = [];
+    for await (const e of other.sdk.beta.environments.list({ include_archived: true })) all.push(e.id);
+    expect(all).toEqual(made.map((e) => e.id).reverse());
+
+    expect(await other.sdk.beta.environments.delete(made[0]!.id)).toEqual({ id: made[0]!.id, type: "environment_deleted" });
+    await expect(other.sdk.beta.environments.retrieve(made[0]!.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(other.sdk.beta.environments.delete(made[0]!.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+  });
+});

@@ -1,0 +1,297 @@
+/**
+ * Events through the official SDK on real services: send, list with pagination, stream as the
+ * SDK parses it, resume a stream after a disconnect (Last-Event-ID or after_seq) with no gap and
+ * no duplicate, opt-in token previews, interrupt, and the custom tool and confirmation round
+ * trips.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import type { BetaManagedAgentsStreamSessionEvents } from "@anthropic-ai/sdk/resources/beta/sessions/events";
+import { betaTool } from "@anthropic-ai/sdk/helpers/beta/json-schema";
+import { defineScenario } from "@metaharness/offline-model";
+import { previewEventId } from "@metaharness/gateway";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type Stack } from "../../support/gateway.js";
+
+const scenarios = [
+  defineScenario("hello", [{ text: "Hello from the offline model." }], { onExhausted: "repeat-last" }),
+  defineScenario("slow", [{ text: "word ".repeat(40), ttftMs: 50, tokensPerSecond: 200 }], { onExhausted: "repeat-last" }),
+  defineScenario("endless", [{ text: "word ".repeat(2000), ttftMs: 20, tokensPerSecond: 100 }], { onExhausted: "repeat-last" }),
+  defineScenario("weather", [
+    { text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] },
+    (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` }),
+  ]),
+  defineScenario("ask", [
+    { toolUses: [{ name: "bash", input: { command: "rm -rf /tmp/x" } }] },
+    (ctx) => ({ text: `tool said: ${ctx.lastToolResult?.content ?? "?"}` }),
+  ]),
+];
+
+type StreamEvent = BetaManagedAgentsStreamSessionEvents;
+let stack: Stack;
+let sdk: Anthropic;
+let environmentId: string;
+
+beforeAll(async () => {
+  stack = await startStack({ scenarios });
+  sdk = stack.client().sdk;
+  environmentId = (await sdk.beta.environments.create({ name: "env" })).id;
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+async function sessionFor(scenario: string, tools: Anthropic.Beta.AgentCreateParams["tools"] = []): Promise<string> {
+  const agent = await sdk.beta.agents.create({ name: scenario, model: "claude-sonnet-5-5", system: `[scenario:${scenario}]`, tools });
+  return (await sdk.beta.sessions.create({ agent: agent.id, environment_id: environmentId })).id;
+}
+
+function say(sessionId: string, text: string): Promise<unknown> {
+  return sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.message", content: [{ type: "text", text }] }] });
+}
+
+const seqOf = (e: StreamEvent): number | undefined => (e as { seq?: number }).seq;
+const isIdle = (e: StreamEvent): boolean => e.type === "session.status_idle";
+
+type Reader = (done: (e: StreamEvent, all: StreamEvent[]) => boolean) => Promise<StreamEvent[]>;
+
+/**
+ * Reads an SDK stream in steps: each call reads until `done` holds for an event (inclusive).
+ * The SDK's Stream can be iterated once only, and leaving a for-await loop aborts it, so the one
+ * iterator is kept across calls.
+ */
+function reader(stream: AsyncIterable<StreamEvent>): Reader {
+  const it = stream[Symbol.asyncIterator]();
+  return async (done) => {
+    const seen: StreamEvent[] = [];
+    for (;;) {
+      const next = await it.next();
+      if (next.done === true) return seen;
+      seen.push(next.value);
+      if (done(next.value, seen)) return seen;
+    }
+  };
+}
+
+async function allEvents(sessionId: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
+  const out = [];
+  for await (const e of sdk.beta.sessions.events.list(sessionId)) out.push(e);
+  return out;
+}
+
+describe("streaming", () => {
+  it("streams a turn live, as the SDK parses it", async () => {
+    const sessionId = await sessionFor("hello");
+    const stream = await sdk.beta.sessions.events.stream(sessionId);
+    const readStream = reader(stream);
+    await say(sessionId, "hi");
+    const events = await readStream(isIdle);
+    expect(events.map((e) => e.type)).toEqual([
+      "user.message",
+      "session.status_running",
+      "span.model_request_start",
+      "agent.message",
+      "span.model_request_end",
+      "session.status_idle",
+    ]);
+    const message = events[3] as Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent;
+    expect(message.content).toEqual([{ type: "text", text: "Hello from the offline model." }]);
+    expect(events.map(seqOf)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("resumes after a disconnect with Last-Event-ID: no gap, no duplicate", async () => {
+    const sessionId = await sessionFor("slow");
+    const first = await sdk.beta.sessions.events.stream(sessionId);
+    const readFirst = reader(first);
+    await say(sessionId, "one");
+    const before = await readFirst((_e, all) => all.length === 3);
+    first.controller.abort();
+    // While nobody listens: the turn ends, and another one starts.
+    await stack.brain.waitFor(sessionId, (ev) => ev.some((x) => x.type === "session.status_idle"));
+    await say(sessionId, "two");
+
+    const lastSeen = seqOf(before[before.length - 1]!)!;
+    const second = await sdk.beta.sessions.events.stream(sessionId, {}, { headers: { "Last-Event-ID": String(lastSeen) } });
+    const readSecond = reader(second);
+    const after = await readSecond((_e, all) => all.filter(isIdle).length === 2);
+    second.controller.abort();
+
+    const seqs = [...before, ...after].map(seqOf);
+    const stored = await allEvents(sessionId);
+    expect(seqs).toEqual(stored.map((e) => (e as { seq?: number }).seq));
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    expect([...before, ...after].map((e) => e.type)).toEqual(stored.map((e) => e.type));
+  });
+
+  it("replays from ?after_seq=, then goes live", async () => {
+    const sessionId = await sessionFor("hello");
+    await say(sessionId, "first");
+    await stack.brain.waitFor(sessionId, (ev) => ev.some((x) => x.type === "session.status_idle"));
+    const stream = await sdk.beta.sessions.events.stream(sessionId, {}, { query: { after_seq: 2 } });
+    const readStream = reader(stream);
+    const replayed = await readStream(isIdle);
+    expect(replayed.map(seqOf)).toEqual([3, 4, 5, 6]);
+    const live = readStream(isIdle);
+    await say(sessionId, "second");
+    expect((await live).map(seqOf)).toEqual([7, 8, 9, 10, 11, 12]);
+  });
+
+  it("sends token previews when asked: event_start, then event_delta fragments of the message", async () => {
+    const sessionId = await sessionFor("slow");
+    const stream = await sdk.beta.sessions.events.stream(sessionId, { event_deltas: ["agent.message"] });
+    const readStream = reader(stream);
+    await say(sessionId, "talk");
+    const events = await readStream(isIdle);
+    const start = events.findIndex((e) => e.type === "event_start");
+    const message = events.findIndex((e) => e.type === "agent.message");
+    const deltas = events.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsDeltaEvent => e.type === "event_delta");
+    expect(start).toBeGreaterThan(0);
+    expect(start).toBeLessThan(message);
+    expect(deltas.length).toBeGreaterThan(3);
+    const opened = events[start] as Anthropic.Beta.Sessions.BetaManagedAgentsStartEvent;
+    const requestStart = events.find((e) => e.type === "span.model_request_start")!;
+    expect(opened.event).toEqual({ type: "agent.message", id: previewEventId(requestStart.id, 0) });
+    expect(new Set(deltas.map((d) => d.event_id))).toEqual(new Set([opened.event.id]));
+    const text = deltas.map((d) => d.delta.content.text).join("");
+    expect(text).toBe((events[message] as Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent).content.map((b) => (b.type === "text" ? b.text : "")).join(""));
+    // Previews never reach the history.
+    expect((await allEvents(sessionId)).some((e) => (e.type as string).startsWith("event_"))).toBe(false);
+  });
+
+  it("sends no previews to a stream that did not ask", async () => {
+    const sessionId = await sessionFor("slow");
+    const stream = await sdk.beta.sessions.events.stream(sessionId);
+    const readStream = reader(stream);
+    await say(sessionId, "talk");
+    const events = await readStream(isIdle);
+    expect(events.some((e) => e.type === "event_start" || e.type === "event_delta")).toBe(false);
+  });
+});
+
+describe("listing", () => {
+  it("pages through a session's events with the SDK's cursor, in both orders and by type", async () => {
+    const sessionId = await sessionFor("hello");
+    await say(sessionId, "one");
+    await stack.brain.waitFor(sessionId, (ev) => ev.filter((x) => x.type === "session.status_idle").length === 1);
+    await say(sessionId, "two");
+    await stack.brain.waitFor(sessionId, (ev) => ev.filter((x) => x.type === "session.status_idle").length === 2);
+
+    const page = await sdk.beta.sessions.events.list(sessionId, { limit: 5 });
+    expect(page.data).toHaveLength(5);
+    expect(page.next_page).toEqual(expect.any(String));
+    const seqs = [];
+    for await (const e of sdk.beta.sessions.events.list(sessionId, { limit: 5 })) seqs.push((e as { seq?: number }).seq);
+    expect(seqs).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    const desc = [];
+    for await (const e of sdk.beta.sessions.events.list(sessionId, { limit: 4, order: "desc" })) desc.push((e as { seq?: number }).seq);
+    expect(desc).toEqual([...seqs].reverse());
+    const messages = [];
+    for await (const e of sdk.beta.sessions.events.list(sessionId, { types: ["agent.message", "user.message"], limit: 1 })) messages.push(e.type);
+    expect(messages).toEqual(["user.message", "agent.message", "user.message", "agent.message"]);
+    const all = await allEvents(sessionId);
+    const cut = all[6]!.processed_at!;
+    const later = [];
+    for await (const e of sdk.beta.sessions.events.list(sessionId, { "created_at[gte]": cut })) later.push(e.id);
+    expect(later[0]).toBe(all.find((e) => e.processed_at === cut)!.id);
+    expect(later.length).toBeLessThanOrEqual(6);
+  });
+});
+
+describe("steering", () => {
+  it("stops a running turn on user.interrupt", async () => {
+    const sessionId = await sessionFor("endless");
+    const stream = await sdk.beta.sessions.events.stream(sessionId);
+    const readStream = reader(stream);
+    await say(sessionId, "go on and on");
+    let sent = 0;
+    const events = await readStream((e) => {
+      if (e.type === "span.model_request_start") {
+        sent = Date.now();
+        void sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.interrupt" }] });
+      }
+      return isIdle(e);
+    });
+    expect(Date.now() - sent).toBeLessThan(2000);
+    const idle = events[events.length - 1] as Anthropic.Beta.Sessions.BetaManagedAgentsSessionStatusIdleEvent;
+    expect((idle.stop_reason as { type: string }).type).toBe("interrupted");
+    expect(events.some((e) => e.type === "user.interrupt")).toBe(true);
+    expect(events.some((e) => e.type === "agent.message")).toBe(false);
+  });
+
+  it("pauses on a custom tool and resumes with the client's result", async () => {
+    const sessionId = await sessionFor("weather", [
+      { type: "custom", name: "get_weather", description: "weather", input_schema: { type: "object", properties: { city: { type: "string" } } } },
+    ]);
+    const stream = await sdk.beta.sessions.events.stream(sessionId);
+    const readStream = reader(stream);
+    await say(sessionId, "weather in Paris?");
+    const paused = await readStream(isIdle);
+    const use = paused.find((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentCustomToolUseEvent => e.type === "agent.custom_tool_use")!;
+    expect(use).toMatchObject({ name: "get_weather", input: { city: "Paris" } });
+    expect((paused[paused.length - 1] as Anthropic.Beta.Sessions.BetaManagedAgentsSessionStatusIdleEvent).stop_reason).toEqual({
+      type: "requires_action",
+      event_ids: [use.id],
+    });
+    await sdk.beta.sessions.events.send(sessionId, {
+      events: [{ type: "user.custom_tool_result", custom_tool_use_id: use.id, content: [{ type: "text", text: "sunny, 21C" }] }],
+    });
+    const done = await readStream(isIdle);
+    const answer = done.find((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message")!;
+    expect(answer.content).toEqual([{ type: "text", text: "The weather: sunny, 21C" }]);
+  });
+
+  it("serves the SDK's own session tool runner (live stream plus history) for custom tools", async () => {
+    const sessionId = await sessionFor("weather", [
+      { type: "custom", name: "get_weather", description: "weather", input_schema: { type: "object", properties: { city: { type: "string" } } } },
+    ]);
+    const weather = betaTool({
+      name: "get_weather",
+      description: "weather",
+      inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      run: (input) => `rainy in ${input.city}`,
+    });
+    const runner = sdk.beta.sessions.events.toolRunner(sessionId, { tools: [weather], maxIdleMs: 300 });
+    await say(sessionId, "weather in Paris?");
+    const calls = [];
+    for await (const call of runner) calls.push(call);
+    expect(calls.map((c) => [c.event.type, c.event.name, c.isError])).toEqual([["agent.custom_tool_use", "get_weather", false]]);
+    const stored = await allEvents(sessionId);
+    const answer = stored.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message").pop();
+    expect(answer?.content).toEqual([{ type: "text", text: "The weather: rainy in Paris" }]);
+  });
+
+  it("asks before an always_ask tool and reports the user's denial to the model", async () => {
+    const sessionId = await sessionFor("ask", [
+      { type: "agent_toolset_20260401", configs: [{ name: "bash", permission_policy: { type: "always_ask" } }] },
+    ]);
+    const stream = await sdk.beta.sessions.events.stream(sessionId);
+    const readStream = reader(stream);
+    await say(sessionId, "clean up");
+    const paused = await readStream(isIdle);
+    const use = paused.find((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolUseEvent => e.type === "agent.tool_use")!;
+    expect(use).toMatchObject({ name: "bash", evaluated_permission: "ask" });
+    await sdk.beta.sessions.events.send(sessionId, {
+      events: [{ type: "user.tool_confirmation", tool_use_id: use.id, result: "deny", deny_message: "not on my machine" }],
+    });
+    const done = await readStream(isIdle);
+    const answer = done.find((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message")!;
+    expect(answer.content).toEqual([{ type: "text", text: "tool said: the user denied this tool call: not on my machine" }]);
+  });
+
+  it("refuses sends it cannot append, naming the field", async () => {
+    const sessionId = await sessionFor("hello");
+    const cases: Array<[unknown, string]> = [
+      [{ type: "user.message", content: [] }, "events[0].content"],
+      [{ type: "agent.message", content: [{ type: "text", text: "x" }] }, "events[0].type"],
+      [{ type: "user.tool_result", tool_use_id: "toolu_1" }, "events[0].type"],
+      [{ type: "user.tool_confirmation", tool_use_id: "t", result: "maybe" }, "events[0].result"],
+    ];
+    for (const [event, field] of cases) {
+      const err = await sdk.beta.sessions.events
+        .send(sessionId, { events: [event as Anthropic.Beta.Sessions.BetaManagedAgentsEventParams] })
+        .catch((e: unknown) => e);
+      expect(err, field).toBeInstanceOf(Anthropic.BadRequestError);
+      expect((err as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain(`${field}:`);
+    }
+    expect(await allEvents(sessionId)).toEqual([]);
+  });
+});

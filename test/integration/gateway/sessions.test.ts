@@ -1,0 +1,190 @@
+/**
+ * Sessions through the official SDK on real services: create from an agent version in an
+ * environment, with a repository and vaults; the agent snapshot, status and usage; update,
+ * list both ways, archive, delete; and tenant isolation: another tenant's objects are 404.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { defineScenario } from "@metaharness/offline-model";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KEY_B, startStack, type CountingClient, type Stack } from "../../support/gateway.js";
+
+let stack: Stack;
+let a: CountingClient;
+let b: CountingClient;
+let agentId: string;
+let environmentId: string;
+
+beforeAll(async () => {
+  stack = await startStack({ scenarios: [defineScenario("hello", [{ text: "Hello from the offline model." }], { onExhausted: "repeat-last" })] });
+  a = stack.client();
+  b = stack.client(KEY_B);
+  const agent = await a.sdk.beta.agents.create({
+    name: "greeter",
+    model: "claude-sonnet-5-5",
+    system: "[scenario:hello] You greet.",
+    tools: [{ type: "agent_toolset_20260401", default_config: { permission_policy: { type: "always_ask" } } }],
+  });
+  agentId = agent.id;
+  environmentId = (await a.sdk.beta.environments.create({ name: "env" })).id;
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+async function untilIdle(client: Anthropic, id: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSession> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const events = await client.beta.sessions.events.list(id);
+    if (events.data.some((e) => e.type === "session.status_idle")) return client.beta.sessions.retrieve(id);
+    if (Date.now() > deadline) throw new Error(`session ${id} never went idle`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("sessions", () => {
+  it("creates a session with a snapshot of the agent, a repository and vaults", async () => {
+    const session = await a.sdk.beta.sessions.create({
+      agent: agentId,
+      environment_id: environmentId,
+      title: "first",
+      metadata: { ticket: "T-1" },
+      vault_ids: ["vlt_011CZkZaBF1tNoB5wlCeusgy"],
+      resources: [{ type: "github_repository", url: "https://github.com/octocat/Hello-World.git", checkout: { type: "branch", name: "main" } }],
+    });
+    expect(session).toMatchObject({
+      type: "session",
+      status: "idle",
+      title: "first",
+      environment_id: environmentId,
+      metadata: { ticket: "T-1" },
+      vault_ids: ["vlt_011CZkZaBF1tNoB5wlCeusgy"],
+      archived_at: null,
+      budget: null,
+      outcome_evaluations: [],
+      usage: { input_tokens: 0, output_tokens: 0 },
+      agent: { id: agentId, type: "agent", version: 1, name: "greeter", system: "[scenario:hello] You greet.", multiagent: null },
+      resources: [
+        { type: "github_repository", url: "https://github.com/octocat/Hello-World.git", mount_path: "/workspace/Hello-World", checkout: { type: "branch", name: "main" } },
+      ],
+    });
+    expect(session.id).toMatch(/^sesn_/);
+    expect((session.resources[0] as Anthropic.Beta.Sessions.BetaManagedAgentsGitHubRepositoryResource).id).toMatch(/^sesrsc_/);
+
+    // The agent's later versions do not change the session.
+    await a.sdk.beta.agents.update(agentId, { system: "[scenario:hello] Changed." });
+    expect((await a.sdk.beta.sessions.retrieve(session.id)).agent.system).toBe("[scenario:hello] You greet.");
+
+    // The harness runs the snapshot: its model and its tools, with their policies.
+    const { session: logged } = await stack.brain.log.client.getSession({ sessionId: session.id });
+    expect(logged?.metadata).toMatchObject({ tenant: "tenant-a", agentId, agentVersion: 1, environmentId, title: "first" });
+    expect(logged?.metadata?.agent?.model).toBe("claude-sonnet-5-5");
+    expect(logged?.metadata?.agent?.tools.map((t) => t.name)).toEqual(["bash", "edit", "read", "write", "glob", "grep"]);
+  });
+
+  it("runs initial events and reports usage once the turn is done", async () => {
+    const session = await a.sdk.beta.sessions.create({
+      agent: { type: "agent", id: agentId, version: 1 },
+      environment_id: environmentId,
+      initial_events: [{ type: "user.message", content: [{ type: "text", text: "hi" }] }],
+    });
+    const done = await untilIdle(a.sdk, session.id);
+    expect(done.status).toBe("idle");
+    expect(done.usage.output_tokens).toBeGreaterThan(0);
+    const u = done.usage;
+    expect((u.input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0) + (u.cache_creation?.ephemeral_5m_input_tokens ?? 0)).toBeGreaterThan(0);
+    expect(done.stats.duration_seconds).toBeGreaterThanOrEqual(0);
+  });
+
+  it("applies agent_with_overrides to the snapshot only", async () => {
+    const session = await a.sdk.beta.sessions.create({
+      agent: { type: "agent_with_overrides", id: agentId, system: "[scenario:hello] overridden", tools: [] },
+      environment_id: environmentId,
+    });
+    expect(session.agent).toMatchObject({ system: "[scenario:hello] overridden", tools: [] });
+    expect((await a.sdk.beta.agents.retrieve(agentId)).system).toBe("[scenario:hello] Changed.");
+  });
+
+  it("refuses what it cannot honour, naming the field", async () => {
+    const cases: Array<[Partial<Anthropic.Beta.SessionCreateParams>, string]> = [
+      [{ resources: [{ type: "github_repository", url: "https://github.com/a/b", authorization_token: "ghp_secret" }] }, "resources[0].authorization_token:"],
+      [{ resources: [{ type: "file", file_id: "file_1" }] }, "resources[0].type:"],
+      [{ initial_events: [{ type: "user.message", content: [{ type: "text", text: "" }] }] }, "initial_events[0].content[0].text"],
+      [{ agent: { type: "agent", id: agentId, version: 99 } }, "agent.version:"],
+    ];
+    for (const [extra, message] of cases) {
+      const err = await a.sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId, ...extra }).catch((e: unknown) => e);
+      expect(err, message).toBeInstanceOf(Anthropic.BadRequestError);
+      expect((err as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain(message);
+    }
+    const noEnv = await a.sdk.beta.sessions.create({ agent: agentId, environment_id: "env_nope" }).catch((e: unknown) => e);
+    expect(noEnv).toBeInstanceOf(Anthropic.NotFoundError);
+    expect((noEnv as InstanceType<typeof Anthropic.APIError>).errorCode).toBe("environment_not_found");
+  });
+
+  it("updates title and metadata, lists both ways, archives and deletes", async () => {
+    const other = await b.sdk.beta.agents.create({ name: "b", model: "claude-sonnet-5-5" });
+    const env = await b.sdk.beta.environments.create({ name: "b" });
+    const made = [];
+    for (let i = 0; i < 5; i++) made.push(await b.sdk.beta.sessions.create({ agent: other.id, environment_id: env.id, title: `s${i}` }));
+
+    const updated = await b.sdk.beta.sessions.update(made[0]!.id, { title: "renamed", metadata: { k: "v" } });
+    expect(updated).toMatchObject({ title: "renamed", metadata: { k: "v" } });
+    expect((await b.sdk.beta.sessions.update(made[0]!.id, { metadata: { k: null } })).metadata).toEqual({});
+
+    const newest = [];
+    for await (const s of b.sdk.beta.sessions.list({ limit: 2 })) newest.push(s.id);
+    expect(newest).toEqual(made.map((s) => s.id).reverse());
+    const oldestFirst = await b.sdk.beta.sessions.list({ limit: 2, order: "asc" });
+    expect(oldestFirst.data.map((s) => s.id)).toEqual([made[0]!.id, made[1]!.id]);
+    const second = await oldestFirst.getNextPage();
+    expect(second.data.map((s) => s.id)).toEqual([made[2]!.id, made[3]!.id]);
+    expect(second.prev_page).toEqual(expect.any(String));
+    const back = await b.sdk.beta.sessions.list({ limit: 2, order: "asc", page: second.prev_page });
+    expect(back.data.map((s) => s.id)).toEqual([made[0]!.id, made[1]!.id]);
+    const idle = await b.sdk.beta.sessions.list({ statuses: ["idle"], agent_id: other.id, agent_version: 1 });
+    expect(idle.data).toHaveLength(5);
+    expect((await b.sdk.beta.sessions.list({ statuses: ["running"] })).data).toHaveLength(0);
+
+    const archived = await b.sdk.beta.sessions.archive(made[1]!.id);
+    expect(archived.archived_at).toEqual(expect.any(String));
+    expect((await b.sdk.beta.sessions.list()).data.map((s) => s.id)).not.toContain(made[1]!.id);
+    const send = await b.sdk.beta.sessions.events.send(made[1]!.id, { events: [{ type: "user.message", content: [{ type: "text", text: "hi" }] }] }).catch((e: unknown) => e);
+    expect(send).toBeInstanceOf(Anthropic.BadRequestError);
+
+    expect(await b.sdk.beta.sessions.delete(made[2]!.id)).toEqual({ id: made[2]!.id, type: "session_deleted" });
+    await expect(b.sdk.beta.sessions.retrieve(made[2]!.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    const { session: logged } = await stack.brain.log.client.getSession({ sessionId: made[2]!.id });
+    expect(logged?.status).toBe(3); // SESSION_STATUS_TERMINATED: no harness works for it any more
+  });
+});
+
+describe("tenant isolation", () => {
+  it("shows tenant B nothing of tenant A, and 404s every touch", async () => {
+    const session = await a.sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId });
+    const notFound = Anthropic.NotFoundError;
+    await expect(b.sdk.beta.agents.retrieve(agentId)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.agents.update(agentId, { name: "mine" })).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.agents.archive(agentId)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.agents.versions.list(agentId)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.environments.retrieve(environmentId)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.environments.delete(environmentId)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.sessions.retrieve(session.id)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.sessions.delete(session.id)).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.sessions.events.list(session.id)).rejects.toBeInstanceOf(notFound);
+    await expect(
+      b.sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.interrupt" }] }),
+    ).rejects.toBeInstanceOf(notFound);
+    await expect(b.sdk.beta.sessions.events.stream(session.id)).rejects.toBeInstanceOf(notFound);
+    // B cannot build on A's objects either.
+    await expect(b.sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId })).rejects.toBeInstanceOf(notFound);
+
+    const bAgents = [];
+    for await (const x of b.sdk.beta.agents.list()) bAgents.push(x.id);
+    expect(bAgents).not.toContain(agentId);
+    const bSessions = [];
+    for await (const x of b.sdk.beta.sessions.list({ include_archived: true })) bSessions.push(x.id);
+    expect(bSessions).not.toContain(session.id);
+    // And A's session is untouched.
+    expect((await a.sdk.beta.sessions.retrieve(session.id)).status).toBe("idle");
+  });
+});
