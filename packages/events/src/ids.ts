@@ -79,3 +79,12 @@ export function isValidEventId(id: unknown): id is string {
 export function isValidSessionId(id: unknown): id is string {
   return typeof id === "string" && SESSION_ID.test(id);
 }
+
+/**
+ * The id of the event recording content block `blockIndex` of the model response whose
+ * span.model_request_start is `modelRequestId`. Deterministic, so a client that saw the block
+ * stream as deltas can match the stored event, and a re-appended response is deduplicated.
+ */
+export function contentBlockEventId(modelRequestId: string, blockIndex: number): string {
+  return `${modelRequestId}.block${blockIndex}`;
+}

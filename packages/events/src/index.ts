@@ -27,6 +27,7 @@ export {
   newEventId,
   newSessionId,
   timeOfId,
+  contentBlockEventId,
 } from "./ids.js";
 export {
   DEFAULT_MAX_EVENT_BYTES,

@@ -9,6 +9,7 @@
  * A model request that ends without the event (error, interrupt) is closed by its
  * span.model_request_end, after which its previews are forgotten.
  */
+import { contentBlockEventId } from "@metaharness/events";
 import type { BetaManagedAgentsDeltaEvent, BetaManagedAgentsDeltaType, BetaManagedAgentsStartEvent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { DeltaKind, type Event, type EventDelta } from "@metaharness/proto";
 
@@ -17,9 +18,8 @@ export type PreviewFrame = BetaManagedAgentsStartEvent | BetaManagedAgentsDeltaE
 /** Previews one connection tracks at once; beyond it the oldest are forgotten (and restarted). */
 const MAX_OPEN_PREVIEWS = 256;
 
-export function previewEventId(modelRequestId: string, blockIndex: number): string {
-  return `${modelRequestId}.block${blockIndex}`;
-}
+/** The stored event's id for that block: the harness names it the same way. */
+export const previewEventId = contentBlockEventId;
 
 export class Previews {
   /** Preview id -> its model request id. */

@@ -2,7 +2,7 @@
  * Builders for the events a turn appends, so the loop reads as a sequence of decisions.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { newEvent } from "@metaharness/events";
+import { contentBlockEventId, newEvent } from "@metaharness/events";
 import {
   EvaluatedPermission,
   RetryStatus,
@@ -41,11 +41,13 @@ export function responseEvents(
   routes: ReadonlyMap<string, ToolRoute>,
 ): Event[] {
   const out: Event[] = [];
-  for (const block of message.content) {
+  for (const [index, block] of message.content.entries()) {
+    // Blocks are named after the request and their index: what the deltas of the block were.
+    const blockId = { id: contentBlockEventId(startId, index) };
     if (block.type === "thinking") {
-      out.push(newEvent("agent.thinking", { thinking: block.thinking, signature: block.signature }));
+      out.push(newEvent("agent.thinking", { thinking: block.thinking, signature: block.signature }, blockId));
     } else if (block.type === "text" && block.text !== "") {
-      out.push(newEvent("agent.message", { content: text(block.text) }));
+      out.push(newEvent("agent.message", { content: text(block.text) }, blockId));
     } else if (block.type === "tool_use") {
       const route = routes.get(block.name);
       const input = (block.input ?? {}) as Record<string, unknown>;
