@@ -93,6 +93,7 @@ export async function startBrain(opts: {
             contextStrategy: "",
             contextWindowTokens: 0,
             maxTokens: 0,
+            explicitTools: false,
             ...agent,
           },
         };

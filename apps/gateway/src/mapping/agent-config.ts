@@ -62,5 +62,7 @@ export function toAgentConfig(agent: BetaManagedAgentsSessionAgent): AgentConfig
     contextStrategy: "",
     contextWindowTokens: 0,
     maxTokens: 0,
+    // The Managed Agents tool list is exact: an agent without tools gets none.
+    explicitTools: true,
   };
 }

@@ -88,7 +88,7 @@ export function isSandboxTool(name: string): boolean {
 export function toolRoutes(agent: AgentConfig | undefined): Map<string, ToolRoute> {
   const routes = new Map<string, ToolRoute>();
   const configured = agent?.tools ?? [];
-  if (configured.length === 0) {
+  if (configured.length === 0 && agent?.explicitTools !== true) {
     for (const definition of SANDBOX_TOOLS) routes.set(definition.name, { name: definition.name, kind: "sandbox", ask: false, definition });
     return routes;
   }
