@@ -4,8 +4,8 @@
  * launcher, hands, warm pool, reaper and the gRPC server. Used by main.ts and by tests, which
  * start it in-process on port 0.
  */
+import { migrate, openDb } from "@metaharness/db";
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
 import { startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
@@ -13,7 +13,6 @@ import { LiveSandboxes } from "./broker/live.js";
 import { Reaper } from "./broker/reaper.js";
 import type { SandboxBrokerConfig } from "./config.js";
 import { interruptAfterRestart } from "./db/calls.js";
-import { migrate } from "./db/migrate.js";
 import { loseAfterRestart } from "./db/sandboxes.js";
 import { Launcher } from "./driver/launcher.js";
 import { LocalSandbox } from "./driver/local-sandbox.js";
@@ -23,6 +22,8 @@ import { WarmPool } from "./pool/warm-pool.js";
 import { defaultLimits } from "./resources.js";
 import { sandboxBrokerService } from "./service.js";
 
+
+const MIGRATIONS = new URL("../migrations/", import.meta.url);
 export const RESTART_REASON = "broker restarted";
 export const SHUTDOWN_REASON = "broker shut down";
 
@@ -59,14 +60,13 @@ export async function startSandboxBroker(
     return stopping;
   };
   try {
-    const pool = new pg.Pool({
-      connectionString: config.databaseUrl,
-      max: config.poolSize,
-      options: `-c synchronous_commit=${config.pgSynchronousCommit}`,
+    const pool = await openDb(config.databaseUrl, {
+      poolSize: config.poolSize,
+      onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+      pgOptions: `-c synchronous_commit=${config.pgSynchronousCommit}`,
     });
-    pool.on("error", (err) => logger.warn({ err }, "idle Postgres connection failed"));
     cleanups.push(() => pool.end());
-    const applied = await migrate(pool);
+    const applied = await migrate(pool, "sandbox-broker", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
 
     const events =

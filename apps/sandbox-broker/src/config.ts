@@ -13,8 +13,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     {
       host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
       port: env.port("MH_GRPC_PORT", { default: 50052 }),
+      // postgres://... for a server; pglite:memory or pglite:///dir for embedded Postgres.
       databaseUrl: env.url("MH_DATABASE_URL", {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
+        protocols: ["postgres", "postgresql", "pglite"],
       }),
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 10, min: 2, max: 500 }),
       /**

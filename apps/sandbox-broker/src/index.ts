@@ -3,7 +3,6 @@
  */
 export { startSandboxBroker, RESTART_REASON, SHUTDOWN_REASON, type SandboxBrokerHandle, type StartOptions } from "./app.js";
 export { loadConfig, type SandboxBrokerConfig } from "./config.js";
-export { migrate, loadMigrations } from "./db/migrate.js";
 export { INTERRUPTED_OUTPUT } from "./db/calls.js";
 export { NO_EVENTS, SessionLogSink, type SandboxEventSink } from "./events/sink.js";
 export { TOOL_NAMES } from "./tools/index.js";

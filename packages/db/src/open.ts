@@ -5,7 +5,10 @@ import type { Db } from "./db.js";
 import { createPgDb } from "./pg-db.js";
 import { createPgliteDb, pgliteDataDir } from "./pglite-db.js";
 
-export async function openDb(url: string, opts: { poolSize: number; onIdleError: (err: Error) => void }): Promise<Db> {
+export async function openDb(
+  url: string,
+  opts: { poolSize: number; onIdleError: (err: Error) => void; pgOptions?: string },
+): Promise<Db> {
   const embedded = pgliteDataDir(url);
-  return embedded === undefined ? createPgDb(url, opts.poolSize, opts.onIdleError) : createPgliteDb(embedded.dataDir);
+  return embedded === undefined ? createPgDb(url, opts.poolSize, opts.onIdleError, opts.pgOptions) : createPgliteDb(embedded.dataDir);
 }

@@ -19,8 +19,9 @@ function queryable(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
   };
 }
 
-export function createPgDb(connectionString: string, poolSize: number, onIdleError: (err: Error) => void): Db {
-  const pool = new pg.Pool({ connectionString, max: poolSize });
+/** `options`: server settings for every pooled connection, e.g. "-c synchronous_commit=off". */
+export function createPgDb(connectionString: string, poolSize: number, onIdleError: (err: Error) => void, options?: string): Db {
+  const pool = new pg.Pool({ connectionString, max: poolSize, ...(options === undefined ? {} : { options }) });
   pool.on("error", onIdleError);
   const base = queryable(pool);
   return {

@@ -2,7 +2,7 @@
  * Everything the broker's operations share, wired once in app.ts. Operations are plain functions
  * of this context (provision.ts, execute.ts, manage.ts), so each file holds one of them.
  */
-import type { Pool } from "pg";
+import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit";
 import type { SandboxBrokerConfig } from "../config.js";
@@ -17,7 +17,7 @@ import type { LiveSandboxes } from "./live.js";
 
 export interface BrokerContext {
   readonly config: SandboxBrokerConfig;
-  readonly pool: Pool;
+  readonly pool: Queryable;
   readonly logger: Logger;
   readonly launcher: Launcher;
   readonly live: LiveSandboxes;

@@ -3,7 +3,7 @@
  * runtime, records RELEASED or LOST with its reason in Postgres, tells the session's log, and
  * forgets it, once, whoever asks first (a Release, the reaper, shutdown, or the sandbox dying).
  */
-import type { Pool } from "pg";
+import type { Queryable } from "@metaharness/db";
 import { SandboxState } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import { endSandbox } from "../db/sandboxes.js";
@@ -34,7 +34,7 @@ export class LiveSandboxes {
   private readonly ending = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly deps: { readonly pool: Pool; readonly events: SandboxEventSink; readonly logger: Logger },
+    private readonly deps: { readonly pool: Queryable; readonly events: SandboxEventSink; readonly logger: Logger },
   ) {}
 
   add(sandbox: LiveSandbox): void {

@@ -4,7 +4,7 @@
  * recorded outcome. A call still "running" under an earlier broker incarnation was interrupted by
  * a restart: its outcome is unknown and it is never run again.
  */
-import type { Pool } from "pg";
+import type { Queryable } from "@metaharness/db";
 
 export interface CallOutcome {
   readonly output: string;
@@ -24,7 +24,8 @@ export type Claim =
 interface CallRow {
   status: "running" | "done";
   incarnation: string;
-  output: Buffer;
+  // bytea: a Buffer from pg, a Uint8Array from PGlite.
+  output: Uint8Array;
   is_error: boolean;
   exit_code: number;
   duration_ms: number;
@@ -33,7 +34,7 @@ interface CallRow {
 
 function outcomeOf(r: CallRow): CallOutcome {
   return {
-    output: r.output.toString("utf8"),
+    output: Buffer.from(r.output).toString("utf8"),
     isError: r.is_error,
     exitCode: r.exit_code,
     durationMs: r.duration_ms,
@@ -47,7 +48,7 @@ export interface CallKey {
 }
 
 export async function claimCall(
-  pool: Pool,
+  pool: Queryable,
   key: CallKey,
   call: { readonly sessionId: string; readonly name: string; readonly incarnation: string },
 ): Promise<Claim> {
@@ -62,7 +63,7 @@ export async function claimCall(
 }
 
 async function tryClaim(
-  pool: Pool,
+  pool: Queryable,
   key: CallKey,
   call: { readonly sessionId: string; readonly name: string; readonly incarnation: string },
 ): Promise<Claim | undefined> {
@@ -88,7 +89,7 @@ async function tryClaim(
 }
 
 /** Records the outcome and the sandbox's last use together. */
-export async function finishCall(pool: Pool, key: CallKey, outcome: CallOutcome): Promise<void> {
+export async function finishCall(pool: Queryable, key: CallKey, outcome: CallOutcome): Promise<void> {
   await pool.query(
     `WITH c AS (
        UPDATE sandbox_calls SET status = 'done', output = $3, is_error = $4, exit_code = $5, duration_ms = $6,
@@ -108,7 +109,7 @@ export async function finishCall(pool: Pool, key: CallKey, outcome: CallOutcome)
 }
 
 /** The recorded state of a call, or undefined if it was never claimed. */
-export async function readCall(pool: Pool, key: CallKey): Promise<Claim | undefined> {
+export async function readCall(pool: Queryable, key: CallKey): Promise<Claim | undefined> {
   const { rows } = await pool.query<CallRow>(
     `SELECT status, incarnation, output, is_error, exit_code, duration_ms, truncated
        FROM sandbox_calls WHERE sandbox_id = $1 AND call_id = $2`,
@@ -123,7 +124,7 @@ export async function readCall(pool: Pool, key: CallKey): Promise<Claim | undefi
  * Settles a call of an earlier incarnation as interrupted, unless it got an outcome meanwhile;
  * returns what is recorded afterwards.
  */
-export async function interruptCall(pool: Pool, key: CallKey, incarnation: string): Promise<CallOutcome> {
+export async function interruptCall(pool: Queryable, key: CallKey, incarnation: string): Promise<CallOutcome> {
   const outcome: CallOutcome = { output: INTERRUPTED_OUTPUT, isError: true, exitCode: -1, durationMs: 0, truncated: false };
   await pool.query(
     `UPDATE sandbox_calls SET status = 'done', output = $3, is_error = true, exit_code = -1, finished_at = now()
@@ -135,7 +136,7 @@ export async function interruptCall(pool: Pool, key: CallKey, incarnation: strin
 }
 
 /** At start: every call of this broker's sandboxes that was running has an unknown outcome. */
-export async function interruptAfterRestart(pool: Pool, brokerId: string, incarnation: string): Promise<number> {
+export async function interruptAfterRestart(pool: Queryable, brokerId: string, incarnation: string): Promise<number> {
   const { rowCount } = await pool.query(
     `UPDATE sandbox_calls c SET status = 'done', output = $3, is_error = true, exit_code = -1, finished_at = now()
        FROM sandboxes s

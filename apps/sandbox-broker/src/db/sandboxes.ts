@@ -3,7 +3,7 @@
  * record that outlives a broker process: a READY row whose process is gone is exactly what a
  * restarted broker turns into LOST ("broker restarted").
  */
-import type { Pool } from "pg";
+import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import { Resources, SandboxState, type Sandbox } from "@metaharness/proto";
 
@@ -28,7 +28,7 @@ interface RawRow {
   driver: string;
   hand_id: string;
   state: number;
-  resources: Buffer;
+  resources: Uint8Array;
   limits: string;
   reason: string;
   created_at: Date;
@@ -82,7 +82,7 @@ export interface NewSandbox {
   readonly limits: string;
 }
 
-export async function insertSandbox(pool: Pool, s: NewSandbox): Promise<SandboxRow> {
+export async function insertSandbox(pool: Queryable, s: NewSandbox): Promise<SandboxRow> {
   const { rows } = await pool.query<RawRow>(
     `INSERT INTO sandboxes (sandbox_id, session_id, broker_id, driver, hand_id, state, resources, limits)
      VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING ${COLUMNS}`,
@@ -91,12 +91,12 @@ export async function insertSandbox(pool: Pool, s: NewSandbox): Promise<SandboxR
   return toRow(rows[0] as RawRow);
 }
 
-export async function getSandbox(pool: Pool, sandboxId: string): Promise<SandboxRow | undefined> {
+export async function getSandbox(pool: Queryable, sandboxId: string): Promise<SandboxRow | undefined> {
   const { rows } = await pool.query<RawRow>(`SELECT ${COLUMNS} FROM sandboxes WHERE sandbox_id = $1`, [sandboxId]);
   return rows[0] === undefined ? undefined : toRow(rows[0]);
 }
 
-export async function listSandboxes(pool: Pool, sessionId: string, includeEnded: boolean): Promise<SandboxRow[]> {
+export async function listSandboxes(pool: Queryable, sessionId: string, includeEnded: boolean): Promise<SandboxRow[]> {
   const { rows } = await pool.query<RawRow>(
     `SELECT ${COLUMNS} FROM sandboxes
       WHERE ($1 = '' OR session_id = $1) AND ($2 OR state = 1)
@@ -107,7 +107,7 @@ export async function listSandboxes(pool: Pool, sessionId: string, includeEnded:
 }
 
 /** READY -> RELEASED/LOST with its reason; false if it had ended already (the first end wins). */
-export async function endSandbox(pool: Pool, sandboxId: string, state: SandboxState, reason: string): Promise<boolean> {
+export async function endSandbox(pool: Queryable, sandboxId: string, state: SandboxState, reason: string): Promise<boolean> {
   const { rowCount } = await pool.query(
     `UPDATE sandboxes SET state = $2, reason = $3, ended_at = now() WHERE sandbox_id = $1 AND state = 1`,
     [sandboxId, state, reason],
@@ -119,7 +119,7 @@ export async function endSandbox(pool: Pool, sandboxId: string, state: SandboxSt
  * Moves a READY sandbox from `from` to `to`. A retry of a transfer that already happened
  * succeeds again (the holder is `to` already); any other holder is FAILED_PRECONDITION.
  */
-export async function transferSandbox(pool: Pool, sandboxId: string, from: string, to: string): Promise<SandboxRow> {
+export async function transferSandbox(pool: Queryable, sandboxId: string, from: string, to: string): Promise<SandboxRow> {
   const { rows } = await pool.query<RawRow>(
     `UPDATE sandboxes SET session_id = $3
       WHERE sandbox_id = $1 AND state = 1 AND session_id IN ($2, $3) RETURNING ${COLUMNS}`,
@@ -139,7 +139,7 @@ export async function transferSandbox(pool: Pool, sandboxId: string, from: strin
 }
 
 /** Records that the sandboxes were used just now (the reaper's clock lives in memory). */
-export async function touchSandboxes(pool: Pool, sandboxIds: readonly string[], at: Date): Promise<void> {
+export async function touchSandboxes(pool: Queryable, sandboxIds: readonly string[], at: Date): Promise<void> {
   if (sandboxIds.length === 0) return;
   await pool.query(`UPDATE sandboxes SET last_used_at = $2 WHERE sandbox_id = ANY($1::text[]) AND state = 1`, [
     sandboxIds,
@@ -148,7 +148,7 @@ export async function touchSandboxes(pool: Pool, sandboxIds: readonly string[], 
 }
 
 /** At start: every sandbox this broker left READY has no process any more. */
-export async function loseAfterRestart(pool: Pool, brokerId: string, reason: string): Promise<SandboxRow[]> {
+export async function loseAfterRestart(pool: Queryable, brokerId: string, reason: string): Promise<SandboxRow[]> {
   const { rows } = await pool.query<RawRow>(
     `UPDATE sandboxes SET state = 3, reason = $2, ended_at = now()
       WHERE broker_id = $1 AND state = 1 RETURNING ${COLUMNS}`,
