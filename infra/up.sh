@@ -28,6 +28,7 @@ wait "$kafka_pid" || kafka_rc=$?
 (( kafka_rc == 0 )) || log "kafka/up.sh failed (exit $kafka_rc)"
 (( pg_rc == 0 && kafka_rc == 0 )) || exit 1
 
+[[ ${MH_WITH_JAEGER:-0} != 1 ]] || "$here/jaeger/up.sh" || die "jaeger/up.sh failed (asked for by MH_WITH_JAEGER=1)"
 log "all services up ($(elapsed "$t0"))"
 echo "MH_DATABASE_URL=$(<"$pg_out")"
 echo "MH_KAFKA_BROKERS=$(<"$kafka_out")"
