@@ -6,6 +6,7 @@
  */
 import { migrate, openDb } from "@metaharness/db";
 import { randomBytes } from "node:crypto";
+import { MhError } from "@metaharness/errors";
 import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
 import { startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
@@ -21,6 +22,7 @@ import { HandRegistry } from "./hands/registry.js";
 import { WarmPool } from "./pool/warm-pool.js";
 import { defaultLimits } from "./resources.js";
 import { sandboxBrokerService } from "./service.js";
+import { connectCredentialProxy, type ProxyConnection } from "./remotes/proxy-client.js";
 
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
@@ -73,6 +75,16 @@ export async function startSandboxBroker(
       options.events ?? (config.sessionLogAddr === undefined ? NO_EVENTS : new SessionLogSink(config.sessionLogAddr, logger));
     cleanups.push(() => events.close(5_000));
 
+    let proxy: ProxyConnection | undefined;
+    if (config.credentialProxyAddr !== undefined) {
+      if (config.credentialProxyTokenFile === undefined) {
+        throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this broker's service token)");
+      }
+      const connected = await connectCredentialProxy(config.credentialProxyAddr, config.credentialProxyTokenFile);
+      cleanups.push(() => Promise.resolve(connected.close()));
+      proxy = connected;
+    }
+
     const incarnation = randomBytes(8).toString("hex");
     const lost = await loseAfterRestart(pool, config.brokerId, RESTART_REASON);
     const interrupted = await interruptAfterRestart(pool, config.brokerId, incarnation);
@@ -105,7 +117,7 @@ export async function startSandboxBroker(
     cleanups.push(() => Promise.resolve(hands.closeAll(SHUTDOWN_REASON)));
     const live = new LiveSandboxes({ pool, events, logger });
     cleanups.push(() => live.endAll(SandboxState.SANDBOX_STATE_RELEASED, SHUTDOWN_REASON));
-    const base = { config, pool, logger, launcher, live, hands, events, incarnation };
+    const base = { config, pool, logger, launcher, live, hands, events, incarnation, proxy };
     const warm = new WarmPool(config.warmPoolSize, (id) => startLocalSandbox(base, id, defaultLimits(config)), logger);
     warm.fill();
     cleanups.push(() => warm.stop());

@@ -33,6 +33,18 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       brokerId: env.string("MH_BROKER_ID", { default: hostname(), pattern: /^[A-Za-z0-9._-]{1,64}$/ }),
       /** Where sandbox events go; unset: nowhere (the broker works without a session log). */
       sessionLogAddr: env.optional(env.string("MH_SESSION_LOG_ADDR")),
+      /**
+       * The credential vault proxy, for git repositories and ALLOWLIST egress, and the file holding
+       * this broker's service token for it. Unset: Provision refuses repositories and ALLOWLIST.
+       */
+      credentialProxyAddr: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
+      credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
+      /** How long Provision may spend cloning each repository. */
+      gitCloneTimeoutMs: env.int("MH_GIT_CLONE_TIMEOUT_MS", { default: 300_000, min: 1000, max: 3_600_000 }),
+      /** Bytes one request from a sandbox (a git push, an egress upload) may carry. */
+      remoteMaxRequestBytes: env.int("MH_REMOTE_MAX_REQUEST_BYTES", { default: 512 * MiB, min: 1024 }),
+      /** Connections a sandbox may hold open to its git and egress relays at once. */
+      remoteMaxConnections: env.int("MH_REMOTE_MAX_CONNECTIONS", { default: 32, min: 1, max: 10_000 }),
 
       /** Absolute: the broker starts it with an empty environment, so there is no PATH to search. */
       bwrapPath: env.string("MH_BWRAP_PATH", { default: "/usr/bin/bwrap", pattern: /^\/\S+$/ }),

@@ -5,7 +5,8 @@
  */
 import { posix } from "node:path";
 import { MhError } from "@metaharness/errors";
-import { NetworkMode, type Resources, type WorkspaceFile } from "@metaharness/proto";
+import { NetworkMode, type GitRepository, type Resources, type WorkspaceFile } from "@metaharness/proto";
+import { normalizeRepositoryUrl } from "./remotes/repository-url.js";
 import type { SandboxBrokerConfig } from "./config.js";
 
 export interface Limits {
@@ -21,6 +22,10 @@ export interface SandboxSpec {
   readonly limits: Limits;
   /** Paths relative to the workspace, normalised. */
   readonly files: readonly WorkspaceFile[];
+  /** Git repositories to clone through the credential proxy (mount paths normalised). */
+  readonly repositories: readonly GitRepository[];
+  /** NETWORK_MODE_ALLOWLIST: the hosts its egress may reach; empty: no network at all. */
+  readonly allowedHosts: readonly string[];
   /** The resources as they are recorded and described: defaults filled in, file contents left out. */
   readonly resources: Resources;
 }
@@ -101,6 +106,8 @@ export function resolveSpec(
   if (fileBytes > limits.diskBytes) {
     problems.push({ field: `${prefix}.files`, message: `${fileBytes} bytes do not fit in disk_bytes ${limits.diskBytes}` });
   }
+  const allowedHosts = checkNetwork(requested, prefix, problems);
+  const repositories = checkRepositories(requested?.repositories ?? [], prefix, problems);
   const first = problems[0];
   if (first !== undefined) {
     throw new MhError("INVALID_ARGUMENT", problems.map((p) => `${p.field}: ${p.message}`).join("; "), {
@@ -108,39 +115,67 @@ export function resolveSpec(
       details: { fields: problems.map((p) => p.field).join(",") },
     });
   }
-  checkNetwork(requested, prefix);
-  if ((requested?.repositories.length ?? 0) > 0) {
-    // Cloning needs the session's git credentials, which only the credential vault proxy may
-    // hold: the clone will run inside the sandbox through the egress proxy (credential issue).
-    throw new MhError("UNIMPLEMENTED", `${prefix}.repositories: git repositories are not supported yet`, {
-      field: `${prefix}.repositories`,
-    });
-  }
   return {
     limits,
     files,
+    repositories,
+    allowedHosts,
     resources: {
       ...limits,
-      network: { mode: NetworkMode.NETWORK_MODE_NONE, allowedHosts: [] },
+      network: { mode: allowedHosts.length > 0 ? NetworkMode.NETWORK_MODE_ALLOWLIST : NetworkMode.NETWORK_MODE_NONE, allowedHosts: [...allowedHosts] },
       files: files.map((f) => ({ path: f.path, mode: f.mode, content: Buffer.alloc(0) })),
-      repositories: [],
+      repositories: [...repositories],
     },
   };
 }
 
-function checkNetwork(requested: Resources | undefined, prefix: string): void {
+type Problems = Array<{ field: string; message: string }>;
+
+export const MAX_REPOSITORIES = 16;
+export const MAX_ALLOWED_HOSTS = 64;
+const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9.-]{0,252})(:\d{1,5})?$/;
+// A branch, tag or commit, never an option: git must not read it as `--upload-pack=...`.
+const CHECKOUT = /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,254}$/;
+
+/** The allowlist's hosts (lower-case), or none for NETWORK_MODE_NONE. */
+function checkNetwork(requested: Resources | undefined, prefix: string, problems: Problems): string[] {
   const mode = requested?.network?.mode ?? NetworkMode.NETWORK_MODE_UNSPECIFIED;
-  if (mode === NetworkMode.NETWORK_MODE_ALLOWLIST) {
-    // An allowlist goes through the egress proxy that injects credentials (credential issue).
-    throw new MhError("FAILED_PRECONDITION", `${prefix}.network.mode: ALLOWLIST is not yet supported`, {
-      field: `${prefix}.network.mode`,
-    });
+  const field = `${prefix}.network`;
+  if (mode === NetworkMode.NETWORK_MODE_NONE || mode === NetworkMode.NETWORK_MODE_UNSPECIFIED) return [];
+  if (mode !== NetworkMode.NETWORK_MODE_ALLOWLIST) {
+    problems.push({ field: `${field}.mode`, message: `unknown mode ${String(mode)}` });
+    return [];
   }
-  if (mode !== NetworkMode.NETWORK_MODE_NONE && mode !== NetworkMode.NETWORK_MODE_UNSPECIFIED) {
-    throw new MhError("INVALID_ARGUMENT", `${prefix}.network.mode: unknown mode ${String(mode)}`, {
-      field: `${prefix}.network.mode`,
-    });
+  const hosts = (requested?.network?.allowedHosts ?? []).map((h) => h.trim().toLowerCase());
+  if (hosts.length === 0 || hosts.length > MAX_ALLOWED_HOSTS) {
+    problems.push({ field: `${field}.allowed_hosts`, message: `ALLOWLIST needs 1 to ${MAX_ALLOWED_HOSTS} hosts` });
   }
+  hosts.forEach((h, i) => {
+    if (!HOST_PATTERN.test(h)) problems.push({ field: `${field}.allowed_hosts[${i}]`, message: "is not a host name or *.domain pattern" });
+  });
+  return hosts;
+}
+
+/** Repositories with their URL checked, mount path normalised (default: the URL's last segment). */
+function checkRepositories(requested: readonly GitRepository[], prefix: string, problems: Problems): GitRepository[] {
+  if (requested.length > MAX_REPOSITORIES) {
+    problems.push({ field: `${prefix}.repositories`, message: `at most ${MAX_REPOSITORIES} repositories` });
+  }
+  const seen = new Set<string>();
+  return requested.map((repo, i) => {
+    const field = `${prefix}.repositories[${i}]`;
+    const url = normalizeRepositoryUrl(repo.url);
+    if (url === undefined) problems.push({ field: `${field}.url`, message: "must be an http or https URL without user info" });
+    const name = (url ?? repo.url).split("/").pop()?.replace(/\.git$/, "") ?? "";
+    const path = workspacePath(repo.mountPath === "" ? name : repo.mountPath.replace(/\/+$/, ""));
+    if (typeof path !== "string") problems.push({ field: `${field}.mount_path`, message: path.problem });
+    else if (seen.has(path)) problems.push({ field: `${field}.mount_path`, message: `${path} is used twice` });
+    else seen.add(path);
+    if (repo.checkout !== "" && !CHECKOUT.test(repo.checkout)) {
+      problems.push({ field: `${field}.checkout`, message: "is not a branch, tag or commit name" });
+    }
+    return { url: repo.url, mountPath: typeof path === "string" ? path : repo.mountPath, checkout: repo.checkout };
+  });
 }
 
 /** A relative path that stays inside the workspace once normalised, or why not. */

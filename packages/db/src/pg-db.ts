@@ -2,6 +2,7 @@
  * The Db on a real PostgreSQL server through `pg`: a pool for queries and transactions, and
  * dedicated clients for LISTEN and for sessions that hold advisory locks.
  */
+import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Db, DbSession, QueryResult, Queryable } from "./db.js";
 
@@ -9,9 +10,29 @@ function adapt<R>(result: pg.QueryResult): QueryResult<R> {
   return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
 }
 
+// Statements with parameters run as named prepared statements: Postgres parses and plans each
+// once per connection instead of on every call (the append path runs a handful per event).
+const statementNames = new Map<string, string>();
+const MAX_NAMED_STATEMENTS = 1000;
+
+function statementName(text: string): string | undefined {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    // Past the cap (text built from unbounded input would be a bug), run unnamed.
+    if (statementNames.size >= MAX_NAMED_STATEMENTS) return undefined;
+    name = `mh_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
 function queryable(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
   return {
-    query: async <R>(text: string, params?: readonly unknown[]) => adapt<R>(await client.query(text, params as unknown[])),
+    query: async <R>(text: string, params?: readonly unknown[]) => {
+      const name = params === undefined || params.length === 0 ? undefined : statementName(text);
+      const values = params as unknown[] | undefined;
+      return adapt<R>(await (name === undefined ? client.query(text, values) : client.query({ name, text, values })));
+    },
     // Without parameters pg uses the simple query protocol, which takes several statements.
     exec: async (script: string) => {
       await client.query(script);

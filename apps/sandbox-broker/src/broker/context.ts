@@ -13,6 +13,7 @@ import type { SandboxEventSink } from "../events/sink.js";
 import type { HandRegistry } from "../hands/registry.js";
 import type { WarmPool } from "../pool/warm-pool.js";
 import type { Limits } from "../resources.js";
+import type { ProxyConnection } from "../remotes/proxy-client.js";
 import type { LiveSandboxes } from "./live.js";
 
 export interface BrokerContext {
@@ -28,6 +29,8 @@ export interface BrokerContext {
   readonly incarnation: string;
   /** Calls in flight in this process, by "<sandbox>/<call>", so a repeat waits for the first. */
   readonly inflight: Map<string, Promise<CallOutcome>>;
+  /** The credential vault proxy (repositories, ALLOWLIST egress); undefined when not configured. */
+  readonly proxy: ProxyConnection | undefined;
   /** Ledger writes not yet done (answers do not wait for them; shutdown does). */
   readonly pendingWrites: Set<Promise<void>>;
 }

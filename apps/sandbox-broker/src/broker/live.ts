@@ -18,6 +18,8 @@ export interface LiveSandbox {
   readonly limits: Limits;
   readonly createdAt: number;
   lastUsedAt: number;
+  /** Runs once it has ended (closes its git and egress relays and remotes). */
+  readonly onEnd?: (() => Promise<void>) | undefined;
   /** Set when it started ending: calls arriving now are told why. */
   ended?: { readonly state: SandboxState; readonly reason: string };
 }
@@ -77,6 +79,7 @@ export class LiveSandboxes {
     sandbox.ended = { state, reason };
     const log = this.deps.logger.child({ sandbox_id: sandbox.id, session_id: sandbox.sessionId });
     await sandbox.runtime.stop(reason);
+    await sandbox.onEnd?.().catch((err: unknown) => log.warn({ err }, "could not close the sandbox's remotes"));
     try {
       const changed = await endSandbox(this.deps.pool, sandbox.id, state, reason);
       if (!changed) return;

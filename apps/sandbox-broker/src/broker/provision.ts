@@ -11,6 +11,7 @@ import { HandSandbox } from "../hands/hand-sandbox.js";
 import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { newSandboxId } from "../util/ids.js";
+import { attachRemotes, type Detach } from "../remotes/attach.js";
 import { requireField, startLocalSandbox, type BrokerContext } from "./context.js";
 
 interface Acquired {
@@ -27,6 +28,7 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
   const acquired = req.handKind !== "" ? bindHand(ctx, req.handKind) : await localSandbox(ctx, spec);
   const { id, runtime } = acquired;
   const log = ctx.logger.child({ sandbox_id: id, session_id: sessionId });
+  let detach: Detach | undefined;
   try {
     if (spec.files.length > 0) {
       if (!isLocal(runtime)) {
@@ -35,6 +37,12 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
         });
       }
       await runtime.writeFiles(spec.files);
+    }
+    if (spec.repositories.length > 0 || spec.allowedHosts.length > 0) {
+      if (!isLocal(runtime)) {
+        throw new MhError("INVALID_ARGUMENT", "resources: an external hand has no workspace for repositories or egress", { field: "resources" });
+      }
+      detach = await attachRemotes(ctx, runtime, { sessionId, sandboxId: id }, spec);
     }
     const row = await insertSandbox(ctx.pool, {
       sandboxId: id,
@@ -46,13 +54,14 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
       limits: runtime.limits,
     });
     const now = Date.now();
-    ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now });
+    ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now, onEnd: detach });
     const durationMs = Math.round(performance.now() - started);
     ctx.events.provisioned(sessionId, id, runtime.driver, durationMs);
     log.info({ driver: runtime.driver, warm: acquired.warm, duration_ms: durationMs }, "sandbox provisioned");
     return { sandbox: toSandbox(row), durationMs, warm: acquired.warm };
   } catch (err) {
     await runtime.stop("provisioning failed");
+    await detach?.();
     throw err;
   }
 }

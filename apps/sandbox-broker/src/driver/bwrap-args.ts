@@ -10,8 +10,9 @@
  * exploit or for a crashed broker to leak. Its pages are charged to the sandbox's memory cgroup,
  * which is why the group's memory limit is memory + disk + tmp (see limits.ts).
  */
+import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import { chmod, copyFile, lstat, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -21,10 +22,18 @@ export const SANDBOX_GID = 65534;
 export const WORKSPACE = "/workspace";
 const AGENT_IN_SANDBOX = "/opt/metaharness/sandbox-agent.pl";
 const AGENT_SOURCE = new URL("../../agent/sandbox-agent.pl", import.meta.url);
+/** git's remote helper for "mh::<url>" remotes (see agent/git-remote-mh), on the sandbox's PATH. */
+const GIT_HELPER_IN_SANDBOX = "/opt/metaharness/bin/git-remote-mh";
+const GIT_HELPER_SOURCE = new URL("../../agent/git-remote-mh", import.meta.url);
+/** The loopback HTTP proxy of ALLOWLIST sandboxes (see agent/mh-egress-relay). */
+export const EGRESS_RELAY_IN_SANDBOX = "/opt/metaharness/bin/mh-egress-relay";
+const EGRESS_RELAY_SOURCE = new URL("../../agent/mh-egress-relay", import.meta.url);
+/** Where a sandbox sees its own run directory: the broker's unix sockets for it (git, egress). */
+export const RUN_DIR_IN_SANDBOX = "/run/metaharness";
 
 /** PATH, HOME and locale for everything the sandbox runs; nothing of the broker's own environment. */
 export const SANDBOX_ENV: readonly string[] = [
-  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/metaharness/bin",
   `HOME=${WORKSPACE}`,
   "USER=sandbox",
   "LOGNAME=sandbox",
@@ -52,21 +61,42 @@ const HOST_ETC = ["ld.so.cache", "alternatives", "localtime", "ssl", "ca-certifi
  * One per broker process; those a crashed process of the same broker id left are removed.
  */
 export class SandboxRuntimeDir {
-  private constructor(readonly path: string) {}
+  private constructor(
+    readonly path: string,
+    /** Holds one run directory per sandbox; short, because unix socket paths are (108 bytes). */
+    readonly runBase: string,
+  ) {}
 
   static async create(brokerId: string): Promise<SandboxRuntimeDir> {
     const prefix = `mh-sandbox-broker-${brokerId}-`;
+    const runPrefix = `mhrun-${createHash("sha256").update(brokerId).digest("hex").slice(0, 8)}-`;
     await removeLeftovers(prefix);
+    await removeLeftovers(runPrefix);
     const path = await mkdtemp(join(tmpdir(), prefix));
     await chmod(path, 0o755);
     for (const [name, text] of Object.entries(ETC_FILES)) await writeFile(join(path, name), text, { mode: 0o644 });
     await copyFile(AGENT_SOURCE, join(path, "sandbox-agent.pl"));
     await chmod(join(path, "sandbox-agent.pl"), 0o644);
-    return new SandboxRuntimeDir(path);
+    for (const [source, name] of [[GIT_HELPER_SOURCE, "git-remote-mh"], [EGRESS_RELAY_SOURCE, "mh-egress-relay"]] as const) {
+      await copyFile(source, join(path, name));
+      await chmod(join(path, name), 0o755);
+    }
+    const runBase = await mkdtemp(join(tmpdir(), runPrefix));
+    await chmod(runBase, 0o755);
+    return new SandboxRuntimeDir(path, runBase);
+  }
+
+  /** A fresh, empty run directory for sandbox `name` (the sandbox sees it read-only). */
+  async runDir(name: string): Promise<string> {
+    const dir = join(this.runBase, name);
+    await mkdir(dir, { mode: 0o755 });
+    await chmod(dir, 0o755);
+    return dir;
   }
 
   async remove(): Promise<void> {
     await rm(this.path, { recursive: true, force: true });
+    await rm(this.runBase, { recursive: true, force: true });
   }
 }
 
@@ -88,6 +118,8 @@ export interface BwrapSpec {
   readonly command?: readonly string[];
   /** bwrap >= 0.8: forbid nested user namespaces, the usual first step of a kernel exploit. */
   readonly disableUserns?: boolean;
+  /** The sandbox's run directory on the host, shown read-only at /run/metaharness. */
+  readonly runDir?: string;
 }
 
 /** Arguments after `bwrap`: isolation, filesystem, then the agent as the sandbox's one program. */
@@ -135,6 +167,15 @@ export function bwrapArgs(spec: BwrapSpec): string[] {
     "--ro-bind",
     join(spec.runtimeDir, "sandbox-agent.pl"),
     AGENT_IN_SANDBOX,
+    "--ro-bind",
+    join(spec.runtimeDir, "git-remote-mh"),
+    GIT_HELPER_IN_SANDBOX,
+    "--ro-bind",
+    join(spec.runtimeDir, "mh-egress-relay"),
+    EGRESS_RELAY_IN_SANDBOX,
+    // A socket in a read-only mount still accepts connections: the sandbox can reach the broker's
+    // sockets for it, and cannot create or replace anything there.
+    ...(spec.runDir === undefined ? [] : ["--ro-bind", spec.runDir, RUN_DIR_IN_SANDBOX]),
     // Everything mounted so far stays as it is, but / itself (and so /etc) turns read-only:
     // only /workspace and /tmp can be written.
     "--remount-ro",

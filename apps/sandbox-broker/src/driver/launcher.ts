@@ -10,6 +10,7 @@
  */
 import { spawn, spawnSync, type ChildProcessByStdio } from "node:child_process";
 import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import type { Logger } from "@metaharness/service-kit";
 import { MhError } from "@metaharness/errors";
@@ -34,6 +35,8 @@ export type SandboxChild = ChildProcessByStdio<Writable, Readable, Readable>;
 export interface Launched {
   readonly child: SandboxChild;
   readonly cgroup: SandboxCgroup | undefined;
+  /** The sandbox's run directory on the host (its /run/metaharness): where its sockets go. */
+  readonly runDir: string;
   /** The last bytes bwrap wrote on stderr (why it could not start, usually). */
   stderr(): string;
 }
@@ -106,6 +109,7 @@ export class Launcher {
             cpuMillis: limits.cpuMillis,
             joinerUid: this.drop === "spawn" ? SANDBOX_UID : undefined,
           });
+    const runDir = await this.runtime.runDir(name);
     const command = [
       ...this.prlimitArgs(limits),
       ...(this.drop === "setpriv" ? setprivArgs() : []),
@@ -115,6 +119,7 @@ export class Launcher {
         workspaceBytes: limits.diskBytes,
         tmpBytes: this.opts.tmpBytes,
         disableUserns: this.disableUserns,
+        runDir,
       }),
     ];
     const procs = cgroup?.procsFiles ?? [];
@@ -130,13 +135,14 @@ export class Launcher {
       });
     } catch (err) {
       await cgroup?.destroy();
+      await rm(runDir, { recursive: true, force: true });
       throw err;
     }
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => {
       stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
     });
-    return { child, cgroup, stderr: () => stderr.trim() };
+    return { child, cgroup, runDir, stderr: () => stderr.trim() };
   }
 
   /** After every sandbox has ended: removes the runtime directory and this broker's cgroup directories. */

@@ -4,6 +4,7 @@
  * than our own stop() (killed, out of memory, the agent broke or went silent), every call in
  * flight and every later call fails with "sandbox <id> was lost: <why>", and `lost` says why.
  */
+import { rm } from "node:fs/promises";
 import type { Logger } from "@metaharness/service-kit";
 import { MhError } from "@metaharness/errors";
 import type { WorkspaceFile } from "@metaharness/proto";
@@ -15,7 +16,7 @@ import { runTool } from "../tools/index.js";
 import { mib, signalName } from "../tools/output.js";
 import type { RunOutcome, SandboxOps, ToolOutcome } from "../tools/types.js";
 import { Semaphore } from "../util/semaphore.js";
-import { WORKSPACE } from "./bwrap-args.js";
+import { SANDBOX_ENV, WORKSPACE } from "./bwrap-args.js";
 import type { Launched, Launcher } from "./launcher.js";
 
 export const BUBBLEWRAP_DRIVER = "bubblewrap";
@@ -44,6 +45,8 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
   private dead = false;
   /** OOM kills already accounted for (by a call's result, or before a call started). */
   private oomSeen = 0;
+  /** What tools' commands run with; Provision adds to it (HTTP_PROXY for ALLOWLIST egress). */
+  private toolEnv: readonly string[] = SANDBOX_ENV;
 
   private constructor(
     private readonly opts: LocalSandboxOptions,
@@ -96,6 +99,16 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
     return this.launched.child.pid;
   }
 
+  /** Adds variables to what tools' commands run with (never a secret: the sandbox reads them). */
+  addToolEnv(vars: readonly string[]): void {
+    this.toolEnv = [...this.toolEnv, ...vars];
+  }
+
+  /** Its run directory on the host (the sandbox's /run/metaharness), for the broker's sockets. */
+  get runDir(): string {
+    return this.launched.runDir;
+  }
+
   get inFlight(): number {
     return this.semaphore.busy;
   }
@@ -110,6 +123,7 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
         outputCapBytes: this.opts.outputCapBytes,
         maxFileBytes: this.opts.maxFileBytes,
         memoryBytes: this.opts.limits.memoryBytes,
+        env: this.toolEnv,
         ...(signal === undefined ? {} : { signal }),
       }),
     );
@@ -172,6 +186,7 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
       this.resolveLost(reason);
     }
     await this.launched.cgroup?.destroy();
+    await rm(this.launched.runDir, { recursive: true, force: true });
   }
 
   private exitReason(code: number | null, signal: NodeJS.Signals | null, oomKilled: boolean): string {

@@ -9,7 +9,7 @@
  * the call's whole process group is killed; a server meant to outlive the call is started with
  * its output redirected (`nohup server > log 2>&1 &`) or in its own session (`setsid`).
  */
-import { SANDBOX_ENV, WORKSPACE } from "../driver/bwrap-args.js";
+import { WORKSPACE } from "../driver/bwrap-args.js";
 import { optionalBool, optionalInt, requiredString } from "./input.js";
 import { endingNote, exitCodeOf, outputText } from "./output.js";
 import { ToolError, type Input, type ToolContext, type ToolOutcome } from "./types.js";
@@ -50,7 +50,7 @@ async function run(ctx: ToolContext, command: string, timeoutMs: number, restart
     graceMs: BACKGROUND_GRACE_MS,
     cwd: WORKSPACE,
     argv: ["/bin/bash", "--noprofile", "--norc", "-c", WRAPPER, "bash", command],
-    env: restart ? [...SANDBOX_ENV, "MH_RESTART=1"] : SANDBOX_ENV,
+    env: restart ? [...ctx.env, "MH_RESTART=1"] : ctx.env,
   }, ctx.signal);
   const { text, truncated } = outputText(result, ctx.outputCapBytes);
   const exitCode = exitCodeOf(result);

@@ -26,6 +26,8 @@ export interface ToolContext {
   readonly maxFileBytes: number;
   /** The sandbox's memory limit, to explain an out-of-memory kill. */
   readonly memoryBytes: number;
+  /** The environment commands run with (SANDBOX_ENV, plus e.g. HTTP_PROXY in an ALLOWLIST sandbox). */
+  readonly env: readonly string[];
   /** The caller went away: processes started for this call are killed. */
   readonly signal?: AbortSignal;
 }

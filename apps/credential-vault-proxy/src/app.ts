@@ -1,0 +1,135 @@
+/**
+ * Wires the credential vault proxy: Postgres and migrations, the master keyring, the service
+ * tokens, the session log client, the gRPC service (every RPC guarded by caller and role) and
+ * the remote HTTP endpoint for sandbox git and egress traffic. Used by main.ts and by tests,
+ * which start it in-process on port 0.
+ */
+import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
+import { createClient, promisify, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { migrate, openDb, type Db } from "@metaharness/db";
+import { ServiceTokens } from "./auth/service-tokens.js";
+import type { CredentialProxyConfig } from "./config.js";
+import { loadMasterKeyring, type MasterKeyring } from "./crypto/master-keys.js";
+import { forwardEgress } from "./egress/egress-forward.js";
+import { forwardGit } from "./git/git-forward.js";
+import { startRemoteServer } from "./http/remote-server.js";
+import { McpProxy } from "./mcp/mcp-proxy.js";
+import { refreshGrant, type Refresher } from "./mcp/oauth-refresh.js";
+import { OAuthTokenSource } from "./mcp/token-source.js";
+import { mcpRpcs } from "./service/mcp-rpcs.js";
+import { remoteRpcs } from "./service/remote-rpcs.js";
+import { vaultRpcs } from "./service/vault-rpcs.js";
+import { SessionCredentials } from "./session/session-credentials.js";
+import { SessionVaults } from "./session/session-vaults.js";
+import { dataKeysByMasterKey } from "./store/rotation.js";
+
+const MIGRATIONS = new URL("../migrations/", import.meta.url);
+
+export interface CredentialProxyHandle {
+  readonly port: number;
+  readonly address: string;
+  /** The remote HTTP endpoint (git and egress), as the broker reaches it. */
+  readonly remoteUrl: string;
+  readonly db: Db;
+  readonly keyring: MasterKeyring;
+  readonly tokens: OAuthTokenSource;
+  /** Stops serving and closes connections. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Replaces the refresh-token grant (tests count or fail refreshes). */
+  readonly refresher?: Refresher;
+}
+
+export async function startCredentialProxy(
+  config: CredentialProxyConfig,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<CredentialProxyHandle> {
+  const cleanups: Array<() => Promise<void>> = [];
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) {
+        await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
+      }
+    })();
+    return stopping;
+  };
+  try {
+    const keyring = await loadMasterKeyring(config.masterKeyFile, config.previousMasterKeyFiles, (w) =>
+      logger.warn({ file: w.file }, `master key file ${w.problem}`),
+    );
+    const serviceTokens = await ServiceTokens.load(config.serviceTokensFile);
+    const db = await openDb(config.databaseUrl, {
+      poolSize: config.poolSize,
+      onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+    });
+    cleanups.push(() => db.end());
+    const applied = await migrate(db, "credential-vault-proxy", MIGRATIONS);
+    if (applied.length > 0) logger.info({ applied }, "applied migrations");
+    await reportKeys(db, keyring, logger);
+
+    const rawLog = createClient(SessionLogClient, config.sessionLogAddr);
+    cleanups.push(() => Promise.resolve(rawLog.close()));
+    const vaults = new SessionVaults(promisify(rawLog, SessionLogService), db, config.sessionCacheMs, logger);
+    const credentials = new SessionCredentials(db, vaults, keyring);
+    const tokens = new OAuthTokenSource({
+      db,
+      keyring,
+      refresh: options.refresher ?? refreshGrant(config.tokenEndpointTimeoutMs),
+      skewMs: config.refreshSkewMs,
+      logger,
+    });
+    const mcp = new McpProxy({ credentials, tokens, timeoutMs: config.mcpTimeoutMs, logger });
+
+    const remoteDeps = { db, credentials, maxRequestBytes: config.maxRequestBytes, timeoutMs: config.upstreamTimeoutMs, logger };
+    const remote = await startRemoteServer({
+      host: config.remoteHost,
+      port: config.remotePort,
+      tokens: serviceTokens,
+      git: (req, res, url) => forwardGit(remoteDeps, req, res, url),
+      egress: (req, res, url) => forwardEgress({ ...remoteDeps, upstreamScheme: config.egressUpstreamScheme }, req, res, url),
+      logger: logger.child({ component: "remote" }),
+    });
+    cleanups.push(() => remote.close());
+    const remoteUrl = (config.remoteAdvertisedUrl ?? `http://${config.remoteHost}:${remote.port}`).replace(/\/+$/, "");
+
+    const guard = { tokens: serviceTokens, logger };
+    // Typed as the generated server: an RPC without a handler does not compile.
+    const implementation: CredentialVaultProxyServer = {
+      ...vaultRpcs({ ...guard, db, keyring }),
+      ...mcpRpcs({ ...guard, mcp }),
+      ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds }),
+    };
+    const server = await startGrpcServer({
+      host: config.host,
+      port: config.port,
+      logger,
+      services: [
+        {
+          name: "metaharness.v1.CredentialVaultProxy",
+          definition: CredentialVaultProxyService,
+          implementation,
+        },
+      ],
+    });
+    cleanups.push(() => server.shutdown(5000));
+    logger.info({ port: server.port, remote: remoteUrl, master_key_id: keyring.active.id }, "credential-vault-proxy serving");
+    return { port: server.port, address: server.address, remoteUrl, db, keyring, tokens, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Says which master keys the stored data keys need, and loudly if one of them is not loaded. */
+async function reportKeys(db: Db, keyring: MasterKeyring, logger: Logger): Promise<void> {
+  const inUse = await dataKeysByMasterKey(db);
+  const missing = [...inUse.keys()].filter((id) => keyring.get(id) === undefined);
+  const stale = [...inUse.keys()].filter((id) => id !== keyring.active.id && keyring.get(id) !== undefined);
+  logger.info({ active: keyring.active.id, loaded: keyring.ids, data_keys: Object.fromEntries(inUse) }, "master keys loaded");
+  if (missing.length > 0) logger.error({ missing }, "some credentials are wrapped by master keys that are not loaded: they cannot be used");
+  if (stale.length > 0) logger.warn({ stale }, "some credentials are still wrapped by previous master keys: run RotateMasterKey");
+}

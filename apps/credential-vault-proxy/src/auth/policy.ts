@@ -1,0 +1,34 @@
+/**
+ * Which role may call which RPC: least privilege, written once. The admin (the gateway) manages
+ * vaults and credentials and rotates the master key; the harness calls MCP tools for a session;
+ * the broker opens git and egress paths for a sandbox. No role reads a secret, because no RPC
+ * returns one. The record is keyed by the generated service definition, so a new RPC does not
+ * compile until it is given its roles here.
+ */
+import { MhError } from "@metaharness/errors";
+import type { CredentialVaultProxyService } from "@metaharness/proto";
+import type { Caller, Role } from "./service-tokens.js";
+
+export type RpcName = keyof CredentialVaultProxyService;
+
+export const POLICY: Readonly<Record<RpcName, readonly Role[]>> = {
+  createVault: ["admin"],
+  getVault: ["admin"],
+  listVaults: ["admin"],
+  deleteVault: ["admin"],
+  putCredential: ["admin"],
+  listCredentials: ["admin"],
+  deleteCredential: ["admin"],
+  rotateMasterKey: ["admin"],
+  listMcpTools: ["harness"],
+  callMcpTool: ["harness"],
+  openGitRemote: ["broker"],
+  closeSandboxRemotes: ["broker"],
+  openEgress: ["broker"],
+};
+
+export function authorize(rpc: RpcName, caller: Caller): void {
+  if (!POLICY[rpc].includes(caller.role)) {
+    throw new MhError("PERMISSION_DENIED", `${caller.name} (role ${caller.role}) may not call ${rpc}`);
+  }
+}

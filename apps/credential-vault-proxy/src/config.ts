@@ -1,0 +1,55 @@
+/**
+ * Every setting of the credential vault proxy, read from the environment in this one place.
+ * Secrets are never settings: the master keys and the service tokens are read from files whose
+ * paths are configured here, so no secret sits in the process environment or a config dump.
+ */
+import { env, readConfig } from "@metaharness/service-kit";
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return readConfig(
+    {
+      host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
+      port: env.port("MH_GRPC_PORT", { default: 50054 }),
+      databaseUrl: env.url("MH_DATABASE_URL", {
+        default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
+        protocols: ["postgres", "postgresql", "pglite"],
+      }),
+      poolSize: env.int("MH_PG_POOL_SIZE", { default: 10, min: 2, max: 500 }),
+      /** Where a session's vault ids come from (SessionMetadata.vault_ids). */
+      sessionLogAddr: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+
+      /** The active master key: 32 random bytes, base64 or hex, in a file only this service reads. */
+      masterKeyFile: env.string("MH_MASTER_KEY_FILE", { pattern: /^\/\S+$/ }),
+      /** Older master keys, still able to unwrap until RotateMasterKey re-wraps their data keys. */
+      previousMasterKeyFiles: env.list("MH_PREVIOUS_MASTER_KEY_FILES", { default: [] }),
+      /** JSON: {"services":[{"name":"gateway","role":"admin","token":"..."}]}; see auth/service-tokens.ts. */
+      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
+
+      /** The HTTP endpoint the broker relays sandbox git and egress traffic to. */
+      remoteHost: env.string("MH_REMOTE_HTTP_HOST", { default: "127.0.0.1" }),
+      remotePort: env.port("MH_REMOTE_HTTP_PORT", { default: 50055 }),
+      /** The base URL the broker reaches that endpoint at; http://<host>:<bound port> when unset. */
+      remoteAdvertisedUrl: env.optionalUrl("MH_REMOTE_HTTP_URL", { protocols: ["http", "https"] }),
+      /** Default and cap of a git remote's or egress endpoint's life. */
+      remoteTtlSeconds: env.int("MH_REMOTE_TTL_SECONDS", { default: 24 * 3600, min: 10, max: 7 * 24 * 3600 }),
+      /** Scheme of egress requests to their real host (http only for tests against plain servers). */
+      egressUpstreamScheme: env.enumOf("MH_EGRESS_UPSTREAM_SCHEME", ["https", "http"], { default: "https" }),
+      /** Bytes a git push or egress request body may carry. */
+      maxRequestBytes: env.int("MH_REMOTE_MAX_REQUEST_BYTES", { default: 512 * 1024 * 1024, min: 1024 }),
+      upstreamTimeoutMs: env.int("MH_UPSTREAM_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
+
+      /** A token is refreshed when it expires within this margin (clock skew, call duration). */
+      refreshSkewMs: env.int("MH_OAUTH_REFRESH_SKEW_MS", { default: 30_000, min: 0, max: 3_600_000 }),
+      tokenEndpointTimeoutMs: env.int("MH_OAUTH_TIMEOUT_MS", { default: 10_000, min: 100, max: 120_000 }),
+      mcpTimeoutMs: env.int("MH_MCP_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
+      /** How long a session's vault ids are cached (they are fixed when the session is created). */
+      sessionCacheMs: env.int("MH_SESSION_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
+
+      logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
+      otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+    },
+    source,
+  );
+}
+
+export type CredentialProxyConfig = ReturnType<typeof loadConfig>;

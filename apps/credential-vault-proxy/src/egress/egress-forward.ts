@@ -1,0 +1,83 @@
+/**
+ * The egress path of the remote endpoint: absolute-form HTTP requests from a NETWORK_MODE_ALLOWLIST
+ * sandbox (relayed by the broker), sent on to their host only if the sandbox's allowlist has it,
+ * with the session's matching http_bearer credential injected. The sandbox speaks plain HTTP to
+ * its own relay (the path is a unix socket and a private link, never a network it shares); the
+ * proxy originates TLS to the real host (MH_EGRESS_UPSTREAM_SCHEME). The answer comes back
+ * decompressed and scrubbed of the injected secret, so an echoing server cannot leak it inward.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { pipeline, type Readable } from "node:stream";
+import type { Db } from "@metaharness/db";
+import type { Logger } from "@metaharness/service-kit";
+import { scrub } from "../crypto/secret.js";
+import { forward, reply } from "../http/forward.js";
+import { hostMatches } from "../store/credential-config.js";
+import { findRemote } from "../store/remotes.js";
+import type { SessionCredentials } from "../session/session-credentials.js";
+import { scrubStream } from "./scrub-stream.js";
+
+/** Never passed on: hop-by-hop, proxy, and our own headers. */
+const DROPPED = new Set([
+  "host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade",
+  "x-mh-service-authorization", "accept-encoding", "content-length",
+]);
+const RESPONSE_DROPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "www-authenticate", "proxy-authenticate", "trailer", "upgrade"]);
+
+export interface EgressDeps {
+  readonly db: Db;
+  readonly credentials: SessionCredentials;
+  readonly upstreamScheme: "http" | "https";
+  readonly maxRequestBytes: number;
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+}
+
+export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const auth = /^Bearer (\S+)$/.exec(String(req.headers["proxy-authorization"] ?? ""));
+  const remote = auth?.[1] === undefined ? undefined : await findRemote(deps.db, auth[1], "egress");
+  if (remote === undefined) return reply(res, 407, "no such egress endpoint (it expired or was closed)");
+  const log = deps.logger.child({ session_id: remote.sessionId, sandbox_id: remote.sandboxId, host: url.host, method: req.method });
+  if (url.protocol !== "http:" || url.username !== "" || url.password !== "") return reply(res, 400, "only plain http:// URLs without user info");
+  if (!remote.scope.some((pattern) => hostMatches(pattern, url.host))) {
+    log.info({ allowed: remote.scope }, "egress refused: host not allowed");
+    return reply(res, 403, `${url.hostname} is not an allowed host of this sandbox`);
+  }
+  const injected = await deps.credentials.bearer(remote.sessionId, url.host);
+  const target = new URL(url);
+  target.protocol = `${deps.upstreamScheme}:`;
+  const passRequest = Object.keys(req.headers).filter((h) => !DROPPED.has(h) && h !== injected?.headerName.toLowerCase());
+  const secrets = injected === undefined ? [] : [injected.value, injected.token];
+  const started = performance.now();
+  const result = await forward(req, res, {
+    target,
+    passRequestHeaders: passRequest,
+    addHeaders: { "accept-encoding": "identity", ...(injected === undefined ? {} : { [injected.headerName]: injected.value.reveal() }) },
+    passResponseHeaders: [],
+    maxRequestBytes: deps.maxRequestBytes,
+    timeoutMs: deps.timeoutMs,
+    responseBody: (answer) => ({ body: scrubbed(answer, secrets), headers: scrubbedHeaders(answer, secrets) }),
+  });
+  log.info(
+    { credential_id: injected?.credentialId, status: result.status, upstream_status: result.upstreamStatus, error: result.error, duration_ms: Math.round(performance.now() - started) },
+    "egress request forwarded",
+  );
+}
+
+function scrubbed(answer: IncomingMessage, secrets: Parameters<typeof scrubStream>[0]): Readable {
+  const encoding = String(answer.headers["content-encoding"] ?? "").toLowerCase();
+  const decode = encoding === "gzip" ? createGunzip() : encoding === "deflate" ? createInflate() : encoding === "br" ? createBrotliDecompress() : undefined;
+  const scrubber = scrubStream(secrets);
+  if (decode === undefined) return pipeline(answer, scrubber, () => undefined);
+  return pipeline(answer, decode, scrubber, () => undefined);
+}
+
+function scrubbedHeaders(answer: IncomingMessage, secrets: Parameters<typeof scrub>[1]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (value === undefined || RESPONSE_DROPPED.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.map((v) => scrub(v, secrets)) : scrub(value, secrets);
+  }
+  return out;
+}

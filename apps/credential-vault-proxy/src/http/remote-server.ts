@@ -1,0 +1,85 @@
+/**
+ * The remote HTTP endpoint: where the broker relays a sandbox's git and egress traffic. Every
+ * request carries the broker's service token (`x-mh-service-authorization: Bearer <token>`; the
+ * plain Authorization header belongs to the sandbox's own request) and a capability naming the
+ * remote; git requests come in origin-form (`/git/...`), egress requests in absolute-form
+ * (`GET http://host/path`, as to any forward proxy). Connections and header sizes are bounded.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { MhError } from "@metaharness/errors";
+import type { Logger } from "@metaharness/service-kit";
+import { POLICY } from "../auth/policy.js";
+import type { ServiceTokens } from "../auth/service-tokens.js";
+import { reply } from "./forward.js";
+
+export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
+const MAX_CONNECTIONS = 1024;
+
+export type RemoteRoute = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+
+export interface RemoteServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tokens: ServiceTokens;
+  readonly git: RemoteRoute;
+  readonly egress: RemoteRoute;
+  readonly logger: Logger;
+}
+
+export interface RemoteServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function startRemoteServer(opts: RemoteServerOptions): Promise<RemoteServer> {
+  const server: Server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: 0 }, (req, res) => {
+    void handle(opts, req, res).catch((err: unknown) => {
+      const e = MhError.from(err);
+      opts.logger.error({ err: e, code: e.code }, "remote request failed");
+      if (!res.headersSent) reply(res, e.code === "NOT_FOUND" ? 404 : 502, "the proxy could not serve this request");
+      else res.destroy();
+    });
+  });
+  server.maxConnections = MAX_CONNECTIONS;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  opts.logger.info({ host: opts.host, port }, "remote endpoint listening");
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    close: () => {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+async function handle(opts: RemoteServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const raw = req.url ?? "/";
+  const absolute = /^https?:\/\//i.test(raw);
+  let caller;
+  try {
+    caller = opts.tokens.authenticate(headerValue(req, SERVICE_AUTH_HEADER));
+  } catch {
+    return reply(res, absolute ? 407 : 401, "a service token is required");
+  }
+  const allowed = absolute ? POLICY.openEgress : POLICY.openGitRemote;
+  if (!allowed.includes(caller.role)) return reply(res, 403, `${caller.name} may not use this endpoint`);
+  if (absolute) {
+    if (!URL.canParse(raw)) return reply(res, 400, "not a URL");
+    return opts.egress(req, res, new URL(raw));
+  }
+  return opts.git(req, res, new URL(raw, "http://remote.invalid"));
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}

@@ -1,0 +1,100 @@
+/**
+ * The OAuth 2.0 refresh-token grant (RFC 6749 §6) against a credential's token endpoint, with the
+ * client authentication its `token_endpoint_auth_method` names (§2.3.1: client_secret_basic,
+ * client_secret_post, or none for a public client). Nothing of the endpoint's answer reaches an
+ * error message except its status and its `error` code: a misbehaving endpoint echoing a token
+ * back cannot leak it through us.
+ */
+import { MhError } from "@metaharness/errors";
+import type { McpOAuthCredential } from "@metaharness/proto";
+import type { SecretBundle } from "../crypto/bundle.js";
+import { secretOrUndefined, type Secret } from "../crypto/secret.js";
+
+export interface Refreshed {
+  readonly accessToken: Secret;
+  /** A rotated refresh token, when the endpoint issued one. */
+  readonly refreshToken: Secret | undefined;
+  readonly expiresAt: Date | undefined;
+}
+
+export type Refresher = (config: McpOAuthCredential, secret: SecretBundle, signal?: AbortSignal) => Promise<Refreshed>;
+
+/** Bytes of a token endpoint's answer we read at most. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export function refreshGrant(timeoutMs: number): Refresher {
+  return async (config, secret, signal) => {
+    const refreshToken = secret.refreshToken;
+    if (refreshToken === undefined) {
+      throw new MhError("FAILED_PRECONDITION", `the access token for ${config.mcpServerUrl} expired and its credential has no refresh token`);
+    }
+    const body = new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken.reveal() });
+    if (config.scope !== "") body.set("scope", config.scope);
+    const headers: Record<string, string> = {
+      "content-type": "application/x-www-form-urlencoded",
+      accept: "application/json",
+    };
+    const method = config.tokenEndpointAuthMethod;
+    const clientSecret = secret.clientSecret?.reveal() ?? "";
+    if (method === "client_secret_basic") {
+      const pair = `${formEncode(config.clientId)}:${formEncode(clientSecret)}`;
+      headers["authorization"] = `Basic ${Buffer.from(pair, "utf8").toString("base64")}`;
+    } else {
+      body.set("client_id", config.clientId);
+      if (method === "client_secret_post") body.set("client_secret", clientSecret);
+    }
+    const where = `the token endpoint of ${config.mcpServerUrl}`;
+    let response: Response;
+    try {
+      response = await fetch(config.tokenEndpoint, {
+        method: "POST",
+        headers,
+        body,
+        redirect: "error",
+        signal: signal === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+      });
+    } catch (err) {
+      throw new MhError("UNAVAILABLE", `${where} could not be reached`, { cause: errorName(err) });
+    }
+    const json = await readJson(response);
+    if (!response.ok) {
+      const code = typeof json?.["error"] === "string" ? json["error"].replace(/[^A-Za-z0-9_.-]/g, "").slice(0, 64) : "";
+      const what = `${where} refused to refresh the token: HTTP ${response.status}${code === "" ? "" : ` ${code}`}`;
+      throw new MhError(response.status >= 500 ? "UNAVAILABLE" : "FAILED_PRECONDITION", what);
+    }
+    const accessToken = typeof json?.["access_token"] === "string" ? secretOrUndefined(json["access_token"]) : undefined;
+    const tokenType = json?.["token_type"];
+    if (accessToken === undefined || (typeof tokenType === "string" && tokenType.toLowerCase() !== "bearer")) {
+      throw new MhError("UNAVAILABLE", `${where} answered without a bearer access_token`);
+    }
+    const expiresIn = json?.["expires_in"];
+    const rotated = json?.["refresh_token"];
+    return {
+      accessToken,
+      refreshToken: typeof rotated === "string" ? secretOrUndefined(rotated) : undefined,
+      expiresAt: typeof expiresIn === "number" && expiresIn > 0 ? new Date(Date.now() + expiresIn * 1000) : undefined,
+    };
+  };
+}
+
+/** application/x-www-form-urlencoded, as §2.3.1 asks for the client id and secret in Basic auth. */
+function formEncode(value: string): string {
+  return new URLSearchParams({ v: value }).toString().slice(2);
+}
+
+async function readJson(response: Response): Promise<Record<string, unknown> | undefined> {
+  try {
+    const text = await response.text();
+    if (text.length > MAX_RESPONSE_BYTES) return undefined;
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Only the kind of a network failure travels as the cause (its message may quote the request). */
+function errorName(err: unknown): string {
+  return err instanceof Error ? err.name : "error";
+}
+

@@ -1,0 +1,81 @@
+/**
+ * Vaults in Postgres: create, read, page through (per tenant, oldest first), delete (with their
+ * credentials, by cascade).
+ */
+import { MhError, invalidArgument } from "@metaharness/errors";
+import type { Queryable } from "@metaharness/db";
+import type { Vault } from "@metaharness/proto";
+import { newVaultId } from "./ids.js";
+
+interface VaultRow {
+  vault_id: string;
+  ord: string;
+  tenant: string;
+  display_name: string;
+  metadata: Record<string, string>;
+  created_at: Date;
+}
+
+const COLUMNS = "vault_id, ord, tenant, display_name, metadata, created_at";
+export const DEFAULT_PAGE = 50;
+export const MAX_PAGE = 500;
+
+function toVault(row: VaultRow): Vault {
+  return {
+    vaultId: row.vault_id,
+    tenant: row.tenant,
+    displayName: row.display_name,
+    metadata: row.metadata,
+    createdAt: new Date(row.created_at),
+  };
+}
+
+export async function createVault(
+  db: Queryable,
+  v: { tenant: string; displayName: string; metadata: Record<string, string> },
+): Promise<Vault> {
+  const { rows } = await db.query<VaultRow>(
+    `INSERT INTO vaults (vault_id, tenant, display_name, metadata) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+    [newVaultId(), v.tenant, v.displayName, JSON.stringify(v.metadata)],
+  );
+  return toVault(rows[0]!);
+}
+
+export async function getVault(db: Queryable, vaultId: string): Promise<Vault> {
+  const { rows } = await db.query<VaultRow>(`SELECT ${COLUMNS} FROM vaults WHERE vault_id = $1`, [vaultId]);
+  const row = rows[0];
+  if (row === undefined) throw new MhError("NOT_FOUND", `vault ${vaultId} does not exist`, { field: "vault_id" });
+  return toVault(row);
+}
+
+/** The vaults of `ids` that exist, in the order of `ids`. */
+export async function vaultsByIds(db: Queryable, ids: readonly string[]): Promise<Vault[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<VaultRow>(`SELECT ${COLUMNS} FROM vaults WHERE vault_id = ANY($1::text[])`, [ids]);
+  const byId = new Map(rows.map((r) => [r.vault_id, toVault(r)]));
+  return ids.map((id) => byId.get(id)).filter((v): v is Vault => v !== undefined);
+}
+
+export async function listVaults(
+  db: Queryable,
+  q: { tenant: string; pageSize: number; pageToken: string },
+): Promise<{ vaults: Vault[]; nextPageToken: string }> {
+  const size = q.pageSize === 0 ? DEFAULT_PAGE : Math.min(q.pageSize, MAX_PAGE);
+  let after = "0";
+  if (q.pageToken !== "") {
+    if (!/^\d{1,19}$/.test(q.pageToken)) throw invalidArgument("page_token", "is not a token this service issued");
+    after = q.pageToken;
+  }
+  const { rows } = await db.query<VaultRow>(
+    `SELECT ${COLUMNS} FROM vaults WHERE ($1 = '' OR tenant = $1) AND ord > $2::bigint ORDER BY ord LIMIT $3`,
+    [q.tenant, after, size + 1],
+  );
+  const page = rows.slice(0, size);
+  const last = page[page.length - 1];
+  return { vaults: page.map(toVault), nextPageToken: rows.length > size && last !== undefined ? String(last.ord) : "" };
+}
+
+export async function deleteVault(db: Queryable, vaultId: string): Promise<void> {
+  const { rowCount } = await db.query("DELETE FROM vaults WHERE vault_id = $1", [vaultId]);
+  if (rowCount === 0) throw new MhError("NOT_FOUND", `vault ${vaultId} does not exist`, { field: "vault_id" });
+}

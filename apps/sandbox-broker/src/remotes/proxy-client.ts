@@ -1,0 +1,40 @@
+/**
+ * The broker's client of the credential vault proxy: it presents the broker's own service token
+ * (read from MH_CREDENTIAL_PROXY_TOKEN_FILE) and may only open and close a sandbox's git remotes
+ * and egress endpoint. The same token goes, as `x-mh-service-authorization`, on every request the
+ * broker relays to the proxy's remote endpoint. The broker never holds a vault credential.
+ */
+import { readFile } from "node:fs/promises";
+import { InterceptingCall, type Interceptor } from "@grpc/grpc-js";
+import { MhError } from "@metaharness/errors";
+import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
+import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit";
+
+export type CredentialProxy = PromiseClient<typeof CredentialVaultProxyService>;
+
+/** The header that carries the broker's service token to the proxy's remote endpoint. */
+export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
+
+export interface ProxyConnection {
+  readonly client: CredentialProxy;
+  /** `Bearer <token>`, for SERVICE_AUTH_HEADER. */
+  readonly serviceAuthorization: string;
+  close(): void;
+}
+
+export async function connectCredentialProxy(address: string, tokenFile: string): Promise<ProxyConnection> {
+  const token = (await readFile(tokenFile, "utf8")).trim();
+  if (token === "") throw new MhError("FAILED_PRECONDITION", `the credential proxy token file ${tokenFile} is empty`);
+  const raw = createClient(CredentialVaultProxyClient, address, { channelOptions: { interceptors: [bearer(token)] } });
+  return { client: promisify(raw, CredentialVaultProxyService), serviceAuthorization: `Bearer ${token}`, close: () => raw.close() };
+}
+
+function bearer(token: string): Interceptor {
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set("authorization", `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
+}

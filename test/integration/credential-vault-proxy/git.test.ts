@@ -1,0 +1,133 @@
+/**
+ * Git without the token, against a real `git http-backend` that refuses requests without it: a
+ * repository resource is cloned at Provision, and from inside the sandbox (no network, no token)
+ * a commit is pushed and another is pulled, through the broker's socket and the proxy, which adds
+ * the token. Another repository, or another sandbox's, is refused on that path.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGitServer, type GitServer } from "../../support/git-server.js";
+import { provision, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
+import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVault } from "../../support/vault.js";
+
+const TOKEN = "ghs_gittest_4c1d2b3a9e8f7a6b5c4d";
+
+let log: TestLog;
+let vault: TestVault;
+let git: GitServer;
+let broker: TestBroker;
+
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}` });
+  git = await startGitServer({ username: "x-access-token", token: TOKEN });
+  await git.seed("org/app.git", { "README.md": "hello from the server\n" });
+  await git.seed("org/secret.git", { "SECRET.md": "not for this sandbox\n" });
+  broker = await startTestBroker({
+    MH_CREDENTIAL_PROXY_ADDR: vault.address,
+    MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker,
+    MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+  });
+});
+afterAll(async () => {
+  await broker?.stop();
+  await git?.close();
+  await vault?.stop();
+  await log?.stop();
+});
+
+/** A session whose vault holds the git token for everything under <server>/org. */
+async function session(): Promise<string> {
+  const admin = vault.client("admin");
+  const vaultId = await newVault(admin);
+  await putGitToken(admin, vaultId, `${git.url}/org`, TOKEN);
+  const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
+  return s!.sessionId;
+}
+
+const sh = async (sandboxId: string, command: string, sessionId: string) => {
+  const res = await run(broker.client, sandboxId, "bash", { command }, { sessionId, timeoutMs: 60_000 });
+  return { out: res.output, ok: !res.isError };
+};
+
+describe("git repositories", () => {
+  it("clone at Provision; push and pull from inside the sandbox without a token", async () => {
+    const sessionId = await session();
+    const refusedBefore = git.refused;
+    const sandboxId = await provision(broker.client, sessionId, { repositories: [{ url: `${git.url}/org/app.git`, mountPath: "app", checkout: "" }] });
+
+    expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
+    expect((await sh(sandboxId, "git -C app remote get-url origin", sessionId)).out).toBe(`mh::${git.url}/org/app.git`);
+
+    const push = await sh(
+      sandboxId,
+      "cd /workspace/app && git config user.email agent@example.com && git config user.name Agent && echo 'from the sandbox' > NOTE.md && git add NOTE.md && git commit -qm 'a note' && git push -q origin HEAD:main 2>&1",
+      sessionId,
+    );
+    expect(push).toMatchObject({ ok: true });
+    expect(git.git("org/app.git", "log", "-1", "--format=%s", "main").trim()).toBe("a note");
+    expect(git.git("org/app.git", "show", "main:NOTE.md")).toBe("from the sandbox\n");
+
+    await git.commit("org/app.git", { "UPSTREAM.md": "pushed by someone else\n" }, "upstream change");
+    const pull = await sh(sandboxId, "cd /workspace/app && git pull -q --no-rebase origin main 2>&1 && cat UPSTREAM.md", sessionId);
+    expect(pull).toEqual({ ok: true, out: "pushed by someone else" });
+    // The server never saw a request without the token from this path.
+    expect(git.refused).toBe(refusedBefore);
+  });
+
+  it("check out a branch at Provision", async () => {
+    const sessionId = await session();
+    git.git("org/app.git", "branch", "feature", "main");
+    const sandboxId = await provision(broker.client, sessionId, {
+      repositories: [{ url: `${git.url}/org/app.git`, mountPath: "work/app", checkout: "feature" }],
+    });
+    expect((await sh(sandboxId, "git -C work/app rev-parse --abbrev-ref HEAD", sessionId)).out).toBe("feature");
+  });
+
+  it("refuse other repositories and other sandboxes' repositories on the git path", async () => {
+    const sessionId = await session();
+    const a = await provision(broker.client, sessionId, { repositories: [{ url: `${git.url}/org/app.git`, mountPath: "app", checkout: "" }] });
+    const other = await session();
+    await provision(broker.client, other, { repositories: [{ url: `${git.url}/org/secret.git`, mountPath: "secret", checkout: "" }] });
+
+    const ls = await sh(a, `git ls-remote mh::${git.url}/org/secret.git 2>&1`, sessionId);
+    expect(ls.ok).toBe(false);
+    expect(ls.out).toMatch(/403/);
+    const push = await sh(a, `cd app && git push mh::${git.url}/org/secret.git HEAD:main 2>&1`, sessionId);
+    expect(push.ok).toBe(false);
+    const direct = await sh(a, `git ls-remote ${git.url}/org/secret.git 2>&1`, sessionId);
+    expect(direct.ok).toBe(false);
+    const hex = Buffer.from(`${git.url}/org/secret.git`).toString("hex");
+    const raw = await sh(a, `curl -s -o /dev/null -w '%{http_code}' --unix-socket /run/metaharness/git.sock 'http://x/${hex}/info/refs?service=git-upload-pack'`, sessionId);
+    expect(raw.out).toBe("403");
+    expect((await sh(a, "ls /run/metaharness", sessionId)).out).toBe("git.sock");
+    expect(git.git("org/secret.git", "log", "--format=%s", "main").trim()).toBe("first commit");
+  });
+
+  it("revoke the sandbox's remotes when it is released", async () => {
+    const sessionId = await session();
+    const sandboxId = await provision(broker.client, sessionId, { repositories: [{ url: `${git.url}/org/app.git`, mountPath: "app", checkout: "" }] });
+    const remotes = async (): Promise<number> => {
+      const c = new pg.Client({ connectionString: vault.db.url });
+      await c.connect();
+      try {
+        return (await c.query("SELECT 1 FROM remotes WHERE sandbox_id = $1", [sandboxId])).rowCount ?? 0;
+      } finally {
+        await c.end();
+      }
+    };
+    expect(await remotes()).toBe(1);
+    await broker.client.release({ sandboxId, sessionId });
+    expect(await remotes()).toBe(0);
+  });
+
+  it("fail Provision, naming the repository, when the session has no token for it", async () => {
+    const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([]) });
+    const err = await rejection(
+      provision(broker.client, s!.sessionId, { repositories: [{ url: `${git.url}/org/app.git`, mountPath: "", checkout: "" }] }),
+    );
+    expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "resources.repositories[0]" });
+    expect(err.message).toContain("org/app.git");
+  });
+});

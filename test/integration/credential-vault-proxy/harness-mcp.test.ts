@@ -1,0 +1,96 @@
+/**
+ * MCP end to end: the offline model calls an MCP tool, the harness sends it through the
+ * credential vault proxy (agent.mcp_tool_use -> CallMcpTool -> agent.mcp_tool_result), the proxy
+ * refreshes the session's expired token and calls the real MCP server, and the model reads the
+ * answer. The harness only ever holds its own service token.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineScenario } from "@metaharness/offline-model";
+import { CredentialType, StopReasonType, ToolKind, type Event } from "@metaharness/proto";
+import { idleReason, startBrain, type Brain } from "../../support/harness.js";
+import { textOf, userMessage } from "../../support/events.js";
+import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
+import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
+import { freePort, metadataWithVaults, newVault, startTestVault, type TestVault } from "../../support/vault.js";
+
+const scenarios = [
+  defineScenario("mcp-add", [
+    { toolUses: [{ name: "add", input: { a: 19, b: 23 } }] },
+    (ctx) => ({ text: `the server says ${ctx.lastToolResult?.content ?? "?"} (error: ${String(ctx.lastToolResult?.isError)})` }),
+  ]),
+];
+
+let brain: Brain;
+let vault: TestVault;
+let oauth: OAuthServer;
+let mcp: TestMcpServer;
+
+beforeAll(async () => {
+  // The proxy asks the session log about sessions, and the harness asks the proxy: the log's port
+  // is chosen first so both can be named before they start.
+  const logPort = await freePort();
+  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}` });
+  oauth = await startOAuthServer({ clientId: "mh", clientSecret: "s3cret-client", method: "client_secret_post" });
+  mcp = await startMcpServer((t) => oauth.isValid(t));
+  brain = await startBrain({
+    scenarios,
+    logEnv: { MH_GRPC_PORT: String(logPort) },
+    env: { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness },
+  });
+});
+afterAll(async () => {
+  await brain?.stop();
+  await mcp?.close();
+  await oauth?.close();
+  await vault?.stop();
+});
+
+const ended = (e: Event[]): boolean => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN;
+
+describe("MCP tools in a session", () => {
+  it("call the MCP server through the proxy, refreshing the expired token", async () => {
+    const admin = vault.client("admin");
+    const vaultId = await newVault(admin);
+    const pair = oauth.issue(-60);
+    await admin.putCredential({
+      vaultId,
+      credentialId: "",
+      type: CredentialType.CREDENTIAL_TYPE_MCP_OAUTH,
+      displayName: "calculator",
+      config: {
+        $case: "mcpOauth",
+        value: { mcpServerUrl: mcp.url, expiresAt: pair.expiresAt, clientId: "mh", tokenEndpoint: oauth.url, tokenEndpointAuthMethod: "client_secret_post", scope: "" },
+      },
+      secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: "s3cret-client" },
+    });
+    const metadata = metadataWithVaults([vaultId], {
+      tools: [
+        {
+          name: "add",
+          kind: ToolKind.TOOL_KIND_MCP,
+          description: "Adds two numbers.",
+          inputSchema: { properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+          permissionPolicy: 0,
+          mcpServerUrl: mcp.url,
+        },
+      ],
+    });
+    const { session } = await brain.log.client.createSession({ sessionId: "", metadata });
+    const sessionId = session!.sessionId;
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:mcp-add] add them") });
+    await brain.rpc.wake({ sessionId });
+    const events = await brain.waitFor(sessionId, (e) => ended(e) || e.some((x) => x.type === "session.error"));
+    const error = events.find((e) => e.type === "session.error");
+    expect(error === undefined ? "" : JSON.stringify(error.payload)).toBe("");
+
+    const use = events.find((e) => e.type === "agent.mcp_tool_use");
+    const result = events.find((e) => e.type === "agent.mcp_tool_result");
+    expect(use).toBeDefined();
+    expect(result?.payload?.$case === "agentMcpToolResult" && result.payload.value).toMatchObject({ mcpToolUseId: use!.id, isError: false });
+    expect(textOf(events.filter((e) => e.type === "agent.message").pop())).toBe("the server says 42 (error: false)");
+    expect(oauth.refreshes).toBe(1);
+    expect(mcp.calls).toBe(1);
+    const all = JSON.stringify(events);
+    for (const secret of oauth.issued) expect(all).not.toContain(secret);
+  });
+});

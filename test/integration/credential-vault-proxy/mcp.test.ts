@@ -1,0 +1,156 @@
+/**
+ * MCP through the proxy against a real MCP server (Streamable HTTP, bearer tokens) and a real
+ * OAuth token endpoint: calls carry the session's token, an expired token is refreshed once, N
+ * concurrent calls (in one instance, and across two) cause one refresh, a token the server
+ * revoked is refreshed on the 401, a server echoing the token gets it scrubbed, and a session
+ * can only use the vaults it names.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CredentialType } from "@metaharness/proto";
+import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
+import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
+import { rejection } from "../../support/sandbox-broker.js";
+import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { newVault, startTestVault, type TestVault, type VaultClient } from "../../support/vault.js";
+
+let log: TestLog;
+let vault: TestVault;
+let oauth: OAuthServer;
+let mcp: TestMcpServer;
+let admin: VaultClient;
+let harness: VaultClient;
+
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}` });
+  oauth = await startOAuthServer({ clientId: "mh-client", clientSecret: "client-secret-xyz-123", method: "client_secret_basic", delayMs: 150 });
+  mcp = await startMcpServer((t) => oauth.isValid(t));
+  admin = vault.client("admin");
+  harness = vault.client("harness");
+});
+afterAll(async () => {
+  await mcp?.close();
+  await oauth?.close();
+  await vault?.stop();
+  await log?.stop();
+});
+
+/** A session whose one vault holds an mcp_oauth credential for the test server; `expired` backdates it. */
+async function sessionWithToken(expired: boolean): Promise<{ sessionId: string; vaultId: string; credentialId: string; accessToken: string }> {
+  const vaultId = await newVault(admin);
+  const pair = oauth.issue(expired ? -10 : 3600);
+  const { credential } = await admin.putCredential({
+    vaultId,
+    credentialId: "",
+    type: CredentialType.CREDENTIAL_TYPE_MCP_OAUTH,
+    displayName: "test mcp",
+    config: {
+      $case: "mcpOauth",
+      value: {
+        mcpServerUrl: mcp.url,
+        expiresAt: pair.expiresAt,
+        clientId: "mh-client",
+        tokenEndpoint: oauth.url,
+        tokenEndpointAuthMethod: "client_secret_basic",
+        scope: "",
+      },
+    },
+    secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: "client-secret-xyz-123" },
+  });
+  const sessionId = await createSession([vaultId]);
+  return { sessionId, vaultId, credentialId: credential!.credentialId, accessToken: pair.accessToken };
+}
+
+async function createSession(vaultIds: string[]): Promise<string> {
+  const { session } = await log.client.createSession({
+    sessionId: "",
+    metadata: { agentId: "", agentVersion: 0, tenant: "", labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined },
+  });
+  return session!.sessionId;
+}
+
+const add = (sessionId: string, a: number, b: number, client: VaultClient = harness) =>
+  client.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "add", arguments: { a, b }, callId: `toolu_${a}_${b}` });
+
+describe("MCP through the proxy", () => {
+  it("lists and calls the server's tools with the session's token", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const before = oauth.refreshes;
+    const { tools } = await harness.listMcpTools({ sessionId, mcpServerUrl: mcp.url });
+    expect(tools.map((t) => t.name)).toEqual(["add", "echo", "leak_auth"]);
+    expect(tools[0]?.inputSchema?.["required"]).toEqual(["a", "b"]);
+    expect(await add(sessionId, 2, 3)).toEqual({ text: ["5"], isError: false });
+    expect(oauth.refreshes).toBe(before);
+  });
+
+  it("refreshes an expired token once, then uses the new one", async () => {
+    const { sessionId } = await sessionWithToken(true);
+    const before = oauth.refreshes;
+    expect((await add(sessionId, 1, 1)).text).toEqual(["2"]);
+    expect(oauth.refreshes).toBe(before + 1);
+    expect((await add(sessionId, 2, 2)).text).toEqual(["4"]);
+    expect(oauth.refreshes).toBe(before + 1);
+  });
+
+  it("refreshes once for many concurrent calls, within one instance and across two", async () => {
+    const { sessionId } = await sessionWithToken(true);
+    const before = oauth.refreshes;
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => add(sessionId, i, 1)));
+    expect(results.map((r) => r.text[0])).toEqual(Array.from({ length: 10 }, (_, i) => String(i + 1)));
+    expect(oauth.refreshes).toBe(before + 1);
+
+    const second = await sessionWithToken(true);
+    const replica = await vault.startReplica();
+    const other = replica.client("harness");
+    const mid = oauth.refreshes;
+    const both = await Promise.all(Array.from({ length: 12 }, (_, i) => add(second.sessionId, i, 2, i % 2 === 0 ? harness : other)));
+    expect(both.every((r) => !r.isError)).toBe(true);
+    expect(oauth.refreshes).toBe(mid + 1);
+    expect(oauth.refusals).toBe(0);
+  });
+
+  it("refreshes a token the server revoked before its expiry, on the 401", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    oauth.revokeAll();
+    const before = oauth.refreshes;
+    expect((await add(sessionId, 20, 22)).text).toEqual(["42"]);
+    expect(oauth.refreshes).toBe(before + 1);
+  });
+
+  it("scrubs the token from what a hostile server sends back", async () => {
+    const { sessionId, accessToken } = await sessionWithToken(false);
+    const res = await harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "leak_auth", arguments: {}, callId: "toolu_leak" });
+    expect(res.text[0]).toBe("I saw: Bearer [redacted]");
+    expect(JSON.stringify(res)).not.toContain(accessToken);
+  });
+
+  it("answers a tool error as a result, and unknown servers and sessions as errors", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const unknown = await harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "nope", arguments: {}, callId: "" });
+    expect(unknown.isError).toBe(true);
+    const other = await rejection(harness.callMcpTool({ sessionId, mcpServerUrl: "http://127.0.0.1:1/mcp", name: "add", arguments: {}, callId: "" }));
+    expect(other.code).toBe("FAILED_PRECONDITION");
+    expect((await rejection(add("sesn_doesnotexist", 1, 2))).code).toBe("NOT_FOUND");
+  });
+
+  it("uses only the vaults the session names", async () => {
+    const { vaultId } = await sessionWithToken(false);
+    const stranger = await createSession([await newVault(admin)]);
+    expect((await rejection(add(stranger, 1, 2))).code).toBe("FAILED_PRECONDITION");
+    const named = await createSession([vaultId]);
+    expect((await add(named, 1, 2)).text).toEqual(["3"]);
+  });
+
+  it("keeps working after a master key rotation", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const newKey = await vault.newKeyFile("mcp-master-2.key");
+    vault = await vault.restart({ MH_MASTER_KEY_FILE: newKey, MH_PREVIOUS_MASTER_KEY_FILES: vault.masterKeyFile });
+    admin = vault.client("admin");
+    harness = vault.client("harness");
+    expect((await admin.rotateMasterKey({})).rewrapped).toBeGreaterThan(0);
+    vault = await vault.restart({ MH_MASTER_KEY_FILE: newKey, MH_PREVIOUS_MASTER_KEY_FILES: "" });
+    harness = vault.client("harness");
+    admin = vault.client("admin");
+    expect((await add(sessionId, 5, 6)).text).toEqual(["11"]);
+  });
+});

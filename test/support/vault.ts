@@ -1,0 +1,202 @@
+/**
+ * Starts the real credential vault proxy in-process on port 0, on a fresh database of the real
+ * Postgres, with a master key file and a service tokens file in a private temp directory, and
+ * gives clients that present each role's token (admin, harness, broker) or none at all.
+ * `restart` starts another life on the same database (e.g. with a new master key).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InterceptingCall, type Interceptor } from "@grpc/grpc-js";
+import {
+  CredentialVaultProxyClient,
+  CredentialVaultProxyService,
+  CredentialType,
+  type AgentConfig,
+  type Credential,
+  type SessionMetadata,
+} from "@metaharness/proto";
+import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import {
+  loadConfig,
+  newMasterKeyText,
+  startCredentialProxy,
+  type CredentialProxyConfig,
+  type CredentialProxyHandle,
+  type StartOptions,
+} from "@metaharness/credential-vault-proxy";
+import { createTestDatabase, type TestDatabase } from "./postgres.js";
+
+export type VaultClient = PromiseClient<typeof CredentialVaultProxyService>;
+export type RoleName = "admin" | "harness" | "broker";
+
+export interface TestVault {
+  readonly db: TestDatabase;
+  readonly dir: string;
+  readonly handle: CredentialProxyHandle;
+  readonly config: CredentialProxyConfig;
+  readonly address: string;
+  /** Every role's service token (files a harness or broker reads: see tokenFile). */
+  readonly tokens: Readonly<Record<RoleName, string>>;
+  readonly tokenFile: Readonly<Record<RoleName, string>>;
+  readonly masterKeyFile: string;
+  client(role: RoleName | "none" | { token: string }): VaultClient;
+  /** Another instance on the same database and files, running alongside this one. */
+  startReplica(env?: Record<string, string>): Promise<TestVault>;
+  /** Stops this life and starts another on the same database with `env` on top. */
+  restart(env?: Record<string, string>, options?: StartOptions): Promise<TestVault>;
+  /** Writes a fresh master key file in the private dir; returns its path. */
+  newKeyFile(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** Adds `authorization: Bearer <token>` to every call of a client. */
+export function bearer(token: string): Interceptor {
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set("authorization", `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
+}
+
+export async function startTestVault(opts: {
+  sessionLogAddr: string;
+  env?: Record<string, string>;
+  logger?: Logger;
+  options?: StartOptions;
+}): Promise<TestVault> {
+  const db = await createTestDatabase("mh_vault_test");
+  const dir = await mkdtemp(join(tmpdir(), "mh-vault-test-"));
+  const cleanup = async (): Promise<void> => {
+    await rm(dir, { recursive: true, force: true });
+    await db.drop();
+  };
+  try {
+    const tokens = { admin: token(), harness: token(), broker: token() };
+    const tokenFile = { admin: join(dir, "admin.token"), harness: join(dir, "harness.token"), broker: join(dir, "broker.token") };
+    for (const role of ["admin", "harness", "broker"] as const) await writeFile(tokenFile[role], `${tokens[role]}\n`, { mode: 0o600 });
+    const services = [
+      { name: "gateway", role: "admin", token: tokens.admin },
+      { name: "harness", role: "harness", token: tokens.harness },
+      { name: "sandbox-broker", role: "broker", token: tokens.broker },
+    ];
+    await writeFile(join(dir, "services.json"), JSON.stringify({ services }), { mode: 0o600 });
+    const masterKeyFile = join(dir, "master-1.key");
+    await writeFile(masterKeyFile, newMasterKeyText(), { mode: 0o600 });
+    const baseEnv: Record<string, string> = {
+      MH_DATABASE_URL: db.url,
+      MH_GRPC_PORT: "0",
+      MH_REMOTE_HTTP_PORT: "0",
+      MH_SESSION_LOG_ADDR: opts.sessionLogAddr,
+      MH_MASTER_KEY_FILE: masterKeyFile,
+      MH_SERVICE_TOKENS_FILE: join(dir, "services.json"),
+      MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+      ...opts.env,
+    };
+    // Every life still running (a main one and its replicas), to stop them all at the end.
+    const running = new Set<() => Promise<void>>();
+    const life = async (env: Record<string, string>, options: StartOptions | undefined): Promise<TestVault> => {
+      const config = loadConfig({ ...baseEnv, ...env });
+      const logger = opts.logger ?? createLogger({ service: "credential-vault-proxy", level: config.logLevel });
+      const handle = await startCredentialProxy(config, logger, options);
+      const address = `127.0.0.1:${handle.port}`;
+      const raws: Array<{ close(): void }> = [];
+      const client = (role: RoleName | "none" | { token: string }): VaultClient => {
+        const interceptors = role === "none" ? [] : [bearer(typeof role === "string" ? tokens[role] : role.token)];
+        const raw = createClient(CredentialVaultProxyClient, address, { channelOptions: { interceptors } });
+        raws.push(raw);
+        return promisify(raw, CredentialVaultProxyService);
+      };
+      const stopLife = async (): Promise<void> => {
+        running.delete(stopLife);
+        raws.splice(0).forEach((r) => r.close());
+        await handle.stop();
+      };
+      running.add(stopLife);
+      return {
+        db,
+        dir,
+        handle,
+        config,
+        address,
+        tokens,
+        tokenFile,
+        masterKeyFile,
+        client,
+        startReplica: (more = {}) => life({ ...env, ...more }, options),
+        restart: async (more = {}, o) => {
+          await stopLife();
+          return life({ ...env, ...more }, o ?? options);
+        },
+        newKeyFile: async (name) => {
+          const path = join(dir, name);
+          await writeFile(path, newMasterKeyText(), { mode: 0o600 });
+          return path;
+        },
+        stop: async () => {
+          for (const stopOne of [...running]) await stopOne();
+          await cleanup();
+        },
+      };
+    };
+    return await life({}, opts.options);
+  } catch (err) {
+    await cleanup().catch(() => undefined);
+    throw err;
+  }
+}
+
+function token(): string {
+  return `mhsvc_${randomBytes(24).toString("base64url")}`;
+}
+
+/** PutCredential for a git_token. */
+export async function putGitToken(admin: VaultClient, vaultId: string, urlPrefix: string, secret: string, username = ""): Promise<Credential> {
+  const { credential } = await admin.putCredential({
+    vaultId,
+    credentialId: "",
+    type: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN,
+    displayName: "git",
+    config: { $case: "gitToken", value: { urlPrefix, host: "", username } },
+    secret: { token: secret, accessToken: "", refreshToken: "", clientSecret: "" },
+  });
+  return credential!;
+}
+
+/** A vault for a tenant (empty by default). */
+export async function newVault(admin: VaultClient, displayName = "test"): Promise<string> {
+  const { vault } = await admin.createVault({ tenant: "", displayName, metadata: {} });
+  return vault!.vaultId;
+}
+
+/** A port free right now (for a service that must be named before it starts, e.g. the log a proxy asks). */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** SessionMetadata naming `vaultIds` and an agent with `tools`. */
+export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfig> = {}): SessionMetadata {
+  return {
+    agentId: "agent_test",
+    agentVersion: 1,
+    tenant: "",
+    labels: {},
+    harness: "",
+    environmentId: "",
+    vaultIds,
+    title: "",
+    agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, ...agent },
+  };
+}
