@@ -13,6 +13,7 @@ source "$here/lib.sh"
 
 t0=$(now_ms)
 "$here/sandbox/up.sh" >/dev/null || die "sandbox/up.sh failed (bubblewrap for the sandbox broker)"
+"$here/chromium/up.sh" >/dev/null || die "chromium/up.sh failed (headless Chromium for the page tests)"
 pg_out=$(mktemp) kafka_out=$(mktemp)
 trap 'rm -f "$pg_out" "$kafka_out"' EXIT
 

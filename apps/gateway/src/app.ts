@@ -22,6 +22,8 @@ import { AgentStore } from "./store/agents.js";
 import { EnvironmentStore } from "./store/environments.js";
 import { SessionStore } from "./store/sessions.js";
 import { StreamRegistry } from "./stream/registry.js";
+import { loadUiConfig } from "./ui/config.js";
+import { registerUiRoutes } from "./ui/routes.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
@@ -105,6 +107,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     registerStreamRoute(ctx);
     registerNotImplementedRoutes(ctx);
     registerMetaRoutes(ctx, db);
+    registerUiRoutes(app, ctx, { keys, ...loadUiConfig() });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

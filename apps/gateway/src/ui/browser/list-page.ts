@@ -1,0 +1,133 @@
+/**
+ * /ui/: the sessions of the key's tenant, newest first, a page at a time (the /v1 list and its
+ * cursors), with each one's last activity from the page's own route. It refreshes itself while
+ * the tab is visible; rows that did not change are left alone, so focus and selection stay.
+ */
+import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type { SessionActivity } from "../api.js";
+import { getJson, HttpError, query } from "./api.js";
+import { h, replaceChildren } from "./dom.js";
+import { formatAgo, formatDateTime, formatSeconds, formatTokens } from "./format.js";
+import type { PageContext } from "./page-context.js";
+import { notice, statusBadge } from "./widgets.js";
+
+const PAGE_SIZE = 50;
+const REFRESH_MS = 5000;
+
+interface SessionPage {
+  data: BetaManagedAgentsSession[];
+  next_page: string | null;
+  prev_page: string | null;
+}
+
+function row(s: BetaManagedAgentsSession, a: SessionActivity | undefined, now: number): HTMLTableRowElement {
+  const last = a?.last_activity_at ?? s.created_at;
+  const href = `/ui/sessions/${encodeURIComponent(s.id)}`;
+  const u = s.usage;
+  const cache = (u.cache_read_input_tokens ?? 0) + (u.cache_creation?.ephemeral_5m_input_tokens ?? 0) + (u.cache_creation?.ephemeral_1h_input_tokens ?? 0);
+  return h(
+    "tr",
+    { "data-session-id": s.id },
+    h("td", {}, h("a", { class: "session-link", href }, s.title ?? "Untitled session"), h("div", { class: "muted small" }, h("code", {}, s.id))),
+    h("td", {}, statusBadge(s.status), s.archived_at === null ? "" : h("span", { class: "tag" }, "archived")),
+    h("td", {}, s.agent.name, h("div", { class: "muted small" }, h("code", {}, s.agent.model.id))),
+    h("td", {}, h("time", { datetime: s.created_at }, formatDateTime(s.created_at))),
+    h("td", {}, h("time", { datetime: last, title: formatDateTime(last) }, formatAgo(last, now)), a === undefined ? "" : h("div", { class: "muted small" }, `${a.last_seq} events`)),
+    h("td", { class: "num" }, formatTokens(s.usage.input_tokens), cache > 0 ? h("div", { class: "muted small" }, `+${formatTokens(cache)} cache`) : ""),
+    h("td", { class: "num" }, formatTokens(s.usage.output_tokens)),
+    h("td", { class: "num" }, s.usage.active_seconds ? formatSeconds(s.usage.active_seconds) : "—"),
+  );
+}
+
+export function listPage(main: HTMLElement, ctx: PageContext): void {
+  document.title = "Sessions · Meta-Harness";
+  const tbody = h("tbody");
+  const status = h("span", { class: "muted", role: "status" });
+  const archived = h("input", { type: "checkbox", id: "include-archived" });
+  const refresh = h("button", { type: "button", class: "button" }, "Refresh");
+  const newer = h("button", { type: "button", class: "button", disabled: true }, "← Newer");
+  const older = h("button", { type: "button", class: "button", disabled: true }, "Older →");
+  const message = h("div");
+  const table = h(
+    "table",
+    { class: "sessions" },
+    h("caption", { class: "sr-only" }, "Sessions of this API key, newest first"),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ...["Session", "Status", "Agent", "Created", "Last activity"].map((t) => h("th", { scope: "col" }, t)),
+        ...["Tokens in", "Tokens out", "Active"].map((t) => h("th", { scope: "col", class: "num" }, t)),
+      ),
+    ),
+    tbody,
+  );
+  replaceChildren(
+    main,
+    h("h1", {}, "Sessions"),
+    h("div", { class: "toolbar" }, refresh, h("label", { class: "filter" }, archived, " Include archived"), status),
+    message,
+    h("div", { class: "table-wrap" }, table),
+    h("nav", { class: "pager", "aria-label": "Pages" }, newer, older),
+  );
+
+  let cursor: string | undefined;
+  let page: SessionPage = { data: [], next_page: null, prev_page: null };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let loading = false;
+  let stopped = false;
+  const tick = (): void => {
+    if (document.visibilityState === "visible") void load();
+    else timer = setTimeout(tick, REFRESH_MS);
+  };
+
+  const load = async (): Promise<void> => {
+    if (loading) return;
+    loading = true;
+    clearTimeout(timer);
+    try {
+      page = await getJson<SessionPage>(`/v1/sessions${query({ limit: PAGE_SIZE, page: cursor, include_archived: archived.checked ? "true" : undefined })}`);
+      const ids = page.data.map((s) => s.id);
+      const activity = ids.length === 0 ? { data: [] } : await getJson<{ data: SessionActivity[] }>(`/ui/api/activity${query({ session_id: ids })}`);
+      const byId = new Map(activity.data.map((a) => [a.session_id, a]));
+      const now = Date.now();
+      const rows = page.data.map((s) => row(s, byId.get(s.id), now));
+      // Keep rows that read the same, so a refresh does not steal focus.
+      const current = new Map([...tbody.rows].map((r) => [r.dataset["sessionId"] ?? "", r]));
+      tbody.replaceChildren(...rows.map((r) => {
+        const old = current.get(r.dataset["sessionId"] ?? "");
+        return old !== undefined && old.textContent === r.textContent ? old : r;
+      }));
+      replaceChildren(message, page.data.length === 0 ? notice(cursor === undefined ? "No sessions yet for this API key. Create one with the SDK, then watch it here." : "No more sessions.") : "");
+      newer.disabled = page.prev_page === null || cursor === undefined;
+      older.disabled = page.next_page === null;
+      status.textContent = `Updated ${new Date(now).toLocaleTimeString()}`;
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 401) {
+        stopped = true;
+        return ctx.unauthorized(err);
+      }
+      replaceChildren(message, notice(`Could not load sessions: ${err instanceof Error ? err.message : String(err)}`, "error"));
+    } finally {
+      loading = false;
+      if (!stopped) timer = setTimeout(tick, REFRESH_MS);
+    }
+  };
+
+  refresh.addEventListener("click", () => void load());
+  archived.addEventListener("change", () => {
+    cursor = undefined;
+    void load();
+  });
+  older.addEventListener("click", () => {
+    cursor = page.next_page ?? undefined;
+    void load();
+  });
+  newer.addEventListener("click", () => {
+    cursor = page.prev_page ?? undefined;
+    void load();
+  });
+  void load();
+}

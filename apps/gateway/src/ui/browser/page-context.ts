@@ -1,0 +1,12 @@
+/**
+ * What every page gets from the app shell: where traces open, and what to do when the key
+ * stops working.
+ */
+import type { HttpError } from "./api.js";
+
+export interface PageContext {
+  /** MH_TRACE_URL_TEMPLATE, with `{trace_id}` (and maybe `{span_id}`) to fill in. */
+  readonly traceTemplate: string;
+  /** The gateway refused the key (401): ask for one again. */
+  unauthorized(error: HttpError): void;
+}

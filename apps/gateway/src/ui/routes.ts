@@ -1,0 +1,71 @@
+/**
+ * The session page: GET /ui/ (the sessions of the key's tenant) and /ui/sessions/:id (one
+ * session as a live timeline), their static files, and two small JSON routes for what the
+ * Managed Agents API does not show (traces and thinking of events, each session's last
+ * activity). The pages themselves hold no data; everything they show is fetched with the API
+ * key the person entered, from /v1 and /ui/api, both scoped to the key's tenant. These routes
+ * are not part of the Managed Agents API, so they stay out of /openapi.json.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ApiKeys } from "../auth/api-keys.js";
+import { authenticate } from "../auth/authenticate.js";
+import { ApiError } from "../errors/api-error.js";
+import type { RouteContext } from "../routes/context.js";
+import { ASSET_NAME, loadAssets } from "./assets.js";
+import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type ActivityQuery, type EventsQuery } from "./api.js";
+import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
+
+export interface UiOptions {
+  readonly keys: ApiKeys;
+  readonly traceUrlTemplate: string;
+}
+
+const SECURITY_HEADERS = {
+  "content-security-policy": CONTENT_SECURITY_POLICY,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: UiOptions): void {
+  // A plugin, so its hooks apply to these routes only; fastify awaits it before listening.
+  void app.register(async (ui) => {
+    const assets = await loadAssets();
+    const html = pageHtml({ traceUrlTemplate: opts.traceUrlTemplate, built: assets.has("app.js") });
+
+    ui.addHook("onSend", async (_req, reply) => {
+      void reply.headers(SECURITY_HEADERS);
+    });
+
+    const page = (_req: FastifyRequest, reply: FastifyReply): FastifyReply =>
+      reply.header("cache-control", "no-cache").type("text/html; charset=utf-8").send(html);
+    ui.get("/ui", (_req, reply) => reply.redirect("/ui/", 308));
+    ui.get("/ui/", page);
+    ui.get("/ui/sessions/:session_id", page);
+
+    ui.get<{ Params: { name: string } }>("/ui/assets/:name", (req, reply) => {
+      const found = ASSET_NAME.test(req.params.name) ? assets.get(req.params.name) : undefined;
+      if (found === undefined) throw new ApiError("not_found", `Not found: ${req.url}`);
+      void reply.headers({ "cache-control": "no-cache", etag: found.etag, "content-type": found.contentType });
+      if (req.headers["if-none-match"] === found.etag) return reply.code(304).send();
+      return reply.send(found.body);
+    });
+
+    // The JSON routes: the key's tenant, as on /v1 (another tenant's session is not found).
+    const auth = { keys: opts.keys, requireBetaHeader: false };
+    const authenticated = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      req.tenant = await authenticate(req, auth);
+      void reply.header("cache-control", "no-store");
+    };
+    ui.get<{ Params: { session_id: string }; Querystring: EventsQuery }>(
+      "/ui/api/sessions/:session_id/events",
+      { onRequest: authenticated, schema: { params: sessionParams, querystring: eventsQuery } },
+      async (req) => readUiEvents(ctx, req.tenant, req.params.session_id, req.query),
+    );
+    ui.get<{ Querystring: ActivityQuery }>(
+      "/ui/api/activity",
+      { onRequest: authenticated, schema: { querystring: activityQuery } },
+      async (req) => activity(ctx, req.tenant, req.query.session_id),
+    );
+  });
+}
