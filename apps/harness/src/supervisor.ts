@@ -43,6 +43,7 @@ export class Supervisor {
   readonly instanceId: string;
   private readonly active = new Map<string, Active>();
   private readonly failures = new Map<string, { count: number; until: number }>();
+  private readonly waking = new Set<string>();
   private stopping = false;
   /** Sessions this instance started driving since it started (a metric; tests read it). */
   started = 0;
@@ -58,13 +59,18 @@ export class Supervisor {
     if (failed !== undefined && Date.now() < failed.until) {
       throw new MhError("UNAVAILABLE", `session ${sessionId} failed ${failed.count} time(s) here; retrying after ${new Date(failed.until).toISOString()}`);
     }
+    // Two wakes racing in this instance (Kafka and an RPC): the first one takes the lease and
+    // drives; a second keeper for the same lease would renew it after the first released it.
+    if (this.waking.has(sessionId)) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
     const logger = loggerFor(this.opts.logger, { sessionId });
-    const got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
-    if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
-    if (this.active.has(sessionId)) {
-      // Two wakes raced in this instance; the first one drives.
-      return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
+    this.waking.add(sessionId);
+    let got: Awaited<ReturnType<typeof LeaseKeeper.acquire>>;
+    try {
+      got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
+    } finally {
+      this.waking.delete(sessionId);
     }
+    if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
     this.started += 1;
     const done = this.drive(sessionId, got, logger);
     this.active.set(sessionId, { lease: got, done });

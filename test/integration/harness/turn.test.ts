@@ -191,6 +191,18 @@ describe("model errors", () => {
 });
 
 describe("leases", () => {
+  it("lets one of two racing wakes in one instance drive, and gives the lease back after the turn", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] twice") });
+    const supervisor = brain.harnesses[0]!.supervisor;
+    const outcomes = await Promise.all([supervisor.wake(sessionId), supervisor.wake(sessionId)]);
+    expect(outcomes.map((o) => o.outcome).sort()).toEqual([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING].sort());
+    await brain.waitFor(sessionId, ended);
+    // Once the turn is over the lease is given back and nobody renews it.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await brain.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
+  });
+
   it("lets exactly one of two instances drive a session", async () => {
     const second = await brain.addHarness();
     const sessionId = await brain.createSession();
