@@ -1,19 +1,80 @@
 /**
- * `mh demo` end to end on the embedded default: the watcher sees the whole turn live, the stale
- * harness is fenced, and every event reaches the in-process bus.
+ * The demo's project really has the bug the scenario fixes: its test script, run by bash alone,
+ * fails as written and passes with the fix. And both ways of getting the project (written today,
+ * cloned later) give the scenario what it needs.
  */
-import { describe, expect, it } from "vitest";
-import { demo } from "./commands/demo.js";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { BUG, PROJECT_DIR, PROJECT_FILES } from "./demo/project.js";
+import { DEMO_SCENARIO, demoScenario } from "./demo/scenario.js";
+import { cloneWorkspace, localWorkspace } from "./demo/workspace.js";
 
-describe("mh demo", () => {
-  it("runs a session on PGlite and the in-process bus", async () => {
-    const lines: string[] = [];
-    const code = await demo((line) => lines.push(line));
-    const output = lines.join("\n");
-    expect(code).toBe(0);
-    expect(output).toMatch(/^\s+1\s+user\.message\s+The add test fails/m);
-    expect(output).toMatch(/^\s+14\s+session\.status_idle\s+stop_reason=\{"type":"end_turn"\}/m);
-    expect(output).toContain("refused: ABORTED");
-    expect(output).toContain("14 events in the log, 14 published on the bus");
-  }, 30_000);
+const run = promisify(execFile);
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+async function project(): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), "mh-demo-test-"));
+  dirs.push(root);
+  for (const f of PROJECT_FILES) {
+    await mkdir(dirname(join(root, f.path)), { recursive: true });
+    await writeFile(join(root, f.path), f.content);
+  }
+  return root;
+}
+
+async function tests(root: string): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout } = await run("/bin/bash", ["test.sh"], { cwd: root, env: { PATH: "/usr/bin:/bin" } });
+    return { code: 0, output: stdout };
+  } catch (err) {
+    const e = err as { code: number; stdout: string };
+    return { code: e.code, output: e.stdout };
+  }
+}
+
+describe("the demo project", () => {
+  it("fails one test as written, and passes them all with the fix", async () => {
+    const root = await project();
+    const before = await tests(root);
+    expect(before.code).toBe(1);
+    expect(before.output).toContain("FAIL max -7 -2 -5: expected -2, got 0");
+    expect(before.output).toContain("3 passed, 1 failed");
+
+    const file = join(root, BUG.file);
+    const source = await readFile(file, "utf8");
+    expect(source.split(BUG.before)).toHaveLength(2);
+    await writeFile(file, source.replace(BUG.before, BUG.after));
+    const after = await tests(root);
+    expect(after).toEqual({ code: 0, output: expect.stringContaining("4 passed, 0 failed") as unknown });
+  });
+});
+
+describe("the demo workspace", () => {
+  it("writes the project file by file and commits it locally", () => {
+    const ws = localWorkspace();
+    const paths = ws.setup.filter((t) => t.name === "write").map((t) => t.input["path"]);
+    expect(paths).toEqual(PROJECT_FILES.map((f) => `${PROJECT_DIR}/${f.path}`));
+    expect(JSON.stringify(ws.setup.at(-1))).toContain("git init");
+    expect(ws.deliver).not.toContain("push");
+  });
+
+  it("names the repository on the session and pushes when one is given", () => {
+    const ws = cloneWorkspace("http://git.example/stats.git");
+    expect(ws.resources).toEqual([{ type: "github_repository", url: "http://git.example/stats.git", mount_path: "/workspace/stats" }]);
+    expect(ws.setup).toHaveLength(1);
+    expect(ws.deliver).toContain("git push -q origin HEAD");
+    expect(localWorkspace().resources).toEqual([]);
+  });
+
+  it("is a valid offline-model scenario either way", () => {
+    expect(demoScenario(localWorkspace()).name).toBe(DEMO_SCENARIO);
+    expect(demoScenario(cloneWorkspace("http://x/y.git")).steps.length).toBeGreaterThan(5);
+  });
 });

@@ -1,45 +1,60 @@
 #!/usr/bin/env node
 /**
- * mh: the command line of Meta-Harness. Commands: demo.
+ * mh: the command line of Meta-Harness. Dispatches to a command, turns Ctrl-C into an
+ * interrupt the running command handles, and exits with the command's code once stdout is
+ * flushed (an embedded stack's last handles must not keep the process alive).
  */
-import { parseArgs } from "node:util";
+import { MhError } from "@metaharness/errors";
+import { Interrupts } from "./client/session-run.js";
 import { demo } from "./commands/demo.js";
+import { dev } from "./commands/dev.js";
+import { run } from "./commands/run.js";
+import { sessions } from "./commands/sessions.js";
+import { EXIT } from "./exit-codes.js";
+import { terminalOutput, type Output } from "./output.js";
+import { USAGE } from "./usage.js";
 
-const USAGE = `usage: mh <command>
-
-commands:
-  demo [--db URL]   the session log on the embedded default, driven by a scripted harness
-                    (--db pglite:memory by default; pglite:///dir or postgres://... also work)
-`;
-
-const write = (line: string): void => {
-  process.stdout.write(`${line}\n`);
-};
-
-async function main(argv: string[]): Promise<number> {
+async function main(argv: string[], out: Output): Promise<number> {
   const [command, ...rest] = argv;
+  const interrupts = new Interrupts();
+  const onSignal = (): void => {
+    if (!interrupts.interrupt()) process.exit(EXIT.interrupted);
+  };
+  // mh dev installs service-kit's shutdown handlers instead.
+  if (command !== "dev") for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, onSignal);
   switch (command) {
-    case "demo": {
-      const { values } = parseArgs({ args: rest, options: { db: { type: "string" } } });
-      return demo(write, values.db);
-    }
+    case "demo":
+      return demo(rest, out, interrupts);
+    case "dev":
+      return dev(rest, out);
+    case "run":
+      return run(rest, out, interrupts);
+    case "sessions":
+      return sessions(rest, out, interrupts);
     case undefined:
     case "help":
     case "--help":
-      process.stdout.write(USAGE);
-      return 0;
+    case "-h":
+      out.write(USAGE);
+      return EXIT.ok;
     default:
-      process.stderr.write(`mh: unknown command "${command}"\n${USAGE}`);
-      return 2;
+      out.error(`mh: unknown command "${command}"\n`);
+      out.error(USAGE);
+      return EXIT.usage;
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
+function exitCodeOf(err: unknown): number {
+  if (err instanceof MhError && err.code === "INVALID_ARGUMENT") return EXIT.usage;
+  if (err instanceof TypeError && (err as { code?: unknown }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return EXIT.usage;
+  return EXIT.failure;
+}
+
+const out = terminalOutput();
+main(process.argv.slice(2), out).then(
+  (code) => process.stdout.write("", () => process.exit(code)),
   (err: unknown) => {
-    process.stderr.write(`mh: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    out.error(`mh: ${err instanceof Error ? err.message : String(err)}`);
+    process.stdout.write("", () => process.exit(exitCodeOf(err)));
   },
 );

@@ -1,0 +1,51 @@
+/**
+ * Which deployment a command talks to, and the official SDK client for it. Flags first, then
+ * MH_URL / MH_API_KEY, then the local `mh dev` (its default address, and the key it keeps in its
+ * data directory). Only `baseURL` and the key differ from talking to Anthropic.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { MhError } from "@metaharness/errors";
+import { defaultDataDir } from "../stack/embedded.js";
+import { readDevKey } from "../stack/dev-key.js";
+
+/** Where `mh dev` listens unless told otherwise. */
+export const DEV_PORT = 8080;
+export const DEV_URL = `http://127.0.0.1:${DEV_PORT}`;
+
+export interface Target {
+  readonly url: string;
+  readonly apiKey: string;
+}
+
+export interface TargetFlags {
+  readonly url?: string | undefined;
+  readonly apiKey?: string | undefined;
+}
+
+/** The URL named by a flag or MH_URL; undefined when neither names one. */
+export function explicitUrl(flags: TargetFlags, env: NodeJS.ProcessEnv): string | undefined {
+  const url = flags.url ?? env["MH_URL"];
+  return url === undefined || url === "" ? undefined : url;
+}
+
+export async function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
+  const url = explicitUrl(flags, env) ?? DEV_URL;
+  if (!URL.canParse(url)) throw new MhError("INVALID_ARGUMENT", `--url: ${JSON.stringify(url)} is not a URL`, { field: "url" });
+  const dataDir = defaultDataDir(env);
+  const apiKey = flags.apiKey ?? nonEmpty(env["MH_API_KEY"]) ?? (await readDevKey(dataDir));
+  if (apiKey === undefined) {
+    throw new MhError(
+      "UNAUTHENTICATED",
+      `no API key for ${url}: pass --api-key or set MH_API_KEY (a local \`mh dev\` keeps its key in ${dataDir}/api-key)`,
+    );
+  }
+  return { url: url.replace(/\/+$/, ""), apiKey };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}
+
+export function sdkClient(target: Target): Anthropic {
+  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3 });
+}

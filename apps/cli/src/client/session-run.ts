@@ -1,0 +1,110 @@
+/**
+ * One prompt as a session, through the official SDK: create the session, send the message,
+ * follow the stream (from seq 0, so opening it after sending misses nothing) until the turn
+ * ends, rendering as it goes. Ctrl-C sends `user.interrupt` and waits a moment for the agent to
+ * stop; a second Ctrl-C (or the wait running out) leaves at once.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type { Ending } from "../exit-codes.js";
+import type { Output } from "../output.js";
+import { LiveRenderer } from "../render/live.js";
+import { clip, style } from "../render/style.js";
+import { CLI_MARK } from "./defaults.js";
+import { follow, seqOf } from "./follow.js";
+
+/** How long, after Ctrl-C, the agent gets to stop before mh leaves anyway. */
+export const INTERRUPT_GRACE_MS = 10_000;
+
+export interface SessionRunOptions {
+  readonly agentId: string;
+  readonly environmentId: string;
+  readonly prompt: string;
+  /** Repositories (or other resources) the session starts with. */
+  readonly resources?: SessionCreateParams["resources"];
+  /** Stop following: the first signal interrupts the agent, a second one leaves at once. */
+  readonly interrupts: Interrupts;
+}
+
+export interface SessionRunResult {
+  readonly sessionId: string;
+  readonly ending: Ending;
+  readonly wallMs: number;
+}
+
+/** Delivers Ctrl-C to a run; `mh run` wires it to SIGINT/SIGTERM, tests call `interrupt()`. */
+export class Interrupts {
+  private listener: (() => void) | undefined;
+  count = 0;
+
+  /** False when nothing listens yet (the stack is still starting): then the caller just leaves. */
+  interrupt(): boolean {
+    this.count += 1;
+    this.listener?.();
+    return this.listener !== undefined;
+  }
+
+  onInterrupt(listener: () => void): void {
+    this.listener = listener;
+  }
+}
+
+export async function runSession(client: Anthropic, opts: SessionRunOptions, out: Output): Promise<SessionRunResult> {
+  const started = Date.now();
+  const s = style(out.color);
+  const renderer = new LiveRenderer(out);
+  const session = await client.beta.sessions.create({
+    agent: opts.agentId,
+    environment_id: opts.environmentId,
+    title: clip(opts.prompt, 80),
+    metadata: { [CLI_MARK]: "run" },
+    ...(opts.resources === undefined || opts.resources.length === 0 ? {} : { resources: opts.resources }),
+  });
+  renderer.note(`session ${session.id}`);
+
+  const leave = new AbortController();
+  let graceTimer: NodeJS.Timeout | undefined;
+  opts.interrupts.onInterrupt(() => {
+    if (opts.interrupts.count > 1) {
+      leave.abort();
+      return;
+    }
+    renderer.note("interrupting… (Ctrl-C again to leave at once)");
+    graceTimer = setTimeout(() => leave.abort(), INTERRUPT_GRACE_MS);
+    client.beta.sessions.events.send(session.id, { events: [{ type: "user.interrupt" }] }).catch((err: unknown) => {
+      renderer.note(`could not send the interrupt: ${err instanceof Error ? err.message : String(err)}`);
+      leave.abort();
+    });
+  });
+
+  let ending: Ending | undefined;
+  try {
+    const sent = await client.beta.sessions.events.send(session.id, {
+      events: [{ type: "user.message", content: [{ type: "text", text: opts.prompt }] }],
+    });
+    const first = sent.data?.[0];
+    const promptSeq = first === undefined ? 0 : (seqOf(first) ?? 0);
+    const events = follow(client, session.id, {
+      afterSeq: 0,
+      deltas: true,
+      signal: leave.signal,
+      onReconnect: (attempt) => renderer.note(`stream interrupted; reconnecting (${attempt})…`),
+    });
+    for await (const event of events) {
+      const end = renderer.handle(event);
+      // A session may hold idle events from before this prompt; only a later one ends the run.
+      if (end !== undefined && (end === "terminated" || (seqOf(event) ?? 0) > promptSeq)) {
+        ending = end;
+        break;
+      }
+    }
+  } finally {
+    clearTimeout(graceTimer);
+    renderer.finish();
+  }
+  ending ??= opts.interrupts.count > 0 ? "interrupted" : "stream_ended";
+  const wallMs = Date.now() - started;
+  out.line();
+  out.line(renderer.tally.summary(ending, wallMs, s));
+  return { sessionId: session.id, ending, wallMs };
+}

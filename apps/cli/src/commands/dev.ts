@@ -1,0 +1,110 @@
+/**
+ * `mh dev`: every service in this one process on the embedded default (stack/embedded.ts), kept
+ * running until SIGINT/SIGTERM, then stopped in order through service-kit's installShutdown.
+ * Data lives in .local/dev (or --data-dir), or in memory with --memory; the local API key is
+ * kept in the data directory either way, so clients on this machine find it.
+ */
+import { parseArgs } from "node:util";
+import { MhError } from "@metaharness/errors";
+import { createLogger, installShutdown, type LogLevel } from "@metaharness/service-kit";
+import { DEV_PORT } from "../client/connect.js";
+import { demoScenario } from "../demo/scenario.js";
+import { demoWorkspace } from "../demo/workspace.js";
+import type { Output } from "../output.js";
+import { duration, style } from "../render/style.js";
+import { ensureDevKey } from "../stack/dev-key.js";
+import { lockDataDir } from "../stack/dev-lock.js";
+import { defaultDataDir, startStack, type Stack, type StackOptions } from "../stack/embedded.js";
+
+const LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "silent"];
+
+export interface DevOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly memory: boolean;
+  readonly logLevel: LogLevel;
+}
+
+export function parseDevArgs(args: string[], env: NodeJS.ProcessEnv): DevOptions {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      "data-dir": { type: "string" },
+      memory: { type: "boolean" },
+      "log-level": { type: "string" },
+    },
+  });
+  const port = Number(values.port ?? DEV_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new MhError("INVALID_ARGUMENT", `--port: ${values.port} is not a port`, { field: "port" });
+  const logLevel = (values["log-level"] ?? env["MH_LOG_LEVEL"] ?? "error") as LogLevel;
+  if (!LEVELS.includes(logLevel)) throw new MhError("INVALID_ARGUMENT", `--log-level: one of ${LEVELS.join(", ")}`, { field: "log-level" });
+  return { host: values.host ?? "127.0.0.1", port, dataDir: values["data-dir"] ?? defaultDataDir(env), memory: values.memory === true, logLevel };
+}
+
+/** Starts the stack as `mh dev` does (tests call this in-process, with port 0). */
+export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: Pick<StackOptions, "scenarios" | "offlinePace"> = {}): Promise<{ stack: Stack; keyPath: string }> {
+  const { key, path } = await ensureDevKey(opts.dataDir);
+  const unlock = opts.memory ? () => Promise.resolve() : await lockDataDir(opts.dataDir);
+  const realKey = env["ANTHROPIC_API_KEY"];
+  const started = startStack({
+    apiKey: key,
+    host: opts.host,
+    port: opts.port,
+    logLevel: opts.logLevel,
+    scenarios: [demoScenario(demoWorkspace()), ...(extra.scenarios ?? [])],
+    ...(extra.offlinePace === undefined ? {} : { offlinePace: extra.offlinePace }),
+    ...(opts.memory ? {} : { dataDir: opts.dataDir }),
+    ...(realKey === undefined || realKey === "" ? {} : { anthropicApiKey: realKey }),
+  });
+  let stack: Stack;
+  try {
+    stack = await started;
+  } catch (err) {
+    await unlock();
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new MhError("FAILED_PRECONDITION", `${opts.host}:${opts.port} is in use: pass --port N (0: any free port)`, { cause: err });
+    }
+    throw err;
+  }
+  return {
+    stack: { ...stack, stop: () => stack.stop().finally(() => unlock()) },
+    keyPath: path,
+  };
+}
+
+export function describeDev(stack: Stack, keyPath: string, out: Output): void {
+  const s = style(out.color);
+  out.line(s.bold(`Meta-Harness dev: every service in this process, ready in ${duration(stack.startMs)}`));
+  for (const c of stack.components) out.line(`  ${c.name.padEnd(15)} ${c.detail}${c.startMs > 0 ? s.dim(`  (${duration(c.startMs)})`) : ""}`);
+  out.line();
+  out.line(`  URL      ${s.cyan(stack.url)}`);
+  out.line(`  API key  ${s.cyan(stack.apiKey)}  ${s.dim(`(kept in ${keyPath})`)}`);
+  out.line();
+  out.line("From the official SDK (only baseURL changes):");
+  out.line(s.dim(`  const client = new Anthropic({ baseURL: "${stack.url}", apiKey: "${stack.apiKey}" });`));
+  out.line(s.dim("  await client.beta.sessions.create({ agent, environment_id });"));
+  out.line("From the CLI, in another terminal:");
+  out.line(s.dim(`  export MH_URL=${stack.url} MH_API_KEY=${stack.apiKey}`));
+  out.line(s.dim('  npm run mh -- run "list the files of the sandbox"'));
+  out.line(s.dim("  npm run mh -- demo --url $MH_URL"));
+  out.line(s.dim("  npm run mh -- sessions ls"));
+  out.line("Ctrl-C stops it.");
+}
+
+export async function dev(args: string[], out: Output, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const opts = parseDevArgs(args, env);
+  const { stack, keyPath } = await startDev(opts, env);
+  describeDev(stack, keyPath, out);
+  const logger = createLogger({ service: "mh-dev", level: opts.logLevel, destination: process.stderr });
+  return new Promise<number>((resolve) => {
+    installShutdown(logger, [{ name: "stack", run: () => stack.stop() }], {
+      exit: (code) => {
+        out.line("stopped.");
+        resolve(code);
+      },
+    });
+  });
+}

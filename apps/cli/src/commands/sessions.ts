@@ -1,0 +1,120 @@
+/**
+ * `mh sessions ls | show <id> | events <id> | tail <id>`: sessions of any deployment, through the
+ * official SDK. `tail` prints the last events, then follows the session live, reconnecting with
+ * resume (after_seq) when the connection drops, until the session terminates or Ctrl-C.
+ */
+import { parseArgs } from "node:util";
+import type Anthropic from "@anthropic-ai/sdk";
+import { MhError } from "@metaharness/errors";
+import { resolveTarget, sdkClient } from "../client/connect.js";
+import { follow, seqOf, type StreamEvent } from "../client/follow.js";
+import type { Interrupts } from "../client/session-run.js";
+import { EXIT, type ExitCode } from "../exit-codes.js";
+import type { Output } from "../output.js";
+import { formatEvent } from "../render/event-line.js";
+import { clip, count, style } from "../render/style.js";
+
+const SUBCOMMANDS: readonly string[] = ["ls", "list", "show", "events", "tail"];
+
+/** One set of options for every subcommand; each uses the ones that concern it. */
+const OPTIONS = {
+  url: { type: "string" },
+  "api-key": { type: "string" },
+  limit: { type: "string" },
+  all: { type: "boolean" },
+  json: { type: "boolean" },
+  lines: { type: "string", short: "n" },
+} as const;
+
+interface Values {
+  readonly limit?: string | undefined;
+  readonly all?: boolean | undefined;
+  readonly json?: boolean | undefined;
+  readonly lines?: string | undefined;
+}
+
+function sessionId(positionals: string[], command: string): string {
+  const id = positionals[0];
+  if (id === undefined) throw new MhError("INVALID_ARGUMENT", `mh sessions ${command} needs a session id`, { field: "session_id" });
+  return id;
+}
+
+function limitOf(raw: string | undefined, fallback: number, max: number): number {
+  const n = Number(raw ?? fallback);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new MhError("INVALID_ARGUMENT", `--limit: an integer from 1 to ${max}`, { field: "limit" });
+  return n;
+}
+
+async function ls(client: Anthropic, values: Values, out: Output): Promise<ExitCode> {
+  const limit = limitOf(values.limit, 20, 1000);
+  const s = style(out.color);
+  out.line(s.dim(`${"id".padEnd(32)} ${"status".padEnd(11)} ${"created".padEnd(20)} ${"tokens in/out".padEnd(16)} title`));
+  let shown = 0;
+  for await (const session of client.beta.sessions.list({ limit: Math.min(limit, 100), include_archived: values.all === true })) {
+    const tokens = `${count(session.usage.input_tokens ?? 0)}/${count(session.usage.output_tokens ?? 0)}`;
+    out.line(`${session.id.padEnd(32)} ${session.status.padEnd(11)} ${session.created_at.slice(0, 19).padEnd(20)} ${tokens.padEnd(16)} ${clip(session.title ?? "", 50)}`);
+    if (++shown >= limit) break;
+  }
+  if (shown === 0) out.line(s.dim("no sessions yet: mh run \"...\" starts one"));
+  return EXIT.ok;
+}
+
+async function show(client: Anthropic, id: string, out: Output): Promise<ExitCode> {
+  const session = await client.beta.sessions.retrieve(id);
+  out.line(JSON.stringify(session, null, 2));
+  return EXIT.ok;
+}
+
+async function events(client: Anthropic, id: string, values: Values, out: Output): Promise<ExitCode> {
+  const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : limitOf(values.limit, 1000, 1_000_000);
+  let shown = 0;
+  for await (const event of client.beta.sessions.events.list(id, { limit: 1000 })) {
+    out.line(values.json === true ? JSON.stringify(event) : formatEvent(event, out.columns - 50));
+    if (++shown >= limit) break;
+  }
+  return EXIT.ok;
+}
+
+async function tail(client: Anthropic, id: string, values: Values, out: Output, interrupts: Interrupts): Promise<ExitCode> {
+  const lines = values.lines === undefined ? 10 : limitOf(values.lines, 10, 1000);
+  const recent: StreamEvent[] = [];
+  for await (const event of client.beta.sessions.events.list(id, { limit: lines, order: "desc" })) {
+    recent.unshift(event);
+    if (recent.length >= lines) break;
+  }
+  for (const event of recent) out.line(formatEvent(event, out.columns - 50));
+  const leave = new AbortController();
+  interrupts.onInterrupt(() => leave.abort());
+  const after = recent.length === 0 ? 0 : (seqOf(recent[recent.length - 1]!) ?? 0);
+  const s = style(out.color);
+  const live = follow(client, id, {
+    afterSeq: after,
+    signal: leave.signal,
+    onReconnect: (attempt) => out.error(s.dim(`connection lost; resuming after seq ${after} (${attempt})…`)),
+  });
+  // Only stored events: previews and heartbeats carry no seq.
+  for await (const event of live) if (seqOf(event) !== undefined) out.line(formatEvent(event, out.columns - 50));
+  return EXIT.ok;
+}
+
+export async function sessions(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
+  const [sub, ...rest] = args;
+  if (sub === undefined || !SUBCOMMANDS.includes(sub)) {
+    throw new MhError("INVALID_ARGUMENT", `mh sessions: unknown subcommand ${JSON.stringify(sub ?? "")} (ls, show, events, tail)`, { field: "subcommand" });
+  }
+  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: OPTIONS });
+  const client = sdkClient(await resolveTarget({ url: values.url, apiKey: values["api-key"] }, env));
+  switch (sub) {
+    case "ls":
+    case "list":
+      return ls(client, values, out);
+    case "show":
+      return show(client, sessionId(positionals, "show"), out);
+    case "events":
+      return events(client, sessionId(positionals, "events"), values, out);
+    case "tail":
+      return tail(client, sessionId(positionals, "tail"), values, out, interrupts);
+    default:
+      return EXIT.usage;
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The embedded default: every service of a deployment in this one process, on the same code
+ * paths, with only the adapters swapped. PGlite instead of a PostgreSQL server (one database per
+ * service, in a data directory or in memory), the in-process bus instead of Kafka (the session
+ * log's outbox relay publishes to it, the harness takes its wakes from it), the real bubblewrap
+ * sandbox broker, the offline model (or Anthropic's API when a key is given), and the gateway in
+ * front. Every setting is passed explicitly, never read from MH_* variables, so nothing here
+ * reaches for a Postgres or Kafka server.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { createMemoryBus } from "@metaharness/event-bus";
+import { loadConfig as gatewayConfig, startGateway } from "@metaharness/gateway";
+import { loadConfig as harnessConfig, startHarness } from "@metaharness/harness";
+import { startOfflineModel, type Scenario } from "@metaharness/offline-model";
+import { loadConfig as brokerConfig, startSandboxBroker } from "@metaharness/sandbox-broker";
+import { createLogger, type LogLevel } from "@metaharness/service-kit";
+import { loadConfig as sessionLogConfig, startSessionLog } from "@metaharness/session-log";
+import { checkSandboxSupport } from "./preflight.js";
+
+export interface StackOptions {
+  /** Where the services keep their databases (one PGlite directory each); undefined: in memory. */
+  readonly dataDir?: string;
+  /** The gateway's address; port 0 picks a free one. */
+  readonly host?: string;
+  readonly port?: number;
+  /** The one API key the gateway accepts (tenant "local"). */
+  readonly apiKey: string;
+  /** Anthropic's API with this key instead of the offline model. */
+  readonly anthropicApiKey?: string;
+  /** Scenarios the offline model knows besides its echoing default. */
+  readonly scenarios?: readonly Scenario[];
+  /** The offline model's pace: time to first token and output tokens per second. */
+  readonly offlinePace?: { readonly ttftMs: number; readonly tokensPerSecond: number };
+  /** Service logs (JSON lines) go to stderr at this level. */
+  readonly logLevel?: LogLevel;
+}
+
+export interface StackComponent {
+  readonly name: string;
+  readonly detail: string;
+  readonly startMs: number;
+}
+
+export interface Stack {
+  /** The gateway: the SDK's baseURL. */
+  readonly url: string;
+  readonly apiKey: string;
+  /** "offline" or "anthropic". */
+  readonly model: "offline" | "anthropic";
+  readonly components: readonly StackComponent[];
+  readonly startMs: number;
+  /** Stops every service, the front first; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** A broker id of its own: two stacks on one machine must not clean up each other's sandboxes. */
+function brokerId(dataDir: string | undefined): string {
+  if (dataDir === undefined) return `mh-${process.pid}-${randomBytes(3).toString("hex")}`;
+  return `mh-dev-${createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 10)}`;
+}
+
+async function databaseUrl(dataDir: string | undefined, service: string): Promise<string> {
+  if (dataDir === undefined) return "pglite:memory";
+  const dir = resolve(dataDir, service);
+  await mkdir(dir, { recursive: true });
+  return `pglite://${dir}`;
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const started = Date.now();
+  const level = opts.logLevel ?? "error";
+  const logger = (service: string) => createLogger({ service, level, destination: process.stderr });
+  const stops: Array<{ name: string; run: () => Promise<void> }> = [];
+  const components: StackComponent[] = [];
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const s of stops.splice(0).reverse()) await s.run().catch(() => undefined);
+    })());
+  const timed = async <T>(name: string, detail: string, start: () => Promise<T>): Promise<T> => {
+    const t0 = Date.now();
+    const value = await start();
+    components.push({ name, detail, startMs: Date.now() - t0 });
+    return value;
+  };
+
+  try {
+    await checkSandboxSupport();
+    const bus = createMemoryBus({ maxRecordsPerPartition: 10_000 });
+    stops.push({ name: "bus", run: () => bus.close() });
+    const store = opts.dataDir === undefined ? "PGlite in memory" : `PGlite in ${opts.dataDir}`;
+
+    const logConfig = sessionLogConfig({
+      MH_GRPC_PORT: "0",
+      MH_DATABASE_URL: await databaseUrl(opts.dataDir, "session-log"),
+      MH_RELAY_POLL_MS: "50",
+      MH_LOG_LEVEL: level,
+    });
+    const log = await timed("session log", `${store}, outbox to the in-process bus`, () => startSessionLog(logConfig, logger("session-log"), { bus }));
+    stops.push({ name: "session log", run: () => log.stop() });
+    const logAddr = `127.0.0.1:${log.port}`;
+
+    const sbxConfig = brokerConfig({
+      MH_GRPC_PORT: "0",
+      MH_DATABASE_URL: await databaseUrl(opts.dataDir, "sandbox-broker"),
+      MH_SESSION_LOG_ADDR: logAddr,
+      MH_BROKER_ID: brokerId(opts.dataDir),
+      MH_LOG_LEVEL: level,
+    });
+    const broker = await timed("sandbox broker", `bubblewrap (${sbxConfig.bwrapPath})`, () => startSandboxBroker(sbxConfig, logger("sandbox-broker")));
+    stops.push({ name: "sandbox broker", run: () => broker.stop() });
+
+    let modelEnv: Record<string, string>;
+    if (opts.anthropicApiKey !== undefined) {
+      modelEnv = { ANTHROPIC_API_KEY: opts.anthropicApiKey };
+      components.push({ name: "model", detail: "Anthropic's API (ANTHROPIC_API_KEY)", startMs: 0 });
+    } else {
+      const pace = opts.offlinePace ?? { ttftMs: 300, tokensPerSecond: 80 };
+      const model = await timed("model", "the offline model (set ANTHROPIC_API_KEY for Anthropic's API)", () =>
+        startOfflineModel({ scenarios: opts.scenarios ?? [], ...pace }),
+      );
+      stops.push({ name: "model", run: () => model.close() });
+      modelEnv = { MH_MODEL_BASE_URL: model.url, ANTHROPIC_API_KEY: "offline" };
+    }
+
+    const brainConfig = harnessConfig({
+      MH_GRPC_PORT: "0",
+      MH_SESSION_LOG_ADDR: logAddr,
+      MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${broker.port}`,
+      MH_KAFKA_WAKE: "true",
+      MH_LOG_LEVEL: level,
+      ...modelEnv,
+    });
+    const harness = await timed("harness", "tool loop, wakes from the in-process bus", () => startHarness(brainConfig, logger("harness"), { bus }));
+    stops.push({ name: "harness", run: () => harness.stop() });
+
+    const gwConfig = gatewayConfig({
+      MH_HTTP_HOST: opts.host ?? "127.0.0.1",
+      MH_HTTP_PORT: String(opts.port ?? 0),
+      MH_DATABASE_URL: await databaseUrl(opts.dataDir, "gateway"),
+      MH_SESSION_LOG_ADDR: logAddr,
+      MH_HARNESS_ADDR: `127.0.0.1:${harness.port}`,
+      MH_GATEWAY_API_KEYS: `${opts.apiKey}:local`,
+      MH_LOG_LEVEL: level,
+    });
+    const gateway = await timed("gateway", "Claude Managed Agents API", () => startGateway(gwConfig, logger("gateway")));
+    stops.push({ name: "gateway", run: () => gateway.stop() });
+
+    return {
+      url: gateway.url,
+      apiKey: opts.apiKey,
+      model: opts.anthropicApiKey === undefined ? "offline" : "anthropic",
+      components,
+      startMs: Date.now() - started,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The data directory of `mh dev` unless told otherwise: .local/dev under the current directory. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env["MH_DEV_DIR"] ?? join(".local", "dev");
+}

@@ -1,0 +1,41 @@
+/**
+ * The text of `mh --help`: every command, its options, where it connects, and the exit codes.
+ */
+import { DEV_URL } from "./client/connect.js";
+import { EXIT_CODE_HELP } from "./exit-codes.js";
+
+export const USAGE = `mh: the command line of Meta-Harness
+
+usage: mh <command> [options]
+
+commands:
+  demo                     the main job on the embedded default: an agent fixes a bug in a small
+                           project inside a real bubblewrap sandbox, streamed live (offline model)
+  dev                      every service in this process (PGlite, in-process bus, bubblewrap
+                           sandboxes, the offline model or Anthropic's API, the gateway)
+    --port N               gateway port (default 8080; 0: any free port)
+    --host H               gateway address (default 127.0.0.1)
+    --data-dir DIR         where the databases and the local API key live (default .local/dev,
+                           or MH_DEV_DIR)
+    --memory               keep the databases in memory (the key file is still used)
+    --log-level L          service logs on stderr: trace|debug|info|warn|error|silent (default error)
+  run "prompt"             run one prompt as a session and stream it: tokens as they come, tool
+                           calls with their duration and output, a usage summary at the end
+    --agent ID             use this agent (default: the CLI's mh-default agent, created once)
+    --environment ID       use this environment (default: the CLI's mh-default environment)
+    --model M, --system S  the default agent's model and system prompt
+                           Without --url (or MH_URL), run starts an embedded stack for this run;
+                           with ANTHROPIC_API_KEY set its harness calls Anthropic's API.
+  sessions ls              list sessions (--limit N, --all to include archived)
+  sessions show ID         one session, as JSON
+  sessions events ID       its events, one per line (--json, --limit N)
+  sessions tail ID         its last events (-n N), then follow live, resuming after a lost
+                           connection, until it terminates or Ctrl-C
+
+connecting (run, demo, sessions):
+  --url URL                the gateway (or MH_URL); sessions default to a local mh dev, ${DEV_URL}
+  --api-key KEY            its API key (or MH_API_KEY; default: the key mh dev keeps in
+                           .local/dev/api-key)
+
+${EXIT_CODE_HELP}
+`;
