@@ -74,7 +74,11 @@ export class KafkaConsumer implements BusConsumer {
           positions = new Map(); // only the first join; later ones resume from commits
           resolve();
         }),
-        consumer.on(CRASH, (e) => reject(e.payload.error)),
+        // A retriable crash (e.g. "the coordinator is loading" right after a broker restart)
+        // is restarted by kafkajs, which then joins; the join timeout still bounds the wait.
+        consumer.on(CRASH, (e) => {
+          if (!e.payload.restart) reject(e.payload.error);
+        }),
       ];
       timer = setTimeout(
         () => reject(new MhError("UNAVAILABLE", `event-bus: no group join in ${config.joinTimeoutMs} ms`)),
