@@ -128,8 +128,8 @@ export const drainBench: Bench = {
             title: `one ${bench.log.config.relayBatchSize}-row batch against the full backlog, EXPLAIN (ANALYZE)`,
             columns: ["outbox statistics", "statement", "execution ms", "seq scans", "plan"],
             rows: rounds.flatMap((r) => [
-              [r.label, "relay.ts (join, then LIMIT)", ...planCells(r.plan)],
-              ["", "bounded (LIMIT, then join)", ...planCells(r.boundedPlan)],
+              [r.label, "before: join, then LIMIT", ...planCells(r.plan)],
+              ["", "relay.ts: LIMIT, then join", ...planCells(r.boundedPlan)],
             ]),
           },
         ],

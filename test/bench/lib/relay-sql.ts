@@ -1,7 +1,8 @@
 /**
- * The outbox relay's drain statement (outbox/relay.ts, drainOnce), kept textually in step with it
- * so the drain benchmark can EXPLAIN exactly what the relay runs against a backlog; and, for
- * comparison only, the same batch with the outbox side bounded first (the relay does not run it).
+ * The outbox relay's drain statement as it was first written (join, then LIMIT: each batch cost
+ * the whole backlog), kept for comparison, and the bounded form the relay runs now
+ * (outbox/relay.ts, drainOnce: LIMIT the outbox first, then join), so the drain benchmark can
+ * EXPLAIN both against the same backlog.
  */
 export const DRAIN_SQL = `SELECT o.id, o.session_id, e.body
          FROM outbox o JOIN events e ON e.session_id = o.session_id AND e.seq = o.seq
@@ -9,7 +10,7 @@ export const DRAIN_SQL = `SELECT o.id, o.session_id, e.body
         ORDER BY o.id
         LIMIT $2`;
 
-/** The same rows in the same order, but the LIMIT applies to the outbox before the join. */
+/** What relay.ts runs: the same rows in the same order, with the LIMIT applied before the join. */
 export const BOUNDED_DRAIN_SQL = `WITH batch AS MATERIALIZED (
          SELECT id, session_id, seq FROM outbox
           WHERE shard = ANY($1::smallint[])
