@@ -5,7 +5,7 @@
  * which start it in-process on port 0.
  */
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
-import { createClient, promisify, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, promisify, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { ServiceTokens } from "./auth/service-tokens.js";
 import type { CredentialProxyConfig } from "./config.js";
@@ -47,16 +47,8 @@ export async function startCredentialProxy(
   logger: Logger,
   options: StartOptions = {},
 ): Promise<CredentialProxyHandle> {
-  const cleanups: Array<() => Promise<void>> = [];
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      for (const cleanup of cleanups.splice(0).reverse()) {
-        await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
-      }
-    })();
-    return stopping;
-  };
+  const cleanups = new Cleanups(logger);
+  const stop = (): Promise<void> => cleanups.stop();
   try {
     const keyring = await loadMasterKeyring(config.masterKeyFile, config.previousMasterKeyFiles, (w) =>
       logger.warn({ file: w.file }, `master key file ${w.problem}`),

@@ -5,7 +5,7 @@
  */
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, promisify, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, promisify, type Logger } from "@metaharness/service-kit";
 import { ApiKeys } from "./auth/api-keys.js";
 import type { GatewayConfig } from "./config.js";
 import { Router, type RouteDoc } from "./http/router.js";
@@ -45,14 +45,8 @@ export interface GatewayHandle {
 }
 
 export async function startGateway(config: GatewayConfig, logger: Logger, deps: GatewayDeps = {}): Promise<GatewayHandle> {
-  const cleanups: Array<() => Promise<void>> = [];
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      for (const cleanup of cleanups.splice(0).reverse()) {
-        await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
-      }
-    })());
+  const cleanups = new Cleanups(logger);
+  const stop = (): Promise<void> => cleanups.stop();
   try {
     let db = deps.db;
     if (db === undefined) {

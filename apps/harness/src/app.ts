@@ -6,7 +6,7 @@ import { MhError } from "@metaharness/errors";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, promisify, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, promisify, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
 import type { HarnessConfig } from "./config.js";
 import { externalProcessLoop } from "./loop/external-process.js";
 import { toolLoop } from "./loop/tool-loop.js";
@@ -29,12 +29,8 @@ export async function startHarness(
   logger: Logger,
   options: { bus?: EventBus; model?: ModelClient; loops?: ReadonlyMap<string, HarnessLoop> } = {},
 ): Promise<HarnessHandle> {
-  const cleanups: Array<() => Promise<void>> = [];
-  const stop = async (): Promise<void> => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
-    }
-  };
+  const cleanups = new Cleanups(logger);
+  const stop = (): Promise<void> => cleanups.stop();
   try {
     const rawLog = createClient(SessionLogClient, config.sessionLogAddress);
     cleanups.push(() => Promise.resolve(rawLog.close()));

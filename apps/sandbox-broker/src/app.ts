@@ -8,7 +8,7 @@ import { migrate, openDb } from "@metaharness/db";
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
-import { startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
 import { LiveSandboxes } from "./broker/live.js";
 import { Reaper } from "./broker/reaper.js";
@@ -51,16 +51,8 @@ export async function startSandboxBroker(
   logger: Logger,
   options: StartOptions = {},
 ): Promise<SandboxBrokerHandle> {
-  const cleanups: Array<() => Promise<void>> = [];
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      for (const cleanup of cleanups.splice(0).reverse()) {
-        await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
-      }
-    })();
-    return stopping;
-  };
+  const cleanups = new Cleanups(logger);
+  const stop = (): Promise<void> => cleanups.stop();
   try {
     const pool = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,

@@ -5,7 +5,7 @@
  */
 import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
 import { SessionLogService } from "@metaharness/proto";
-import { startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { OutboxRelay } from "./outbox/relay.js";
@@ -29,12 +29,8 @@ export async function startSessionLog(
   logger: Logger,
   options: { bus?: EventBus } = {},
 ): Promise<SessionLogHandle> {
-  const cleanups: Array<() => Promise<void>> = [];
-  const stop = async (): Promise<void> => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      await cleanup().catch((err: unknown) => logger.warn({ err }, "error while stopping"));
-    }
-  };
+  const cleanups = new Cleanups(logger);
+  const stop = (): Promise<void> => cleanups.stop();
   try {
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,

@@ -3,6 +3,7 @@
  * environment, a structured logger, a gRPC server with health and reflection, handler wrappers
  * that turn errors into statuses, traced typed clients, and graceful shutdown.
  */
+export { Cleanups } from "./cleanups.js";
 export {
   readConfig,
   ConfigError,
