@@ -68,3 +68,29 @@ show_tail() {
     tail -n "$n" "$f" >&2
   done
 }
+
+# True when pid $1 exists and is not a zombie (an exited child that nobody has reaped yet, which
+# `kill -0` would still report as alive).
+pid_alive() {
+  local state
+  [[ -r /proc/$1/stat ]] || return 1
+  state=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z && $state != X ]]
+}
+
+# Stops pid $1: SIGTERM, then SIGKILL after $2 seconds; fails if it survives SIGKILL.
+stop_pid() {
+  local pid=$1 timeout=$2 deadline
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$(( SECONDS + timeout ))
+  while pid_alive "$pid"; do
+    if (( SECONDS >= deadline )); then
+      log "still running after ${timeout}s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do pid_alive "$pid" || break; sleep 0.1; done
+      pid_alive "$pid" && die "pid $pid survived SIGKILL"
+      break
+    fi
+    sleep 0.1
+  done
+}

@@ -29,13 +29,6 @@ JAEGER_BIN_STAMP="${JAEGER_STATE}/bin.stamp"
 # Go's caches for this build live in the checkout too, so a fresh clone needs nothing but `go`.
 JAEGER_GOPATH="${MH_LOCAL}/go"
 
-# True when pid $1 exists and is not a zombie (same as infra/kafka/common.sh).
-pid_alive() {
-  local state
-  [[ -r /proc/$1/stat ]] || return 1
-  state=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z && $state != X ]]
-}
 
 # Prints the pid of this checkout's Jaeger when it is alive; returns 1 otherwise. The command line
 # is checked too, so that a pid reused by another process after a reboot is not mistaken for it.

@@ -21,14 +21,6 @@ KAFKA_CLUSTER_ID_FILE="${KAFKA_STATE}/cluster.id"
 KAFKA_SERVER_LOG="${KAFKA_LOGS}/server.log"
 KAFKA_OUT="${KAFKA_LOGS}/kafka.out"
 
-# True when pid $1 exists and is not a zombie (an exited child that nobody has reaped yet, which
-# `kill -0` would still report as alive).
-pid_alive() {
-  local state
-  [[ -r /proc/$1/stat ]] || return 1
-  state=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z && $state != X ]]
-}
 
 # Prints the pid of this checkout's broker when it is alive; returns 1 otherwise. The command line
 # is checked too, so that a pid reused by another process after a reboot is not mistaken for it.

@@ -22,17 +22,6 @@ if ! pid=$(kafka_pid); then
 fi
 
 log "stopping broker (pid $pid)"
-kill -TERM "$pid" 2>/dev/null || true
-deadline=$(( SECONDS + STOP_TIMEOUT ))
-while pid_alive "$pid"; do
-  if (( SECONDS >= deadline )); then
-    log "still running after ${STOP_TIMEOUT}s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do pid_alive "$pid" || break; sleep 0.1; done
-    pid_alive "$pid" && die "pid $pid survived SIGKILL"
-    break
-  fi
-  sleep 0.1
-done
+stop_pid "$pid" "$STOP_TIMEOUT"
 rm -f "$KAFKA_PIDFILE"
 log "stopped ($(elapsed "$t0"))"

@@ -9,7 +9,6 @@
  * Why: decoupling brain and hands is meant to take the sandbox off the path to the first token,
  * and the brain's bookkeeping (appends, lease, reads) is paid on every turn.
  */
-import { pathToFileURL } from "node:url";
 import { measureOverhead, type OverheadFigures } from "./harness-overhead.js";
 import { measurePrimitives } from "./harness-primitives.js";
 import { MODEL_TTFT_MS, startRig } from "./harness-rig.js";
@@ -18,7 +17,7 @@ import {
   atMost,
   cpuTable,
   exactly,
-  formatReport,
+  runIfMain,
   LATENCY_COLUMNS,
   latencyCells,
   ms,
@@ -186,15 +185,4 @@ export const harnessBench: Bench = {
   run: runBench,
 };
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  runBench().then(
-    (report) => {
-      console.log(formatReport(report));
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(harnessBench, import.meta.url);

@@ -10,9 +10,8 @@
  * capacity probe's cap, 500 by default). In run.ts: add `sandboxProvisionBench` to BENCHES.
  */
 import { readFile } from "node:fs/promises";
-import { pathToFileURL } from "node:url";
 import { callId, provision, startTestBroker, type BrokerClient, type TestBroker } from "../support/sandbox-broker.js";
-import { atMost, formatReport, LATENCY_COLUMNS, latencyCells, ms, type Bench, type BenchReport, type Check } from "./lib/report.js";
+import { atMost, LATENCY_COLUMNS, latencyCells, ms, type Bench, type BenchReport, type Check, runIfMain } from "./lib/report.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 
 const COLD = 100;
@@ -194,15 +193,4 @@ export const sandboxProvisionBench: Bench = {
   run: runBench,
 };
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  runBench().then(
-    (report) => {
-      console.log(formatReport(report));
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(sandboxProvisionBench, import.meta.url);

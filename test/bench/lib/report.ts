@@ -3,6 +3,7 @@
  * PASS/MISS, and one JSON file per run in bench/results/ (git-ignored) for comparing runs.
  */
 import { mkdir, writeFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
 import type { CpuUse } from "./cpu.js";
 import type { Summary } from "./stats.js";
 
@@ -118,4 +119,19 @@ export async function writeResults(run: Record<string, unknown>): Promise<string
   await writeFile(file, text);
   await writeFile(new URL("latest.json", dir), text);
   return file.pathname;
+}
+
+/** Runs `bench` alone when its module is the script node started (`npx tsx bench/<file>.ts`). */
+export function runIfMain(bench: Bench, moduleUrl: string): void {
+  if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  bench.run().then(
+    (report) => {
+      console.log(formatReport(report));
+      process.exit(0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 }
