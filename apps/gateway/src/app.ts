@@ -4,14 +4,22 @@
  * it in-process on port 0; `deps` lets an embedding process pass clients it already has.
  */
 import { migrate, openDb, type Db } from "@metaharness/db";
-import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, type Logger } from "@metaharness/service-kit";
+import {
+  CredentialVaultProxyClient,
+  CredentialVaultProxyService,
+  HarnessClient,
+  HarnessService,
+  SessionLogClient,
+  SessionLogService,
+} from "@metaharness/proto";
+import { MhError } from "@metaharness/errors";
+import { Cleanups, createClient, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
 import { ApiKeys } from "./auth/api-keys.js";
 import type { GatewayConfig } from "./config.js";
 import { Router, type RouteDoc } from "./http/router.js";
 import { createServer } from "./http/server.js";
 import { registerAgentRoutes } from "./routes/agents.js";
-import type { HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
+import type { CredentialProxyRpc, HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
 import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
 import { registerMetaRoutes } from "./routes/meta.js";
@@ -31,6 +39,7 @@ export interface GatewayDeps {
   readonly db?: Db;
   readonly log?: SessionLogRpc;
   readonly harness?: HarnessRpc;
+  readonly credentials?: CredentialProxyRpc;
 }
 
 export interface GatewayHandle {
@@ -74,6 +83,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
       cleanups.push(() => Promise.resolve(raw.close()));
       harness = promisify(raw, HarnessService);
     }
+    let credentials = deps.credentials;
+    if (credentials === undefined && config.credentialProxyAddress !== undefined) {
+      if (config.credentialProxyTokenFile === undefined) {
+        throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this gateway's service token)");
+      }
+      const bearerToken = await readServiceToken(config.credentialProxyTokenFile);
+      const raw = createClient(CredentialVaultProxyClient, config.credentialProxyAddress, { bearerToken });
+      cleanups.push(() => Promise.resolve(raw.close()));
+      credentials = promisify(raw, CredentialVaultProxyService);
+    }
 
     const app = createServer({ logger, bodyLimitBytes: config.bodyLimitBytes });
     cleanups.push(() => app.close());
@@ -89,6 +108,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
       sessions: new SessionStore(db),
       log,
       harness,
+      credentials,
       streams,
       wakeTimeoutMs: config.wakeTimeoutMs,
       heartbeatMs: config.heartbeatMs,

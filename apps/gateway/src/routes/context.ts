@@ -2,7 +2,7 @@
  * What route modules share: the router, the stores and the clients of the services behind the
  * gateway. One object, passed to each module's register function.
  */
-import type { HarnessService, SessionLogService } from "@metaharness/proto";
+import type { CredentialVaultProxyService, HarnessService, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 import type { Router } from "../http/router.js";
 import type { AgentStore } from "../store/agents.js";
@@ -12,6 +12,7 @@ import type { StreamRegistry } from "../stream/registry.js";
 
 export type SessionLogRpc = PromiseClient<typeof SessionLogService>;
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
+export type CredentialProxyRpc = PromiseClient<typeof CredentialVaultProxyService>;
 
 export interface RouteContext {
   readonly router: Router;
@@ -20,6 +21,8 @@ export interface RouteContext {
   readonly sessions: SessionStore;
   readonly log: SessionLogRpc;
   readonly harness: HarnessRpc;
+  /** Undefined when this deployment runs without a credential vault proxy. */
+  readonly credentials: CredentialProxyRpc | undefined;
   readonly streams: StreamRegistry;
   readonly wakeTimeoutMs: number;
   readonly heartbeatMs: number;
