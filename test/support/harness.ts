@@ -85,6 +85,7 @@ export async function startBrain(opts: {
           environmentId: "",
           vaultIds: [],
           title: "",
+          repositories: [],
           agent: {
             model: "",
             system: "",

@@ -168,7 +168,7 @@ export async function putGitToken(admin: VaultClient, vaultId: string, urlPrefix
 
 /** A vault for a tenant (empty by default). */
 export async function newVault(admin: VaultClient, displayName = "test"): Promise<string> {
-  const { vault } = await admin.createVault({ tenant: "", displayName, metadata: {} });
+  const { vault } = await admin.createVault({ tenant: "", displayName, metadata: {}, sessionId: "" });
   return vault!.vaultId;
 }
 
@@ -197,6 +197,7 @@ export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfi
     environmentId: "",
     vaultIds,
     title: "",
+    repositories: [],
     agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, ...agent },
   };
 }

@@ -91,7 +91,7 @@ export async function startCredentialProxy(
     const guard = { tokens: serviceTokens, logger };
     // Typed as the generated server: an RPC without a handler does not compile.
     const implementation: CredentialVaultProxyServer = {
-      ...vaultRpcs({ ...guard, db, keyring }),
+      ...vaultRpcs({ ...guard, db, keyring, vaults }),
       ...mcpRpcs({ ...guard, mcp }),
       ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds }),
     };

@@ -16,6 +16,7 @@ import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
 import { appendEvents, type AppendResult } from "./store/append.js";
+import { checkRepositories, updateRepositories } from "./store/repositories.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
@@ -67,7 +68,18 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         throw invalidArgument("session_id", 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
       }
       const metadata = req.metadata ?? SessionMetadata.fromPartial({});
+      checkRepositories(metadata.repositories, "metadata.repositories");
       return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };
+    }),
+
+    updateSession: unary(`${NAME}/UpdateSession`, logger, async (req) => {
+      const sessionId = requireSessionId(req.sessionId);
+      const session = await updateRepositories(db, sessionId, req.putRepositories, req.removeRepositories);
+      logger.info(
+        { session_id: sessionId, put: req.putRepositories.map((r) => r.resourceId), removed: req.removeRepositories },
+        "session repositories changed",
+      );
+      return { session };
     }),
 
     getSession: unary(`${NAME}/GetSession`, logger, async (req) => ({

@@ -122,6 +122,35 @@ describe("git repositories", () => {
     expect(await remotes()).toBe(0);
   });
 
+  it("serve a session from its own vault, which no other session can use and no listing shows", async () => {
+    const admin = vault.client("admin");
+    const tenant = "tenant-own";
+    const create = async (vaultIds: string[]): Promise<string> =>
+      (await log.client.createSession({ sessionId: "", metadata: { ...metadataWithVaults(vaultIds), tenant } })).session!.sessionId;
+    const sessionId = await create([]);
+    const own = { tenant, displayName: "session", metadata: {}, sessionId };
+    const stranger = await rejection(admin.createVault({ ...own, tenant: "tenant-other" }));
+    expect(stranger).toMatchObject({ code: "NOT_FOUND", field: "session_id" });
+    const { vault: made } = await admin.createVault(own);
+    expect(made).toMatchObject({ tenant, sessionId });
+    // Asking again returns the same vault: a session has one.
+    expect((await admin.createVault(own)).vault?.vaultId).toBe(made!.vaultId);
+    await putGitToken(admin, made!.vaultId, `${git.url}/org/app.git`, TOKEN);
+
+    const repositories = [{ url: `${git.url}/org/app.git`, mountPath: "app", checkout: "" }];
+    const sandboxId = await provision(broker.client, sessionId, { repositories });
+    expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
+
+    // Another session of the same tenant naming that vault gets nothing from it.
+    const thief = await create([made!.vaultId]);
+    const err = await rejection(provision(broker.client, thief, { repositories }));
+    expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "resources.repositories[0]" });
+    for (const t of [tenant, ""]) {
+      const { vaults } = await admin.listVaults({ tenant: t, pageSize: 500, pageToken: "" });
+      expect(vaults.map((v) => v.vaultId)).not.toContain(made!.vaultId);
+    }
+  });
+
   it("fail Provision, naming the repository, when the session has no token for it", async () => {
     const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([]) });
     const err = await rejection(

@@ -115,8 +115,8 @@ describe("vaults and credentials", () => {
   });
 
   it("page through vaults and delete them with their credentials", async () => {
-    const { vault: v } = await admin.createVault({ tenant: "tenant-page", displayName: "a", metadata: { k: "v" } });
-    await admin.createVault({ tenant: "tenant-page", displayName: "b", metadata: {} });
+    const { vault: v } = await admin.createVault({ tenant: "tenant-page", displayName: "a", metadata: { k: "v" }, sessionId: "" });
+    await admin.createVault({ tenant: "tenant-page", displayName: "b", metadata: {}, sessionId: "" });
     const first = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: "" });
     expect(first.vaults.map((x) => x.displayName)).toEqual(["a"]);
     const second = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: first.nextPageToken });
@@ -139,7 +139,7 @@ describe("service authentication", () => {
     const broker = vault.client("broker");
     const vaultId = await newVault(admin);
     const denied = async (p: Promise<unknown>): Promise<string> => (await rejection(p)).code;
-    expect(await denied(harness.createVault({ tenant: "", displayName: "", metadata: {} }))).toBe("PERMISSION_DENIED");
+    expect(await denied(harness.createVault({ tenant: "", displayName: "", metadata: {}, sessionId: "" }))).toBe("PERMISSION_DENIED");
     expect(await denied(harness.listCredentials({ vaultId }))).toBe("PERMISSION_DENIED");
     expect(await denied(broker.listCredentials({ vaultId }))).toBe("PERMISSION_DENIED");
     expect(await denied(harness.openGitRemote({ sessionId: "sesn_x", sandboxId: "s", repositoryUrls: ["https://h/r"], ttlSeconds: 0 }))).toBe(

@@ -64,6 +64,7 @@ async function createSession(agent?: string, b: Brain = brain): Promise<string> 
     environmentId: "",
     vaultIds: [],
     title: "",
+    repositories: [],
     agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false },
   };
   const { session } = await b.log.client.createSession({ sessionId: "", metadata });

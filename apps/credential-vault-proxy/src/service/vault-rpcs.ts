@@ -1,7 +1,8 @@
 /**
  * The admin half of the service: vaults and credentials (create, read, list, delete) and master
  * key rotation. Credentials come back as config and dates only; a secret goes in with
- * PutCredential and is sealed before anything else happens to it.
+ * PutCredential and is sealed before anything else happens to it. A session's own vault is made
+ * only for a session of the tenant named, as the session log knows it.
  */
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
@@ -13,11 +14,13 @@ import { credentialInVault, deleteCredential, insertCredential, listCredentials,
 import { CREDENTIAL_ID, VAULT_ID, newCredentialId } from "../store/ids.js";
 import { rotateMasterKey } from "../store/rotation.js";
 import { createVault, deleteVault, getVault, listVaults } from "../store/vaults.js";
+import type { SessionVaults } from "../session/session-vaults.js";
 import { guarded, type GuardDeps } from "./guard.js";
 
 export interface VaultDeps extends GuardDeps {
   readonly db: Db;
   readonly keyring: MasterKeyring;
+  readonly vaults: SessionVaults;
 }
 
 const MAX_NAME = 256;
@@ -30,8 +33,12 @@ export function vaultRpcs(deps: VaultDeps) {
       checkText(req.displayName, "display_name");
       checkText(req.tenant, "tenant");
       if (Object.keys(req.metadata).length > MAX_METADATA) throw invalidArgument("metadata", `at most ${MAX_METADATA} entries`);
-      const vault = await createVault(db, { tenant: req.tenant, displayName: req.displayName, metadata: req.metadata });
-      ctx.logger.info({ vault_id: vault.vaultId, tenant: vault.tenant }, "vault created");
+      if (req.sessionId !== "") {
+        const tenant = await deps.vaults.tenantOf(req.sessionId);
+        if (tenant !== req.tenant) throw new MhError("NOT_FOUND", `tenant ${JSON.stringify(req.tenant)} has no session ${req.sessionId}`, { field: "session_id" });
+      }
+      const vault = await createVault(db, { tenant: req.tenant, displayName: req.displayName, metadata: req.metadata, sessionId: req.sessionId });
+      ctx.logger.info({ vault_id: vault.vaultId, tenant: vault.tenant, session_id: vault.sessionId || undefined }, "vault created");
       return { vault };
     }),
     getVault: guarded("getVault", deps, async (req) => ({ vault: await getVault(db, vaultId(req.vaultId)) })),

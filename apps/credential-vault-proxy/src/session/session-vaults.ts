@@ -1,13 +1,17 @@
 /**
- * Which vaults a session may use: the ones its metadata names (SessionMetadata.vault_ids, fixed
- * when the session was created), read from the session log, that exist and belong to the
- * session's tenant. Cached briefly and boundedly; a session that does not exist is NOT_FOUND.
+ * Which vaults a session may use: its own vault (the tokens of its repository resources), first,
+ * then the ones its metadata names (SessionMetadata.vault_ids, fixed when the session was
+ * created), read from the session log, that exist, belong to the session's tenant and are no
+ * session's own. The named ones are cached briefly and boundedly; the own vault is looked up each
+ * time, so one created after the session started is used at once. A session that does not exist
+ * is NOT_FOUND.
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import type { SessionLogService } from "@metaharness/proto";
 import type { Logger, PromiseClient } from "@metaharness/service-kit";
-import { vaultsByIds } from "../store/vaults.js";
+import type { Session } from "@metaharness/proto";
+import { sessionVault, vaultsByIds } from "../store/vaults.js";
 
 export type SessionLogClient = PromiseClient<typeof SessionLogService>;
 
@@ -26,7 +30,17 @@ export class SessionVaults {
 
   /** The ids of the vaults `sessionId` may draw credentials from, in the order it names them. */
   async vaultIds(sessionId: string): Promise<readonly string[]> {
-    if (!SESSION_ID.test(sessionId)) throw new MhError("INVALID_ARGUMENT", "session_id: is not a session id", { field: "session_id" });
+    const named = await this.namedVaultIds(sessionId);
+    const own = await sessionVault(this.db, sessionId);
+    return own === undefined ? named : [own.vaultId, ...named];
+  }
+
+  /** The session's tenant, from the log (not cached: asked when a session's own vault is made). */
+  async tenantOf(sessionId: string): Promise<string> {
+    return (await this.session(sessionId)).metadata?.tenant ?? "";
+  }
+
+  private async namedVaultIds(sessionId: string): Promise<readonly string[]> {
     const cached = this.cache.get(sessionId);
     if (cached !== undefined && cached.until > Date.now()) return cached.ids;
     const ids = await this.lookUp(sessionId);
@@ -37,23 +51,30 @@ export class SessionVaults {
     return ids;
   }
 
-  private async lookUp(sessionId: string): Promise<readonly string[]> {
-    let session;
+  private async session(sessionId: string): Promise<Session> {
+    if (!SESSION_ID.test(sessionId)) throw new MhError("INVALID_ARGUMENT", "session_id: is not a session id", { field: "session_id" });
     try {
-      ({ session } = await this.log.getSession({ sessionId }, { deadlineMs: 10_000 }));
+      const { session } = await this.log.getSession({ sessionId }, { deadlineMs: 10_000 });
+      if (session === undefined) throw new MhError("NOT_FOUND", "no session");
+      return session;
     } catch (err) {
       const e = MhError.from(err);
       if (e.code === "NOT_FOUND") throw new MhError("NOT_FOUND", `session ${sessionId} does not exist`, { field: "session_id" });
       throw new MhError("UNAVAILABLE", `the session log could not be asked about session ${sessionId}: ${e.code}`, { cause: err });
     }
-    const tenant = session?.metadata?.tenant ?? "";
-    const named = session?.metadata?.vaultIds ?? [];
+  }
+
+  private async lookUp(sessionId: string): Promise<readonly string[]> {
+    const session = await this.session(sessionId);
+    const tenant = session.metadata?.tenant ?? "";
+    const named = session.metadata?.vaultIds ?? [];
     const vaults = await vaultsByIds(this.db, named);
-    const usable = vaults.filter((v) => tenant === "" || v.tenant === "" || v.tenant === tenant);
+    // Another session's own vault is never usable, whoever names it.
+    const usable = vaults.filter((v) => v.sessionId === "" && (tenant === "" || v.tenant === "" || v.tenant === tenant));
     if (usable.length < named.length) {
       this.logger.warn(
         { session_id: sessionId, named: named.length, usable: usable.length },
-        "some vaults the session names do not exist or belong to another tenant",
+        "some vaults the session names do not exist, belong to another tenant or are another session's own",
       );
     }
     return usable.map((v) => v.vaultId);

@@ -1,6 +1,7 @@
 /**
  * Vaults in Postgres: create, read, page through (per tenant, oldest first), delete (with their
- * credentials, by cascade).
+ * credentials, by cascade). A session's own vault (session_id set) is created once per session
+ * and never listed.
  */
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Queryable } from "@metaharness/db";
@@ -14,9 +15,10 @@ interface VaultRow {
   display_name: string;
   metadata: Record<string, string>;
   created_at: Date;
+  session_id: string;
 }
 
-const COLUMNS = "vault_id, ord, tenant, display_name, metadata, created_at";
+const COLUMNS = "vault_id, ord, tenant, display_name, metadata, created_at, session_id";
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;
 
@@ -27,18 +29,30 @@ function toVault(row: VaultRow): Vault {
     displayName: row.display_name,
     metadata: row.metadata,
     createdAt: new Date(row.created_at),
+    sessionId: row.session_id,
   };
 }
 
+/** A new vault; for a session (sessionId set) its one vault, created by the first call. */
 export async function createVault(
   db: Queryable,
-  v: { tenant: string; displayName: string; metadata: Record<string, string> },
+  v: { tenant: string; displayName: string; metadata: Record<string, string>; sessionId: string },
 ): Promise<Vault> {
   const { rows } = await db.query<VaultRow>(
-    `INSERT INTO vaults (vault_id, tenant, display_name, metadata) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
-    [newVaultId(), v.tenant, v.displayName, JSON.stringify(v.metadata)],
+    `INSERT INTO vaults (vault_id, tenant, display_name, metadata, session_id) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (session_id) WHERE session_id <> '' DO NOTHING RETURNING ${COLUMNS}`,
+    [newVaultId(), v.tenant, v.displayName, JSON.stringify(v.metadata), v.sessionId],
   );
-  return toVault(rows[0]!);
+  if (rows[0] !== undefined) return toVault(rows[0]);
+  const own = await sessionVault(db, v.sessionId);
+  if (own === undefined) throw new MhError("ABORTED", `the vault of session ${v.sessionId} was deleted while it was being created; retry`);
+  return own;
+}
+
+/** The session's own vault, if it has one. */
+export async function sessionVault(db: Queryable, sessionId: string): Promise<Vault | undefined> {
+  const { rows } = await db.query<VaultRow>(`SELECT ${COLUMNS} FROM vaults WHERE session_id = $1 AND session_id <> ''`, [sessionId]);
+  return rows[0] === undefined ? undefined : toVault(rows[0]);
 }
 
 export async function getVault(db: Queryable, vaultId: string): Promise<Vault> {
@@ -67,7 +81,7 @@ export async function listVaults(
     after = q.pageToken;
   }
   const { rows } = await db.query<VaultRow>(
-    `SELECT ${COLUMNS} FROM vaults WHERE ($1 = '' OR tenant = $1) AND ord > $2::bigint ORDER BY ord LIMIT $3`,
+    `SELECT ${COLUMNS} FROM vaults WHERE session_id = '' AND ($1 = '' OR tenant = $1) AND ord > $2::bigint ORDER BY ord LIMIT $3`,
     [q.tenant, after, size + 1],
   );
   const page = rows.slice(0, size);

@@ -66,6 +66,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
       vaultIds,
       title: title ?? "",
       agent: toAgentConfig(snapshot),
+      repositories: [],
     },
   });
   const record = await ctx.sessions.create(tenant, {

@@ -1,0 +1,80 @@
+/**
+ * A session's repositories: the one part of its metadata that may change after creation
+ * (UpdateSession). Checked on create and on every change (ids and mount paths unique, bounded),
+ * and changed under the session row's lock, so concurrent changes compose instead of one
+ * overwriting the other.
+ */
+import type { Db } from "@metaharness/db";
+import { MhError, invalidArgument } from "@metaharness/errors";
+import { SessionMetadata, SessionStatus, type Session, type SessionRepository } from "@metaharness/proto";
+import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";
+import { notFound } from "./sessions.js";
+
+export const MAX_REPOSITORIES = 64;
+const MAX_TEXT = 2048;
+
+/** Each repository complete, none repeating another's resource_id or mount_path. */
+export function checkRepositories(repositories: readonly SessionRepository[], field: string): void {
+  if (repositories.length > MAX_REPOSITORIES) throw invalidArgument(field, `at most ${MAX_REPOSITORIES} repositories`);
+  const ids = new Map<string, number>();
+  const mounts = new Map<string, number>();
+  repositories.forEach((r, i) => {
+    const at = `${field}[${i}]`;
+    for (const [name, value] of [["resource_id", r.resourceId], ["url", r.url], ["mount_path", r.mountPath]] as const) {
+      if (value === "") throw invalidArgument(`${at}.${name}`, "required");
+      if (value.length > MAX_TEXT) throw invalidArgument(`${at}.${name}`, `at most ${MAX_TEXT} characters`);
+    }
+    if (r.checkout.length > MAX_TEXT) throw invalidArgument(`${at}.checkout`, `at most ${MAX_TEXT} characters`);
+    const sameId = ids.get(r.resourceId);
+    if (sameId !== undefined) throw invalidArgument(`${at}.resource_id`, `repeats ${field}[${sameId}].resource_id`);
+    const sameMount = mounts.get(r.mountPath);
+    if (sameMount !== undefined) throw invalidArgument(`${at}.mount_path`, `repeats ${field}[${sameMount}].mount_path`);
+    ids.set(r.resourceId, i);
+    mounts.set(r.mountPath, i);
+  });
+}
+
+/** The list after `put` (replacing by resource_id, in place, or appending) and `remove`. */
+export function mergeRepositories(
+  current: readonly SessionRepository[],
+  put: readonly SessionRepository[],
+  remove: readonly string[],
+): SessionRepository[] {
+  const removed = new Set(remove);
+  const puts = new Map(put.map((r) => [r.resourceId, r]));
+  const kept = current.filter((r) => !removed.has(r.resourceId)).map((r) => puts.get(r.resourceId) ?? r);
+  const present = new Set(kept.map((r) => r.resourceId));
+  const next = [...kept, ...put.filter((r) => !present.has(r.resourceId) && !removed.has(r.resourceId))];
+  if (next.length > MAX_REPOSITORIES) throw invalidArgument("put_repositories", `a session has at most ${MAX_REPOSITORIES} repositories`);
+  put.forEach((r, i) => {
+    const clash = next.find((o) => o.mountPath === r.mountPath && o.resourceId !== r.resourceId);
+    if (clash !== undefined && !removed.has(r.resourceId)) {
+      throw invalidArgument(`put_repositories[${i}].mount_path`, `${r.mountPath} is already the mount path of ${clash.resourceId}`);
+    }
+  });
+  return next;
+}
+
+export async function updateRepositories(
+  db: Db,
+  sessionId: string,
+  put: readonly SessionRepository[],
+  remove: readonly string[],
+): Promise<Session> {
+  checkRepositories(put, "put_repositories");
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE session_id = $1 FOR UPDATE`, [sessionId]);
+    const row = rows[0];
+    if (row === undefined) throw notFound(sessionId);
+    if (row.status === SessionStatus.SESSION_STATUS_TERMINATED) {
+      throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; its repositories can no longer change`, { field: "session_id" });
+    }
+    const metadata = SessionMetadata.fromJSON(row.metadata);
+    const next = { ...metadata, repositories: mergeRepositories(metadata.repositories, put, remove) };
+    const updated = await tx.query<SessionRow>(
+      `UPDATE sessions SET metadata = $2, updated_at = now() WHERE session_id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [sessionId, JSON.stringify(SessionMetadata.toJSON(next))],
+    );
+    return sessionFromRow(updated.rows[0]!);
+  });
+}

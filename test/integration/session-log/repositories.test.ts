@@ -1,0 +1,83 @@
+/**
+ * A session's repositories: set at creation, then put and removed by resource id (UpdateSession),
+ * which changes nothing else of the metadata; concurrent changes compose; a clash of mount paths,
+ * a repeated id or a terminated session is refused, naming the field, and changes nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import { SessionMetadata, type SessionRepository } from "@metaharness/proto";
+import { rejection, startTestLog, type TestLog } from "../../support/session-log.js";
+
+let log: TestLog;
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+const repo = (id: string, mountPath = id, url = `https://git.example/org/${id}.git`): SessionRepository => ({
+  resourceId: `sesrsc_${id}`,
+  url,
+  mountPath,
+  checkout: "",
+});
+
+async function sessionWith(repositories: SessionRepository[]): Promise<string> {
+  const metadata = SessionMetadata.fromPartial({ tenant: "t1", title: "kept", vaultIds: ["vlt_a"], repositories });
+  const { session } = await log.client.createSession({ sessionId: "", metadata });
+  return session!.sessionId;
+}
+
+const repositoriesOf = async (sessionId: string): Promise<string[]> =>
+  ((await log.client.getSession({ sessionId })).session?.metadata?.repositories ?? []).map((r) => `${r.resourceId}@${r.mountPath}`);
+
+describe("session repositories", () => {
+  it("are put and removed by resource id; the rest of the metadata stays as created", async () => {
+    const sessionId = await sessionWith([repo("a"), repo("b")]);
+    expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_a@a", "sesrsc_b@b"]);
+
+    const { session } = await log.client.updateSession({
+      sessionId,
+      putRepositories: [repo("c"), { ...repo("a"), checkout: "main" }],
+      removeRepositories: ["sesrsc_b", "sesrsc_unknown"],
+    });
+    expect(session?.metadata?.repositories).toEqual([{ ...repo("a"), checkout: "main" }, repo("c")]);
+    expect(session?.metadata).toMatchObject({ tenant: "t1", title: "kept", vaultIds: ["vlt_a"] });
+    // Removing again is a no-op.
+    await log.client.updateSession({ sessionId, putRepositories: [], removeRepositories: ["sesrsc_b"] });
+    expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_a@a", "sesrsc_c@c"]);
+  });
+
+  it("compose under concurrent changes", async () => {
+    const sessionId = await sessionWith([]);
+    const ids = Array.from({ length: 12 }, (_, i) => `r${i}`);
+    await Promise.all(ids.map((id) => log.client.updateSession({ sessionId, putRepositories: [repo(id)], removeRepositories: [] })));
+    expect((await repositoriesOf(sessionId)).sort()).toEqual(ids.map((id) => `sesrsc_${id}@${id}`).sort());
+  });
+
+  it("refuse a mount path in use, repeated ids, and changes to a terminated session", async () => {
+    const sessionId = await sessionWith([repo("a", "app")]);
+    const clash = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("b", "app")], removeRepositories: [] }));
+    expect(clash).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].mount_path" });
+    // Moving a repository onto a path freed in the same change is fine.
+    await log.client.updateSession({ sessionId, putRepositories: [repo("b", "app")], removeRepositories: ["sesrsc_a"] });
+    expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_b@app"]);
+
+    const twice = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("c"), repo("c", "other")], removeRepositories: [] }));
+    expect(twice).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[1].resource_id" });
+    const empty = await rejection(log.client.updateSession({ sessionId, putRepositories: [{ ...repo("d"), url: "" }], removeRepositories: [] }));
+    expect(empty).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].url" });
+    const created = await rejection(
+      log.client.createSession({ sessionId: "", metadata: SessionMetadata.fromPartial({ repositories: [repo("x", "p"), repo("y", "p")] }) }),
+    );
+    expect(created).toMatchObject({ code: "INVALID_ARGUMENT", field: "metadata.repositories[1].mount_path" });
+    expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_b@app"]);
+
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    const ended = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("e")], removeRepositories: [] }));
+    expect(ended).toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
+    const missing = await rejection(log.client.updateSession({ sessionId: "sesn_nope", putRepositories: [], removeRepositories: [] }));
+    expect(missing.code).toBe("NOT_FOUND");
+  });
+});
