@@ -1,29 +1,12 @@
 /**
- * What the attack suite collects to scan afterwards: every log line of every service (a logger
- * per service writing into memory, at trace level), every record of the session-events topic as
+ * What the attack suite collects to scan afterwards: every log line of every service
+ * (support/log-capture.ts), every record of the session-events topic as
  * Kafka delivers it (raw bytes, key and headers), and every span the process exported.
  */
 import { randomBytes } from "node:crypto";
-import { Writable } from "node:stream";
 import { createKafkaBus, type BusConsumer } from "@metaharness/event-bus";
-import { createLogger, type Logger } from "@metaharness/service-kit";
 import type { ReadableSpan } from "@metaharness/telemetry";
 import { KAFKA_BROKERS } from "../support/session-log.js";
-
-export class LogCapture {
-  readonly lines: string[] = [];
-
-  logger(service: string): Logger {
-    const lines = this.lines;
-    const destination = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString("utf8"));
-        cb();
-      },
-    });
-    return createLogger({ service, level: "trace", destination });
-  }
-}
 
 export interface KafkaRecord {
   readonly key: string;

@@ -21,7 +21,8 @@ import { createTestDatabase } from "../support/postgres.js";
 import { brokerEnv } from "../support/sandbox-broker.js";
 import { KAFKA_BROKERS } from "../support/session-log.js";
 import { freePort, startTestVault, type TestVault } from "../support/vault.js";
-import { LogCapture, captureTopic, type TopicCapture } from "./capture.js";
+import { captureTopic, type TopicCapture } from "./capture.js";
+import { LogCapture } from "../support/log-capture.js";
 
 export const GIT_TOKEN = `ghs_attack_${randomBytes(12).toString("hex")}`;
 export const API_BEARER = `sk_attack_${randomBytes(12).toString("hex")}`;

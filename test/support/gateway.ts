@@ -1,7 +1,8 @@
 /**
  * The whole stack behind the HTTP API, on real services: a brain (session log on real Postgres,
- * offline model, harness; see harness.ts) and the gateway in front of it, on its own fresh
- * database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
+ * offline model, harness; see harness.ts; with `repositories`, also the sandbox broker and the
+ * credential vault proxy, which the gateway then reaches too) and the gateway in front of it, on
+ * its own fresh database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
  * baseURL; `client()` counts the HTTP requests it makes, so tests can see the SDK's retries.
  */
 import Anthropic from "@anthropic-ai/sdk";
@@ -9,6 +10,7 @@ import { loadConfig, startGateway, type GatewayHandle } from "@metaharness/gatew
 import type { Scenario } from "@metaharness/offline-model";
 import { createLogger } from "@metaharness/service-kit";
 import { startBrain, type Brain } from "./harness.js";
+import type { LogCapture } from "./log-capture.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
 
 /** Two tenants, so every test can check isolation. */
@@ -30,8 +32,15 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(opts: { scenarios: Scenario[]; env?: Record<string, string> }): Promise<Stack> {
-  const brain = await startBrain({ scenarios: opts.scenarios });
+export async function startStack(opts: {
+  scenarios: Scenario[];
+  env?: Record<string, string>;
+  /** Sessions' repositories end to end: the bubblewrap broker and the credential vault proxy. */
+  repositories?: boolean;
+  logs?: LogCapture;
+}): Promise<Stack> {
+  const full = opts.repositories === true;
+  const brain = await startBrain({ scenarios: opts.scenarios, broker: full, vault: full, ...(opts.logs === undefined ? {} : { logs: opts.logs }) });
   const stops: Array<() => Promise<void>> = [() => brain.stop()];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
@@ -47,9 +56,10 @@ export async function startStack(opts: { scenarios: Scenario[]; env?: Record<str
       MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b`,
       MH_GATEWAY_SSE_HEARTBEAT_MS: "200",
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+      ...(brain.vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: brain.vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: brain.vault.tokenFile.admin }),
       ...opts.env,
     });
-    const gateway = await startGateway(config, createLogger({ service: "gateway", level: config.logLevel }));
+    const gateway = await startGateway(config, opts.logs?.logger("gateway") ?? createLogger({ service: "gateway", level: config.logLevel }));
     stops.push(() => gateway.stop());
     return {
       brain,

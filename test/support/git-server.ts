@@ -19,6 +19,8 @@ export interface GitServer {
   readonly refused: number;
   /** Requests served. */
   readonly served: number;
+  /** From now on, only this token is accepted (the old one is refused, as after a revocation). */
+  accept(token: string): void;
   /** Creates bare repository `name` ("org/app.git") whose main branch holds `files`. */
   seed(name: string, files: Record<string, string>): Promise<void>;
   /** Runs git with the repository `name` as GIT_DIR (to look at it, or commit to it from the host). */
@@ -32,7 +34,8 @@ const GIT_ENV = { GIT_AUTHOR_NAME: "Seed", GIT_AUTHOR_EMAIL: "seed@example.com",
 
 export async function startGitServer(opts: { username: string; token: string }): Promise<GitServer> {
   const root = await mkdtemp(join(tmpdir(), "mh-git-server-"));
-  const expected = `Basic ${Buffer.from(`${opts.username}:${opts.token}`).toString("base64")}`;
+  const basic = (token: string): string => `Basic ${Buffer.from(`${opts.username}:${token}`).toString("base64")}`;
+  let expected = basic(opts.token);
   let refused = 0;
   let served = 0;
   const server = createServer((req, res) => {
@@ -111,6 +114,9 @@ export async function startGitServer(opts: { username: string; token: string }):
     },
     get served() {
       return served;
+    },
+    accept(token) {
+      expected = basic(token);
     },
     async seed(name, files) {
       execFileSync("git", ["init", "--quiet", "--bare", "--initial-branch=main", join(root, name)], { env: GIT_ENV });

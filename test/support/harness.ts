@@ -1,14 +1,17 @@
 /**
  * A whole brain on real services: the session log (real Postgres), the offline model server
  * (the Messages API wire format, driven by scenarios) and harness instances, all in-process on
- * port 0. Instances can be added and stopped to test hand-over.
+ * port 0; optionally the sandbox broker, and the credential vault proxy wired to the broker and
+ * the harness. Instances can be added and stopped to test hand-over.
  */
 import { HarnessClient, HarnessService, type AgentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type TestLog } from "./session-log.js";
+import type { LogCapture } from "./log-capture.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
+import { startTestVault, type TestVault } from "./vault.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -16,6 +19,8 @@ export interface Brain {
   readonly log: TestLog;
   /** The real sandbox broker (bubblewrap), when asked for. */
   readonly broker: TestBroker | undefined;
+  /** The real credential vault proxy, when asked for. */
+  readonly vault: TestVault | undefined;
   readonly model: OfflineModel;
   readonly harnesses: HarnessHandle[];
   /** gRPC client of the first harness instance. */
@@ -33,8 +38,13 @@ export async function startBrain(opts: {
   logEnv?: Record<string, string>;
   /** Start a sandbox broker that reports to this log, and point the harness at it. */
   broker?: boolean;
+  /** Start the credential vault proxy, and wire the broker (if any) and the harness to it. */
+  vault?: boolean;
+  /** Where every service logs (at trace level), instead of the default. */
+  logs?: LogCapture;
 }): Promise<Brain> {
-  const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv });
+  const logger = (service: string) => opts.logs?.logger(service);
+  const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv }, { logger: logger("session-log") });
   const stops: Array<() => Promise<void>> = [() => log.stop()];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
@@ -42,9 +52,16 @@ export async function startBrain(opts: {
   try {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
+    let vault: TestVault | undefined;
+    if (opts.vault === true) {
+      vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}`, logger: logger("credential-vault-proxy") });
+      stops.push(() => vault!.stop());
+    }
+    const proxyEnv = (role: "broker" | "harness"): Record<string, string> =>
+      vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile[role] };
     let broker: TestBroker | undefined;
     if (opts.broker === true) {
-      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}` });
+      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, ...proxyEnv("broker") }, {}, logger("sandbox-broker"));
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];
@@ -56,11 +73,12 @@ export async function startBrain(opts: {
         MH_MODEL: "claude-offline-test",
         MH_MODEL_RETRY_INITIAL_MS: "20",
         ...(broker === undefined ? {} : { MH_SANDBOX_BROKER_ADDR: broker.address }),
+        ...proxyEnv("harness"),
         MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
         ...opts.env,
         ...env,
       });
-      const h = await startHarness(config, createLogger({ service: "harness", level: config.logLevel }));
+      const h = await startHarness(config, logger("harness") ?? createLogger({ service: "harness", level: config.logLevel }));
       harnesses.push(h);
       stops.push(() => h.stop());
       return h;
@@ -71,6 +89,7 @@ export async function startBrain(opts: {
     return {
       log,
       broker,
+      vault,
       model,
       harnesses,
       rpc: promisify(raw, HarnessService),

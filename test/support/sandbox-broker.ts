@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { SandboxBrokerClient, SandboxBrokerService, type ExecuteResponse } from "@metaharness/proto";
-import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import {
   loadConfig,
   startSandboxBroker,
@@ -37,7 +37,7 @@ export interface TestBroker extends RunningBroker {
 
 const MAIN_JS = fileURLToPath(new URL("../../apps/sandbox-broker/dist/main.js", import.meta.url));
 
-export async function startTestBroker(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestBroker> {
+export async function startTestBroker(env: Record<string, string> = {}, options: StartOptions = {}, logger?: Logger): Promise<TestBroker> {
   const db = await createTestDatabase("mh_sbx_test");
   const brokerId = `test-${randomBytes(4).toString("hex")}`;
   const stops: Array<() => Promise<void>> = [() => db.drop()];
@@ -46,7 +46,7 @@ export async function startTestBroker(env: Record<string, string> = {}, options:
   };
   const start = async (extra: Record<string, string> = {}, opts: StartOptions = options): Promise<RunningBroker> => {
     const config = loadConfig(brokerEnv(db.url, brokerId, { ...env, ...extra }));
-    const handle = await startSandboxBroker(config, createLogger({ service: "sandbox-broker", level: config.logLevel }), opts);
+    const handle = await startSandboxBroker(config, logger ?? createLogger({ service: "sandbox-broker", level: config.logLevel }), opts);
     const address = `127.0.0.1:${handle.port}`;
     const raw = createClient(SandboxBrokerClient, address);
     stops.push(async () => {

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { loadConfig, startSessionLog, type SessionLogConfig, type SessionLogHandle } from "@metaharness/session-log";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
 
@@ -42,7 +42,7 @@ export interface TestLog {
   stop(): Promise<void>;
 }
 
-export async function startTestLog(env: Record<string, string> = {}): Promise<TestLog> {
+export async function startTestLog(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestLog> {
   const db = await createTestDatabase();
   const topic = `mh-test-events-${randomBytes(4).toString("hex")}`;
   const stops: Array<() => Promise<void>> = [() => db.drop()];
@@ -65,7 +65,7 @@ export async function startTestLog(env: Record<string, string> = {}): Promise<Te
     extra: Record<string, string>,
   ): Promise<{ handle: SessionLogHandle; client: LogClient; config: SessionLogConfig }> => {
     const config = configFor(extra);
-    const handle = await startSessionLog(config, createLogger({ service: "session-log", level: config.logLevel }));
+    const handle = await startSessionLog(config, opts.logger ?? createLogger({ service: "session-log", level: config.logLevel }));
     const raw = createClient(SessionLogClient, `127.0.0.1:${handle.port}`);
     stops.push(async () => {
       raw.close();

@@ -24,6 +24,7 @@ import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
 import { registerMetaRoutes } from "./routes/meta.js";
 import { registerNotImplementedRoutes } from "./routes/not-implemented.js";
+import { registerResourceRoutes } from "./routes/resources.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerStreamRoute } from "./routes/stream.js";
 import { AgentStore } from "./store/agents.js";
@@ -117,6 +118,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     registerAgentRoutes(ctx);
     registerEnvironmentRoutes(ctx);
     registerSessionRoutes(ctx);
+    registerResourceRoutes(ctx);
     registerEventRoutes(ctx);
     registerStreamRoute(ctx);
     registerNotImplementedRoutes(ctx);

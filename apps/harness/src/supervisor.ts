@@ -13,7 +13,7 @@ import { LeaseKeeper } from "./lease-keeper.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { McpPort, type CredentialProxyClient } from "./tools/mcp.js";
-import { SandboxPort } from "./tools/sandbox.js";
+import { SandboxPort, brokerRepositories } from "./tools/sandbox.js";
 import { RetryStatus, StopReasonType, idle, sessionError } from "./loop/turn-events.js";
 
 export interface SupervisorOptions {
@@ -118,7 +118,8 @@ export class Supervisor {
       const name = session.metadata?.harness || "tool-loop";
       const loop = this.opts.loops.get(name);
       if (loop === undefined) throw new MhError("FAILED_PRECONDITION", `unknown harness "${name}"`);
-      const sandbox = this.opts.broker === undefined ? undefined : new SandboxPort(this.opts.broker, sessionId);
+      const repositories = async () => brokerRepositories((await log.session()).metadata?.repositories ?? []);
+      const sandbox = this.opts.broker === undefined ? undefined : new SandboxPort(this.opts.broker, sessionId, repositories);
       const mcp = this.opts.credentialProxy === undefined ? undefined : new McpPort(this.opts.credentialProxy, sessionId);
       logger.info({ epoch: lease.epoch, harness: name }, "driving session");
       if (this.opts.eagerSandbox === true) await sandbox?.warm();

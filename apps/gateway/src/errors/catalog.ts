@@ -123,7 +123,7 @@ export const ERROR_CATALOG = {
     errorCode: "not_implemented",
     sdkError: "NotImplementedError",
     retry: false,
-    when: "An SDK endpoint this gateway does not serve yet (vaults, session resources, threads, environment work).",
+    when: "An SDK endpoint this gateway does not serve yet (vaults, threads, environment work).",
   },
   unavailable: {
     status: 503,

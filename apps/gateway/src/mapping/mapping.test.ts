@@ -8,6 +8,7 @@ import { agentBodyFromCreate, applyAgentUpdate } from "./agent-body.js";
 import { toAgentConfig } from "./agent-config.js";
 import { applyEnvironmentUpdate, environmentBodyFromCreate } from "./environment-body.js";
 import { patchMetadata } from "./metadata.js";
+import { resolveResource, resolveResources } from "./resources.js";
 
 function sessionAgent(tools: BetaManagedAgentsSessionAgent["tools"], mcp: BetaManagedAgentsSessionAgent["mcp_servers"] = []): BetaManagedAgentsSessionAgent {
   return {
@@ -99,5 +100,40 @@ describe("metadata", () => {
   it("patches, and reports every limit it breaks", () => {
     expect(patchMetadata({ a: "1" }, { a: "", b: "2" }, { emptyDeletes: true })).toEqual({ b: "2" });
     expect(() => patchMetadata({}, { ["k".repeat(65)]: "v" })).toThrow(/must be 1 to 64 characters/);
+  });
+});
+
+describe("repository resources", () => {
+  const now = new Date("2026-01-02T03:04:05.678Z");
+  const repo = (extra: object = {}) => ({ type: "github_repository" as const, url: "https://git.example/org/app.git", ...extra });
+  const message = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return "accepted";
+  };
+
+  it("keeps the token apart from the resource and the log's repository; mount paths are under /workspace", () => {
+    const [r] = resolveResources([repo({ authorization_token: "tok", mount_path: "/workspace/a/../b/", checkout: { type: "commit", sha: "abc1234" } })], now, true);
+    expect(r?.token).toBe("tok");
+    expect(JSON.stringify(r?.resource)).not.toContain("tok");
+    expect(r?.resource).toMatchObject({ mount_path: "/workspace/b", created_at: now.toISOString() });
+    expect(r?.repository).toEqual({ resourceId: r?.resource.id, url: "https://git.example/org/app.git", mountPath: "b", checkout: "abc1234" });
+    expect(resolveResources([repo()], now, true)[0]?.repository.mountPath).toBe("app");
+  });
+
+  it("refuses what could not be cloned safely, naming the field and never quoting the token", () => {
+    const one = (p: object) => message(() => resolveResource(repo(p), "", now, new Set(), true));
+    expect(one({ mount_path: "/workspace" })).toMatch(/^mount_path: /);
+    expect(one({ mount_path: "/workspace/../etc" })).toMatch(/^mount_path: /);
+    expect(one({ mount_path: "workspace/x" })).toMatch(/^mount_path: /);
+    expect(one({ url: "https://u:secret@git.example/a.git" })).toMatch(/^url: must not carry credentials/);
+    expect(one({ url: "https://git.example/a.git?x=1" })).toMatch(/^url: /);
+    expect(one({ authorization_token: "has space" })).toBe("authorization_token: must be a token of 1-4096 characters without spaces");
+    expect(one({ checkout: { type: "branch", name: "-x" } })).toMatch(/^checkout\.name: /);
+    expect(message(() => resolveResource(repo(), "", now, new Set(["/workspace/app"]), true))).toMatch(/^mount_path: /);
+    expect(message(() => resolveResources([repo()], now, false))).toMatch(/^resources\[0\]: .*MH_CREDENTIAL_PROXY_ADDR/);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The SDK endpoints this gateway does not serve yet answer 501 with a body saying so, instead
  * of a 404 that would read as "no such object": vaults and their credentials (they come with the
- * credential vault proxy), session resources and threads, and the self-hosted environment work
- * queue (the EnvironmentWorker protocol).
+ * credential vault proxy), session threads, and the self-hosted environment work queue (the
+ * EnvironmentWorker protocol).
  */
 import type { Method } from "../http/router.js";
 import { ApiError } from "../errors/api-error.js";
@@ -15,7 +15,6 @@ interface Unserved {
 }
 
 const VAULTS = "Vaults are not yet available in Meta-Harness: they arrive with the credential vault proxy.";
-const RESOURCES = "Session resources cannot be read or changed after creation yet; they are shown on the session object.";
 const THREADS = "Session threads (multiagent sessions) are not supported by Meta-Harness yet.";
 const WORK = "Self-hosted environment work (EnvironmentWorker) is not served by this gateway yet.";
 
@@ -40,16 +39,6 @@ const UNSERVED: ReadonlyArray<readonly [string, readonly Unserved[]]> = [
         url: "/v1/vaults/:vault_id/credentials/:credential_id/mcp_oauth_validate",
         sdk: "beta.vaults.credentials.mcpOAuthValidate",
       },
-    ],
-  ],
-  [
-    RESOURCES,
-    [
-      { method: "GET", url: "/v1/sessions/:session_id/resources", sdk: "beta.sessions.resources.list" },
-      { method: "POST", url: "/v1/sessions/:session_id/resources", sdk: "beta.sessions.resources.add" },
-      { method: "GET", url: "/v1/sessions/:session_id/resources/:resource_id", sdk: "beta.sessions.resources.retrieve" },
-      { method: "POST", url: "/v1/sessions/:session_id/resources/:resource_id", sdk: "beta.sessions.resources.update" },
-      { method: "DELETE", url: "/v1/sessions/:session_id/resources/:resource_id", sdk: "beta.sessions.resources.delete" },
     ],
   ],
   [

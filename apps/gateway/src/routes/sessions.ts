@@ -2,7 +2,7 @@
  * /v1/sessions: create, retrieve, update (title and metadata), list in both directions,
  * archive, delete. Status and usage come from the session log; the rest from the gateway's
  * record. Deleting terminates the session in the log (a running one is interrupted first), so
- * no harness keeps working for a session nobody can reach.
+ * no harness keeps working for a session nobody can reach, and deletes its repositories' tokens.
  */
 import type { BidirectionalPageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaManagedAgentsDeletedSession, BetaManagedAgentsSession, SessionUpdateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
@@ -13,6 +13,7 @@ import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } 
 import { patchMetadata } from "../mapping/metadata.js";
 import { statusJson, type SessionStatusJson } from "../mapping/session.js";
 import { createSession, type SessionCreateBody } from "../sessions/create.js";
+import { dropVault } from "../sessions/repository-tokens.js";
 import { logSession, viewSession } from "../sessions/live.js";
 import { createSessionBody, listSessionsQuery, sessionParams, updateSessionBody } from "../schemas/sessions.js";
 import { timeFilter, type TimeOp } from "./filters.js";
@@ -172,6 +173,8 @@ export function registerSessionRoutes(ctx: RouteContext): void {
         events.push(newEvent("session.status_terminated", {}));
         await ctx.log.emitEvents({ sessionId: record.id, events });
       }
+      // Its repositories' tokens go with it; a failure here fails the delete, which can be retried.
+      await dropVault(ctx.credentials, record.tokens);
       await sessions.delete(req.tenant, record.id);
       req.log.info({ session_id: record.id }, "session deleted");
       return { id: record.id, type: "session_deleted" };

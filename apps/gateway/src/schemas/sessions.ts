@@ -43,7 +43,7 @@ const checkout: JsonSchema = nullable({
 
 const mountPath: JsonSchema = { type: ["string", "null"], maxLength: 1024 };
 
-const resource: JsonSchema = {
+export const resourceBody: JsonSchema = {
   type: "object",
   required: ["type"],
   discriminator: { propertyName: "type" },
@@ -52,7 +52,10 @@ const resource: JsonSchema = {
       {
         type: { const: "github_repository" },
         url: str(undefined, { minLength: 1, maxLength: 2048 }),
-        authorization_token: str("Not accepted yet: tokens belong in the credential vault proxy."),
+        authorization_token: str("Goes to the credential vault proxy (a git_token of the session's own vault); never stored by the gateway nor returned.", {
+          minLength: 1,
+          maxLength: 4096,
+        }),
         checkout,
         mount_path: mountPath,
       },
@@ -72,6 +75,8 @@ const resource: JsonSchema = {
 };
 
 export const MAX_INITIAL_EVENTS = 50;
+/** Resources of one session (the session log's bound on its repositories). */
+export const MAX_RESOURCES = 64;
 
 export const createSessionBody: JsonSchema = obj(
   {
@@ -84,7 +89,7 @@ export const createSessionBody: JsonSchema = obj(
       items: { type: "object", required: ["type"], properties: { type: str() } },
     },
     metadata,
-    resources: { type: "array", maxItems: 64, items: resource },
+    resources: { type: "array", maxItems: MAX_RESOURCES, items: resourceBody },
     title: { type: ["string", "null"], maxLength: 1024 },
     vault_ids: { type: "array", maxItems: 64, items: str(undefined, { minLength: 1, maxLength: 128 }) },
   },
@@ -100,6 +105,14 @@ export const updateSessionBody: JsonSchema = obj({
 });
 
 export const sessionParams = pathParams("session_id");
+export const resourceParams = pathParams("session_id", "resource_id");
+
+export const updateResourceBody: JsonSchema = obj(
+  { authorization_token: str("The new token (github_repository resources): replaces the old one at once.", { minLength: 1, maxLength: 4096 }) },
+  ["authorization_token"],
+);
+
+export const listResourcesQuery = obj({ ...pageQuery });
 
 export const SESSION_STATUSES = ["rescheduling", "running", "idle", "terminated"] as const;
 

@@ -1,9 +1,10 @@
 /**
  * Creating a session: resolve the agent (one version, with overrides) and the environment of
  * this tenant, check every input before anything is written, create the session in the log with
- * the agent snapshotted as the harness's AgentConfig, record the gateway's view, then append the
- * initial events and wake the harness. The log's session comes first: a crash between the two
- * writes leaves an empty session nobody can see, never a visible session without a log.
+ * the agent snapshotted as the harness's AgentConfig and its repositories, hand the repositories'
+ * tokens to the credential vault proxy, record the gateway's view, then append the initial events
+ * and wake the harness. The log's session comes first: a failure between the writes leaves an
+ * empty session nobody can see, never a visible session without a log or a token in the clear.
  */
 import type { BetaManagedAgentsSession, SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { fromManagedAgentsParams, newSessionId } from "@metaharness/events";
@@ -12,10 +13,12 @@ import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { toAgentConfig } from "../mapping/agent-config.js";
 import { checkMetadata } from "../mapping/metadata.js";
-import { resolveResources } from "../mapping/resources.js";
+import { resolveResources, type ResolvedResource } from "../mapping/resources.js";
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
 import type { RouteContext } from "../routes/context.js";
+import { NO_TOKENS, type ResourceTokens } from "../store/sessions.js";
 import { appendUserEvents } from "./append.js";
+import { dropVault, putToken } from "./repository-tokens.js";
 import { viewSession } from "./live.js";
 
 export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
@@ -48,7 +51,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   const now = ctx.now();
   const snapshot = snapshotAgent(agent, ref.overrides);
   const metadata = checkMetadata(body.metadata ?? {});
-  const resources = resolveResources(body.resources, now);
+  const resources = resolveResources(body.resources, now, ctx.credentials !== undefined);
   const events = initialEvents(body.initial_events);
   const title = body.title === undefined || body.title === "" ? null : body.title;
   const vaultIds = [...new Set(body.vault_ids ?? [])];
@@ -66,9 +69,10 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
       vaultIds,
       title: title ?? "",
       agent: toAgentConfig(snapshot),
-      repositories: [],
+      repositories: resources.map((r) => r.repository),
     },
   });
+  const tokens = await storeTokens(ctx, tenant, sessionId, resources, logger);
   const record = await ctx.sessions.create(tenant, {
     id: sessionId,
     agentId: agent.id,
@@ -78,8 +82,9 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
     environmentType: environment.body.config.type,
     title,
     metadata,
-    resources,
+    resources: resources.map((r) => r.resource),
     vaultIds,
+    tokens,
     createdAt: now,
   });
   logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");
@@ -88,4 +93,21 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
     return viewSession(ctx, record);
   }
   return viewSession(ctx, record, session);
+}
+
+/** Puts each resource's token in the session's own vault; on failure, drops what was put. */
+async function storeTokens(ctx: RouteContext, tenant: string, sessionId: string, resources: readonly ResolvedResource[], logger: Logger): Promise<ResourceTokens> {
+  let tokens = NO_TOKENS;
+  try {
+    for (const { resource, token } of resources) {
+      // resolveResources refuses repositories when there is no proxy, so it is there.
+      if (token !== undefined && ctx.credentials !== undefined) {
+        tokens = await putToken(ctx.credentials, tokens, { tenant, sessionId, resourceId: resource.id, url: resource.url }, token);
+      }
+    }
+    return tokens;
+  } catch (err) {
+    await dropVault(ctx.credentials, tokens).catch((e: unknown) => logger.warn({ err: e, session_id: sessionId }, "could not drop the vault of a session that failed to start"));
+    throw err;
+  }
 }

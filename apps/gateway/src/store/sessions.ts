@@ -11,6 +11,15 @@ import type { Metadata } from "../mapping/metadata.js";
 import type { SessionResource } from "../mapping/resources.js";
 import { keysetPage, type KeysetPage, type Order } from "./keyset.js";
 
+/** Ids only, never a token: the session's own vault and each resource's git_token credential in it. */
+export interface ResourceTokens {
+  readonly vaultId: string | null;
+  /** resource id -> credential id. */
+  readonly credentials: Readonly<Record<string, string>>;
+}
+
+export const NO_TOKENS: ResourceTokens = { vaultId: null, credentials: {} };
+
 export interface UsageState {
   readonly throughSeq: number;
   readonly inputTokens: number;
@@ -33,6 +42,8 @@ export interface SessionRecord {
   readonly metadata: Metadata;
   readonly resources: SessionResource[];
   readonly vaultIds: string[];
+  /** Where the resources' tokens are: the session's own vault in the credential proxy, if made. */
+  readonly tokens: ResourceTokens;
   readonly createdAt: Date;
   readonly updatedAt: Date;
   readonly archivedAt: Date | null;
@@ -50,6 +61,8 @@ interface SessionRow {
   metadata: Metadata;
   resources: SessionResource[];
   vault_ids: string[];
+  credential_vault_id: string | null;
+  resource_credentials: Record<string, string>;
   created_at: Date;
   updated_at: Date;
   archived_at: Date | null;
@@ -64,7 +77,7 @@ interface SessionRow {
 }
 
 const COLUMNS = `session_id, agent_id, agent_version, agent, environment_id, environment_type, title, metadata, resources,
-  vault_ids, created_at, updated_at, archived_at, usage_through_seq, input_tokens, output_tokens,
+  vault_ids, credential_vault_id, resource_credentials, created_at, updated_at, archived_at, usage_through_seq, input_tokens, output_tokens,
   cache_creation_input_tokens, cache_read_input_tokens, active_ms, running_since, ended_at`;
 
 export const NO_USAGE: UsageState = {
@@ -90,6 +103,7 @@ function record(r: SessionRow): SessionRecord {
     metadata: r.metadata,
     resources: r.resources,
     vaultIds: r.vault_ids,
+    tokens: { vaultId: r.credential_vault_id, credentials: r.resource_credentials },
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     archivedAt: r.archived_at,
@@ -124,8 +138,8 @@ export class SessionStore {
   async create(tenant: string, s: NewSession): Promise<SessionRecord> {
     await this.db.query(
       `INSERT INTO gw_sessions (session_id, tenant, agent_id, agent_version, agent, environment_id, environment_type, title,
-         metadata, resources, vault_ids, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
+         metadata, resources, vault_ids, created_at, updated_at, credential_vault_id, resource_credentials)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)`,
       [
         s.id,
         tenant,
@@ -139,6 +153,8 @@ export class SessionStore {
         JSON.stringify(s.resources),
         JSON.stringify(s.vaultIds),
         s.createdAt,
+        s.tokens.vaultId,
+        JSON.stringify(s.tokens.credentials),
       ],
     );
     return { ...s, updatedAt: s.createdAt, archivedAt: null, usage: NO_USAGE };
@@ -147,6 +163,29 @@ export class SessionStore {
   async get(tenant: string, id: string): Promise<SessionRecord | undefined> {
     const { rows } = await this.db.query<SessionRow>(`SELECT ${COLUMNS} FROM gw_sessions WHERE session_id = $1 AND tenant = $2`, [id, tenant]);
     return rows[0] === undefined ? undefined : record(rows[0]);
+  }
+
+  /**
+   * Changes a session's resources under its row lock, so changes to one session take turns: `fn`
+   * sees the record as it is and returns the resources and tokens to store (and its answer). `fn`
+   * must not use this store: it runs inside the transaction.
+   */
+  async changeResources<T>(
+    tenant: string,
+    id: string,
+    now: Date,
+    fn: (current: SessionRecord) => Promise<{ resources: SessionResource[]; tokens: ResourceTokens; result: T }>,
+  ): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM gw_sessions WHERE session_id = $1 AND tenant = $2 FOR UPDATE`, [id, tenant]);
+      if (rows[0] === undefined) throw notFound("session", id);
+      const change = await fn(record(rows[0]));
+      await tx.query(
+        `UPDATE gw_sessions SET resources = $2, credential_vault_id = $3, resource_credentials = $4, updated_at = $5 WHERE session_id = $1`,
+        [id, JSON.stringify(change.resources), change.tokens.vaultId, JSON.stringify(change.tokens.credentials), now],
+      );
+      return change.result;
+    });
   }
 
   async require(tenant: string, id: string): Promise<SessionRecord> {

@@ -1,14 +1,21 @@
 /**
  * The hands, as the harness sees them: `execute(name, input) -> string` through the sandbox broker.
  * A session's sandbox is provisioned lazily, on its first sandbox tool call, never before the
- * first model call; the model can provision more ("many hands") and name one per call. A dead
- * sandbox is a tool error the model sees; the next call provisions a fresh one.
+ * first model call; the model can provision more ("many hands") and name one per call. Every
+ * sandbox clones the session's repositories as they are when it is provisioned. A dead sandbox,
+ * or one that could not be provisioned (a repository that does not clone), is a tool error the
+ * model sees; the next call provisions a fresh one.
  */
 import { MhError } from "@metaharness/errors";
-import { SandboxState, type Resources, type SandboxBrokerService } from "@metaharness/proto";
+import { SandboxState, type GitRepository, type Resources, type SandboxBrokerService, type SessionRepository } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
+
+/** The session's repositories as the broker clones them. */
+export function brokerRepositories(repositories: readonly SessionRepository[]): GitRepository[] {
+  return repositories.map((r) => ({ url: r.url, mountPath: r.mountPath, checkout: r.checkout }));
+}
 
 export interface ToolOutcome {
   readonly output: string;
@@ -21,6 +28,8 @@ export class SandboxPort {
   constructor(
     private readonly broker: BrokerClient,
     private readonly sessionId: string,
+    /** Read at each provisioning: repositories may be added or removed while the session runs. */
+    private readonly repositories: () => Promise<GitRepository[]> = () => Promise.resolve([]),
   ) {}
 
   async provision(resources: Partial<Resources>): Promise<string> {
@@ -36,7 +45,7 @@ export class SandboxPort {
         idleTimeoutSeconds: 0,
         network: undefined,
         files: [],
-        repositories: [],
+        repositories: await this.repositories(),
       },
     });
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");
@@ -71,9 +80,9 @@ export class SandboxPort {
       return { output: `provisioned sandbox_id: ${id}`, isError: false };
     }
     const named = typeof input["sandbox_id"] === "string" && input["sandbox_id"] !== "" ? input["sandbox_id"] : undefined;
-    const sandboxId = named ?? (await this.resolveDefault());
     const { sandbox_id: _omit, ...toolInput } = input;
     try {
+      const sandboxId = named ?? (await this.resolveDefault());
       const res = await this.broker.execute(
         { sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 },
         { signal, deadlineMs: 30 * 60_000 },
