@@ -1,17 +1,16 @@
 /**
  * The demo's project really has the bug the scenario fixes: its test script, run by bash alone,
- * fails as written and passes with the fix. And both ways of getting the project (written today,
- * cloned later) give the scenario what it needs.
+ * fails as written and passes with the fix; and the scenario is one the offline model accepts.
  */
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import type { StepSpec } from "@metaharness/offline-model";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUG, PROJECT_DIR, PROJECT_FILES } from "./demo/project.js";
+import { BUG, PROJECT_FILES } from "./demo/project.js";
 import { DEMO_SCENARIO, demoScenario } from "./demo/scenario.js";
-import { cloneWorkspace, localWorkspace } from "./demo/workspace.js";
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -56,25 +55,13 @@ describe("the demo project", () => {
   });
 });
 
-describe("the demo workspace", () => {
-  it("writes the project file by file and commits it locally", () => {
-    const ws = localWorkspace();
-    const paths = ws.setup.filter((t) => t.name === "write").map((t) => t.input["path"]);
-    expect(paths).toEqual(PROJECT_FILES.map((f) => `${PROJECT_DIR}/${f.path}`));
-    expect(JSON.stringify(ws.setup.at(-1))).toContain("git init");
-    expect(ws.deliver).not.toContain("push");
-  });
-
-  it("names the repository on the session and pushes when one is given", () => {
-    const ws = cloneWorkspace("http://git.example/stats.git");
-    expect(ws.resources).toEqual([{ type: "github_repository", url: "http://git.example/stats.git", mount_path: "/workspace/stats" }]);
-    expect(ws.setup).toHaveLength(1);
-    expect(ws.deliver).toContain("git push -q origin HEAD");
-    expect(localWorkspace().resources).toEqual([]);
-  });
-
-  it("is a valid offline-model scenario either way", () => {
-    expect(demoScenario(localWorkspace()).name).toBe(DEMO_SCENARIO);
-    expect(demoScenario(cloneWorkspace("http://x/y.git")).steps.length).toBeGreaterThan(5);
+describe("the demo scenario", () => {
+  it("is a valid offline-model scenario that pushes the fix", () => {
+    const scenario = demoScenario();
+    expect(scenario.name).toBe(DEMO_SCENARIO);
+    expect(scenario.steps.length).toBeGreaterThan(5);
+    // It starts from the repository the broker cloned: no project written by the agent.
+    const first = scenario.steps[0] as StepSpec;
+    expect(first.toolUses?.map((t) => t.input["command"])).toEqual([expect.stringContaining("git log --oneline -3 && git remote get-url origin")]);
   });
 });

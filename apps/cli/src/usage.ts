@@ -9,8 +9,10 @@ export const USAGE = `mh: the command line of Meta-Harness
 usage: mh <command> [options]
 
 commands:
-  demo                     the main job on the embedded default: an agent fixes a bug in a small
-                           project inside a real bubblewrap sandbox, streamed live (offline model)
+  demo                     the main job on the embedded default: an agent clones a small project
+                           from a local git server into a real bubblewrap sandbox, fixes a bug and
+                           pushes, streamed live (offline model); the pushed commit is shown
+    --repo-dir DIR         keep the demo's repository in DIR/stats.git (default: a temp dir)
   dev                      every service in this process (PGlite, in-process bus, bubblewrap
                            sandboxes, the offline model or Anthropic's API, the gateway)
     --port N               gateway port (default 8080; 0: any free port)

@@ -9,7 +9,6 @@ import { MhError } from "@metaharness/errors";
 import { createLogger, installShutdown, type LogLevel } from "@metaharness/service-kit";
 import { DEV_PORT } from "../client/connect.js";
 import { demoScenario } from "../demo/scenario.js";
-import { demoWorkspace } from "../demo/workspace.js";
 import type { Output } from "../output.js";
 import { duration, style } from "../render/style.js";
 import { ensureDevKey } from "../stack/dev-key.js";
@@ -54,7 +53,7 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
     host: opts.host,
     port: opts.port,
     logLevel: opts.logLevel,
-    scenarios: [demoScenario(demoWorkspace()), ...(extra.scenarios ?? [])],
+    scenarios: [demoScenario(), ...(extra.scenarios ?? [])],
     ...(extra.offlinePace === undefined ? {} : { offlinePace: extra.offlinePace }),
     ...(opts.memory ? {} : { dataDir: opts.dataDir }),
     ...(realKey === undefined || realKey === "" ? {} : { anthropicApiKey: realKey }),

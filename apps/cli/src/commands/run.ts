@@ -11,7 +11,6 @@ import { exitCodeFor, type ExitCode } from "../exit-codes.js";
 import type { Output } from "../output.js";
 import { withDeployment } from "./deployment.js";
 import { demoScenario } from "../demo/scenario.js";
-import { demoWorkspace } from "../demo/workspace.js";
 
 export async function run(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   const { values, positionals } = parseArgs({
@@ -31,7 +30,7 @@ export async function run(args: string[], out: Output, interrupts: Interrupts, e
   const deployment = {
     flags: { url: values.url, apiKey: values["api-key"] },
     env,
-    scenarios: [demoScenario(demoWorkspace())],
+    scenarios: [demoScenario()],
     allowRealModel: true,
   };
   return withDeployment(deployment, out, async ({ client }) => {
