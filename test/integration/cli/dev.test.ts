@@ -1,13 +1,14 @@
 /**
  * `mh dev` as its own process: it prints the gateway URL and the local key, serves the official
  * SDK, refuses a second mh dev on its data directory, stops cleanly on SIGTERM (exit 0), and a
- * restart on the same data directory keeps both the key and the sessions (PGlite on disk). Ports
- * are chosen by the OS (--port 0).
+ * restart on the same data directory keeps both the key and the sessions (PGlite on disk), whose
+ * resources can then be changed. Ports are chosen by the OS (--port 0).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
+import type { ResourceAddParams } from "@anthropic-ai/sdk/resources/beta/sessions/resources";
 import { afterAll, describe, expect, it } from "vitest";
 import { mh, type MhProcess } from "./mh.js";
 
@@ -59,6 +60,15 @@ describe("mh dev", () => {
     const session = await sdk.beta.sessions.retrieve(sessionId!);
     expect(session.title).toBe("remember me");
     expect(session.status).toBe("idle");
+
+    // Resources on the one PGlite every service shares: the gateway holds no transaction while it
+    // calls the credential proxy and the session log, whose queries go to the same database.
+    const repo = { type: "github_repository", url: "https://git.example/org/app.git", authorization_token: "tok_dev_0123456789" };
+    const added = await sdk.beta.sessions.resources.add(sessionId!, repo as unknown as ResourceAddParams);
+    await sdk.beta.sessions.resources.update(added.id, { session_id: sessionId!, authorization_token: "tok_dev_rotated_0123" });
+    expect((await sdk.beta.sessions.resources.list(sessionId!)).data).toEqual([expect.objectContaining({ id: added.id, mount_path: "/workspace/app" })]);
+    await sdk.beta.sessions.resources.delete(added.id, { session_id: sessionId! });
+    expect((await sdk.beta.sessions.retrieve(sessionId!)).resources).toEqual([]);
     second.proc.child.kill("SIGINT");
     expect(await second.proc.exited).toBe(0);
     process.stdout.write(`mh dev ready: cold ${first.readyMs} ms, warm ${second.readyMs} ms\n`);

@@ -198,6 +198,30 @@ describe("a session with a github_repository resource", () => {
     expectAbsent("the logs", logs.lines.join(""), ROTATED);
   }, 120_000);
 
+  it("composes concurrent changes: one mount path is taken once, different ones are all kept", async () => {
+    const session = await sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId });
+    const add = (name: string, mount: string) =>
+      sdk.beta.sessions.resources.add(session.id, repository(name, { mount_path: mount, authorization_token: TOKEN }) as unknown as ResourceAddParams).then(
+        () => "added",
+        (e: InstanceType<typeof Anthropic.APIError>) => `${e.status} ${e.apiMessage}`,
+      );
+    const same = await Promise.all(["a", "b", "c", "d"].map((n) => add(n, "/workspace/same")));
+    expect(same.filter((r) => r === "added")).toHaveLength(1);
+    for (const r of same.filter((x) => x !== "added")) expect(r).toMatch(/^400 mount_path: /);
+    expect(await Promise.all(["e", "f", "g", "h"].map((n) => add(n, `/workspace/${n}`)))).toEqual(["added", "added", "added", "added"]);
+    const listed = (await sdk.beta.sessions.resources.list(session.id)).data as Array<{ id: string; mount_path: string }>;
+    expect(listed.map((r) => r.mount_path).sort()).toEqual(["/workspace/e", "/workspace/f", "/workspace/g", "/workspace/h", "/workspace/same"]);
+    const logged = (await stack.brain.log.client.getSession({ sessionId: session.id })).session!.metadata!.repositories;
+    expect(logged.map((r) => r.resourceId).sort()).toEqual(listed.map((r) => r.id).sort());
+    // Each kept resource has its token in the session's one vault; the refused ones left none behind.
+    const c = new pg.Client({ connectionString: stack.brain.vault!.db.url });
+    await c.connect();
+    const { rows } = await c
+      .query<{ n: string }>("SELECT count(*) AS n FROM credentials JOIN vaults USING (vault_id) WHERE vaults.session_id = $1", [session.id])
+      .finally(() => c.end());
+    expect(Number(rows[0]!.n)).toBe(5);
+  });
+
   it("refuses bad inputs with 4xx naming the field", async () => {
     const create = (resources: unknown[]) =>
       sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId, resources: resources as Anthropic.Beta.SessionCreateParams["resources"] }).then(

@@ -1,9 +1,10 @@
 /**
  * /v1/sessions/{id}/resources: list, retrieve, add, update (rotate a repository's token) and
- * delete a session's resources. Each change takes the session's row lock and is made in order on
- * the three sides that hold a part of it: the token in the credential vault proxy, the repository
- * in the session log (what sandboxes clone), the resource in the gateway's record. Every step is
- * idempotent or undone on failure, so a retried request converges.
+ * delete a session's resources. Each change is made in order on the three sides that hold a part
+ * of it: the token in the credential vault proxy, the repository in the session log (what
+ * sandboxes clone; it checks mount paths and counts under its row lock, so concurrent adds cannot
+ * both take one path), the resource in the gateway's record (one statement each, no lock held
+ * across calls). Every step is idempotent or undone on failure, so a retried request converges.
  *
  * Sandboxes clone a session's repositories when they are provisioned: one already running keeps
  * what it cloned (an added repository reaches the session's next sandbox; a deleted one stays in
@@ -17,7 +18,7 @@ import { invalidRequest, notFound } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit, type TimeIdPosition } from "../http/pagination.js";
 import { checkToken, resolveResource, type ResourceParams, type SessionResource } from "../mapping/resources.js";
 import { listResourcesQuery, MAX_RESOURCES, resourceBody, resourceParams, sessionParams, updateResourceBody } from "../schemas/sessions.js";
-import { dropToken, putToken } from "../sessions/repository-tokens.js";
+import { dropToken, putToken, tokenOf } from "../sessions/repository-tokens.js";
 import type { SessionRecord } from "../store/sessions.js";
 import type { RouteContext } from "./context.js";
 
@@ -85,26 +86,30 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       errors: ["not_found", "request_too_large"],
       schema: { params: sessionParams, body: resourceBody },
     },
-    (req): Promise<SessionResource> => {
+    async (req): Promise<SessionResource> => {
       const now = ctx.now();
-      const sessionId = req.params.session_id;
-      return sessions.changeResources(req.tenant, sessionId, now, async (current) => {
-        if (current.resources.length >= MAX_RESOURCES) throw invalidRequest("session_id", `the session has ${MAX_RESOURCES} resources, the most it can have`);
-        const taken = new Set(current.resources.map((r) => r.mount_path));
-        const { resource, repository, token } = resolveResource(req.body, "", now, taken, ctx.credentials !== undefined);
-        let tokens = current.tokens;
-        if (token !== undefined && ctx.credentials !== undefined) {
-          tokens = await putToken(ctx.credentials, tokens, { tenant: req.tenant, sessionId, resourceId: resource.id, url: resource.url }, token);
-        }
-        try {
-          await ctx.log.updateSession({ sessionId, putRepositories: [repository], removeRepositories: [] });
-        } catch (err) {
-          await dropToken(ctx.credentials, tokens, resource.id).catch((e: unknown) => req.log.warn({ err: e }, "could not drop the token of a resource not added"));
-          throw err;
-        }
-        req.log.info({ session_id: sessionId, resource_id: resource.id, with_token: token !== undefined }, "session resource added");
-        return { resources: [...current.resources, resource], tokens, result: resource };
-      });
+      const current = await sessions.require(req.tenant, req.params.session_id);
+      const sessionId = current.id;
+      if (current.resources.length >= MAX_RESOURCES) throw invalidRequest("session_id", `the session has ${MAX_RESOURCES} resources, the most it can have`);
+      const taken = new Set(current.resources.map((r) => r.mount_path));
+      const { resource, repository, token } = resolveResource(req.body, "", now, taken, ctx.credentials !== undefined);
+      const target = { tenant: req.tenant, sessionId, resourceId: resource.id, url: resource.url };
+      const stored = token === undefined || ctx.credentials === undefined ? undefined : await putToken(ctx.credentials, current.tokens.vaultId, undefined, target, token);
+      let logged = false;
+      try {
+        await ctx.log.updateSession({ sessionId, putRepositories: [repository], removeRepositories: [] }).catch((err: unknown) => {
+          throw fromLogRefusal(err, resource);
+        });
+        logged = true;
+        await sessions.resources.add(req.tenant, sessionId, resource, stored, now);
+      } catch (err) {
+        // Undo what was done, so nothing half-added stays behind.
+        if (logged) await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resource.id] }).catch(() => undefined);
+        await dropToken(ctx.credentials, stored).catch((e: unknown) => req.log.warn({ err: e }, "could not drop the token of a resource not added"));
+        throw err;
+      }
+      req.log.info({ session_id: sessionId, resource_id: resource.id, with_token: stored !== undefined }, "session resource added");
+      return resource;
     },
   );
 
@@ -118,18 +123,24 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       errors: ["not_found", "request_too_large"],
       schema: { params: resourceParams, body: updateResourceBody },
     },
-    (req): Promise<SessionResource> => {
+    async (req): Promise<SessionResource> => {
       const now = ctx.now();
       const { session_id: sessionId, resource_id: resourceId } = req.params;
-      return sessions.changeResources(req.tenant, sessionId, now, async (current) => {
-        const resource = find(current, resourceId);
-        const token = checkToken(req.body.authorization_token, "authorization_token") ?? "";
-        if (ctx.credentials === undefined) throw invalidRequest("authorization_token", "tokens are held by the credential vault proxy, which this gateway is not configured with");
-        const tokens = await putToken(ctx.credentials, current.tokens, { tenant: req.tenant, sessionId, resourceId, url: resource.url }, token);
-        const updated = { ...resource, updated_at: now.toISOString() };
-        req.log.info({ session_id: sessionId, resource_id: resourceId }, "session resource token rotated");
-        return { resources: current.resources.map((r) => (r.id === resourceId ? updated : r)), tokens, result: updated };
-      });
+      const current = await sessions.require(req.tenant, sessionId);
+      const resource = find(current, resourceId);
+      const token = checkToken(req.body.authorization_token, "authorization_token") ?? "";
+      if (ctx.credentials === undefined) throw invalidRequest("authorization_token", "tokens are held by the credential vault proxy, which this gateway is not configured with");
+      const target = { tenant: req.tenant, sessionId, resourceId, url: resource.url };
+      const stored = await putToken(ctx.credentials, current.tokens.vaultId, tokenOf(current.tokens, resourceId), target, token);
+      try {
+        await sessions.resources.setToken(req.tenant, sessionId, resourceId, stored, now);
+      } catch (err) {
+        // Deleted meanwhile: its token goes too.
+        await dropToken(ctx.credentials, stored).catch(() => undefined);
+        throw err;
+      }
+      req.log.info({ session_id: sessionId, resource_id: resourceId }, "session resource token rotated");
+      return { ...resource, updated_at: now.toISOString() };
     },
   );
 
@@ -143,20 +154,28 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       errors: ["not_found"],
       schema: { params: resourceParams },
     },
-    (req): Promise<BetaManagedAgentsDeleteSessionResource> => {
+    async (req): Promise<BetaManagedAgentsDeleteSessionResource> => {
       const { session_id: sessionId, resource_id: resourceId } = req.params;
-      return sessions.changeResources(req.tenant, sessionId, ctx.now(), async (current) => {
-        find(current, resourceId);
-        try {
-          await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resourceId] });
-        } catch (err) {
-          // A terminated session provisions no more sandboxes: its token still goes.
-          if (MhError.from(err).code !== "FAILED_PRECONDITION") throw err;
-        }
-        const tokens = await dropToken(ctx.credentials, current.tokens, resourceId);
-        req.log.info({ session_id: sessionId, resource_id: resourceId }, "session resource deleted");
-        return { resources: current.resources.filter((r) => r.id !== resourceId), tokens, result: { id: resourceId, type: "session_resource_deleted" } };
-      });
+      const current = await sessions.require(req.tenant, sessionId);
+      find(current, resourceId);
+      try {
+        await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resourceId] });
+      } catch (err) {
+        // A terminated session provisions no more sandboxes: its token still goes.
+        if (MhError.from(err).code !== "FAILED_PRECONDITION") throw err;
+      }
+      await dropToken(ctx.credentials, tokenOf(current.tokens, resourceId));
+      await sessions.resources.remove(req.tenant, sessionId, resourceId, ctx.now());
+      req.log.info({ session_id: sessionId, resource_id: resourceId }, "session resource deleted");
+      return { id: resourceId, type: "session_resource_deleted" };
     },
   );
+}
+
+/** The log's refusal of a repository, in the API's words (it checks mount paths and counts under its lock). */
+function fromLogRefusal(err: unknown, resource: SessionResource): unknown {
+  const e = MhError.from(err);
+  if (e.code !== "INVALID_ARGUMENT") return err;
+  if (e.field?.endsWith(".mount_path") === true) return invalidRequest("mount_path", `"${resource.mount_path}" is already the mount path of another resource of this session`);
+  return invalidRequest("session_id", e.message);
 }

@@ -174,7 +174,7 @@ export function registerSessionRoutes(ctx: RouteContext): void {
         await ctx.log.emitEvents({ sessionId: record.id, events });
       }
       // Its repositories' tokens go with it; a failure here fails the delete, which can be retried.
-      await dropVault(ctx.credentials, record.tokens);
+      await dropVault(ctx.credentials, record.tokens.vaultId);
       await sessions.delete(req.tenant, record.id);
       req.log.info({ session_id: record.id }, "session deleted");
       return { id: record.id, type: "session_deleted" };

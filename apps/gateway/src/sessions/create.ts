@@ -97,17 +97,19 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
 
 /** Puts each resource's token in the session's own vault; on failure, drops what was put. */
 async function storeTokens(ctx: RouteContext, tenant: string, sessionId: string, resources: readonly ResolvedResource[], logger: Logger): Promise<ResourceTokens> {
-  let tokens = NO_TOKENS;
+  let vaultId: string | null = null;
+  const credentials: Record<string, string> = {};
   try {
     for (const { resource, token } of resources) {
       // resolveResources refuses repositories when there is no proxy, so it is there.
-      if (token !== undefined && ctx.credentials !== undefined) {
-        tokens = await putToken(ctx.credentials, tokens, { tenant, sessionId, resourceId: resource.id, url: resource.url }, token);
-      }
+      if (token === undefined || ctx.credentials === undefined) continue;
+      const stored = await putToken(ctx.credentials, vaultId, undefined, { tenant, sessionId, resourceId: resource.id, url: resource.url }, token);
+      vaultId = stored.vaultId;
+      credentials[resource.id] = stored.credentialId;
     }
-    return tokens;
+    return vaultId === null ? NO_TOKENS : { vaultId, credentials };
   } catch (err) {
-    await dropVault(ctx.credentials, tokens).catch((e: unknown) => logger.warn({ err: e, session_id: sessionId }, "could not drop the vault of a session that failed to start"));
+    await dropVault(ctx.credentials, vaultId).catch((e: unknown) => logger.warn({ err: e, session_id: sessionId }, "could not drop the vault of a session that failed to start"));
     throw err;
   }
 }

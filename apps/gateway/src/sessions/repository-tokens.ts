@@ -9,6 +9,7 @@
 import { MhError } from "@metaharness/errors";
 import { CredentialType } from "@metaharness/proto";
 import type { CredentialProxyRpc } from "../routes/context.js";
+import type { StoredToken } from "../store/session-resources.js";
 import type { ResourceTokens } from "../store/sessions.js";
 
 export interface TokenTarget {
@@ -18,52 +19,67 @@ export interface TokenTarget {
   readonly url: string;
 }
 
-/** Stores `token` for a resource: a new credential, or a new secret for the one it has. */
-export async function putToken(proxy: CredentialProxyRpc, tokens: ResourceTokens, target: TokenTarget, token: string): Promise<ResourceTokens> {
-  let vaultId = tokens.vaultId;
-  if (vaultId === null) {
-    // Get-or-create: a session has one own vault, so a retry after a crash finds the same one.
-    const { vault } = await proxy.createVault({ tenant: target.tenant, displayName: `session ${target.sessionId}`, metadata: {}, sessionId: target.sessionId });
-    if (vault === undefined) throw new MhError("INTERNAL", "CreateVault returned no vault");
-    vaultId = vault.vaultId;
+/** The ids of a resource's token, if it has one. */
+export function tokenOf(tokens: ResourceTokens, resourceId: string): StoredToken | undefined {
+  const credentialId = tokens.credentials[resourceId];
+  return credentialId === undefined || tokens.vaultId === null ? undefined : { vaultId: tokens.vaultId, credentialId };
+}
+
+/**
+ * Stores `token` for a resource: a new secret for the credential it has (`current`), or a new
+ * credential in the session's own vault, which is made if the session has none yet.
+ */
+export async function putToken(
+  proxy: CredentialProxyRpc,
+  vaultId: string | null,
+  current: StoredToken | undefined,
+  target: TokenTarget,
+  token: string,
+): Promise<StoredToken> {
+  let vault = current?.vaultId ?? vaultId;
+  if (vault === null) {
+    // Get-or-create: a session has one own vault, so concurrent or retried calls find the same one.
+    const { vault: made } = await proxy.createVault({ tenant: target.tenant, displayName: `session ${target.sessionId}`, metadata: {}, sessionId: target.sessionId });
+    if (made === undefined) throw new MhError("INTERNAL", "CreateVault returned no vault");
+    vault = made.vaultId;
   }
+  const inVault = vault;
   const put = (credentialId: string) =>
     proxy.putCredential({
-      vaultId,
+      vaultId: inVault,
       credentialId,
       type: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN,
       displayName: target.resourceId,
       config: { $case: "gitToken", value: { urlPrefix: target.url, host: "", username: "" } },
       secret: { token, accessToken: "", refreshToken: "", clientSecret: "" },
     });
-  const existing = tokens.credentials[target.resourceId];
   let answer;
   try {
-    answer = await put(existing ?? "");
+    answer = await put(current?.credentialId ?? "");
   } catch (err) {
     // Its credential was deleted behind our back: store the token as a new one.
-    if (existing === undefined || MhError.from(err).code !== "NOT_FOUND") throw err;
+    if (current === undefined || MhError.from(err).code !== "NOT_FOUND") throw err;
     answer = await put("");
   }
   if (answer.credential === undefined) throw new MhError("INTERNAL", "PutCredential returned no credential");
-  return { vaultId, credentials: { ...tokens.credentials, [target.resourceId]: answer.credential.credentialId } };
+  return { vaultId: inVault, credentialId: answer.credential.credentialId };
 }
 
 /** Deletes a resource's credential, if it has one. Idempotent. */
-export async function dropToken(proxy: CredentialProxyRpc | undefined, tokens: ResourceTokens, resourceId: string): Promise<ResourceTokens> {
-  const credentialId = tokens.credentials[resourceId];
-  if (credentialId === undefined || tokens.vaultId === null) return tokens;
-  if (proxy === undefined) throw new MhError("FAILED_PRECONDITION", "the session's repository tokens are in a credential vault proxy this gateway no longer reaches");
-  await ignoreNotFound(proxy.deleteCredential({ vaultId: tokens.vaultId, credentialId }));
-  const { [resourceId]: _dropped, ...credentials } = tokens.credentials;
-  return { vaultId: tokens.vaultId, credentials };
+export async function dropToken(proxy: CredentialProxyRpc | undefined, token: StoredToken | undefined): Promise<void> {
+  if (token === undefined) return;
+  await ignoreNotFound(reach(proxy).deleteCredential(token));
 }
 
 /** Deletes the session's own vault with every token in it (the session is being deleted). Idempotent. */
-export async function dropVault(proxy: CredentialProxyRpc | undefined, tokens: ResourceTokens): Promise<void> {
-  if (tokens.vaultId === null) return;
+export async function dropVault(proxy: CredentialProxyRpc | undefined, vaultId: string | null): Promise<void> {
+  if (vaultId === null) return;
+  await ignoreNotFound(reach(proxy).deleteVault({ vaultId }));
+}
+
+function reach(proxy: CredentialProxyRpc | undefined): CredentialProxyRpc {
   if (proxy === undefined) throw new MhError("FAILED_PRECONDITION", "the session's repository tokens are in a credential vault proxy this gateway no longer reaches");
-  await ignoreNotFound(proxy.deleteVault({ vaultId: tokens.vaultId }));
+  return proxy;
 }
 
 async function ignoreNotFound(call: Promise<unknown>): Promise<void> {

@@ -10,6 +10,7 @@ import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import type { Metadata } from "../mapping/metadata.js";
 import type { SessionResource } from "../mapping/resources.js";
 import { keysetPage, type KeysetPage, type Order } from "./keyset.js";
+import { SessionResourceStore } from "./session-resources.js";
 
 /** Ids only, never a token: the session's own vault and each resource's git_token credential in it. */
 export interface ResourceTokens {
@@ -133,7 +134,12 @@ export interface SessionListQuery {
 }
 
 export class SessionStore {
-  constructor(private readonly db: Db) {}
+  /** Changes to one resource at a time (session-resources.ts). */
+  readonly resources: SessionResourceStore;
+
+  constructor(private readonly db: Db) {
+    this.resources = new SessionResourceStore(db);
+  }
 
   async create(tenant: string, s: NewSession): Promise<SessionRecord> {
     await this.db.query(
@@ -163,29 +169,6 @@ export class SessionStore {
   async get(tenant: string, id: string): Promise<SessionRecord | undefined> {
     const { rows } = await this.db.query<SessionRow>(`SELECT ${COLUMNS} FROM gw_sessions WHERE session_id = $1 AND tenant = $2`, [id, tenant]);
     return rows[0] === undefined ? undefined : record(rows[0]);
-  }
-
-  /**
-   * Changes a session's resources under its row lock, so changes to one session take turns: `fn`
-   * sees the record as it is and returns the resources and tokens to store (and its answer). `fn`
-   * must not use this store: it runs inside the transaction.
-   */
-  async changeResources<T>(
-    tenant: string,
-    id: string,
-    now: Date,
-    fn: (current: SessionRecord) => Promise<{ resources: SessionResource[]; tokens: ResourceTokens; result: T }>,
-  ): Promise<T> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<SessionRow>(`SELECT ${COLUMNS} FROM gw_sessions WHERE session_id = $1 AND tenant = $2 FOR UPDATE`, [id, tenant]);
-      if (rows[0] === undefined) throw notFound("session", id);
-      const change = await fn(record(rows[0]));
-      await tx.query(
-        `UPDATE gw_sessions SET resources = $2, credential_vault_id = $3, resource_credentials = $4, updated_at = $5 WHERE session_id = $1`,
-        [id, JSON.stringify(change.resources), change.tokens.vaultId, JSON.stringify(change.tokens.credentials), now],
-      );
-      return change.result;
-    });
   }
 
   async require(tenant: string, id: string): Promise<SessionRecord> {
