@@ -198,6 +198,20 @@ describe("a session with a github_repository resource", () => {
     expectAbsent("the logs", logs.lines.join(""), ROTATED);
   }, 120_000);
 
+  it("makes the tool call fail, naming the repository, when it does not clone; the session goes on", async () => {
+    const session = await sdk.beta.sessions.create({
+      agent: agentId,
+      environment_id: environmentId,
+      resources: [repository("missing", { authorization_token: TOKEN })],
+      initial_events: [{ type: "user.message", content: [{ type: "text", text: "Look at it." }] }],
+    });
+    const events = await untilIdle(session.id);
+    const [first] = events.filter((e) => e.type === "agent.tool_result");
+    expect(first?.is_error).toBe(true);
+    expect(JSON.stringify(first?.content)).toMatch(/resources\.repositories\[0\]: cloning http:\/\/127\.0\.0\.1:\d+\/org\/missing\.git failed/);
+    expect(events.at(-1)).toMatchObject({ type: "session.status_idle", stop_reason: { type: "end_turn" } });
+  }, 120_000);
+
   it("composes concurrent changes: one mount path is taken once, different ones are all kept", async () => {
     const session = await sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId });
     const add = (name: string, mount: string) =>
