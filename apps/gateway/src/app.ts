@@ -30,7 +30,7 @@ import { AgentStore } from "./store/agents.js";
 import { EnvironmentStore } from "./store/environments.js";
 import { SessionStore } from "./store/sessions.js";
 import { StreamRegistry } from "./stream/registry.js";
-import { loadUiConfig } from "./ui/config.js";
+import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
@@ -41,6 +41,12 @@ export interface GatewayDeps {
   readonly harness?: HarnessRpc;
   readonly credentials?: CredentialProxyRpc;
 }
+
+/**
+ * config.ts's settings, and the session page's (ui/config.ts): read from the environment when
+ * not given, as main.ts does; an embedding process that passes every setting passes these too.
+ */
+export type GatewaySettings = GatewayConfig & { readonly ui?: UiConfig };
 
 export interface GatewayHandle {
   /** `http://host:port`, the SDK's baseURL. */
@@ -53,7 +59,7 @@ export interface GatewayHandle {
   stop(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, logger: Logger, deps: GatewayDeps = {}): Promise<GatewayHandle> {
+export async function startGateway(config: GatewaySettings, logger: Logger, deps: GatewayDeps = {}): Promise<GatewayHandle> {
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
   try {
@@ -121,7 +127,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     registerStreamRoute(ctx);
     registerNotImplementedRoutes(ctx);
     registerMetaRoutes(ctx, db);
-    registerUiRoutes(app, ctx, { keys, ...loadUiConfig() });
+    registerUiRoutes(app, ctx, { keys, ...(config.ui ?? loadUiConfig()) });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

@@ -130,14 +130,14 @@ export const ERROR_CATALOG = {
     type: "overloaded_error",
     sdkError: "ServiceUnavailableError",
     retry: true,
-    when: "The session log or the database cannot be reached, or the gateway is shutting down.",
+    when: "The session log or the database cannot be reached, or the gateway is shutting down; on the trace page's route, Jaeger cannot be reached (or is not configured).",
   },
   timeout: {
     status: 504,
     type: "timeout_error",
     sdkError: "GatewayTimeoutError",
     retry: true,
-    when: "A backend call ran past its deadline.",
+    when: "A backend call (or a read from Jaeger) ran past its deadline.",
   },
 } as const satisfies Record<string, CatalogEntry>;
 
