@@ -5,7 +5,7 @@
  * baseURL; `client()` counts the HTTP requests it makes, so tests can see the SDK's retries.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { loadConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
+import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
 import type { Scenario } from "@metaharness/offline-model";
 import { createLogger } from "@metaharness/service-kit";
 import { startBrain, type Brain } from "./harness.js";
@@ -30,8 +30,13 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(opts: { scenarios: Scenario[]; env?: Record<string, string> }): Promise<Stack> {
-  const brain = await startBrain({ scenarios: opts.scenarios });
+/**
+ * `env`: the gateway's settings beyond the defaults (its session page's too, e.g.
+ * MH_JAEGER_QUERY_URL: from here only, never from this process's environment). `broker`: a real
+ * sandbox broker for sandbox tools.
+ */
+export async function startStack(opts: { scenarios: Scenario[]; env?: Record<string, string>; broker?: boolean }): Promise<Stack> {
+  const brain = await startBrain({ scenarios: opts.scenarios, ...(opts.broker === undefined ? {} : { broker: opts.broker }) });
   const stops: Array<() => Promise<void>> = [() => brain.stop()];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
@@ -49,7 +54,7 @@ export async function startStack(opts: { scenarios: Scenario[]; env?: Record<str
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
       ...opts.env,
     });
-    const gateway = await startGateway(config, createLogger({ service: "gateway", level: config.logLevel }));
+    const gateway = await startGateway({ ...config, ui: loadUiConfig(opts.env ?? {}) }, createLogger({ service: "gateway", level: config.logLevel }));
     stops.push(() => gateway.stop());
     return {
       brain,
