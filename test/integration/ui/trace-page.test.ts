@@ -19,16 +19,15 @@ import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@met
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { createLogger } from "@metaharness/service-kit";
-import { currentSpanIds, startTelemetry, withSpan, type Telemetry } from "@metaharness/telemetry";
+import { currentSpanIds, withSpan, type Telemetry } from "@metaharness/telemetry";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { KEY_A, KEY_B, raw, startStack, type Stack } from "../../support/gateway.js";
 import { idleReason } from "../../support/harness.js";
-import { getTrace, JAEGER_QUERY_URL, jaegerUnavailable, OTLP_ENDPOINT, waitForTraces, type JaegerTrace } from "../../support/jaeger.js";
-import { launchChromium } from "./browser.js";
+import { exportToJaeger, getTrace, JAEGER_QUERY_URL, jaegerSkipReason, waitForTraces, type JaegerTrace } from "../../support/jaeger.js";
+import { launchChromium, newPage as openPage } from "./browser.js";
 
 const SCREENSHOTS = fileURLToPath(new URL("./__screenshots__/", import.meta.url));
-const UI_TIMEOUT_MS = 20_000;
 const CALL_MODEL = "harness.call-model";
 const RUN_TOOLS = "harness.run-tools";
 const EMIT_EVENTS = "metaharness.v1.SessionLog/EmitEvents";
@@ -58,13 +57,9 @@ let events: Event[];
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  unavailable = await jaegerUnavailable();
-  if (unavailable !== undefined) {
-    if (process.env["MH_REQUIRE_JAEGER"] === "1") throw new Error(`MH_REQUIRE_JAEGER=1: ${unavailable}`);
-    return;
-  }
-  telemetry = startTelemetry({ serviceName, otlpEndpoint: OTLP_ENDPOINT });
-  if (telemetry.serviceName !== serviceName) throw new Error(`telemetry was already started in this process as ${telemetry.serviceName}`);
+  unavailable = await jaegerSkipReason();
+  if (unavailable !== undefined) return;
+  telemetry = exportToJaeger(serviceName);
   stack = await startStack({ scenarios, broker: true, env: { MH_JAEGER_QUERY_URL: JAEGER_QUERY_URL } });
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -90,7 +85,7 @@ afterAll(async () => {
 });
 
 function needJaeger(ctx: TestContext): void {
-  if (unavailable !== undefined) ctx.skip(`${unavailable} (set MH_REQUIRE_JAEGER=1 to fail instead)`);
+  if (unavailable !== undefined) ctx.skip(unavailable);
 }
 
 function traceOf(type: string): { traceId: string; spanId: string; seq: number } {
@@ -108,16 +103,7 @@ async function traceWhen(traceId: string, ready: (t: JaegerTrace) => boolean): P
 
 const has = (t: JaegerTrace, operation: string): boolean => t.spans.some((s) => s.operationName === operation);
 
-async function newPage(): Promise<Page> {
-  pageErrors.length = 0;
-  const page = await context.newPage();
-  page.setDefaultTimeout(UI_TIMEOUT_MS);
-  page.on("pageerror", (err) => pageErrors.push(err.message));
-  page.on("console", (msg) => {
-    if (msg.type() === "error") pageErrors.push(msg.text());
-  });
-  return page;
-}
+const newPage = (): Promise<Page> => openPage(context, pageErrors);
 
 async function signInIfAsked(page: Page, key: string): Promise<void> {
   const input = page.getByLabel("API key");
