@@ -121,3 +121,13 @@ export async function raw(
   }
   return { status: res.status, headers: res.headers, json };
 }
+
+/** The SDK error `p` fails with (the test fails if it succeeds or throws something else). */
+export async function apiFailure(p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof Anthropic.APIError)) throw new Error(`expected an API error, got ${err === undefined ? "success" : err instanceof Error ? `${err.name}: ${err.message}` : typeof err}`);
+  return err;
+}

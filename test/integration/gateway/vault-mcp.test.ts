@@ -10,12 +10,11 @@ import Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogCapture } from "../../security/capture.js";
-import { KEY_A, startStack, type Stack } from "../../support/gateway.js";
+import { KEY_A, apiFailure as failure, startStack, type Stack } from "../../support/gateway.js";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
 
 type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
-type APIError = InstanceType<typeof Anthropic.APIError>;
 
 const CLIENT_SECRET = "client-secret-vault-mcp-5f1e2d";
 const STATIC_TOKEN = "static-bearer-vault-mcp-9c8b7a";
@@ -62,15 +61,6 @@ afterAll(async () => {
   await mcp?.close();
   await oauth?.close();
 });
-
-async function failure(p: Promise<unknown>): Promise<APIError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(Anthropic.APIError);
-  return err as APIError;
-}
 
 async function untilTurnEnds(sessionId: string): Promise<Event[]> {
   const deadline = Date.now() + 30_000;

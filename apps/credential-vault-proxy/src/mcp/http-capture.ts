@@ -25,7 +25,12 @@ export async function captureResponse(response: Response, secrets: ReadonlyArray
 /** The same from text already read (a token endpoint's answer), with `status` and `contentType`. */
 export function captureText(status: number, contentType: string, text: string, secrets: ReadonlyArray<Secret | undefined>): ProbeHttpResponse {
   const clean = scrub(text.slice(0, READ_BYTES), secrets);
-  return { statusCode: status, contentType: contentType.slice(0, 256), body: clean.slice(0, SHOWN_CHARS), bodyTruncated: text.length > SHOWN_CHARS };
+  return {
+    statusCode: status,
+    contentType: contentType.slice(0, 256),
+    body: clean.slice(0, SHOWN_CHARS),
+    bodyTruncated: clean.length > SHOWN_CHARS || text.length > READ_BYTES,
+  };
 }
 
 async function readBounded(response: Response): Promise<{ text: string; cut: boolean }> {
