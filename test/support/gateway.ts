@@ -1,17 +1,17 @@
 /**
  * The whole stack behind the HTTP API, on real services: a brain (session log on real Postgres,
- * offline model, harness; see harness.ts; with `repositories`, also the sandbox broker and the
- * credential vault proxy, which the gateway then reaches too) and the gateway in front of it, on
- * its own fresh database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
+ * offline model, harness; see harness.ts), the credential vault proxy (vault.ts; the harness
+ * calls MCP tools through it, the gateway manages vaults and repository tokens in it, the broker
+ * opens sandboxes' git remotes through it) unless `vault: false`, and the gateway in front of them, on its own fresh database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
  * baseURL; `client()` counts the HTTP requests it makes, so tests can see the SDK's retries.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { loadConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
+import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
 import type { Scenario } from "@metaharness/offline-model";
-import { createLogger } from "@metaharness/service-kit";
+import { createLogger, type Logger } from "@metaharness/service-kit";
 import { startBrain, type Brain } from "./harness.js";
-import type { LogCapture } from "./log-capture.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
+import { freePort, startTestVault, type TestVault } from "./vault.js";
 
 /** Two tenants, so every test can check isolation. */
 export const KEY_A = "mh-test-key-tenant-a-0123456789";
@@ -27,25 +27,47 @@ export interface Stack {
   readonly brain: Brain;
   readonly gateway: GatewayHandle;
   readonly db: TestDatabase;
+  /** The credential vault proxy; undefined for a stack started with `vault: false`. */
+  readonly vault: TestVault | undefined;
   /** The SDK as a user would build it: only apiKey and baseURL (and fewer retries, for speed). */
   client(key?: string, options?: { maxRetries?: number }): CountingClient;
   stop(): Promise<void>;
 }
 
-export async function startStack(opts: {
-  scenarios: Scenario[];
-  env?: Record<string, string>;
-  /** Sessions' repositories end to end: the bubblewrap broker and the credential vault proxy. */
-  repositories?: boolean;
-  logs?: LogCapture;
-}): Promise<Stack> {
-  const full = opts.repositories === true;
-  const brain = await startBrain({ scenarios: opts.scenarios, broker: full, vault: full, ...(opts.logs === undefined ? {} : { logs: opts.logs }) });
-  const stops: Array<() => Promise<void>> = [() => brain.stop()];
+export interface StackOptions {
+  readonly scenarios: Scenario[];
+  /**
+   * The gateway's settings beyond the defaults, its session page's too (e.g.
+   * MH_JAEGER_QUERY_URL): from here only, never from this process's environment.
+   */
+  readonly env?: Record<string, string>;
+  /** Start the credential vault proxy (default true). */
+  readonly vault?: boolean;
+  /** A real sandbox broker, for sandbox tools (default false). */
+  readonly broker?: boolean;
+  /** Loggers of every service (tests that scan log lines pass capturing ones). */
+  readonly logger?: (service: string) => Logger;
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const stops: Array<() => Promise<void>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
   };
   try {
+    // The proxy asks the session log about sessions and the harness asks the proxy: the log's port
+    // is chosen first so that both can be named before they start.
+    const logPort = await freePort();
+    const vault = opts.vault === false ? undefined : await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}`, logger: opts.logger?.("credential-vault-proxy") });
+    if (vault !== undefined) stops.push(() => vault.stop());
+    const brain = await startBrain({
+      scenarios: opts.scenarios,
+      ...(opts.broker === undefined ? {} : { broker: opts.broker }),
+      logEnv: { MH_GRPC_PORT: String(logPort) },
+      ...(vault === undefined ? {} : { vault }),
+      ...(opts.logger === undefined ? {} : { logger: opts.logger }),
+    });
+    stops.push(() => brain.stop());
     const db = await createTestDatabase("mh_gw_test");
     stops.push(() => db.drop());
     const config = loadConfig({
@@ -56,15 +78,16 @@ export async function startStack(opts: {
       MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b`,
       MH_GATEWAY_SSE_HEARTBEAT_MS: "200",
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
-      ...(brain.vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: brain.vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: brain.vault.tokenFile.admin }),
+      ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.admin }),
       ...opts.env,
     });
-    const gateway = await startGateway(config, opts.logs?.logger("gateway") ?? createLogger({ service: "gateway", level: config.logLevel }));
+    const gateway = await startGateway({ ...config, ui: loadUiConfig(opts.env ?? {}) }, opts.logger?.("gateway") ?? createLogger({ service: "gateway", level: config.logLevel }));
     stops.push(() => gateway.stop());
     return {
       brain,
       gateway,
       db,
+      vault,
       client(key = KEY_A, options = {}) {
         let count = 0;
         const sdk = new Anthropic({
@@ -105,4 +128,14 @@ export async function raw(
     json = text;
   }
   return { status: res.status, headers: res.headers, json };
+}
+
+/** The SDK error `p` fails with (the test fails if it succeeds or throws something else). */
+export async function apiFailure(p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof Anthropic.APIError)) throw new Error(`expected an API error, got ${err === undefined ? "success" : err instanceof Error ? `${err.name}: ${err.message}` : typeof err}`);
+  return err;
 }

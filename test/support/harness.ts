@@ -1,17 +1,16 @@
 /**
  * A whole brain on real services: the session log (real Postgres), the offline model server
  * (the Messages API wire format, driven by scenarios) and harness instances, all in-process on
- * port 0; optionally the sandbox broker, and the credential vault proxy wired to the broker and
- * the harness. Instances can be added and stopped to test hand-over.
+ * port 0; optionally the sandbox broker, and a credential vault proxy (started by the caller)
+ * wired to the broker and the harness. Instances can be added and stopped to test hand-over.
  */
 import { HarnessClient, HarnessService, type AgentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
-import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type TestLog } from "./session-log.js";
-import type { LogCapture } from "./log-capture.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
-import { startTestVault, type TestVault } from "./vault.js";
+import type { TestVault } from "./vault.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -19,8 +18,6 @@ export interface Brain {
   readonly log: TestLog;
   /** The real sandbox broker (bubblewrap), when asked for. */
   readonly broker: TestBroker | undefined;
-  /** The real credential vault proxy, when asked for. */
-  readonly vault: TestVault | undefined;
   readonly model: OfflineModel;
   readonly harnesses: HarnessHandle[];
   /** gRPC client of the first harness instance. */
@@ -38,12 +35,12 @@ export async function startBrain(opts: {
   logEnv?: Record<string, string>;
   /** Start a sandbox broker that reports to this log, and point the harness at it. */
   broker?: boolean;
-  /** Start the credential vault proxy, and wire the broker (if any) and the harness to it. */
-  vault?: boolean;
-  /** Where every service logs (at trace level), instead of the default. */
-  logs?: LogCapture;
+  /** A credential vault proxy to wire the broker (if any) and the harness to. */
+  vault?: TestVault;
+  /** The services' loggers, instead of the default (tests that scan log lines pass capturing ones). */
+  logger?: (service: string) => Logger;
 }): Promise<Brain> {
-  const logger = (service: string) => opts.logs?.logger(service);
+  const logger = (service: string) => opts.logger?.(service);
   const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv }, { logger: logger("session-log") });
   const stops: Array<() => Promise<void>> = [() => log.stop()];
   const stop = async (): Promise<void> => {
@@ -52,11 +49,7 @@ export async function startBrain(opts: {
   try {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
-    let vault: TestVault | undefined;
-    if (opts.vault === true) {
-      vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}`, logger: logger("credential-vault-proxy") });
-      stops.push(() => vault!.stop());
-    }
+    const vault = opts.vault;
     const proxyEnv = (role: "broker" | "harness"): Record<string, string> =>
       vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile[role] };
     let broker: TestBroker | undefined;
@@ -89,7 +82,6 @@ export async function startBrain(opts: {
     return {
       log,
       broker,
-      vault,
       model,
       harnesses,
       rpc: promisify(raw, HarnessService),

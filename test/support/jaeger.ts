@@ -3,6 +3,7 @@
  * client of its query API (`/api/services`, `/api/traces`, the JSON the Jaeger UI reads) to find
  * what arrived. Also the UI links a person would open for a trace or a session.
  */
+import { startTelemetry, type Telemetry } from "@metaharness/telemetry";
 
 export const OTLP_ENDPOINT = process.env["MH_OTLP_ENDPOINT"] ?? "http://127.0.0.1:4318";
 export const JAEGER_QUERY_URL = (process.env["MH_JAEGER_QUERY_URL"] ?? "http://127.0.0.1:16686").replace(/\/+$/, "");
@@ -78,6 +79,27 @@ export async function jaegerUnavailable(base = JAEGER_QUERY_URL): Promise<string
   } catch (err) {
     return `Jaeger's query API does not answer at ${base}/api/services (${describe(err)}): start it with MH_WITH_JAEGER=1 infra/up.sh (or infra/jaeger/up.sh)`;
   }
+}
+
+/**
+ * For a test file's beforeAll: why its tests must be skipped (Jaeger does not answer), or
+ * undefined when they can run. With MH_REQUIRE_JAEGER=1 a missing Jaeger is an error instead.
+ */
+export async function jaegerSkipReason(): Promise<string | undefined> {
+  const unavailable = await jaegerUnavailable();
+  if (unavailable === undefined) return undefined;
+  if (process.env["MH_REQUIRE_JAEGER"] === "1") throw new Error(`MH_REQUIRE_JAEGER=1: ${unavailable}`);
+  return `${unavailable} (set MH_REQUIRE_JAEGER=1 to fail instead)`;
+}
+
+/**
+ * This process's telemetry, exporting to Jaeger under `serviceName` (unique per run, so nothing
+ * else in Jaeger's memory matches). Fails when telemetry already runs under another name.
+ */
+export function exportToJaeger(serviceName: string): Telemetry {
+  const telemetry = startTelemetry({ serviceName, otlpEndpoint: OTLP_ENDPOINT });
+  if (telemetry.serviceName !== serviceName) throw new Error(`telemetry was already started in this process as ${telemetry.serviceName}`);
+  return telemetry;
 }
 
 /** Traces matching `q` (the query API's search, the one the UI's search page uses). */

@@ -21,6 +21,8 @@ commands:
                            or MH_DEV_DIR)
     --memory               keep the databases in memory (the key file is still used)
     --log-level L          service logs on stderr: trace|debug|info|warn|error|silent (default error)
+                           With MH_OTLP_ENDPOINT set its spans go there; with MH_JAEGER_QUERY_URL
+                           too, the session page shows each event's trace (/ui/traces/:id).
   run "prompt"             run one prompt as a session and stream it: tokens as they come, tool
                            calls with their duration and output, a usage summary at the end
     --agent ID             use this agent (default: the CLI's mh-default agent, created once)

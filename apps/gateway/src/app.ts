@@ -19,6 +19,7 @@ import type { GatewayConfig } from "./config.js";
 import { Router, type RouteDoc } from "./http/router.js";
 import { createServer } from "./http/server.js";
 import { registerAgentRoutes } from "./routes/agents.js";
+import { registerCredentialRoutes } from "./routes/credentials.js";
 import type { CredentialProxyRpc, HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
 import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
@@ -27,11 +28,12 @@ import { registerNotImplementedRoutes } from "./routes/not-implemented.js";
 import { registerResourceRoutes } from "./routes/resources.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerStreamRoute } from "./routes/stream.js";
+import { registerVaultRoutes } from "./routes/vaults.js";
 import { AgentStore } from "./store/agents.js";
 import { EnvironmentStore } from "./store/environments.js";
 import { SessionStore } from "./store/sessions.js";
 import { StreamRegistry } from "./stream/registry.js";
-import { loadUiConfig } from "./ui/config.js";
+import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
@@ -42,6 +44,12 @@ export interface GatewayDeps {
   readonly harness?: HarnessRpc;
   readonly credentials?: CredentialProxyRpc;
 }
+
+/**
+ * config.ts's settings, and the session page's (ui/config.ts): read from the environment when
+ * not given, as main.ts does; an embedding process that passes every setting passes these too.
+ */
+export type GatewaySettings = GatewayConfig & { readonly ui?: UiConfig };
 
 export interface GatewayHandle {
   /** `http://host:port`, the SDK's baseURL. */
@@ -54,7 +62,7 @@ export interface GatewayHandle {
   stop(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, logger: Logger, deps: GatewayDeps = {}): Promise<GatewayHandle> {
+export async function startGateway(config: GatewaySettings, logger: Logger, deps: GatewayDeps = {}): Promise<GatewayHandle> {
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
   try {
@@ -121,9 +129,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     registerResourceRoutes(ctx);
     registerEventRoutes(ctx);
     registerStreamRoute(ctx);
+    registerVaultRoutes(ctx);
+    registerCredentialRoutes(ctx);
     registerNotImplementedRoutes(ctx);
     registerMetaRoutes(ctx, db);
-    registerUiRoutes(app, ctx, { keys, ...loadUiConfig() });
+    registerUiRoutes(app, ctx, { keys, ...(config.ui ?? loadUiConfig()) });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

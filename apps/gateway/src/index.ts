@@ -1,8 +1,9 @@
 /**
  * The gateway as a library: tests and the single-process `mh dev` start it in-process.
  */
-export { startGateway, type GatewayDeps, type GatewayHandle } from "./app.js";
+export { startGateway, type GatewayDeps, type GatewayHandle, type GatewaySettings } from "./app.js";
 export { loadConfig, type BootstrapKey, type GatewayConfig } from "./config.js";
+export { loadUiConfig, type UiConfig } from "./ui/config.js";
 export { ERROR_CATALOG, ERROR_FOR_CODE, COMMON_ERRORS, type CatalogEntry, type GatewayErrorName } from "./errors/catalog.js";
 export { MANAGED_AGENTS_BETA } from "./auth/authenticate.js";
 export { previewEventId } from "./stream/previews.js";

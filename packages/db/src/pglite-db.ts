@@ -7,6 +7,10 @@
  * one: every Db opened on the same directory (two PGlites on one directory would corrupt it), or
  * on the same named in-memory database, is a handle to one instance, closed with the last handle.
  * Their tables never collide (as on a shared server, each service's migrations own their tables).
+ * The price: an open transaction holds the instance for every service of the process, so code
+ * must never wait on another service inside a transaction (it would wait on itself), and a
+ * transaction that waits on the outside world (the proxy's OAuth refresh, under its row lock)
+ * pauses the whole embedded stack for that long.
  */
 import { resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";

@@ -183,6 +183,7 @@ describe("unary", () => {
       "rpc.service": "metaharness.v1.SessionLog",
       "rpc.method": "GetSession",
       "rpc.grpc.status_code": 0,
+      "mh.session_id": "sess_ok",
     });
   });
 

@@ -1,6 +1,6 @@
 /**
  * Wrappers that let service code be plain async functions. Each call runs in a SERVER span
- * continuing the caller's trace, gets an AbortSignal for cancellation and deadline, and any thrown
+ * continuing the caller's trace (named after the session its request is about, if any), gets an AbortSignal for cancellation and deadline, and any thrown
  * error becomes a proper gRPC status (see grpc-errors.ts), logged once.
  */
 import type {
@@ -49,7 +49,7 @@ export function unary<Req, Res>(
   fn: (req: Req, ctx: CallContext) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    runCall(name, logger, call, {
+    runCall(name, logger, call, call.request, {
       body: async (ctx) => callback(null, await fn(call.request, ctx)),
       fail: (status) => callback(status),
     });
@@ -63,7 +63,7 @@ export function serverStream<Req, Res>(
   fn: (req: Req, stream: ServerStreamWriter<Res>, ctx: CallContext) => Promise<void>,
 ): handleServerStreamingCall<Req, Res> {
   return (call) => {
-    runCall(name, logger, call, {
+    runCall(name, logger, call, call.request, {
       body: async (ctx) => {
         const writer: ServerStreamWriter<Res> = {
           signal: ctx.signal,
@@ -82,7 +82,7 @@ interface CallHooks {
   readonly fail: (status: StatusError) => void;
 }
 
-function runCall(name: string, logger: Logger, call: SurfaceCall, hooks: CallHooks): void {
+function runCall(name: string, logger: Logger, call: SurfaceCall, request: unknown, hooks: CallHooks): void {
   const controller = new AbortController();
   // grpc-js also emits "cancelled" once a finished call's stream closes; only earlier ones count.
   let finished = false;
@@ -101,7 +101,7 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, hooks: CallHoo
   const parent = extractFromMetadata(call.metadata, ROOT_CONTEXT);
   const run = withSpan(
     name,
-    rpcAttributes(name),
+    { ...rpcAttributes(name), ...sessionAttribute(request) },
     async (span) => {
       const callLogger = logger.child({ rpc: name });
       const ctx: CallContext = {
@@ -165,6 +165,16 @@ function abortReason(signal: AbortSignal): MhError {
 function toDate(deadline: Deadline): Date | undefined {
   if (deadline instanceof Date) return deadline;
   return Number.isFinite(deadline) ? new Date(deadline) : undefined;
+}
+
+/**
+ * `mh.session_id` of a request with a `session_id` (ts-proto's `sessionId`), as the harness's
+ * step spans carry it: a session's traces can be searched for, and the gateway shows a trace
+ * only to the tenant owning every session named in it.
+ */
+function sessionAttribute(request: unknown): Attributes {
+  const id = typeof request === "object" && request !== null && "sessionId" in request ? request.sessionId : undefined;
+  return typeof id === "string" && id !== "" ? { "mh.session_id": id } : {};
 }
 
 /** OpenTelemetry RPC semantic-convention attributes for "pkg.Service/Method". */

@@ -1,8 +1,8 @@
 /**
  * `mh dev` as its own process: it prints the gateway URL and the local key, serves the official
  * SDK, refuses a second mh dev on its data directory, stops cleanly on SIGTERM (exit 0), and a
- * restart on the same data directory keeps both the key and the sessions (PGlite on disk), whose
- * resources can then be changed. Ports are chosen by the OS (--port 0).
+ * restart on the same data directory keeps the key, the sessions and the vaults (PGlite on disk), and
+ * the sessions' resources can then be changed. Ports are chosen by the OS (--port 0).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -49,6 +49,8 @@ describe("mh dev", () => {
     const run = mh(["run", "--url", first.url, "--api-key", first.key, "remember me"]);
     expect(await run.exited, run.stdout() + run.stderr()).toBe(0);
     const sessionId = /^session (sesn_\S+)$/m.exec(run.stdout())?.[1];
+    // Vaults are served by the embedded credential vault proxy (PGlite, master key in the data dir).
+    const vault = await new Anthropic({ baseURL: first.url, apiKey: first.key, maxRetries: 0 }).beta.vaults.create({ display_name: "kept" });
 
     first.proc.child.kill("SIGTERM");
     expect(await first.proc.exited).toBe(0);
@@ -60,12 +62,15 @@ describe("mh dev", () => {
     const session = await sdk.beta.sessions.retrieve(sessionId!);
     expect(session.title).toBe("remember me");
     expect(session.status).toBe("idle");
+    expect((await sdk.beta.vaults.retrieve(vault.id)).display_name).toBe("kept");
 
     // Resources on the one PGlite every service shares: the gateway holds no transaction while it
     // calls the credential proxy and the session log, whose queries go to the same database.
     const repo = { type: "github_repository", url: "https://git.example/org/app.git", authorization_token: "tok_dev_0123456789" };
     const added = await sdk.beta.sessions.resources.add(sessionId!, repo as unknown as ResourceAddParams);
     await sdk.beta.sessions.resources.update(added.id, { session_id: sessionId!, authorization_token: "tok_dev_rotated_0123" });
+    // Its token's vault is the session's own, not one of the tenant's vaults.
+    expect((await sdk.beta.vaults.list()).data.map((v) => v.id)).toEqual([vault.id]);
     expect((await sdk.beta.sessions.resources.list(sessionId!)).data).toEqual([expect.objectContaining({ id: added.id, mount_path: "/workspace/app" })]);
     await sdk.beta.sessions.resources.delete(added.id, { session_id: sessionId! });
     expect((await sdk.beta.sessions.retrieve(sessionId!)).resources).toEqual([]);

@@ -146,7 +146,7 @@ describe("git repositories", () => {
     const err = await rejection(provision(broker.client, thief, { repositories }));
     expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "resources.repositories[0]" });
     for (const t of [tenant, ""]) {
-      const { vaults } = await admin.listVaults({ tenant: t, pageSize: 500, pageToken: "" });
+      const { vaults } = await admin.listVaults({ tenant: t, pageSize: 500, pageToken: "", includeArchived: true });
       expect(vaults.map((v) => v.vaultId)).not.toContain(made!.vaultId);
     }
   });

@@ -46,7 +46,7 @@ beforeAll(async () => {
     { text: "Bumping the version.", toolUses: [BASH(PUSH)] },
     { text: "Pushed." },
   ]);
-  stack = await startStack({ scenarios: [scenario], repositories: true, logs });
+  stack = await startStack({ scenarios: [scenario], broker: true, logger: (service) => logs.logger(service) });
   sdk = new Anthropic({
     apiKey: "mh-test-key-tenant-a-0123456789",
     baseURL: stack.gateway.url,
@@ -151,10 +151,13 @@ describe("a session with a github_repository resource", () => {
     expectAbsent("the gateway's database", await databaseText(stack.db.url), TOKEN);
     expectAbsent("the session log's database", await databaseText(stack.brain.log.db.url), TOKEN);
     expectAbsent("the broker's database", await databaseText(stack.brain.broker!.db.url), TOKEN);
-    expectAbsent("the vault's database (encrypted)", await databaseText(stack.brain.vault!.db.url), TOKEN);
+    expectAbsent("the vault's database (encrypted)", await databaseText(stack.vault!.db.url), TOKEN);
     const services = new Set(logs.lines.map((l) => (JSON.parse(l) as { service: string }).service));
     expect([...services].sort()).toEqual(["credential-vault-proxy", "gateway", "harness", "sandbox-broker", "session-log"]);
     expectAbsent("the logs", logs.lines.join(""), TOKEN);
+    // The token's vault is the session's own: no vault of the tenant's, listed or found.
+    const tenantVaults = await sdk.beta.vaults.list();
+    expect(tenantVaults.data).toEqual([]);
   }, 120_000);
 
   it("lists, retrieves, adds, rotates and deletes resources", async () => {
@@ -191,7 +194,7 @@ describe("a session with a github_repository resource", () => {
 
     // Deleting the session deletes its vault with every token in it.
     await sdk.beta.sessions.delete(sessionId);
-    const c = new pg.Client({ connectionString: stack.brain.vault!.db.url });
+    const c = new pg.Client({ connectionString: stack.vault!.db.url });
     await c.connect();
     const left = await c.query("SELECT 1 FROM vaults WHERE session_id = $1", [sessionId]).finally(() => c.end());
     expect(left.rowCount).toBe(0);
@@ -228,7 +231,7 @@ describe("a session with a github_repository resource", () => {
     const logged = (await stack.brain.log.client.getSession({ sessionId: session.id })).session!.metadata!.repositories;
     expect(logged.map((r) => r.resourceId).sort()).toEqual(listed.map((r) => r.id).sort());
     // Each kept resource has its token in the session's one vault; the refused ones left none behind.
-    const c = new pg.Client({ connectionString: stack.brain.vault!.db.url });
+    const c = new pg.Client({ connectionString: stack.vault!.db.url });
     await c.connect();
     const { rows } = await c
       .query<{ n: string }>("SELECT count(*) AS n FROM credentials JOIN vaults USING (vault_id) WHERE vaults.session_id = $1", [session.id])

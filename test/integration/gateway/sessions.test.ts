@@ -1,6 +1,6 @@
 /**
  * Sessions through the official SDK on real services: create from an agent version in an
- * environment, with vaults (repositories, which need the credential vault proxy: repositories.test.ts); the agent snapshot, status and usage; update,
+ * environment, with a repository and vaults; the agent snapshot, status and usage; update,
  * list both ways, archive, delete; and tenant isolation: another tenant's objects are 404.
  */
 import Anthropic from "@anthropic-ai/sdk";
@@ -42,13 +42,15 @@ async function untilIdle(client: Anthropic, id: string): Promise<Anthropic.Beta.
 }
 
 describe("sessions", () => {
-  it("creates a session with a snapshot of the agent and vaults", async () => {
+  it("creates a session with a snapshot of the agent, a repository and vaults", async () => {
+    const vaultId = (await a.sdk.beta.vaults.create({ display_name: "user-1" })).id;
     const session = await a.sdk.beta.sessions.create({
       agent: agentId,
       environment_id: environmentId,
       title: "first",
       metadata: { ticket: "T-1" },
-      vault_ids: ["vlt_011CZkZaBF1tNoB5wlCeusgy"],
+      vault_ids: [vaultId],
+      resources: [{ type: "github_repository", url: "https://github.com/octocat/Hello-World.git", checkout: { type: "branch", name: "main" } }],
     });
     expect(session).toMatchObject({
       type: "session",
@@ -56,15 +58,18 @@ describe("sessions", () => {
       title: "first",
       environment_id: environmentId,
       metadata: { ticket: "T-1" },
-      vault_ids: ["vlt_011CZkZaBF1tNoB5wlCeusgy"],
+      vault_ids: [vaultId],
       archived_at: null,
       budget: null,
       outcome_evaluations: [],
       usage: { input_tokens: 0, output_tokens: 0 },
       agent: { id: agentId, type: "agent", version: 1, name: "greeter", system: "[scenario:hello] You greet.", multiagent: null },
-      resources: [],
+      resources: [
+        { type: "github_repository", url: "https://github.com/octocat/Hello-World.git", mount_path: "/workspace/Hello-World", checkout: { type: "branch", name: "main" } },
+      ],
     });
     expect(session.id).toMatch(/^sesn_/);
+    expect((session.resources[0] as Anthropic.Beta.Sessions.BetaManagedAgentsGitHubRepositoryResource).id).toMatch(/^sesrsc_/);
 
     // The agent's later versions do not change the session.
     await a.sdk.beta.agents.update(agentId, { system: "[scenario:hello] Changed." });
@@ -72,7 +77,10 @@ describe("sessions", () => {
 
     // The harness runs the snapshot: its model and its tools, with their policies.
     const { session: logged } = await stack.brain.log.client.getSession({ sessionId: session.id });
-    expect(logged?.metadata).toMatchObject({ tenant: "tenant-a", agentId, agentVersion: 1, environmentId, title: "first" });
+    expect(logged?.metadata).toMatchObject({ tenant: "tenant-a", agentId, agentVersion: 1, environmentId, title: "first", vaultIds: [vaultId] });
+    // Its repository, for the sandboxes to clone (repositories.test.ts clones one for real).
+    const resourceId = (session.resources[0] as Anthropic.Beta.Sessions.BetaManagedAgentsGitHubRepositoryResource).id;
+    expect(logged?.metadata?.repositories).toEqual([{ resourceId, url: "https://github.com/octocat/Hello-World.git", mountPath: "Hello-World", checkout: "main" }]);
     expect(logged?.metadata?.agent?.model).toBe("claude-sonnet-5-5");
     expect(logged?.metadata?.agent?.tools.map((t) => t.name)).toEqual(["bash", "edit", "read", "write", "glob", "grep"]);
   });
@@ -102,8 +110,7 @@ describe("sessions", () => {
 
   it("refuses what it cannot honour, naming the field", async () => {
     const cases: Array<[Partial<Anthropic.Beta.SessionCreateParams>, string]> = [
-      // This gateway has no credential vault proxy, through which repositories are cloned.
-      [{ resources: [{ type: "github_repository", url: "https://github.com/a/b", authorization_token: "ghp_secret" }] }, "resources[0]: github_repository resources are cloned through the credential vault proxy"],
+      [{ resources: [{ type: "github_repository", url: "https://github.com/a/b", authorization_token: "" }] }, "resources[0].authorization_token:"],
       [{ resources: [{ type: "file", file_id: "file_1" }] }, "resources[0].type:"],
       [{ initial_events: [{ type: "user.message", content: [{ type: "text", text: "" }] }] }, "initial_events[0].content[0].text"],
       [{ agent: { type: "agent", id: agentId, version: 99 } }, "agent.version:"],

@@ -61,15 +61,11 @@ beforeAll(async () => {
   delete env["ANTHROPIC_API_KEY"];
   topic = await readTopic(kafkaTopic);
   const { stdout } = await run("bash", [join(ROOT, "infra/stack/up.sh")], { env, cwd: ROOT, timeout: 90_000 });
-  const out = Object.fromEntries(
-    stdout
-      .trim()
-      .split("\n")
-      .map((l) => {
-        const [name = "", value = ""] = l.split(/=(.*)/s);
-        return [name, value] as const;
-      }),
-  );
+  const out: Record<string, string> = {};
+  for (const line of stdout.trim().split("\n")) {
+    const eq = line.indexOf("=");
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
+  }
   sdk = new Anthropic({ apiKey: out["MH_API_KEY"], baseURL: out["MH_URL"], maxRetries: 0 });
 }, 120_000);
 

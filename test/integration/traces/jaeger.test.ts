@@ -11,15 +11,15 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType } from "@metaharness/proto";
-import { startTelemetry, type Telemetry } from "@metaharness/telemetry";
+import type { Telemetry } from "@metaharness/telemetry";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { userMessage } from "../../support/events.js";
 import {
-  OTLP_ENDPOINT,
   childrenOf,
+  exportToJaeger,
   findTraces,
   getTrace,
-  jaegerUnavailable,
+  jaegerSkipReason,
   serviceOf,
   tagOf,
   traceUrl,
@@ -38,15 +38,9 @@ let telemetry: Telemetry | undefined;
 let brain: Brain | undefined;
 
 beforeAll(async () => {
-  unavailable = await jaegerUnavailable();
-  if (unavailable !== undefined) {
-    if (process.env["MH_REQUIRE_JAEGER"] === "1") throw new Error(`MH_REQUIRE_JAEGER=1: ${unavailable}`);
-    return;
-  }
-  telemetry = startTelemetry({ serviceName, otlpEndpoint: OTLP_ENDPOINT });
-  if (telemetry.serviceName !== serviceName) {
-    throw new Error(`telemetry was already started in this process as ${telemetry.serviceName}`);
-  }
+  unavailable = await jaegerSkipReason();
+  if (unavailable !== undefined) return;
+  telemetry = exportToJaeger(serviceName);
   brain = await startBrain({ scenarios: [defineScenario("hi", [{ text: "traced answer" }])] });
 });
 
@@ -57,7 +51,7 @@ afterAll(async () => {
 
 describe("traces in Jaeger", () => {
   it("show a harness step with the session log's appends as children, named by its events", async (ctx) => {
-    if (unavailable !== undefined) ctx.skip(`${unavailable} (set MH_REQUIRE_JAEGER=1 to fail instead)`);
+    if (unavailable !== undefined) ctx.skip(unavailable);
     const since = new Date();
     const sessionId = await brain!.createSession();
     await brain!.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] hi") });

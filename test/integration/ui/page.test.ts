@@ -17,12 +17,10 @@ import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, KEY_B, raw, startStack, type Stack } from "../../support/gateway.js";
-import { launchChromium } from "./browser.js";
+import { launchChromium, newPage as openPage, UI_TIMEOUT_MS } from "./browser.js";
 
 const SCREENSHOTS = fileURLToPath(new URL("./__screenshots__/", import.meta.url));
 const DEFAULT_TRACE_TEMPLATE = "http://127.0.0.1:16686/trace/{trace_id}";
-/** Waits on the page: generous, since the stack and the browser share two cores. */
-const UI_TIMEOUT_MS = 20_000;
 
 const LOG_LINES = [
   "2026-11-29T10:02:11Z deploy api@4f2c1e starting",
@@ -95,16 +93,7 @@ afterAll(async () => {
 });
 
 /** A new tab (so, without a key); `pageErrors` then holds its script errors only. */
-async function newPage(): Promise<Page> {
-  pageErrors.length = 0;
-  const page = await context.newPage();
-  page.setDefaultTimeout(UI_TIMEOUT_MS);
-  page.on("pageerror", (err) => pageErrors.push(err.message));
-  page.on("console", (msg) => {
-    if (msg.type() === "error") pageErrors.push(msg.text());
-  });
-  return page;
-}
+const newPage = (): Promise<Page> => openPage(context, pageErrors);
 
 async function signIn(page: Page, key: string): Promise<void> {
   await page.getByLabel("API key").fill(key);

@@ -2,11 +2,14 @@
  * `mh dev`: every service in this one process on the embedded default (stack/embedded.ts), kept
  * running until SIGINT/SIGTERM, then stopped in order through service-kit's installShutdown.
  * Data lives in .local/dev (or --data-dir), or in memory with --memory; the local API key is
- * kept in the data directory either way, so clients on this machine find it.
+ * kept in the data directory either way, so clients on this machine find it. With
+ * MH_OTLP_ENDPOINT its spans go there (one service, mh-dev), and with MH_JAEGER_QUERY_URL the
+ * session page shows them (/ui/traces/:id).
  */
 import { parseArgs } from "node:util";
 import { MhError } from "@metaharness/errors";
-import { createLogger, installShutdown, type LogLevel } from "@metaharness/service-kit";
+import { createLogger, env as envVar, installShutdown, readConfig, type LogLevel } from "@metaharness/service-kit";
+import { startTelemetry } from "@metaharness/telemetry";
 import { DEV_PORT } from "../client/connect.js";
 import { demoScenario } from "../demo/scenario.js";
 import type { Output } from "../output.js";
@@ -16,6 +19,11 @@ import { lockDataDir } from "../stack/dev-lock.js";
 import { defaultDataDir, startStack, type Stack, type StackOptions } from "../stack/embedded.js";
 
 const LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "silent"];
+/** Where spans go and where the session page reads them back, as for the services run alone. */
+const TRACES = {
+  otlpEndpoint: envVar.optionalUrl("MH_OTLP_ENDPOINT", { protocols: ["http", "https"] }),
+  jaegerQueryUrl: envVar.optionalUrl("MH_JAEGER_QUERY_URL", { protocols: ["http", "https"] }),
+} as const;
 
 export interface DevOptions {
   readonly host: string;
@@ -48,6 +56,7 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
   const { key, path } = await ensureDevKey(opts.dataDir);
   const unlock = opts.memory ? () => Promise.resolve() : await lockDataDir(opts.dataDir);
   const realKey = env["ANTHROPIC_API_KEY"];
+  const { jaegerQueryUrl } = readConfig(TRACES, env);
   const started = startStack({
     apiKey: key,
     host: opts.host,
@@ -57,6 +66,7 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
     ...(extra.offlinePace === undefined ? {} : { offlinePace: extra.offlinePace }),
     ...(opts.memory ? {} : { dataDir: opts.dataDir }),
     ...(realKey === undefined || realKey === "" ? {} : { anthropicApiKey: realKey }),
+    ...(jaegerQueryUrl === undefined ? {} : { jaegerQueryUrl }),
   });
   let stack: Stack;
   try {
@@ -96,11 +106,19 @@ export function describeDev(stack: Stack, keyPath: string, out: Output): void {
 
 export async function dev(args: string[], out: Output, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const opts = parseDevArgs(args, env);
-  const { stack, keyPath } = await startDev(opts, env);
+  const traces = readConfig(TRACES, env);
+  // Before the services start, so their spans (and their events' trace ids) exist from the first.
+  const telemetry = traces.otlpEndpoint === undefined ? undefined : startTelemetry({ serviceName: "mh-dev", otlpEndpoint: traces.otlpEndpoint });
+  const { stack, keyPath } = await startDev(opts, env).catch(async (err: unknown) => {
+    await telemetry?.shutdown().catch(() => undefined);
+    throw err;
+  });
   describeDev(stack, keyPath, out);
+  if (telemetry !== undefined) out.line(`Spans go to ${traces.otlpEndpoint}${traces.jaegerQueryUrl === undefined ? "." : `; each event's trace opens on the session page (${stack.url}/ui/).`}`);
   const logger = createLogger({ service: "mh-dev", level: opts.logLevel, destination: process.stderr });
+  const stops = [{ name: "stack", run: () => stack.stop() }, ...(telemetry === undefined ? [] : [{ name: "telemetry", run: () => telemetry.shutdown() }])];
   return new Promise<number>((resolve) => {
-    installShutdown(logger, [{ name: "stack", run: () => stack.stop() }], {
+    installShutdown(logger, stops, {
       exit: (code) => {
         out.line("stopped.");
         resolve(code);

@@ -13,7 +13,7 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { loadConfig as credentialProxyConfig, startCredentialProxy } from "@metaharness/credential-vault-proxy";
 import { createMemoryBus } from "@metaharness/event-bus";
-import { loadConfig as gatewayConfig, startGateway } from "@metaharness/gateway";
+import { loadConfig as gatewayConfig, loadUiConfig, startGateway } from "@metaharness/gateway";
 import { loadConfig as harnessConfig, startHarness } from "@metaharness/harness";
 import { startOfflineModel, type Scenario } from "@metaharness/offline-model";
 import { loadConfig as brokerConfig, startSandboxBroker } from "@metaharness/sandbox-broker";
@@ -38,6 +38,8 @@ export interface StackOptions {
   readonly offlinePace?: { readonly ttftMs: number; readonly tokensPerSecond: number };
   /** Service logs (JSON lines) go to stderr at this level. */
   readonly logLevel?: LogLevel;
+  /** Jaeger's query API, for the session page's trace view (MH_JAEGER_QUERY_URL). */
+  readonly jaegerQueryUrl?: string;
 }
 
 export interface StackComponent {
@@ -177,7 +179,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_GATEWAY_API_KEYS: `${opts.apiKey}:local`,
       MH_LOG_LEVEL: level,
     });
-    const gateway = await timed("gateway", "Claude Managed Agents API", () => startGateway(gwConfig, logger("gateway")));
+    const ui = loadUiConfig(opts.jaegerQueryUrl === undefined ? {} : { MH_JAEGER_QUERY_URL: opts.jaegerQueryUrl });
+    const gateway = await timed("gateway", "Claude Managed Agents API", () => startGateway({ ...gwConfig, ui }, logger("gateway")));
     stops.push({ name: "gateway", run: () => gateway.stop() });
 
     return {

@@ -1,10 +1,10 @@
 /**
  * Which vaults a session may use: its own vault (the tokens of its repository resources), first,
  * then the ones its metadata names (SessionMetadata.vault_ids, fixed when the session was
- * created), read from the session log, that exist, belong to the session's tenant and are no
- * session's own. The named ones are cached briefly and boundedly; the own vault is looked up each
- * time, so one created after the session started is used at once. A session that does not exist
- * is NOT_FOUND.
+ * created), read from the session log, that exist, are not archived, belong to the session's
+ * tenant and are no session's own. The named ones are cached briefly and boundedly; the own vault
+ * is looked up each time, so one created after the session started is used at once. A session
+ * that does not exist is NOT_FOUND.
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
@@ -74,7 +74,7 @@ export class SessionVaults {
     if (usable.length < named.length) {
       this.logger.warn(
         { session_id: sessionId, named: named.length, usable: usable.length },
-        "some vaults the session names do not exist, belong to another tenant or are another session's own",
+        "some vaults the session names do not exist, are archived, belong to another tenant or are another session's own",
       );
     }
     return usable.map((v) => v.vaultId);

@@ -123,21 +123,29 @@ export const ERROR_CATALOG = {
     errorCode: "not_implemented",
     sdkError: "NotImplementedError",
     retry: false,
-    when: "An SDK endpoint this gateway does not serve yet (vaults, threads, environment work).",
+    when: "An SDK endpoint this gateway does not serve yet (threads, environment work).",
+  },
+  credential_vault_unconfigured: {
+    status: 501,
+    type: "api_error",
+    errorCode: "credential_vault_unconfigured",
+    sdkError: "NotImplementedError",
+    retry: false,
+    when: "The gateway runs without a credential vault proxy (`MH_CREDENTIAL_PROXY_ADDR`): vaults and credentials, `vault_ids` on a new session, and `github_repository` resources (cloned through it) are not available in this deployment.",
   },
   unavailable: {
     status: 503,
     type: "overloaded_error",
     sdkError: "ServiceUnavailableError",
     retry: true,
-    when: "The session log or the database cannot be reached, or the gateway is shutting down.",
+    when: "The session log or the database cannot be reached, or the gateway is shutting down; on the trace page's route, Jaeger cannot be reached (or is not configured).",
   },
   timeout: {
     status: 504,
     type: "timeout_error",
     sdkError: "GatewayTimeoutError",
     retry: true,
-    when: "A backend call ran past its deadline.",
+    when: "A backend call (or a read from Jaeger) ran past its deadline.",
   },
 } as const satisfies Record<string, CatalogEntry>;
 

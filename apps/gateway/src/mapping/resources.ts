@@ -13,7 +13,7 @@ import type {
 } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { BetaManagedAgentsGitHubRepositoryResource } from "@anthropic-ai/sdk/resources/beta/sessions/resources";
 import type { SessionRepository } from "@metaharness/proto";
-import { invalidRequest } from "../errors/api-error.js";
+import { ApiError, invalidRequest } from "../errors/api-error.js";
 import { RESOURCE_ID_PREFIX, newId } from "../ids.js";
 
 export type ResourceParams =
@@ -114,9 +114,9 @@ export function resolveResource(p: ResourceParams, field: string, now: Date, tak
   if (p.type === "file") throw invalidRequest(at("type"), "file resources need the Files API, which this gateway does not serve yet");
   if (p.type === "memory_store") throw invalidRequest(at("type"), "memory stores are not supported by this gateway yet");
   if (!proxied) {
-    throw invalidRequest(
-      field === "" ? "type" : field,
-      "github_repository resources are cloned through the credential vault proxy, which this gateway is not configured with (MH_CREDENTIAL_PROXY_ADDR)",
+    throw new ApiError(
+      "credential_vault_unconfigured",
+      `${field === "" ? "type" : field}: github_repository resources are cloned through the credential vault proxy, which this deployment runs the gateway without (MH_CREDENTIAL_PROXY_ADDR)`,
     );
   }
   const resolved = github(p, at, now);

@@ -1,8 +1,7 @@
 /**
  * The SDK endpoints this gateway does not serve yet answer 501 with a body saying so, instead
- * of a 404 that would read as "no such object": vaults and their credentials (they come with the
- * credential vault proxy), session threads, and the self-hosted environment work queue (the
- * EnvironmentWorker protocol).
+ * of a 404 that would read as "no such object": session threads, and the self-hosted environment
+ * work queue (the EnvironmentWorker protocol).
  */
 import type { Method } from "../http/router.js";
 import { ApiError } from "../errors/api-error.js";
@@ -14,33 +13,10 @@ interface Unserved {
   readonly sdk: string;
 }
 
-const VAULTS = "Vaults are not yet available in Meta-Harness: they arrive with the credential vault proxy.";
 const THREADS = "Session threads (multiagent sessions) are not supported by Meta-Harness yet.";
 const WORK = "Self-hosted environment work (EnvironmentWorker) is not served by this gateway yet.";
 
 const UNSERVED: ReadonlyArray<readonly [string, readonly Unserved[]]> = [
-  [
-    VAULTS,
-    [
-      { method: "POST", url: "/v1/vaults", sdk: "beta.vaults.create" },
-      { method: "GET", url: "/v1/vaults", sdk: "beta.vaults.list" },
-      { method: "GET", url: "/v1/vaults/:vault_id", sdk: "beta.vaults.retrieve" },
-      { method: "POST", url: "/v1/vaults/:vault_id", sdk: "beta.vaults.update" },
-      { method: "DELETE", url: "/v1/vaults/:vault_id", sdk: "beta.vaults.delete" },
-      { method: "POST", url: "/v1/vaults/:vault_id/archive", sdk: "beta.vaults.archive" },
-      { method: "POST", url: "/v1/vaults/:vault_id/credentials", sdk: "beta.vaults.credentials.create" },
-      { method: "GET", url: "/v1/vaults/:vault_id/credentials", sdk: "beta.vaults.credentials.list" },
-      { method: "GET", url: "/v1/vaults/:vault_id/credentials/:credential_id", sdk: "beta.vaults.credentials.retrieve" },
-      { method: "POST", url: "/v1/vaults/:vault_id/credentials/:credential_id", sdk: "beta.vaults.credentials.update" },
-      { method: "DELETE", url: "/v1/vaults/:vault_id/credentials/:credential_id", sdk: "beta.vaults.credentials.delete" },
-      { method: "POST", url: "/v1/vaults/:vault_id/credentials/:credential_id/archive", sdk: "beta.vaults.credentials.archive" },
-      {
-        method: "POST",
-        url: "/v1/vaults/:vault_id/credentials/:credential_id/mcp_oauth_validate",
-        sdk: "beta.vaults.credentials.mcpOAuthValidate",
-      },
-    ],
-  ],
   [
     THREADS,
     [

@@ -14,7 +14,7 @@
 import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaManagedAgentsDeleteSessionResource } from "@anthropic-ai/sdk/resources/beta/sessions/resources";
 import { MhError } from "@metaharness/errors";
-import { invalidRequest, notFound } from "../errors/api-error.js";
+import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit, type TimeIdPosition } from "../http/pagination.js";
 import { checkToken, resolveResource, type ResourceParams, type SessionResource } from "../mapping/resources.js";
 import { listResourcesQuery, MAX_RESOURCES, resourceBody, resourceParams, sessionParams, updateResourceBody } from "../schemas/sessions.js";
@@ -83,7 +83,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       sdk: "beta.sessions.resources.add",
       summary: "Add a github_repository resource to a session: its next sandbox clones it.",
       response: "BetaManagedAgentsSessionResource",
-      errors: ["not_found", "request_too_large"],
+      errors: ["not_found", "credential_vault_unconfigured", "request_too_large"],
       schema: { params: sessionParams, body: resourceBody },
     },
     async (req): Promise<SessionResource> => {
@@ -120,7 +120,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       sdk: "beta.sessions.resources.update",
       summary: "Rotate a github_repository resource's token: git uses the new one from its next command on.",
       response: "BetaManagedAgentsSessionResource",
-      errors: ["not_found", "request_too_large"],
+      errors: ["not_found", "credential_vault_unconfigured", "request_too_large"],
       schema: { params: resourceParams, body: updateResourceBody },
     },
     async (req): Promise<SessionResource> => {
@@ -129,7 +129,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       const current = await sessions.require(req.tenant, sessionId);
       const resource = find(current, resourceId);
       const token = checkToken(req.body.authorization_token, "authorization_token") ?? "";
-      if (ctx.credentials === undefined) throw invalidRequest("authorization_token", "tokens are held by the credential vault proxy, which this gateway is not configured with");
+      if (ctx.credentials === undefined) throw new ApiError("credential_vault_unconfigured", "authorization_token: tokens are held by the credential vault proxy, which this deployment runs the gateway without");
       const target = { tenant: req.tenant, sessionId, resourceId, url: resource.url };
       const stored = await putToken(ctx.credentials, current.tokens.vaultId, tokenOf(current.tokens, resourceId), target, token);
       try {

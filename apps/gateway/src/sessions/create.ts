@@ -1,10 +1,11 @@
 /**
- * Creating a session: resolve the agent (one version, with overrides) and the environment of
- * this tenant, check every input before anything is written, create the session in the log with
- * the agent snapshotted as the harness's AgentConfig and its repositories, hand the repositories'
- * tokens to the credential vault proxy, record the gateway's view, then append the initial events
- * and wake the harness. The log's session comes first: a failure between the writes leaves an
- * empty session nobody can see, never a visible session without a log or a token in the clear.
+ * Creating a session: resolve the agent (one version, with overrides), the environment and the
+ * vaults of this tenant, check every input before anything is written, create the session in the
+ * log with the agent snapshotted as the harness's AgentConfig and its repositories, hand the
+ * repositories' tokens to the credential vault proxy, record the gateway's view, then append the
+ * initial events and wake the harness. The log's session comes first: a failure between the
+ * writes leaves an empty session nobody can see, never a visible session without a log or a token
+ * in the clear.
  */
 import type { BetaManagedAgentsSession, SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { fromManagedAgentsParams, newSessionId } from "@metaharness/events";
@@ -17,6 +18,8 @@ import { resolveResources, type ResolvedResource } from "../mapping/resources.js
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
 import type { RouteContext } from "../routes/context.js";
 import { NO_TOKENS, type ResourceTokens } from "../store/sessions.js";
+import { VaultAccess } from "../vaults/access.js";
+import { sessionVaultIds } from "../vaults/session-vaults.js";
 import { appendUserEvents } from "./append.js";
 import { dropVault, putToken } from "./repository-tokens.js";
 import { viewSession } from "./live.js";
@@ -54,7 +57,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   const resources = resolveResources(body.resources, now, ctx.credentials !== undefined);
   const events = initialEvents(body.initial_events);
   const title = body.title === undefined || body.title === "" ? null : body.title;
-  const vaultIds = [...new Set(body.vault_ids ?? [])];
+  const vaultIds = await sessionVaultIds(new VaultAccess(ctx.credentials), tenant, body.vault_ids);
 
   const sessionId = newSessionId();
   const { session } = await ctx.log.createSession({

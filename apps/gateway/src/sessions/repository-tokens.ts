@@ -52,6 +52,7 @@ export async function putToken(
       displayName: target.resourceId,
       config: { $case: "gitToken", value: { urlPrefix: target.url, host: "", username: "" } },
       secret: { token, accessToken: "", refreshToken: "", clientSecret: "" },
+      metadata: { "mh.resource_id": target.resourceId },
     });
   let answer;
   try {

@@ -1,10 +1,8 @@
 /**
- * The session page's view of events and its settings: trace ids from traceparents, thinking
- * text, and a trace URL template that can only ever be an http(s) link.
+ * The session page's view of events: trace ids from traceparents, thinking text.
  */
 import { newEvent, toManagedAgentsJson } from "@metaharness/events";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_TRACE_URL_TEMPLATE, loadUiConfig } from "./config.js";
 import { parseTraceparent, toUiEventJson } from "./events.js";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -39,22 +37,5 @@ describe("toUiEventJson", () => {
     const json = toUiEventJson(event);
     expect(json.thinking).toBe("check the migrations first");
     expect(JSON.stringify(json)).not.toContain("sig-secret");
-  });
-});
-
-describe("loadUiConfig", () => {
-  it("links to Jaeger by default", () => {
-    expect(loadUiConfig({}).traceUrlTemplate).toBe(DEFAULT_TRACE_URL_TEMPLATE);
-  });
-
-  it("takes any http(s) template with {trace_id}", () => {
-    const template = "https://grafana.example.com/explore?traceId={trace_id}&span={span_id}";
-    expect(loadUiConfig({ MH_TRACE_URL_TEMPLATE: template }).traceUrlTemplate).toBe(template);
-  });
-
-  it("refuses a template that is not an http(s) link to a trace", () => {
-    for (const bad of ["javascript:alert({trace_id})", "http://jaeger/trace/", "/trace/{trace_id}", 'http://x/{trace_id}"><script>']) {
-      expect(() => loadUiConfig({ MH_TRACE_URL_TEMPLATE: bad })).toThrow(/MH_TRACE_URL_TEMPLATE/);
-    }
   });
 });

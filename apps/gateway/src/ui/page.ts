@@ -1,7 +1,8 @@
 /**
- * The one HTML document behind every page of the UI (/ui/ and /ui/sessions/:id): a shell that
- * loads the stylesheet and the browser module, which reads the path and renders the page. It
- * holds no data, so it is served without a key; the data comes from key-checked JSON routes.
+ * The one HTML document behind every page of the UI (/ui/, /ui/sessions/:id, /ui/traces/:id):
+ * a shell that loads the stylesheet and the browser module, which reads the path and renders the
+ * page. It holds no data, so it is served without a key; the data comes from key-checked JSON
+ * routes.
  */
 
 const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };

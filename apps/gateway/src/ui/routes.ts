@@ -1,10 +1,11 @@
 /**
- * The session page: GET /ui/ (the sessions of the key's tenant) and /ui/sessions/:id (one
- * session as a live timeline), their static files, and two small JSON routes for what the
- * Managed Agents API does not show (traces and thinking of events, each session's last
- * activity). The pages themselves hold no data; everything they show is fetched with the API
- * key the person entered, from /v1 and /ui/api, both scoped to the key's tenant. These routes
- * are not part of the Managed Agents API, so they stay out of /openapi.json.
+ * The session page: GET /ui/ (the sessions of the key's tenant), /ui/sessions/:id (one
+ * session as a live timeline) and /ui/traces/:id (one trace as a waterfall), their static
+ * files, and small JSON routes for what the Managed Agents API does not show (traces and
+ * thinking of events, each session's last activity, a trace read from Jaeger). The pages
+ * themselves hold no data; everything they show is fetched with the API key the person entered,
+ * from /v1 and /ui/api, both scoped to the key's tenant. These routes are not part of the
+ * Managed Agents API, so they stay out of /openapi.json.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ApiKeys } from "../auth/api-keys.js";
@@ -13,11 +14,13 @@ import { ApiError } from "../errors/api-error.js";
 import type { RouteContext } from "../routes/context.js";
 import { ASSET_NAME, loadAssets } from "./assets.js";
 import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type ActivityQuery, type EventsQuery } from "./api.js";
+import type { UiConfig } from "./config.js";
+import { JaegerQuery } from "./jaeger.js";
 import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
+import { readTrace, traceParams } from "./traces.js";
 
-export interface UiOptions {
+export interface UiOptions extends UiConfig {
   readonly keys: ApiKeys;
-  readonly traceUrlTemplate: string;
 }
 
 const SECURITY_HEADERS = {
@@ -42,6 +45,7 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
     ui.get("/ui", (_req, reply) => reply.redirect("/ui/", 308));
     ui.get("/ui/", page);
     ui.get("/ui/sessions/:session_id", page);
+    ui.get("/ui/traces/:trace_id", page);
 
     ui.get<{ Params: { name: string } }>("/ui/assets/:name", (req, reply) => {
       const found = ASSET_NAME.test(req.params.name) ? assets.get(req.params.name) : undefined;
@@ -66,6 +70,12 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
       "/ui/api/activity",
       { onRequest: authenticated, schema: { querystring: activityQuery } },
       async (req) => activity(ctx, req.tenant, req.query.session_id),
+    );
+    const jaeger = opts.jaegerQueryUrl === undefined ? undefined : new JaegerQuery(opts.jaegerQueryUrl);
+    ui.get<{ Params: { trace_id: string } }>(
+      "/ui/api/traces/:trace_id",
+      { onRequest: authenticated, schema: { params: traceParams } },
+      async (req) => readTrace(ctx, jaeger, req.tenant, req.params.trace_id),
     );
   });
 }

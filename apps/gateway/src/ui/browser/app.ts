@@ -1,13 +1,14 @@
 /**
  * The page's entry point: asks for an API key when the tab has none, then renders the page the
- * path names (/ui/ or /ui/sessions/:id). A key the gateway refuses is forgotten and asked for
- * again. The key is checked against /v1/sessions before it is kept.
+ * path names (/ui/, /ui/sessions/:id or /ui/traces/:id). A key the gateway refuses is forgotten
+ * and asked for again. The key is checked against /v1/sessions before it is kept.
  */
 import { currentKey, forgetKey, getJson, HttpError, storeKey } from "./api.js";
 import { byId, h, meta, replaceChildren } from "./dom.js";
 import { listPage } from "./list-page.js";
 import type { PageContext } from "./page-context.js";
 import { sessionPage } from "./session-page.js";
+import { tracePage } from "./trace-page.js";
 import { notice } from "./widgets.js";
 
 const main = byId("main");
@@ -81,9 +82,14 @@ function route(): void {
   showKeyStatus();
   const path = location.pathname.replace(/\/+$/, "");
   const session = /^\/ui\/sessions\/([^/]+)$/.exec(path);
+  const trace = /^\/ui\/traces\/([^/]+)$/.exec(path);
   if (path === "/ui") return listPage(main, ctx);
   if (session?.[1] !== undefined) {
     void sessionPage(main, decodeURIComponent(session[1]), ctx);
+    return;
+  }
+  if (trace?.[1] !== undefined) {
+    void tracePage(main, decodeURIComponent(trace[1]), ctx);
     return;
   }
   replaceChildren(main, notice(`Nothing here: ${location.pathname}`, "error"), h("p", {}, h("a", { href: "/ui/" }, "All sessions")));

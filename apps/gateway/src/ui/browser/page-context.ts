@@ -5,7 +5,7 @@
 import type { HttpError } from "./api.js";
 
 export interface PageContext {
-  /** MH_TRACE_URL_TEMPLATE, with `{trace_id}` (and maybe `{span_id}`) to fill in. */
+  /** MH_TRACE_URL_TEMPLATE (or the trace page, /ui/traces/...), with `{trace_id}` (and maybe `{span_id}`) to fill in. */
   readonly traceTemplate: string;
   /** The gateway refused the key (401): ask for one again. */
   unauthorized(error: HttpError): void;

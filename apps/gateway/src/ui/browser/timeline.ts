@@ -130,7 +130,13 @@ export class Timeline {
   private traceLink(event: UiEventJson): HTMLElement | undefined {
     const url = traceUrl(this.traceTemplate, event.trace_id, event.span_id);
     if (url === undefined) return undefined;
-    return h("a", { class: "trace-link", href: url, target: "_blank", rel: "noopener noreferrer", title: `Trace ${event.trace_id ?? ""}`, "data-trace-id": event.trace_id }, "trace");
+    // The gateway's own trace page opens in this tab (Back returns here); another tool in a new one.
+    const external = !url.startsWith("/");
+    return h(
+      "a",
+      { class: "trace-link", href: url, target: external ? "_blank" : undefined, rel: external ? "noopener noreferrer" : undefined, title: `Trace ${event.trace_id ?? ""}`, "data-trace-id": event.trace_id },
+      "trace",
+    );
   }
 
   /** seq anchor, time, type and trace link of an event. */

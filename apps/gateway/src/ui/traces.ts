@@ -1,0 +1,34 @@
+/**
+ * GET /ui/api/traces/:trace_id: one trace from Jaeger, as the trace page draws it. Jaeger knows
+ * nothing of tenants, so the trace is the key's tenant's only when every session its spans name
+ * (mh.session_id: harness steps, session-scoped RPCs) is a session of that tenant, and it names at
+ * least one. Anything else, like a trace Jaeger does not have, is not found: the answer never
+ * tells whether another tenant's trace exists.
+ */
+import { ApiError } from "../errors/api-error.js";
+import type { RouteContext } from "../routes/context.js";
+import { obj, str } from "../schemas/common.js";
+import type { JaegerQuery } from "./jaeger.js";
+import { sessionIdsOf, toTraceView, type TraceView } from "./trace-view.js";
+
+/** Distinct sessions a trace may name and still be checked (ours name one). */
+export const MAX_TRACE_SESSIONS = 100;
+
+export const traceParams = obj({ trace_id: str("The trace: 32 lowercase hex digits, as in an event's traceparent.", { pattern: "^[0-9a-f]{32}$" }) }, ["trace_id"]);
+
+/** Whether the sessions a trace names make it the caller's: at least one, and every one `owns`. */
+export async function ownsTrace(sessionIds: readonly string[], owns: (sessionId: string) => Promise<boolean>): Promise<boolean> {
+  if (sessionIds.length === 0 || sessionIds.length > MAX_TRACE_SESSIONS) return false;
+  const owned = await Promise.all(sessionIds.map(owns));
+  return owned.every(Boolean);
+}
+
+export async function readTrace(ctx: RouteContext, jaeger: JaegerQuery | undefined, tenant: string, traceId: string): Promise<TraceView> {
+  if (jaeger === undefined) throw new ApiError("unavailable", "This gateway shows no traces: it was started without MH_JAEGER_QUERY_URL.");
+  const trace = await jaeger.trace(traceId);
+  const mine = trace !== undefined && (await ownsTrace(sessionIdsOf(trace), async (id) => (await ctx.sessions.get(tenant, id)) !== undefined));
+  if (!mine) {
+    throw new ApiError("not_found", `No trace ${traceId} for this API key. Jaeger keeps traces in memory, and a trace's spans reach it a second or two after the work.`);
+  }
+  return toTraceView(trace);
+}
