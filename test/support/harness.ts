@@ -96,6 +96,7 @@ export async function startBrain(opts: {
             explicitTools: false,
             ...agent,
           },
+          environment: undefined,
         };
         const { session } = await log.client.createSession({ sessionId: "", metadata });
         return session!.sessionId;
