@@ -30,8 +30,16 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(opts: { scenarios: Scenario[]; env?: Record<string, string> }): Promise<Stack> {
-  const brain = await startBrain({ scenarios: opts.scenarios });
+export async function startStack(opts: {
+  scenarios: Scenario[];
+  /** The gateway's settings. */
+  env?: Record<string, string>;
+  /** The harness's settings. */
+  harnessEnv?: Record<string, string>;
+  /** A real sandbox broker (bubblewrap) behind the harness. */
+  broker?: Parameters<typeof startBrain>[0]["broker"];
+}): Promise<Stack> {
+  const brain = await startBrain({ scenarios: opts.scenarios, ...(opts.harnessEnv === undefined ? {} : { env: opts.harnessEnv }), ...(opts.broker === undefined ? {} : { broker: opts.broker }) });
   const stops: Array<() => Promise<void>> = [() => brain.stop()];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);

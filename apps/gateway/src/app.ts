@@ -6,11 +6,13 @@
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { Cleanups, createClient, promisify, type Logger } from "@metaharness/service-kit";
-import { ApiKeys } from "./auth/api-keys.js";
+import { bootstrapApiKeys } from "./auth/api-keys.js";
+import { Credentials } from "./auth/credentials.js";
 import type { GatewayConfig } from "./config.js";
 import { Router, type RouteDoc } from "./http/router.js";
 import { createServer } from "./http/server.js";
 import { registerAgentRoutes } from "./routes/agents.js";
+import { registerEnvironmentKeyRoutes } from "./routes/environment-keys.js";
 import type { HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
 import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
@@ -18,12 +20,16 @@ import { registerMetaRoutes } from "./routes/meta.js";
 import { registerNotImplementedRoutes } from "./routes/not-implemented.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerStreamRoute } from "./routes/stream.js";
+import { registerWorkRoutes } from "./routes/work.js";
 import { AgentStore } from "./store/agents.js";
+import { EnvironmentKeyStore } from "./store/environment-keys.js";
 import { EnvironmentStore } from "./store/environments.js";
 import { SessionStore } from "./store/sessions.js";
 import { StreamRegistry } from "./stream/registry.js";
 import { loadUiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
+import { WorkQueue } from "./work/queue.js";
+import { WorkSignals } from "./work/signals.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
@@ -59,8 +65,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     }
     const applied = await migrate(db, "gateway", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
-    const keys = new ApiKeys(db, config.keyCacheMs);
-    await keys.bootstrap(config.apiKeys);
+    await bootstrapApiKeys(db, config.apiKeys);
+    const credentials = new Credentials(db, config.keyCacheMs);
 
     let log = deps.log;
     if (log === undefined) {
@@ -81,12 +87,22 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     // Registered after app.close so it runs first: open streams end, then the server closes.
     cleanups.push(() => Promise.resolve(streams.closeAll()));
 
-    const router = new Router(app, { keys, requireBetaHeader: config.requireBetaHeader });
+    const workSignals = new WorkSignals(db, logger);
+    await workSignals.start();
+    // Registered after app.close so it runs first: long polls answer, then the server closes.
+    cleanups.push(() => workSignals.stop());
+
+    const router = new Router(app, { credentials, requireBetaHeader: config.requireBetaHeader });
     const ctx: RouteContext = {
       router,
       agents: new AgentStore(db),
       environments: new EnvironmentStore(db),
+      environmentKeys: new EnvironmentKeyStore(db),
       sessions: new SessionStore(db),
+      db,
+      work: new WorkQueue(db),
+      workSignals,
+      workLeaseTtlSeconds: config.workLeaseTtlSeconds,
       log,
       harness,
       streams,
@@ -96,12 +112,14 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     };
     registerAgentRoutes(ctx);
     registerEnvironmentRoutes(ctx);
+    registerEnvironmentKeyRoutes(ctx);
+    registerWorkRoutes(ctx);
     registerSessionRoutes(ctx);
     registerEventRoutes(ctx);
     registerStreamRoute(ctx);
     registerNotImplementedRoutes(ctx);
     registerMetaRoutes(ctx, db);
-    registerUiRoutes(app, ctx, { keys, ...loadUiConfig() });
+    registerUiRoutes(app, ctx, { credentials, ...loadUiConfig() });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

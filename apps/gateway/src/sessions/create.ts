@@ -18,6 +18,7 @@ import { resolveResources } from "../mapping/resources.js";
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
 import type { RouteContext } from "../routes/context.js";
 import { appendUserEvents } from "./append.js";
+import { requestHands } from "./hands.js";
 import { viewSession } from "./live.js";
 
 export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
@@ -90,6 +91,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");
   if (events.length > 0) {
     await appendUserEvents(ctx, sessionId, events, logger);
+    await requestHands(ctx, tenant, record, "input", logger);
     return viewSession(ctx, record);
   }
   return viewSession(ctx, record, session);

@@ -7,7 +7,7 @@
  * are not part of the Managed Agents API, so they stay out of /openapi.json.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ApiKeys } from "../auth/api-keys.js";
+import type { Credentials } from "../auth/credentials.js";
 import { authenticate } from "../auth/authenticate.js";
 import { ApiError } from "../errors/api-error.js";
 import type { RouteContext } from "../routes/context.js";
@@ -16,7 +16,7 @@ import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type
 import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
 
 export interface UiOptions {
-  readonly keys: ApiKeys;
+  readonly credentials: Credentials;
   readonly traceUrlTemplate: string;
 }
 
@@ -52,9 +52,9 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
     });
 
     // The JSON routes: the key's tenant, as on /v1 (another tenant's session is not found).
-    const auth = { keys: opts.keys, requireBetaHeader: false };
+    const auth = { credentials: opts.credentials, requireBetaHeader: false };
     const authenticated = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      req.tenant = await authenticate(req, auth);
+      req.tenant = (await authenticate(req, auth)).tenant;
       void reply.header("cache-control", "no-store");
     };
     ui.get<{ Params: { session_id: string }; Querystring: EventsQuery }>(
