@@ -9,6 +9,7 @@ import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharnes
 import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type TestLog } from "./session-log.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
+import { startTestVault, type TestVault } from "./vault.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -31,8 +32,11 @@ export async function startBrain(opts: {
   scenarios: Scenario[];
   env?: Record<string, string>;
   logEnv?: Record<string, string>;
-  /** Start a sandbox broker that reports to this log, and point the harness at it. */
-  broker?: boolean;
+  /**
+   * Start a sandbox broker that reports to this log, and point the harness at it; `{ vaultEnv }`:
+   * with a credential vault proxy (started with that env) for its git remotes and egress.
+   */
+  broker?: boolean | { vaultEnv: Record<string, string> };
 }): Promise<Brain> {
   const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv });
   const stops: Array<() => Promise<void>> = [() => log.stop()];
@@ -43,8 +47,15 @@ export async function startBrain(opts: {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
     let broker: TestBroker | undefined;
-    if (opts.broker === true) {
-      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}` });
+    if (opts.broker !== undefined && opts.broker !== false) {
+      const logAddr = `127.0.0.1:${log.handle.port}`;
+      let proxyEnv: Record<string, string> = {};
+      if (typeof opts.broker === "object") {
+        const vault: TestVault = await startTestVault({ sessionLogAddr: logAddr, env: opts.broker.vaultEnv });
+        stops.push(() => vault.stop());
+        proxyEnv = { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
+      }
+      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: logAddr, ...proxyEnv });
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];
