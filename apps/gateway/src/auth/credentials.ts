@@ -69,11 +69,6 @@ export class Credentials {
     return principal;
   }
 
-  /** Forgets cached lookups (after keys were bootstrapped or revoked here). */
-  forget(): void {
-    this.cache.clear();
-  }
-
   private async apiKey(hash: string): Promise<CachedKey | undefined> {
     const { rows } = await this.db.query<{ tenant: string }>("SELECT tenant FROM gw_api_keys WHERE key_hash = $1 AND revoked_at IS NULL", [hash]);
     return rows[0] === undefined ? undefined : { kind: "api_key", tenant: rows[0].tenant };

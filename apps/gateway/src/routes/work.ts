@@ -31,9 +31,10 @@ interface WorkParams {
 const WORKER = ["environment_key"] as const;
 const WORKER_OR_ITEM = ["environment_key", "work_token"] as const;
 
+/** Anthropic-Worker-ID, as stored: its first 256 characters. */
 function workerId(req: FastifyRequest): string | undefined {
   const raw = req.headers["anthropic-worker-id"];
-  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim().slice(0, 256);
   return value === undefined || value === "" ? undefined : value;
 }
 

@@ -3,7 +3,7 @@
  * WorkPollParams, WorkHeartbeatParams, WorkStopParams, WorkUpdateParams and WorkListParams
  * (resources/beta/environments/work.d.ts).
  */
-import { metadataPatch, obj, pageQuery, pathParams, type JsonSchema } from "./common.js";
+import { metadataPatch, nullable, obj, pageQuery, pathParams, type JsonSchema } from "./common.js";
 
 export const workParams = pathParams("environment_id", "work_id");
 export const keyParams = pathParams("environment_id", "key_id");
@@ -26,7 +26,8 @@ export const heartbeatQuery: JsonSchema = obj({
   },
 });
 
-export const stopBody: JsonSchema = obj({ force: { type: ["boolean", "null"] } });
+/** The SDK always sends a body; a bare POST (curl) is a stop without force. */
+export const stopBody: JsonSchema = nullable(obj({ force: { type: ["boolean", "null"] } }));
 
 export const updateWorkBody: JsonSchema = obj({ metadata: { ...metadataPatch, type: "object" } }, ["metadata"]);
 

@@ -195,7 +195,7 @@ export class WorkQueue {
       `INSERT INTO gw_work_pollers (environment_id, worker_id, last_poll_at) VALUES ($1, $2, $3)
        ON CONFLICT (environment_id, worker_id) DO UPDATE SET last_poll_at = EXCLUDED.last_poll_at
        WHERE gw_work_pollers.last_poll_at < EXCLUDED.last_poll_at - interval '5 seconds'`,
-      [environmentId, workerId.slice(0, 256), now],
+      [environmentId, workerId, now],
     );
   }
 }
