@@ -16,6 +16,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnWorker, startWorker, type RunningWorker } from "../../support/environment-worker.js";
 import { startStack, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/sandbox-broker.js";
 
 type SessionEvent = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
 
@@ -75,25 +76,15 @@ async function events(sessionId: string): Promise<SessionEvent[]> {
   return out;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** The session's events once its turn ended (an idle that is not requires_action). */
-function turnEnded(sessionId: string, timeoutMs?: number): Promise<SessionEvent[]> {
-  return until(
-    `the turn of ${sessionId} to end`,
+function turnEnded(sessionId: string, timeoutMs = 30_000): Promise<SessionEvent[]> {
+  return eventually(
     async () => {
       const all = await events(sessionId);
       const last = all.at(-1);
       return last?.type === "session.status_idle" && last.stop_reason.type !== "requires_action" ? all : undefined;
     },
+    `the turn of ${sessionId} to end`,
     timeoutMs,
   );
 }
@@ -128,10 +119,10 @@ describe("a self-hosted environment", () => {
 
     // Its turn over, the worker lets the item go (maxIdleMs) and the queue is empty again.
     const key = stack.client(environmentKey).sdk;
-    const item = await until("the work item to stop", async () => {
+    const item = await eventually(async () => {
       for await (const w of key.beta.environments.work.list(environmentId)) if (w.data.id === sessionId && w.state === "stopped") return w;
       return undefined;
-    });
+    }, "the work item to stop");
     expect(item).toMatchObject({ type: "work", environment_id: environmentId, data: { type: "session", id: sessionId }, secret: null });
     expect(item.acknowledged_at).not.toBeNull();
     expect(item.started_at).not.toBeNull();
@@ -142,7 +133,7 @@ describe("a self-hosted environment", () => {
 
   it("ends the wait at once on an interrupt; the worker's late answer is a duplicate", async () => {
     const sessionId = await sessionFor("worker-slow");
-    await until("the worker to start the call", () => Promise.resolve(existsSync(join(workdir, "slow-started")) ? true : undefined));
+    await eventually(() => Promise.resolve(existsSync(join(workdir, "slow-started")) ? true : undefined), "the worker to start the call");
     await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.interrupt" }] });
     const all = await turnEnded(sessionId, 5000);
     const idle = all.at(-1);
@@ -170,7 +161,7 @@ describe("a worker that dies", () => {
     let second: RunningWorker | undefined;
     try {
       const sessionId = await sessionFor("worker-dies");
-      await until("the first worker to start the call", () => Promise.resolve(existsSync(join(machine, "started")) ? true : undefined), 20_000);
+      await eventually(() => Promise.resolve(existsSync(join(machine, "started")) ? true : undefined), "the first worker to start the call", 20_000);
       await first.kill();
       second = startWorker({ baseURL: stack.gateway.url, environmentId, environmentKey, workdir: machine });
       const all = await turnEnded(sessionId, 30_000);

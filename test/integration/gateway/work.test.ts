@@ -11,6 +11,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { workerClient } from "../../support/environment-worker.js";
 import { KEY_B, startStack, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/sandbox-broker.js";
 
 const scenarios = [
   defineScenario("one-call", [{ toolUses: [{ name: "bash", input: { command: "echo hi" } }] }, (ctx) => ({ text: `got ${ctx.lastToolResult?.content ?? "?"}` })]),
@@ -165,10 +166,7 @@ describe("a work item's sessions token", () => {
     await mine.beta.sessions.events.send(sessionId, {
       events: [{ type: "user.tool_result", tool_use_id: use, content: [{ type: "text", text: "hi from the machine" }] }],
     });
-    await waitFor(async () => {
-      const s = await mine.beta.sessions.retrieve(sessionId);
-      return s.status === "idle";
-    });
+    await waitFor(async () => (await mine.beta.sessions.retrieve(sessionId)).status === "idle", "the turn to end");
     const last = [];
     for await (const e of mine.beta.sessions.events.list(sessionId, { order: "desc", limit: 3 })) {
       last.push(e);
@@ -217,7 +215,7 @@ describe("a call no worker answers", () => {
       all.length = 0;
       for await (const e of sdk.beta.sessions.events.list(sessionId)) all.push(e);
       return all.at(-1)?.type === "session.status_idle";
-    });
+    }, "the turn to end");
     expect(Date.now() - started).toBeGreaterThanOrEqual(WORKER_TOOL_TIMEOUT_MS - 500);
     const answer = all.find((e) => e.type === "agent.tool_result");
     expect(answer?.type === "agent.tool_result" && answer.is_error).toBe(true);
@@ -228,19 +226,13 @@ describe("a call no worker answers", () => {
   });
 });
 
-async function waitFor(probe: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+async function waitFor(probe: () => Promise<boolean>, what: string): Promise<void> {
+  await eventually(async () => ((await probe()) ? true : undefined), what, 20_000);
 }
 
 async function waitForToolUse(client: Anthropic, sessionId: string): Promise<string> {
-  let id: string | undefined;
-  await waitFor(async () => {
-    for await (const e of client.beta.sessions.events.list(sessionId)) if (e.type === "agent.tool_use") id = e.id;
-    return id !== undefined;
-  });
-  return id!;
+  return eventually(async () => {
+    for await (const e of client.beta.sessions.events.list(sessionId)) if (e.type === "agent.tool_use") return e.id;
+    return undefined;
+  }, "the agent's tool call");
 }
