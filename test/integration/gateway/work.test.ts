@@ -177,6 +177,27 @@ describe("a work item's sessions token", () => {
   });
 });
 
+describe("a session that needs hands", () => {
+  it("gets a new item when its worker stops the one it had; not after the tenant stops it, nor once deleted", async () => {
+    const sessionId = await newSession();
+    const work = await pollFor(sessionId, "w5");
+    await worker.beta.environments.work.ack(work.id, { environment_id: environmentId });
+    await waitForToolUse(sdk, sessionId);
+    const mine = workerClient(stack.gateway.url, tokenOf(work));
+    await mine.beta.environments.work.stop(work.id, { environment_id: environmentId, force: true });
+    const next = await pollFor(sessionId, "w5");
+    expect(next.id).not.toBe(work.id);
+
+    await sdk.beta.environments.work.stop(next.id, { environment_id: environmentId });
+    const other = await newSession();
+    await sdk.beta.sessions.delete(other);
+    const states = new Map<string, string[]>();
+    for await (const w of worker.beta.environments.work.list(environmentId)) states.set(w.data.id, [...(states.get(w.data.id) ?? []), w.state]);
+    expect(states.get(sessionId)).toEqual(["stopped", "stopped"]);
+    expect(states.get(other)).toEqual(["stopped"]);
+  });
+});
+
 describe("the tenant's API key", () => {
   it("retrieves and updates items, reads the stats, and stops: gracefully, then at once", async () => {
     const sessionId = await newSession({ team: "red" });
