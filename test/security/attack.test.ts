@@ -37,16 +37,19 @@ beforeAll(async () => {
     vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, displayName: "git",
     config: { $case: "gitToken", value: { urlPrefix: `${stack.git.url}/org/app.git`, host: "", username: "" } },
     secret: { token: GIT_TOKEN, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
   });
   await admin.putCredential({
     vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_MCP_OAUTH, displayName: "mcp",
     config: { $case: "mcpOauth", value: { mcpServerUrl: stack.mcp.url, expiresAt: pair.expiresAt, clientId: "mh-agent", tokenEndpoint: stack.oauth.url, tokenEndpointAuthMethod: "client_secret_basic", scope: "" } },
     secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: CLIENT_SECRET },
+    metadata: {},
   });
   await admin.putCredential({
     vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_HTTP_BEARER, displayName: "api",
     config: { $case: "httpBearer", value: { host: stack.api, headerName: "" } },
     secret: { token: API_BEARER, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
   });
   const metadata = metadataWithVaults([vaultId], {
     tools: [tool("bash"), tool("read"), { ...tool("leak_auth"), kind: ToolKind.TOOL_KIND_MCP, mcpServerUrl: stack.mcp.url, inputSchema: { properties: {} } }],

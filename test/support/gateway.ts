@@ -1,15 +1,17 @@
 /**
  * The whole stack behind the HTTP API, on real services: a brain (session log on real Postgres,
- * offline model, harness; see harness.ts) and the gateway in front of it, on its own fresh
- * database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
+ * offline model, harness; see harness.ts), the credential vault proxy (vault.ts; the harness
+ * calls MCP tools through it, the gateway manages vaults in it, a sandbox broker started with
+ * `broker: true` reaches it for egress) unless `vault: false`, and the gateway in front of them, on its own fresh database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
  * baseURL; `client()` counts the HTTP requests it makes, so tests can see the SDK's retries.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { loadConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
 import type { Scenario } from "@metaharness/offline-model";
-import { createLogger } from "@metaharness/service-kit";
+import { createLogger, type Logger } from "@metaharness/service-kit";
 import { startBrain, type Brain } from "./harness.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
+import { freePort, startTestVault, type TestVault } from "./vault.js";
 
 /** Two tenants, so every test can check isolation. */
 export const KEY_A = "mh-test-key-tenant-a-0123456789";
@@ -25,26 +27,55 @@ export interface Stack {
   readonly brain: Brain;
   readonly gateway: GatewayHandle;
   readonly db: TestDatabase;
+  /** The credential vault proxy; undefined for a stack started with `vault: false`. */
+  readonly vault: TestVault | undefined;
   /** The SDK as a user would build it: only apiKey and baseURL (and fewer retries, for speed). */
   client(key?: string, options?: { maxRetries?: number }): CountingClient;
   stop(): Promise<void>;
 }
 
-export async function startStack(opts: {
-  scenarios: Scenario[];
+export interface StackOptions {
+  readonly scenarios: Scenario[];
   /** The gateway's settings. */
-  env?: Record<string, string>;
+  readonly env?: Record<string, string>;
   /** The harness's settings. */
-  harnessEnv?: Record<string, string>;
-  /** A real sandbox broker (bubblewrap) behind the harness. */
-  broker?: Parameters<typeof startBrain>[0]["broker"];
-}): Promise<Stack> {
-  const brain = await startBrain({ scenarios: opts.scenarios, ...(opts.harnessEnv === undefined ? {} : { env: opts.harnessEnv }), ...(opts.broker === undefined ? {} : { broker: opts.broker }) });
-  const stops: Array<() => Promise<void>> = [() => brain.stop()];
+  readonly harnessEnv?: Record<string, string>;
+  /** Start the credential vault proxy (default true). */
+  readonly vault?: boolean;
+  /** The credential vault proxy's settings. */
+  readonly vaultEnv?: Record<string, string>;
+  /** A real sandbox broker (bubblewrap) behind the harness, with the vault proxy for its egress. */
+  readonly broker?: boolean;
+  /** Loggers of the gateway and the proxy (tests that scan log lines pass capturing ones). */
+  readonly logger?: (service: string) => Logger;
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const stops: Array<() => Promise<void>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
   };
   try {
+    // The proxy asks the session log about sessions and the harness asks the proxy: the log's port
+    // is chosen first so that both can be named before they start.
+    const logPort = await freePort();
+    const vault =
+      opts.vault === false
+        ? undefined
+        : await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}`, logger: opts.logger?.("credential-vault-proxy"), ...(opts.vaultEnv === undefined ? {} : { env: opts.vaultEnv }) });
+    if (vault !== undefined) stops.push(() => vault.stop());
+    const brokerEnv: Record<string, string> =
+      vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
+    const brain = await startBrain({
+      scenarios: opts.scenarios,
+      logEnv: { MH_GRPC_PORT: String(logPort) },
+      env: {
+        ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness }),
+        ...opts.harnessEnv,
+      },
+      ...(opts.broker === true ? { broker: brokerEnv } : {}),
+    });
+    stops.push(() => brain.stop());
     const db = await createTestDatabase("mh_gw_test");
     stops.push(() => db.drop());
     const config = loadConfig({
@@ -55,14 +86,16 @@ export async function startStack(opts: {
       MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b`,
       MH_GATEWAY_SSE_HEARTBEAT_MS: "200",
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+      ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.admin }),
       ...opts.env,
     });
-    const gateway = await startGateway(config, createLogger({ service: "gateway", level: config.logLevel }));
+    const gateway = await startGateway(config, opts.logger?.("gateway") ?? createLogger({ service: "gateway", level: config.logLevel }));
     stops.push(() => gateway.stop());
     return {
       brain,
       gateway,
       db,
+      vault,
       client(key = KEY_A, options = {}) {
         let count = 0;
         const sdk = new Anthropic({
@@ -103,4 +136,14 @@ export async function raw(
     json = text;
   }
   return { status: res.status, headers: res.headers, json };
+}
+
+/** The SDK error `p` fails with (the test fails if it succeeds or throws something else). */
+export async function apiFailure(p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof Anthropic.APIError)) throw new Error(`expected an API error, got ${err === undefined ? "success" : err instanceof Error ? `${err.name}: ${err.message}` : typeof err}`);
+  return err;
 }

@@ -9,7 +9,6 @@ import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharnes
 import { createClient, createLogger, promisify, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type TestLog } from "./session-log.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
-import { startTestVault, type TestVault } from "./vault.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -33,10 +32,10 @@ export async function startBrain(opts: {
   env?: Record<string, string>;
   logEnv?: Record<string, string>;
   /**
-   * Start a sandbox broker that reports to this log, and point the harness at it; `{ vaultEnv }`:
-   * with a credential vault proxy (started with that env) for its git remotes and egress.
+   * Start a sandbox broker that reports to this log, and point the harness at it; an object: the
+   * broker's settings besides (e.g. its credential vault proxy, for git remotes and egress).
    */
-  broker?: boolean | { vaultEnv: Record<string, string> };
+  broker?: boolean | Record<string, string>;
 }): Promise<Brain> {
   const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv });
   const stops: Array<() => Promise<void>> = [() => log.stop()];
@@ -48,14 +47,7 @@ export async function startBrain(opts: {
     stops.push(() => model.close());
     let broker: TestBroker | undefined;
     if (opts.broker !== undefined && opts.broker !== false) {
-      const logAddr = `127.0.0.1:${log.handle.port}`;
-      let proxyEnv: Record<string, string> = {};
-      if (typeof opts.broker === "object") {
-        const vault: TestVault = await startTestVault({ sessionLogAddr: logAddr, env: opts.broker.vaultEnv });
-        stops.push(() => vault.stop());
-        proxyEnv = { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
-      }
-      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: logAddr, ...proxyEnv });
+      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, ...(opts.broker === true ? {} : opts.broker) });
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];

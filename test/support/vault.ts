@@ -162,6 +162,7 @@ export async function putGitToken(admin: VaultClient, vaultId: string, urlPrefix
     displayName: "git",
     config: { $case: "gitToken", value: { urlPrefix, host: "", username } },
     secret: { token: secret, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
   });
   return credential!;
 }

@@ -16,6 +16,7 @@ import { startRemoteServer } from "./http/remote-server.js";
 import { McpProxy } from "./mcp/mcp-proxy.js";
 import { refreshGrant, type Refresher } from "./mcp/oauth-refresh.js";
 import { OAuthTokenSource } from "./mcp/token-source.js";
+import { credentialRpcs } from "./service/credential-rpcs.js";
 import { mcpRpcs } from "./service/mcp-rpcs.js";
 import { remoteRpcs } from "./service/remote-rpcs.js";
 import { vaultRpcs } from "./service/vault-rpcs.js";
@@ -92,6 +93,7 @@ export async function startCredentialProxy(
     // Typed as the generated server: an RPC without a handler does not compile.
     const implementation: CredentialVaultProxyServer = {
       ...vaultRpcs({ ...guard, db, keyring }),
+      ...credentialRpcs({ ...guard, db, keyring, validation: { db, keyring, tokens, timeoutMs: config.mcpTimeoutMs, logger } }),
       ...mcpRpcs({ ...guard, mcp }),
       ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds }),
     };

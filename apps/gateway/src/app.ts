@@ -4,22 +4,32 @@
  * it in-process on port 0; `deps` lets an embedding process pass clients it already has.
  */
 import { migrate, openDb, type Db } from "@metaharness/db";
-import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, type Logger } from "@metaharness/service-kit";
+import {
+  CredentialVaultProxyClient,
+  CredentialVaultProxyService,
+  HarnessClient,
+  HarnessService,
+  SessionLogClient,
+  SessionLogService,
+} from "@metaharness/proto";
+import { MhError } from "@metaharness/errors";
+import { Cleanups, createClient, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
 import { bootstrapApiKeys } from "./auth/api-keys.js";
-import { Credentials } from "./auth/credentials.js";
+import { Principals } from "./auth/principals.js";
 import type { GatewayConfig } from "./config.js";
 import { Router, type RouteDoc } from "./http/router.js";
 import { createServer } from "./http/server.js";
 import { registerAgentRoutes } from "./routes/agents.js";
+import { registerCredentialRoutes } from "./routes/credentials.js";
+import type { CredentialProxyRpc, HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
 import { registerEnvironmentKeyRoutes } from "./routes/environment-keys.js";
-import type { HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
 import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
 import { registerMetaRoutes } from "./routes/meta.js";
 import { registerNotImplementedRoutes } from "./routes/not-implemented.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerStreamRoute } from "./routes/stream.js";
+import { registerVaultRoutes } from "./routes/vaults.js";
 import { registerWorkRoutes } from "./routes/work.js";
 import { AgentStore } from "./store/agents.js";
 import { EnvironmentKeyStore } from "./store/environment-keys.js";
@@ -37,6 +47,7 @@ export interface GatewayDeps {
   readonly db?: Db;
   readonly log?: SessionLogRpc;
   readonly harness?: HarnessRpc;
+  readonly credentials?: CredentialProxyRpc;
 }
 
 export interface GatewayHandle {
@@ -66,7 +77,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     const applied = await migrate(db, "gateway", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
     await bootstrapApiKeys(db, config.apiKeys);
-    const credentials = new Credentials(db, config.keyCacheMs);
+    const principals = new Principals(db, config.keyCacheMs);
 
     let log = deps.log;
     if (log === undefined) {
@@ -80,6 +91,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
       cleanups.push(() => Promise.resolve(raw.close()));
       harness = promisify(raw, HarnessService);
     }
+    let credentials = deps.credentials;
+    if (credentials === undefined && config.credentialProxyAddress !== undefined) {
+      if (config.credentialProxyTokenFile === undefined) {
+        throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this gateway's service token)");
+      }
+      const bearerToken = await readServiceToken(config.credentialProxyTokenFile);
+      const raw = createClient(CredentialVaultProxyClient, config.credentialProxyAddress, { bearerToken });
+      cleanups.push(() => Promise.resolve(raw.close()));
+      credentials = promisify(raw, CredentialVaultProxyService);
+    }
 
     const app = createServer({ logger, bodyLimitBytes: config.bodyLimitBytes });
     cleanups.push(() => app.close());
@@ -92,7 +113,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     // Registered after app.close so it runs first: long polls answer, then the server closes.
     cleanups.push(() => workSignals.stop());
 
-    const router = new Router(app, { credentials, requireBetaHeader: config.requireBetaHeader });
+    const router = new Router(app, { principals, requireBetaHeader: config.requireBetaHeader });
     const ctx: RouteContext = {
       router,
       agents: new AgentStore(db),
@@ -105,6 +126,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
       workLeaseTtlSeconds: config.workLeaseTtlSeconds,
       log,
       harness,
+      credentials,
       streams,
       wakeTimeoutMs: config.wakeTimeoutMs,
       heartbeatMs: config.heartbeatMs,
@@ -117,9 +139,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger, deps: 
     registerSessionRoutes(ctx);
     registerEventRoutes(ctx);
     registerStreamRoute(ctx);
+    registerVaultRoutes(ctx);
+    registerCredentialRoutes(ctx);
     registerNotImplementedRoutes(ctx);
     registerMetaRoutes(ctx, db);
-    registerUiRoutes(app, ctx, { credentials, ...loadUiConfig() });
+    registerUiRoutes(app, ctx, { principals, ...loadUiConfig() });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

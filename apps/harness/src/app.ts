@@ -46,7 +46,7 @@ export async function startHarness(
       if (config.credentialProxyTokenFile === undefined) {
         throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this harness's service token)");
       }
-      const proxy = credentialProxyClient(config.credentialProxyAddress, config.credentialProxyTokenFile);
+      const proxy = await credentialProxyClient(config.credentialProxyAddress, config.credentialProxyTokenFile);
       cleanups.push(() => Promise.resolve(proxy.close()));
       credentialProxy = proxy.client;
     }

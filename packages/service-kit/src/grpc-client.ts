@@ -3,6 +3,7 @@
  * Promises (or async iterables for server streams) with a deadline, and failures arrive as
  * MhError with the field and details the server put in its trailers.
  */
+import { readFile } from "node:fs/promises";
 import {
   InterceptingCall,
   Metadata,
@@ -45,6 +46,11 @@ export interface CreateClientOptions {
   readonly credentials?: ChannelCredentials;
   /** Extra channel options, merged over the defaults. */
   readonly channelOptions?: Partial<ClientOptions>;
+  /**
+   * This service's own token, sent as `authorization: Bearer <token>` on every call (the
+   * credential vault proxy tells its callers apart by it). See readServiceToken.
+   */
+  readonly bearerToken?: string;
 }
 
 /** Puts the trace context active when the call starts into its metadata. */
@@ -62,13 +68,39 @@ export function createClient<C extends Client>(
   opts: CreateClientOptions = {},
 ): C {
   const extra = opts.channelOptions ?? {};
+  const auth = opts.bearerToken === undefined ? [] : [bearerInterceptor(opts.bearerToken)];
   return new ctor(address, opts.credentials ?? channelCredentials.createInsecure(), {
     "grpc.max_receive_message_length": MAX_RECEIVE_MESSAGE_BYTES,
     "grpc.keepalive_time_ms": 30_000,
     "grpc.keepalive_timeout_ms": 10_000,
     ...extra,
-    interceptors: [traceContextInterceptor, ...(extra.interceptors ?? [])],
+    interceptors: [traceContextInterceptor, ...auth, ...(extra.interceptors ?? [])],
   });
+}
+
+function bearerInterceptor(token: string): Interceptor {
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set("authorization", `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
+}
+
+/**
+ * A service token from the file that holds it (secrets are files, never settings); a missing or
+ * empty file is FAILED_PRECONDITION naming the file, so a misdeployment fails at start.
+ */
+export async function readServiceToken(file: string): Promise<string> {
+  let token: string;
+  try {
+    token = (await readFile(file, "utf8")).trim();
+  } catch (err) {
+    throw new MhError("FAILED_PRECONDITION", `the service token file ${file} cannot be read`, { cause: err });
+  }
+  if (token === "") throw new MhError("FAILED_PRECONDITION", `the service token file ${file} is empty`);
+  return token;
 }
 
 /** The full-signature overload every generated unary method has. */

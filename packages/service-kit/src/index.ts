@@ -45,6 +45,7 @@ export {
 export {
   createClient,
   promisify,
+  readServiceToken,
   streamCall,
   traceContextInterceptor,
   unaryCall,

@@ -1,7 +1,7 @@
 /**
  * `mh dev` as its own process: it prints the gateway URL and the local key, serves the official
  * SDK, refuses a second mh dev on its data directory, stops cleanly on SIGTERM (exit 0), and a
- * restart on the same data directory keeps both the key and the sessions (PGlite on disk). Ports
+ * restart on the same data directory keeps the key, the sessions and the vaults (PGlite on disk). Ports
  * are chosen by the OS (--port 0).
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -48,6 +48,8 @@ describe("mh dev", () => {
     const run = mh(["run", "--url", first.url, "--api-key", first.key, "remember me"]);
     expect(await run.exited, run.stdout() + run.stderr()).toBe(0);
     const sessionId = /^session (sesn_\S+)$/m.exec(run.stdout())?.[1];
+    // Vaults are served by the embedded credential vault proxy (PGlite, master key in the data dir).
+    const vault = await new Anthropic({ baseURL: first.url, apiKey: first.key, maxRetries: 0 }).beta.vaults.create({ display_name: "kept" });
 
     first.proc.child.kill("SIGTERM");
     expect(await first.proc.exited).toBe(0);
@@ -59,6 +61,7 @@ describe("mh dev", () => {
     const session = await sdk.beta.sessions.retrieve(sessionId!);
     expect(session.title).toBe("remember me");
     expect(session.status).toBe("idle");
+    expect((await sdk.beta.vaults.retrieve(vault.id)).display_name).toBe("kept");
     second.proc.child.kill("SIGINT");
     expect(await second.proc.exited).toBe(0);
     process.stdout.write(`mh dev ready: cold ${first.readyMs} ms, warm ${second.readyMs} ms\n`);

@@ -55,6 +55,7 @@ async function allowlisted(hosts: string[]): Promise<{ sessionId: string; sandbo
     displayName: "upstream api",
     config: { $case: "httpBearer", value: { host: origin, headerName: "" } },
     secret: { token: BEARER, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
   });
   const { session } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
   const sessionId = session!.sessionId;

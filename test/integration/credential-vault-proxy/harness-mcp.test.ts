@@ -62,6 +62,7 @@ describe("MCP tools in a session", () => {
         value: { mcpServerUrl: mcp.url, expiresAt: pair.expiresAt, clientId: "mh", tokenEndpoint: oauth.url, tokenEndpointAuthMethod: "client_secret_post", scope: "" },
       },
       secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: "s3cret-client" },
+      metadata: {},
     });
     const metadata = metadataWithVaults([vaultId], {
       tools: [

@@ -56,6 +56,7 @@ async function sessionWithToken(expired: boolean): Promise<{ sessionId: string; 
       },
     },
     secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: "client-secret-xyz-123" },
+    metadata: {},
   });
   const sessionId = await createSession([vaultId]);
   return { sessionId, vaultId, credentialId: credential!.credentialId, accessToken: pair.accessToken };

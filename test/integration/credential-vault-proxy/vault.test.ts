@@ -73,6 +73,7 @@ async function putAll(vaultId: string): Promise<string[]> {
       },
     },
     secret: { token: "", accessToken: MCP_ACCESS, refreshToken: MCP_REFRESH, clientSecret: "" },
+    metadata: {},
   });
   const bearer = await admin.putCredential({
     vaultId,
@@ -81,6 +82,7 @@ async function putAll(vaultId: string): Promise<string[]> {
     displayName: "api",
     config: { $case: "httpBearer", value: { host: "API.example.com", headerName: "" } },
     secret: { token: BEARER, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
   });
   expect(Buffer.from(PutCredentialResponse.encode(mcp).finish()).includes(MCP_ACCESS)).toBe(false);
   return [git.credentialId, mcp.credential!.credentialId, bearer.credential!.credentialId];
@@ -91,7 +93,7 @@ describe("vaults and credentials", () => {
     const vaultId = await newVault(admin);
     expect((await admin.getVault({ vaultId })).vault?.displayName).toBe("test");
     await putAll(vaultId);
-    const listed = await admin.listCredentials({ vaultId });
+    const listed = await admin.listCredentials({ vaultId, pageSize: 0, pageToken: "", includeArchived: false });
     expect(listed.credentials).toHaveLength(3);
     const mcp = listed.credentials.find((c) => c.type === CredentialType.CREDENTIAL_TYPE_MCP_OAUTH)!;
     expect(mcp.config?.$case === "mcpOauth" && mcp.config.value.mcpServerUrl).toBe("https://mcp.example.com/mcp");
@@ -117,21 +119,21 @@ describe("vaults and credentials", () => {
   it("page through vaults and delete them with their credentials", async () => {
     const { vault: v } = await admin.createVault({ tenant: "tenant-page", displayName: "a", metadata: { k: "v" } });
     await admin.createVault({ tenant: "tenant-page", displayName: "b", metadata: {} });
-    const first = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: "" });
+    const first = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: "", includeArchived: false });
     expect(first.vaults.map((x) => x.displayName)).toEqual(["a"]);
-    const second = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: first.nextPageToken });
+    const second = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: first.nextPageToken, includeArchived: false });
     expect(second.vaults.map((x) => x.displayName)).toEqual(["b"]);
     await putGitToken(admin, v!.vaultId, "https://git.example.com/y", "tok-y");
     await admin.deleteVault({ vaultId: v!.vaultId });
-    expect((await rejection(admin.listCredentials({ vaultId: v!.vaultId }))).code).toBe("NOT_FOUND");
+    expect((await rejection(admin.listCredentials({ vaultId: v!.vaultId, pageSize: 0, pageToken: "", includeArchived: false }))).code).toBe("NOT_FOUND");
   });
 });
 
 describe("service authentication", () => {
   it("refuses callers without a known token", async () => {
-    expect((await rejection(vault.client("none").listVaults({ tenant: "", pageSize: 0, pageToken: "" }))).code).toBe("UNAUTHENTICATED");
+    expect((await rejection(vault.client("none").listVaults({ tenant: "", pageSize: 0, pageToken: "", includeArchived: false }))).code).toBe("UNAUTHENTICATED");
     const forged = vault.client({ token: "mhsvc_forged_forged_forged_forged_forged" });
-    expect((await rejection(forged.listVaults({ tenant: "", pageSize: 0, pageToken: "" }))).code).toBe("UNAUTHENTICATED");
+    expect((await rejection(forged.listVaults({ tenant: "", pageSize: 0, pageToken: "", includeArchived: false }))).code).toBe("UNAUTHENTICATED");
   });
 
   it("gives each service only what it needs", async () => {
@@ -140,8 +142,8 @@ describe("service authentication", () => {
     const vaultId = await newVault(admin);
     const denied = async (p: Promise<unknown>): Promise<string> => (await rejection(p)).code;
     expect(await denied(harness.createVault({ tenant: "", displayName: "", metadata: {} }))).toBe("PERMISSION_DENIED");
-    expect(await denied(harness.listCredentials({ vaultId }))).toBe("PERMISSION_DENIED");
-    expect(await denied(broker.listCredentials({ vaultId }))).toBe("PERMISSION_DENIED");
+    expect(await denied(harness.listCredentials({ vaultId, pageSize: 0, pageToken: "", includeArchived: false }))).toBe("PERMISSION_DENIED");
+    expect(await denied(broker.listCredentials({ vaultId, pageSize: 0, pageToken: "", includeArchived: false }))).toBe("PERMISSION_DENIED");
     expect(await denied(harness.openGitRemote({ sessionId: "sesn_x", sandboxId: "s", repositoryUrls: ["https://h/r"], ttlSeconds: 0 }))).toBe(
       "PERMISSION_DENIED",
     );
@@ -213,5 +215,6 @@ async function replaceKeepingSecret(vaultId: string, credentialId: string): Prom
     displayName: "renamed",
     config: { $case: "gitToken", value: { urlPrefix: "https://git.example.com/org", host: "", username: "" } },
     secret: undefined,
+    metadata: {},
   });
 }

@@ -36,7 +36,7 @@ beforeAll(async () => {
     upstream.once("error", reject);
     upstream.listen(80, HOST, resolve);
   });
-  stack = await startStack({ scenarios, broker: { vaultEnv: { MH_EGRESS_UPSTREAM_SCHEME: "http" } } });
+  stack = await startStack({ scenarios, broker: true, vaultEnv: { MH_EGRESS_UPSTREAM_SCHEME: "http" } });
   sdk = stack.client().sdk;
 });
 afterAll(async () => {

@@ -43,12 +43,13 @@ async function untilIdle(client: Anthropic, id: string): Promise<Anthropic.Beta.
 
 describe("sessions", () => {
   it("creates a session with a snapshot of the agent, a repository and vaults", async () => {
+    const vaultId = (await a.sdk.beta.vaults.create({ display_name: "user-1" })).id;
     const session = await a.sdk.beta.sessions.create({
       agent: agentId,
       environment_id: environmentId,
       title: "first",
       metadata: { ticket: "T-1" },
-      vault_ids: ["vlt_011CZkZaBF1tNoB5wlCeusgy"],
+      vault_ids: [vaultId],
       resources: [{ type: "github_repository", url: "https://github.com/octocat/Hello-World.git", checkout: { type: "branch", name: "main" } }],
     });
     expect(session).toMatchObject({
@@ -57,7 +58,7 @@ describe("sessions", () => {
       title: "first",
       environment_id: environmentId,
       metadata: { ticket: "T-1" },
-      vault_ids: ["vlt_011CZkZaBF1tNoB5wlCeusgy"],
+      vault_ids: [vaultId],
       archived_at: null,
       budget: null,
       outcome_evaluations: [],
@@ -76,7 +77,7 @@ describe("sessions", () => {
 
     // The harness runs the snapshot: its model and its tools, with their policies.
     const { session: logged } = await stack.brain.log.client.getSession({ sessionId: session.id });
-    expect(logged?.metadata).toMatchObject({ tenant: "tenant-a", agentId, agentVersion: 1, environmentId, title: "first" });
+    expect(logged?.metadata).toMatchObject({ tenant: "tenant-a", agentId, agentVersion: 1, environmentId, title: "first", vaultIds: [vaultId] });
     expect(logged?.metadata?.agent?.model).toBe("claude-sonnet-5-5");
     expect(logged?.metadata?.agent?.tools.map((t) => t.name)).toEqual(["bash", "edit", "read", "write", "glob", "grep"]);
   });

@@ -78,7 +78,8 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
 export function describeDev(stack: Stack, keyPath: string, out: Output): void {
   const s = style(out.color);
   out.line(s.bold(`Meta-Harness dev: every service in this process, ready in ${duration(stack.startMs)}`));
-  for (const c of stack.components) out.line(`  ${c.name.padEnd(15)} ${c.detail}${c.startMs > 0 ? s.dim(`  (${duration(c.startMs)})`) : ""}`);
+  const width = Math.max(...stack.components.map((c) => c.name.length));
+  for (const c of stack.components) out.line(`  ${c.name.padEnd(width)}  ${c.detail}${c.startMs > 0 ? s.dim(`  (${duration(c.startMs)})`) : ""}`);
   out.line();
   out.line(`  URL      ${s.cyan(stack.url)}`);
   out.line(`  API key  ${s.cyan(stack.apiKey)}  ${s.dim(`(kept in ${keyPath})`)}`);

@@ -1,15 +1,17 @@
 /**
  * The embedded default: every service of a deployment in this one process, on the same code
- * paths, with only the adapters swapped. PGlite instead of a PostgreSQL server (one database per
- * service, in a data directory or in memory), the in-process bus instead of Kafka (the session
+ * paths, with only the adapters swapped. PGlite instead of a PostgreSQL server (one database all
+ * services share, in a data directory or in memory), the in-process bus instead of Kafka (the session
  * log's outbox relay publishes to it, the harness takes its wakes from it), the real bubblewrap
- * sandbox broker, the offline model (or Anthropic's API when a key is given), and the gateway in
+ * sandbox broker, the credential vault proxy (its master key and service tokens in files, see
+ * dev-secrets.ts), the offline model (or Anthropic's API when a key is given), and the gateway in
  * front. Every setting is passed explicitly, never read from MH_* variables, so nothing here
  * reaches for a Postgres or Kafka server.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { loadConfig as credentialProxyConfig, startCredentialProxy } from "@metaharness/credential-vault-proxy";
 import { createMemoryBus } from "@metaharness/event-bus";
 import { loadConfig as gatewayConfig, startGateway } from "@metaharness/gateway";
 import { loadConfig as harnessConfig, startHarness } from "@metaharness/harness";
@@ -17,6 +19,7 @@ import { startOfflineModel, type Scenario } from "@metaharness/offline-model";
 import { loadConfig as brokerConfig, startSandboxBroker } from "@metaharness/sandbox-broker";
 import { createLogger, type LogLevel } from "@metaharness/service-kit";
 import { loadConfig as sessionLogConfig, startSessionLog } from "@metaharness/session-log";
+import { writeDevSecrets } from "./dev-secrets.js";
 import { checkSandboxSupport } from "./preflight.js";
 
 export interface StackOptions {
@@ -61,9 +64,14 @@ function brokerId(dataDir: string | undefined): string {
   return `mh-dev-${createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 10)}`;
 }
 
-async function databaseUrl(dataDir: string | undefined, service: string): Promise<string> {
-  if (dataDir === undefined) return "pglite:memory";
-  const dir = resolve(dataDir, service);
+/**
+ * The one embedded database every service of the stack opens (packages/db shares one PGlite per
+ * directory or in-memory name within a process; each service's migrations own its tables, as on
+ * a shared server): one PGlite to start instead of one per service.
+ */
+async function databaseUrl(dataDir: string | undefined): Promise<string> {
+  if (dataDir === undefined) return `pglite:memory:mh-dev-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const dir = resolve(dataDir, "db");
   await mkdir(dir, { recursive: true });
   return `pglite://${dir}`;
 }
@@ -91,10 +99,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const bus = createMemoryBus({ maxRecordsPerPartition: 10_000 });
     stops.push({ name: "bus", run: () => bus.close() });
     const store = opts.dataDir === undefined ? "PGlite in memory" : `PGlite in ${opts.dataDir}`;
+    const dbUrl = await databaseUrl(opts.dataDir);
 
     const logConfig = sessionLogConfig({
       MH_GRPC_PORT: "0",
-      MH_DATABASE_URL: await databaseUrl(opts.dataDir, "session-log"),
+      MH_DATABASE_URL: dbUrl,
       MH_RELAY_POLL_MS: "50",
       MH_LOG_LEVEL: level,
     });
@@ -102,10 +111,29 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     stops.push({ name: "session log", run: () => log.stop() });
     const logAddr = `127.0.0.1:${log.port}`;
 
+    const secrets = await writeDevSecrets(opts.dataDir);
+    stops.push({ name: "secrets", run: () => secrets.dispose() });
+    const vaultConfig = credentialProxyConfig({
+      MH_GRPC_PORT: "0",
+      MH_REMOTE_HTTP_PORT: "0",
+      MH_DATABASE_URL: dbUrl,
+      MH_SESSION_LOG_ADDR: logAddr,
+      MH_MASTER_KEY_FILE: secrets.masterKeyFile,
+      MH_SERVICE_TOKENS_FILE: secrets.serviceTokensFile,
+      MH_LOG_LEVEL: level,
+    });
+    const vault = await timed("credential vault proxy", `${store}, master key in a file`, () =>
+      startCredentialProxy(vaultConfig, logger("credential-vault-proxy")),
+    );
+    stops.push({ name: "credential vault proxy", run: () => vault.stop() });
+    const vaultAddr = `127.0.0.1:${vault.port}`;
+
     const sbxConfig = brokerConfig({
       MH_GRPC_PORT: "0",
-      MH_DATABASE_URL: await databaseUrl(opts.dataDir, "sandbox-broker"),
+      MH_DATABASE_URL: dbUrl,
       MH_SESSION_LOG_ADDR: logAddr,
+      MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
+      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.broker,
       MH_BROKER_ID: brokerId(opts.dataDir),
       MH_LOG_LEVEL: level,
     });
@@ -129,6 +157,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_GRPC_PORT: "0",
       MH_SESSION_LOG_ADDR: logAddr,
       MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${broker.port}`,
+      MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
+      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.harness,
       MH_KAFKA_WAKE: "true",
       MH_LOG_LEVEL: level,
       ...modelEnv,
@@ -139,9 +169,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const gwConfig = gatewayConfig({
       MH_HTTP_HOST: opts.host ?? "127.0.0.1",
       MH_HTTP_PORT: String(opts.port ?? 0),
-      MH_DATABASE_URL: await databaseUrl(opts.dataDir, "gateway"),
+      MH_DATABASE_URL: dbUrl,
       MH_SESSION_LOG_ADDR: logAddr,
       MH_HARNESS_ADDR: `127.0.0.1:${harness.port}`,
+      MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
+      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.gateway,
       MH_GATEWAY_API_KEYS: `${opts.apiKey}:local`,
       MH_LOG_LEVEL: level,
     });

@@ -6,6 +6,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { MhError } from "@metaharness/errors";
 import type { Secret } from "../crypto/secret.js";
@@ -22,11 +23,14 @@ export interface ConnectOptions {
   readonly token: Secret;
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
+  /** Replaces the transport's fetch (a validation probe records the responses). */
+  readonly fetch?: FetchLike;
 }
 
 export async function withMcpServer<T>(opts: ConnectOptions, work: (client: Client) => Promise<T>): Promise<T> {
   const transport = new StreamableHTTPClientTransport(new URL(opts.serverUrl), {
     requestInit: { headers: { authorization: `Bearer ${opts.token.reveal()}` } },
+    ...(opts.fetch === undefined ? {} : { fetch: opts.fetch }),
   });
   const client = new Client(CLIENT_INFO);
   try {

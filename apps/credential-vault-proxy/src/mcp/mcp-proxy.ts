@@ -82,7 +82,7 @@ export class McpProxy {
     work: (client: Client, opts: ConnectOptions, secrets: readonly Secret[]) => Promise<T>,
   ): Promise<T> {
     const { credential, config } = await this.deps.credentials.mcp(sessionId, serverUrl);
-    if (config.$case !== "mcpOauth") throw new MhError("INTERNAL", "not an mcp_oauth credential");
+    if (config.$case !== "mcpOauth" && config.$case !== "mcpBearer") throw new MhError("INTERNAL", "not an MCP credential");
     const url = config.value.mcpServerUrl;
     const attempt = (token: AccessToken): Promise<T> => {
       const opts = { serverUrl: url, token: token.token, timeoutMs: this.deps.timeoutMs, signal };
@@ -96,6 +96,9 @@ export class McpProxy {
       return await attempt(first);
     } catch (err) {
       if (!(err instanceof TokenRejected)) throw err;
+      if (config.$case === "mcpBearer") {
+        throw new MhError("FAILED_PRECONDITION", `the MCP server ${url} rejects the session's static bearer credential`);
+      }
       this.deps.logger.info({ session_id: sessionId, credential_id: credential.credentialId, server: url }, "the MCP server rejected the token; refreshing it");
       const second = await this.deps.tokens.refresh(credential.credentialId, first.version);
       try {

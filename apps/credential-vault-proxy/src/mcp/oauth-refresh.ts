@@ -6,9 +6,10 @@
  * back cannot leak it through us.
  */
 import { MhError } from "@metaharness/errors";
-import type { McpOAuthCredential } from "@metaharness/proto";
-import type { SecretBundle } from "../crypto/bundle.js";
+import type { McpOAuthCredential, ProbeHttpResponse } from "@metaharness/proto";
+import { secretsOf, type SecretBundle } from "../crypto/bundle.js";
 import { secretOrUndefined, type Secret } from "../crypto/secret.js";
+import { captureText } from "./http-capture.js";
 
 export interface Refreshed {
   readonly accessToken: Secret;
@@ -22,6 +23,20 @@ export type Refresher = (config: McpOAuthCredential, secret: SecretBundle, signa
 /** Bytes of a token endpoint's answer we read at most. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/**
+ * The token endpoint answered, but not with a token. `httpResponse` is its answer as a
+ * validation may show it: cut short and scrubbed of every secret of the credential.
+ */
+export class TokenEndpointRefused extends MhError {
+  constructor(
+    code: "FAILED_PRECONDITION" | "UNAVAILABLE",
+    message: string,
+    readonly httpResponse: ProbeHttpResponse,
+  ) {
+    super(code, message);
+  }
+}
+
 export function refreshGrant(timeoutMs: number): Refresher {
   return async (config, secret, signal) => {
     const refreshToken = secret.refreshToken;
@@ -30,6 +45,7 @@ export function refreshGrant(timeoutMs: number): Refresher {
     }
     const body = new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken.reveal() });
     if (config.scope !== "") body.set("scope", config.scope);
+    if (config.resource !== undefined && config.resource !== "") body.set("resource", config.resource);
     const headers: Record<string, string> = {
       "content-type": "application/x-www-form-urlencoded",
       accept: "application/json",
@@ -56,16 +72,19 @@ export function refreshGrant(timeoutMs: number): Refresher {
     } catch (err) {
       throw new MhError("UNAVAILABLE", `${where} could not be reached`, { cause: errorName(err) });
     }
-    const json = await readJson(response);
+    const text = await readText(response);
+    const json = parseJson(text);
+    const answer = (): ProbeHttpResponse => captureText(response.status, response.headers.get("content-type") ?? "", text, secretsOf(secret));
     if (!response.ok) {
       const code = typeof json?.["error"] === "string" ? json["error"].replace(/[^A-Za-z0-9_.-]/g, "").slice(0, 64) : "";
       const what = `${where} refused to refresh the token: HTTP ${response.status}${code === "" ? "" : ` ${code}`}`;
-      throw new MhError(response.status >= 500 ? "UNAVAILABLE" : "FAILED_PRECONDITION", what);
+      throw new TokenEndpointRefused(response.status >= 500 ? "UNAVAILABLE" : "FAILED_PRECONDITION", what, answer());
     }
     const accessToken = typeof json?.["access_token"] === "string" ? secretOrUndefined(json["access_token"]) : undefined;
     const tokenType = json?.["token_type"];
     if (accessToken === undefined || (typeof tokenType === "string" && tokenType.toLowerCase() !== "bearer")) {
-      throw new MhError("UNAVAILABLE", `${where} answered without a bearer access_token`);
+      // The answer may hold a token of another type: it is scrubbed of what we know, and not shown beyond its status.
+      throw new TokenEndpointRefused("UNAVAILABLE", `${where} answered without a bearer access_token`, { ...answer(), body: "", bodyTruncated: false });
     }
     const expiresIn = json?.["expires_in"];
     const rotated = json?.["refresh_token"];
@@ -82,10 +101,17 @@ function formEncode(value: string): string {
   return new URLSearchParams({ v: value }).toString().slice(2);
 }
 
-async function readJson(response: Response): Promise<Record<string, unknown> | undefined> {
+async function readText(response: Response): Promise<string> {
   try {
     const text = await response.text();
-    if (text.length > MAX_RESPONSE_BYTES) return undefined;
+    return text.length > MAX_RESPONSE_BYTES ? "" : text;
+  } catch {
+    return "";
+  }
+}
+
+function parseJson(text: string): Record<string, unknown> | undefined {
+  try {
     const parsed: unknown = JSON.parse(text);
     return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
   } catch {

@@ -42,11 +42,11 @@ export class OAuthTokenSource {
 
   constructor(private readonly deps: TokenSourceDeps) {}
 
-  /** A token that is not about to expire, refreshing it first if needed. */
+  /** A token that is not about to expire, refreshing it first if needed (a static bearer never is). */
   async current(credentialId: string): Promise<AccessToken> {
     const c = await sealedCredential(this.deps.db, credentialId);
     const secret = openBundle(c.sealed, credentialId, this.deps.keyring);
-    if (this.fresh(c, secret)) return tokenOf(c, secret);
+    if (c.config.$case === "mcpBearer" || this.fresh(c, secret)) return tokenOf(c, secret);
     return this.refresh(credentialId, undefined);
   }
 
@@ -98,11 +98,14 @@ export class OAuthTokenSource {
 }
 
 function oauthConfig(c: SealedCredential): McpOAuthCredential {
-  if (c.config.$case !== "mcpOauth") throw new MhError("INTERNAL", `credential ${c.credential.credentialId} is not an mcp_oauth credential`);
+  if (c.config.$case !== "mcpOauth") {
+    throw new MhError("FAILED_PRECONDITION", `credential ${c.credential.credentialId} is not an mcp_oauth credential and cannot be refreshed`);
+  }
   return c.config.value;
 }
 
 function tokenOf(c: SealedCredential, secret: SecretBundle): AccessToken {
-  if (secret.accessToken === undefined) throw new MhError("INTERNAL", `credential ${c.credential.credentialId} has no access token`);
-  return { credentialId: c.credential.credentialId, token: secret.accessToken, version: c.secretVersion, secrets: secretsOf(secret) };
+  const token = c.config.$case === "mcpBearer" ? secret.token : secret.accessToken;
+  if (token === undefined) throw new MhError("FAILED_PRECONDITION", `credential ${c.credential.credentialId} holds no token`);
+  return { credentialId: c.credential.credentialId, token, version: c.secretVersion, secrets: secretsOf(secret) };
 }

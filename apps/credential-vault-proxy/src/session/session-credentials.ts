@@ -9,7 +9,7 @@ import { CredentialType } from "@metaharness/proto";
 import { openBundle, type SecretBundle } from "../crypto/bundle.js";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import { Secret } from "../crypto/secret.js";
-import { gitMatchScore, hostMatches, tryNormalizeUrl } from "../store/credential-config.js";
+import { MCP_TYPES, gitMatchScore, hostMatches, mcpServerUrlOf, tryNormalizeUrl } from "../store/credential-config.js";
 import { credentialsOfType, sealedCredential, type StoredCredential } from "../store/credentials.js";
 import type { SessionVaults } from "./session-vaults.js";
 
@@ -41,7 +41,7 @@ export class SessionCredentials {
   async git(sessionId: string, repoUrl: string): Promise<GitAuth | undefined> {
     const url = tryNormalizeUrl(repoUrl);
     if (url === undefined) return undefined;
-    const best = await this.best(sessionId, CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, (c) =>
+    const best = await this.best(sessionId, [CredentialType.CREDENTIAL_TYPE_GIT_TOKEN], (c) =>
       c.config.$case === "gitToken" ? gitMatchScore(c.config.value, url) : 0,
     );
     if (best === undefined || best.config.$case !== "gitToken") return undefined;
@@ -52,7 +52,7 @@ export class SessionCredentials {
 
   /** The http_bearer for a host ("api.example.com" or "host:port"), or undefined. */
   async bearer(sessionId: string, host: string): Promise<HeaderAuth | undefined> {
-    const best = await this.best(sessionId, CredentialType.CREDENTIAL_TYPE_HTTP_BEARER, (c) =>
+    const best = await this.best(sessionId, [CredentialType.CREDENTIAL_TYPE_HTTP_BEARER], (c) =>
       c.config.$case === "httpBearer" && hostMatches(c.config.value.host, host) ? 1 + c.config.value.host.length : 0,
     );
     if (best === undefined || best.config.$case !== "httpBearer") return undefined;
@@ -63,15 +63,13 @@ export class SessionCredentials {
     return { credentialId: best.credential.credentialId, headerName, value, token };
   }
 
-  /** The mcp_oauth credential for an MCP server URL; FAILED_PRECONDITION when the session has none. */
+  /** The MCP credential (mcp_oauth or mcp_bearer) for a server URL; FAILED_PRECONDITION when the session has none. */
   async mcp(sessionId: string, serverUrl: string): Promise<StoredCredential> {
     const url = tryNormalizeUrl(serverUrl);
     if (url === undefined) throw new MhError("INVALID_ARGUMENT", "mcp_server_url: must be an http or https URL", { field: "mcp_server_url" });
-    const best = await this.best(sessionId, CredentialType.CREDENTIAL_TYPE_MCP_OAUTH, (c) =>
-      c.config.$case === "mcpOauth" && c.config.value.mcpServerUrl === url ? 1 : 0,
-    );
+    const best = await this.best(sessionId, MCP_TYPES, (c) => (mcpServerUrlOf(c.config) === url ? 1 : 0));
     if (best === undefined) {
-      throw new MhError("FAILED_PRECONDITION", `no vault of session ${sessionId} holds an mcp_oauth credential for ${url}`, {
+      throw new MhError("FAILED_PRECONDITION", `no vault of session ${sessionId} holds an MCP credential for ${url}`, {
         field: "mcp_server_url",
       });
     }
@@ -80,11 +78,11 @@ export class SessionCredentials {
 
   private async best(
     sessionId: string,
-    type: CredentialType,
+    types: readonly CredentialType[],
     score: (c: StoredCredential) => number,
   ): Promise<StoredCredential | undefined> {
     const vaultIds = await this.vaults.vaultIds(sessionId);
-    const candidates = await credentialsOfType(this.db, vaultIds, type);
+    const candidates = await credentialsOfType(this.db, vaultIds, types);
     const order = new Map(vaultIds.map((id, i) => [id, i]));
     let best: { c: StoredCredential; score: number; rank: number } | undefined;
     for (const c of candidates) {

@@ -1,7 +1,7 @@
 /**
  * Which vaults a session may use: the ones its metadata names (SessionMetadata.vault_ids, fixed
- * when the session was created), read from the session log, that exist and belong to the
- * session's tenant. Cached briefly and boundedly; a session that does not exist is NOT_FOUND.
+ * when the session was created), read from the session log, that exist, are not archived and
+ * belong to the session's tenant. Cached briefly and boundedly; a session that does not exist is NOT_FOUND.
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
@@ -53,7 +53,7 @@ export class SessionVaults {
     if (usable.length < named.length) {
       this.logger.warn(
         { session_id: sessionId, named: named.length, usable: usable.length },
-        "some vaults the session names do not exist or belong to another tenant",
+        "some vaults the session names do not exist, are archived or belong to another tenant",
       );
     }
     return usable.map((v) => v.vaultId);

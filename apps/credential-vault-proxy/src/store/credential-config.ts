@@ -8,6 +8,7 @@ import {
   CredentialType,
   GitTokenCredential,
   HttpBearerCredential,
+  McpBearerCredential,
   McpOAuthCredential,
   type Credential,
 } from "@metaharness/proto";
@@ -22,7 +23,16 @@ const TYPE_OF_CASE: Readonly<Record<CredentialConfig["$case"], CredentialType>> 
   gitToken: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN,
   mcpOauth: CredentialType.CREDENTIAL_TYPE_MCP_OAUTH,
   httpBearer: CredentialType.CREDENTIAL_TYPE_HTTP_BEARER,
+  mcpBearer: CredentialType.CREDENTIAL_TYPE_MCP_BEARER,
 };
+
+/** The types that authenticate to an MCP server, by URL. */
+export const MCP_TYPES: readonly CredentialType[] = [CredentialType.CREDENTIAL_TYPE_MCP_OAUTH, CredentialType.CREDENTIAL_TYPE_MCP_BEARER];
+
+/** The MCP server URL of an MCP credential, undefined for other types. */
+export function mcpServerUrlOf(config: CredentialConfig): string | undefined {
+  return config.$case === "mcpOauth" || config.$case === "mcpBearer" ? config.value.mcpServerUrl : undefined;
+}
 
 export function typeOf(config: CredentialConfig): CredentialType {
   return TYPE_OF_CASE[config.$case];
@@ -37,6 +47,8 @@ export function configToJson(config: CredentialConfig): unknown {
       return McpOAuthCredential.toJSON(config.value);
     case "httpBearer":
       return HttpBearerCredential.toJSON(config.value);
+    case "mcpBearer":
+      return McpBearerCredential.toJSON(config.value);
   }
 }
 
@@ -46,6 +58,8 @@ export function configFromJson(type: CredentialType, json: unknown): CredentialC
       return { $case: "gitToken", value: GitTokenCredential.fromJSON(json) };
     case CredentialType.CREDENTIAL_TYPE_MCP_OAUTH:
       return { $case: "mcpOauth", value: McpOAuthCredential.fromJSON(json) };
+    case CredentialType.CREDENTIAL_TYPE_MCP_BEARER:
+      return { $case: "mcpBearer", value: McpBearerCredential.fromJSON(json) };
     default:
       return { $case: "httpBearer", value: HttpBearerCredential.fromJSON(json) };
   }
@@ -79,7 +93,20 @@ export function validateConfig(config: CredentialConfig, secret: SecretBundle): 
       if (method !== "none" && secret.clientSecret === undefined) {
         throw invalidArgument("secret.client_secret", `required by token_endpoint_auth_method ${method}`);
       }
-      return { $case: "mcpOauth", value: { ...c, mcpServerUrl, tokenEndpoint, tokenEndpointAuthMethod: method } };
+      if (method === "none" && secret.clientSecret !== undefined) {
+        throw invalidArgument("secret.client_secret", "the token endpoint authenticates no client (token_endpoint_auth_method none)");
+      }
+      const resource = c.resource === undefined || c.resource === "" ? undefined : c.resource;
+      // RFC 8707: an absolute URI without a fragment.
+      if (resource !== undefined && (!URL.canParse(resource) || resource.includes("#"))) {
+        throw invalidArgument("mcp_oauth.resource", "must be an absolute URI without a fragment");
+      }
+      return { $case: "mcpOauth", value: { ...c, mcpServerUrl, tokenEndpoint, tokenEndpointAuthMethod: method, resource } };
+    }
+    case "mcpBearer": {
+      const mcpServerUrl = normalizeUrl(config.value.mcpServerUrl, "mcp_bearer.mcp_server_url");
+      if (secret.token === undefined) throw invalidArgument("secret.token", "required for an mcp_bearer");
+      return { $case: "mcpBearer", value: { mcpServerUrl } };
     }
     case "httpBearer": {
       const c = config.value;

@@ -1,6 +1,6 @@
 /**
  * The gate in front of every /v1 route: the credential names who the request acts for (a tenant,
- * an environment's workers, or one work item's worker; see credentials.ts), the route says which
+ * an environment's workers, or one work item's worker; see principals.ts), the route says which
  * credentials it takes and the principal's scope must cover the objects the path names; and the
  * `anthropic-beta` header, when present, must ask for the Managed Agents version we serve. A
  * request without the header is served as that version unless MH_GATEWAY_REQUIRE_BETA_HEADER is
@@ -8,13 +8,13 @@
  */
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
-import { CREDENTIAL_NAMES, type CredentialKind, type Credentials, type Principal } from "./credentials.js";
+import { CREDENTIAL_NAMES, type CredentialKind, type Principals, type Principal } from "./principals.js";
 
 export const MANAGED_AGENTS_BETA = "managed-agents-2026-04-01";
 const BETA_FAMILY = "managed-agents-";
 
 export interface AuthOptions {
-  readonly credentials: Credentials;
+  readonly principals: Principals;
   readonly requireBetaHeader: boolean;
 }
 
@@ -55,7 +55,7 @@ const API_KEY_ONLY: readonly CredentialKind[] = ["api_key"];
 export async function authenticate(req: FastifyRequest, opts: AuthOptions, accepts: readonly CredentialKind[] = API_KEY_ONLY): Promise<Principal> {
   const key = keyOf(req);
   if (key === undefined) throw new ApiError("authentication_failed", "x-api-key header is required");
-  const principal = await opts.credentials.resolve(key);
+  const principal = await opts.principals.resolve(key);
   if (principal === undefined) throw new ApiError("authentication_failed", "invalid x-api-key");
   checkBetaHeader(req, opts.requireBetaHeader);
   if (!accepts.includes(principal.kind)) {

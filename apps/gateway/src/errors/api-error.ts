@@ -40,9 +40,9 @@ export class ApiError extends Error {
     return ERROR_CATALOG[this.error].status;
   }
 
-  /** Whether the caller could do nothing about it: logged at error level with the cause. */
+  /** Whether the caller could do nothing about it: logged at error level with the cause (a 501 says what is not served). */
   get serverSide(): boolean {
-    return this.status >= 500 && this.error !== "not_implemented";
+    return this.status >= 500 && this.status !== 501;
   }
 
   body(requestId: string | null): ErrorResponseBody {

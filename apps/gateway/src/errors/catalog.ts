@@ -132,7 +132,15 @@ export const ERROR_CATALOG = {
     errorCode: "not_implemented",
     sdkError: "NotImplementedError",
     retry: false,
-    when: "An SDK endpoint this gateway does not serve yet (vaults, session resources, threads).",
+    when: "An SDK endpoint this gateway does not serve yet (session resources, threads).",
+  },
+  credential_vault_unconfigured: {
+    status: 501,
+    type: "api_error",
+    errorCode: "credential_vault_unconfigured",
+    sdkError: "NotImplementedError",
+    retry: false,
+    when: "The gateway runs without a credential vault proxy (`MH_CREDENTIAL_PROXY_ADDR`): vaults and credentials, and `vault_ids` on a new session, are not available in this deployment.",
   },
   unavailable: {
     status: 503,

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
 import { authenticate, type AuthOptions } from "../auth/authenticate.js";
-import type { CredentialKind, Principal } from "../auth/credentials.js";
+import type { CredentialKind, Principal } from "../auth/principals.js";
 import type { GatewayErrorName } from "../errors/catalog.js";
 import type { JsonSchema } from "../schemas/common.js";
 
@@ -37,8 +37,8 @@ export interface RouteDoc {
   readonly stream?: boolean;
   /** Served without an API key. */
   readonly public?: boolean;
-  /** The credentials it takes; an API key only when absent. */
-  readonly credentials?: readonly CredentialKind[];
+  /** The kinds of credential it takes (auth/principals.ts); an API key only when absent. */
+  readonly accepts?: readonly CredentialKind[];
   /** Ours, not an SDK method: callers use the SDK's generic `client.post()` and friends. */
   readonly extension?: boolean;
 }
@@ -66,7 +66,7 @@ export class Router {
         ? {}
         : {
             onRequest: async (req: FastifyRequest) => {
-              const principal = await authenticate(req, auth, doc.credentials);
+              const principal = await authenticate(req, auth, doc.accepts);
               req.principal = principal;
               req.tenant = principal.tenant;
             },

@@ -44,7 +44,9 @@ export function toolConfigs(agent: BetaManagedAgentsSessionAgent): ToolConfig[] 
       case "mcp_toolset":
         for (const c of t.configs) {
           if (c.enabled && !SANDBOX.has(c.name)) {
-            out.push(tool(c.name, ToolKind.TOOL_KIND_MCP, c.permission_policy, { mcpServerUrl: servers.get(t.mcp_server_name) ?? "" }));
+            out.push(
+              tool(c.name, ToolKind.TOOL_KIND_MCP, c.permission_policy, { mcpServerUrl: servers.get(t.mcp_server_name) ?? "", mcpServerName: t.mcp_server_name }),
+            );
           }
         }
         break;

@@ -45,3 +45,12 @@ export function patchMetadata(
   }
   return checkMetadata(next, opts.field);
 }
+
+/** A patch as upserts and removals, for a backend that applies it atomically (the credential vault proxy). */
+export function splitPatch(patch: MetadataPatch | null | undefined): { upsert: Metadata; remove: string[] } {
+  const entries = Object.entries(patch ?? {});
+  return {
+    upsert: Object.fromEntries(entries.filter((e): e is [string, string] => e[1] !== null)),
+    remove: entries.filter(([, v]) => v === null).map(([k]) => k),
+  };
+}

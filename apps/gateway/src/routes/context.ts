@@ -3,7 +3,7 @@
  * gateway. One object, passed to each module's register function.
  */
 import type { Db } from "@metaharness/db";
-import type { HarnessService, SessionLogService } from "@metaharness/proto";
+import type { CredentialVaultProxyService, HarnessService, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 import type { Router } from "../http/router.js";
 import type { AgentStore } from "../store/agents.js";
@@ -16,6 +16,7 @@ import type { WorkSignals } from "../work/signals.js";
 
 export type SessionLogRpc = PromiseClient<typeof SessionLogService>;
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
+export type CredentialProxyRpc = PromiseClient<typeof CredentialVaultProxyService>;
 
 export interface RouteContext {
   readonly router: Router;
@@ -31,6 +32,8 @@ export interface RouteContext {
   readonly workLeaseTtlSeconds: number;
   readonly log: SessionLogRpc;
   readonly harness: HarnessRpc;
+  /** Undefined when this deployment runs without a credential vault proxy. */
+  readonly credentials: CredentialProxyRpc | undefined;
   readonly streams: StreamRegistry;
   readonly wakeTimeoutMs: number;
   readonly heartbeatMs: number;

@@ -58,7 +58,7 @@ export function registerEventRoutes(ctx: RouteContext): void {
       response: "PageCursor<BetaManagedAgentsSessionEvent>",
       errors: ["permission_denied", "not_found"],
       schema: { params: sessionParams, querystring: listEventsQuery },
-      credentials: KEY_OR_WORKER,
+      accepts: KEY_OR_WORKER,
     },
     async (req): Promise<PageCursorResponse<ManagedAgentsEventJson>> => {
       const q = req.query;
@@ -88,7 +88,7 @@ export function registerEventRoutes(ctx: RouteContext): void {
       response: "BetaManagedAgentsSendSessionEvents",
       errors: ["permission_denied", "not_found", "request_too_large"],
       schema: { params: sessionParams, body: sendEventsBody },
-      credentials: KEY_OR_WORKER,
+      accepts: KEY_OR_WORKER,
     },
     async (req): Promise<{ data: ManagedAgentsEventJson[] }> => {
       const session = await sessions.require(req.tenant, req.params.session_id);

@@ -1,7 +1,6 @@
 /**
  * The SDK endpoints this gateway does not serve yet answer 501 with a body saying so, instead
- * of a 404 that would read as "no such object": vaults and their credentials (they come with the
- * credential vault proxy), session resources and threads.
+ * of a 404 that would read as "no such object": session resources and threads.
  */
 import type { Method } from "../http/router.js";
 import { ApiError } from "../errors/api-error.js";
@@ -13,33 +12,10 @@ interface Unserved {
   readonly sdk: string;
 }
 
-const VAULTS = "Vaults are not yet available in Meta-Harness: they arrive with the credential vault proxy.";
 const RESOURCES = "Session resources cannot be read or changed after creation yet; they are shown on the session object.";
 const THREADS = "Session threads (multiagent sessions) are not supported by Meta-Harness yet.";
 
 const UNSERVED: ReadonlyArray<readonly [string, readonly Unserved[]]> = [
-  [
-    VAULTS,
-    [
-      { method: "POST", url: "/v1/vaults", sdk: "beta.vaults.create" },
-      { method: "GET", url: "/v1/vaults", sdk: "beta.vaults.list" },
-      { method: "GET", url: "/v1/vaults/:vault_id", sdk: "beta.vaults.retrieve" },
-      { method: "POST", url: "/v1/vaults/:vault_id", sdk: "beta.vaults.update" },
-      { method: "DELETE", url: "/v1/vaults/:vault_id", sdk: "beta.vaults.delete" },
-      { method: "POST", url: "/v1/vaults/:vault_id/archive", sdk: "beta.vaults.archive" },
-      { method: "POST", url: "/v1/vaults/:vault_id/credentials", sdk: "beta.vaults.credentials.create" },
-      { method: "GET", url: "/v1/vaults/:vault_id/credentials", sdk: "beta.vaults.credentials.list" },
-      { method: "GET", url: "/v1/vaults/:vault_id/credentials/:credential_id", sdk: "beta.vaults.credentials.retrieve" },
-      { method: "POST", url: "/v1/vaults/:vault_id/credentials/:credential_id", sdk: "beta.vaults.credentials.update" },
-      { method: "DELETE", url: "/v1/vaults/:vault_id/credentials/:credential_id", sdk: "beta.vaults.credentials.delete" },
-      { method: "POST", url: "/v1/vaults/:vault_id/credentials/:credential_id/archive", sdk: "beta.vaults.credentials.archive" },
-      {
-        method: "POST",
-        url: "/v1/vaults/:vault_id/credentials/:credential_id/mcp_oauth_validate",
-        sdk: "beta.vaults.credentials.mcpOAuthValidate",
-      },
-    ],
-  ],
   [
     RESOURCES,
     [

@@ -55,7 +55,7 @@ export function registerSessionRoutes(ctx: RouteContext): void {
       sdk: "beta.sessions.create",
       summary: "Create a session of an agent version in an environment; initial user.message events are sent at once.",
       response: "BetaManagedAgentsSession",
-      errors: ["invalid_metadata", "not_found", "environment_not_found", "environment_archived", "request_too_large"],
+      errors: ["invalid_metadata", "not_found", "environment_not_found", "environment_archived", "request_too_large", "credential_vault_unconfigured"],
       schema: { body: createSessionBody },
     },
     (req) => createSession(ctx, req.tenant, req.body, req.log),
@@ -70,7 +70,7 @@ export function registerSessionRoutes(ctx: RouteContext): void {
       response: "BetaManagedAgentsSession",
       errors: ["permission_denied", "not_found"],
       schema: { params: sessionParams },
-      credentials: ["api_key", "work_token"],
+      accepts: ["api_key", "work_token"],
     },
     async (req): Promise<BetaManagedAgentsSession> => viewSession(ctx, await sessions.require(req.tenant, req.params.session_id)),
   );
@@ -89,7 +89,8 @@ export function registerSessionRoutes(ctx: RouteContext): void {
       const { agent, budget, vault_ids: vaultIds, title, metadata } = req.body;
       if (agent !== undefined) throw invalidRequest("agent", "changing a session's agent is not supported by this gateway yet");
       if (budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet");
-      if (vaultIds !== undefined) throw invalidRequest("vault_ids", "attaching vaults to an existing session is not yet supported");
+      // The SDK documents vault_ids on update as reserved: "requests setting this field are rejected".
+      if (vaultIds !== undefined) throw invalidRequest("vault_ids", "cannot be changed after a session is created (reserved for future use)");
       const current = await sessions.require(req.tenant, req.params.session_id);
       const updated = await sessions.update(
         req.tenant,

@@ -41,7 +41,7 @@ export function registerStreamRoute(ctx: RouteContext): void {
       response: "BetaManagedAgentsStreamSessionEvents",
       errors: ["permission_denied", "not_found"],
       schema: { params: sessionParams, querystring: streamEventsQuery },
-      credentials: ["api_key", "work_token"],
+      accepts: ["api_key", "work_token"],
       stream: true,
     },
     async (req, reply) => {

@@ -70,7 +70,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       response: "BetaSelfHostedWork | null",
       errors: ["permission_denied", "not_found"],
       schema: { params: environmentParams, querystring: pollQuery },
-      credentials: WORKER,
+      accepts: WORKER,
     },
     async (req, reply) => {
       const env = req.params.environment_id;
@@ -96,7 +96,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       response: "BetaSelfHostedWork",
       errors: ["permission_denied", "not_found", "conflict"],
       schema: { params: workParams },
-      credentials: WORKER,
+      accepts: WORKER,
     },
     async (req): Promise<BetaSelfHostedWork> =>
       renderWork(await ctx.work.ack(req.params.environment_id, req.params.work_id, workerId(req), ctx.now(), ctx.workLeaseTtlSeconds)),
@@ -111,7 +111,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       response: "BetaSelfHostedWorkHeartbeatResponse",
       errors: ["permission_denied", "not_found", "conflict", "heartbeat_precondition_failed"],
       schema: { params: workParams, querystring: heartbeatQuery },
-      credentials: WORKER_OR_ITEM,
+      accepts: WORKER_OR_ITEM,
     },
     async (req): Promise<BetaSelfHostedWorkHeartbeatResponse> => {
       const p = req.principal;
@@ -139,7 +139,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       response: "BetaSelfHostedWork",
       errors: ["permission_denied", "not_found", "conflict"],
       schema: { params: workParams, body: stopBody },
-      credentials: ["api_key", ...WORKER_OR_ITEM],
+      accepts: ["api_key", ...WORKER_OR_ITEM],
     },
     async (req): Promise<BetaSelfHostedWork> => {
       await checkEnvironment(ctx, req);
@@ -201,7 +201,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       response: "PageCursor<BetaSelfHostedWork>",
       errors: ["permission_denied", "not_found"],
       schema: { params: environmentParams, querystring: listWorkQuery },
-      credentials: WORKER,
+      accepts: WORKER,
     },
     async (req): Promise<PageCursorResponse<BetaSelfHostedWork>> => {
       const page = await ctx.work.list(req.params.environment_id, {
@@ -221,7 +221,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       response: "BetaSelfHostedWorkQueueStats",
       errors: ["permission_denied", "not_found"],
       schema: { params: environmentParams },
-      credentials: ["api_key", "environment_key"],
+      accepts: ["api_key", "environment_key"],
     },
     async (req): Promise<BetaSelfHostedWorkQueueStats> => {
       await checkEnvironment(ctx, req);

@@ -1,8 +1,8 @@
 /**
- * Creating a session: resolve the agent (one version, with overrides) and the environment of
- * this tenant, check every input before anything is written, create the session in the log with
- * the agent snapshotted as the harness's AgentConfig and the environment's config, record the
- * gateway's view, then append the initial events and wake the harness. The log's session comes
+ * Creating a session: resolve the agent (one version, with overrides), the environment and the
+ * vaults of this tenant, check every input before anything is written, create the session in the
+ * log with the agent snapshotted as the harness's AgentConfig and the environment's config, record
+ * the gateway's view, then append the initial events and wake the harness. The log's session comes
  * first: a crash between the two writes leaves an empty session nobody can see, never a visible
  * session without a log.
  */
@@ -17,6 +17,8 @@ import { checkMetadata } from "../mapping/metadata.js";
 import { resolveResources } from "../mapping/resources.js";
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
 import type { RouteContext } from "../routes/context.js";
+import { VaultAccess } from "../vaults/access.js";
+import { sessionVaultIds } from "../vaults/session-vaults.js";
 import { appendUserEvents } from "./append.js";
 import { requestHands } from "./hands.js";
 import { viewSession } from "./live.js";
@@ -57,7 +59,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   const resources = resolveResources(body.resources, now);
   const events = initialEvents(body.initial_events);
   const title = body.title === undefined || body.title === "" ? null : body.title;
-  const vaultIds = [...new Set(body.vault_ids ?? [])];
+  const vaultIds = await sessionVaultIds(new VaultAccess(ctx.credentials), tenant, body.vault_ids);
 
   const sessionId = newSessionId();
   const { session } = await ctx.log.createSession({

@@ -7,7 +7,7 @@
  * are not part of the Managed Agents API, so they stay out of /openapi.json.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Credentials } from "../auth/credentials.js";
+import type { Principals } from "../auth/principals.js";
 import { authenticate } from "../auth/authenticate.js";
 import { ApiError } from "../errors/api-error.js";
 import type { RouteContext } from "../routes/context.js";
@@ -16,7 +16,7 @@ import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type
 import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
 
 export interface UiOptions {
-  readonly credentials: Credentials;
+  readonly principals: Principals;
   readonly traceUrlTemplate: string;
 }
 
@@ -52,7 +52,7 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
     });
 
     // The JSON routes: the key's tenant, as on /v1 (another tenant's session is not found).
-    const auth = { credentials: opts.credentials, requireBetaHeader: false };
+    const auth = { principals: opts.principals, requireBetaHeader: false };
     const authenticated = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
       req.tenant = (await authenticate(req, auth)).tenant;
       void reply.header("cache-control", "no-store");

@@ -156,7 +156,7 @@ export function toolRoutes(agent: AgentConfig | undefined, hands: Hands = "broke
       input_schema: { type: "object", ...(tool.inputSchema ?? {}) },
     };
     if (tool.kind === ToolKind.TOOL_KIND_MCP) {
-      const mcpServerName = URL.canParse(tool.mcpServerUrl) ? new URL(tool.mcpServerUrl).host : "mcp";
+      const mcpServerName = tool.mcpServerName || (URL.canParse(tool.mcpServerUrl) ? new URL(tool.mcpServerUrl).host : "mcp");
       routes.set(tool.name, { name: tool.name, kind: "mcp", ask, definition, mcpServerUrl: tool.mcpServerUrl, mcpServerName });
     }
     else routes.set(tool.name, { name: tool.name, kind: "custom", ask, definition });

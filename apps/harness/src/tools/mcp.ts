@@ -4,11 +4,9 @@
  * MCP server. The harness never sees a token; it presents only its own service token to the proxy.
  * A failure is a tool error the model reads, except a cancellation (an interrupt), which propagates.
  */
-import { readFileSync } from "node:fs";
-import { InterceptingCall, type Interceptor } from "@grpc/grpc-js";
 import { MhError } from "@metaharness/errors";
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
-import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, readServiceToken, type PromiseClient } from "@metaharness/service-kit";
 import type { ToolOutcome } from "./sandbox.js";
 
 export type CredentialProxyClient = PromiseClient<typeof CredentialVaultProxyService>;
@@ -39,19 +37,7 @@ export class McpPort {
 }
 
 /** A client of the proxy at `address` presenting the service token read from `tokenFile`. */
-export function credentialProxyClient(address: string, tokenFile: string): { client: CredentialProxyClient; close(): void } {
-  const token = readFileSync(tokenFile, "utf8").trim();
-  if (token === "") throw new MhError("FAILED_PRECONDITION", `the credential proxy token file ${tokenFile} is empty`);
-  const raw = createClient(CredentialVaultProxyClient, address, { channelOptions: { interceptors: [bearer(token)] } });
+export async function credentialProxyClient(address: string, tokenFile: string): Promise<{ client: CredentialProxyClient; close(): void }> {
+  const raw = createClient(CredentialVaultProxyClient, address, { bearerToken: await readServiceToken(tokenFile) });
   return { client: promisify(raw, CredentialVaultProxyService), close: () => raw.close() };
-}
-
-function bearer(token: string): Interceptor {
-  return (options, nextCall) =>
-    new InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
-        metadata.set("authorization", `Bearer ${token}`);
-        next(metadata, listener);
-      },
-    });
 }

@@ -4,11 +4,8 @@
  * and egress endpoint. The same token goes, as `x-mh-service-authorization`, on every request the
  * broker relays to the proxy's remote endpoint. The broker never holds a vault credential.
  */
-import { readFile } from "node:fs/promises";
-import { InterceptingCall, type Interceptor } from "@grpc/grpc-js";
-import { MhError } from "@metaharness/errors";
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
-import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, readServiceToken, type PromiseClient } from "@metaharness/service-kit";
 
 export type CredentialProxy = PromiseClient<typeof CredentialVaultProxyService>;
 
@@ -23,18 +20,7 @@ export interface ProxyConnection {
 }
 
 export async function connectCredentialProxy(address: string, tokenFile: string): Promise<ProxyConnection> {
-  const token = (await readFile(tokenFile, "utf8")).trim();
-  if (token === "") throw new MhError("FAILED_PRECONDITION", `the credential proxy token file ${tokenFile} is empty`);
-  const raw = createClient(CredentialVaultProxyClient, address, { channelOptions: { interceptors: [bearer(token)] } });
+  const token = await readServiceToken(tokenFile);
+  const raw = createClient(CredentialVaultProxyClient, address, { bearerToken: token });
   return { client: promisify(raw, CredentialVaultProxyService), serviceAuthorization: `Bearer ${token}`, close: () => raw.close() };
-}
-
-function bearer(token: string): Interceptor {
-  return (options, nextCall) =>
-    new InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
-        metadata.set("authorization", `Bearer ${token}`);
-        next(metadata, listener);
-      },
-    });
 }

@@ -46,7 +46,7 @@ interface Cached {
   readonly until: number;
 }
 
-export class Credentials {
+export class Principals {
   private readonly cache = new Map<string, Cached>();
 
   constructor(

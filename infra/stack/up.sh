@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Starts Meta-Harness distributed on this machine: every service as its own process, against the
+# real PostgreSQL and Kafka (from infra/up.sh, or MH_DATABASE_URL / MH_KAFKA_BROKERS as given):
+# session-log, credential-vault-proxy, sandbox-broker, the offline model (unless ANTHROPIC_API_KEY
+# is set), MH_STACK_HARNESSES harness instances (2 by default) and the gateway. The same
+# processes, settings and secrets files a deployment has; only the addresses are all 127.0.0.1.
+# Run `npx turbo run build` first.
+#
+# stdout: MH_URL=http://127.0.0.1:8080 and MH_API_KEY=... (what `mh sessions` and the SDK need),
+#   e.g. `set -a; eval "$(infra/stack/up.sh)"; set +a`.
+# State (secrets 0600, pid files, one log per process) in $MH_STACK_DIR (.local/stack).
+# Ports: gRPC from MH_STACK_PORT_BASE (50050): session-log +1, sandbox-broker +3,
+#   credential-vault-proxy +4 (its remote HTTP endpoint +5), harnesses +10, +11, ...;
+#   gateway MH_STACK_HTTP_PORT (8080); offline model MH_STACK_MODEL_PORT (8790).
+# Not idempotent on purpose: a running stack in the same directory is refused; infra/stack/down.sh first.
+set -euo pipefail
+MH_LOG_TAG=stack
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
+# shellcheck source=./common.sh
+source "$here/common.sh"
+
+t0=$(now_ms)
+for app in session-log credential-vault-proxy sandbox-broker harness gateway; do
+  [[ -f "$MH_ROOT/apps/$app/dist/main.js" ]] || die "apps/$app is not built: run npx turbo run build"
+done
+[[ -f "$MH_ROOT/packages/offline-model/dist/main.js" ]] || die "packages/offline-model is not built: run npx turbo run build"
+for f in "$STACK_DIR"/pids/*.pid; do
+  [[ -e $f ]] || continue
+  if pid_alive "$(<"$f")"; then die "a stack is already running from $STACK_DIR ($(basename "$f" .pid)); infra/stack/down.sh first"; fi
+done
+rm -rf "$STACK_DIR/pids"
+mkdir -p "$STACK_DIR/pids" "$STACK_DIR/logs" "$STACK_DIR/secrets"
+chmod 700 "$STACK_DIR/secrets"
+
+if [[ -z ${MH_DATABASE_URL:-} || -z ${MH_KAFKA_BROKERS:-} ]]; then
+  eval "$("$MH_ROOT/infra/up.sh")"
+fi
+export MH_DATABASE_URL MH_KAFKA_BROKERS
+
+# Secrets are files, never settings. The master key is kept across restarts (the vaults in
+# Postgres stay readable); the service tokens and the API key are new at each start.
+secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n'; }
+umask 077
+sec="$STACK_DIR/secrets"
+[[ -s $sec/master.key ]] || head -c 32 /dev/urandom | base64 >"$sec/master.key"
+for name in gateway harness broker; do secret >"$sec/$name.token"; done
+printf '{"services":[{"name":"gateway","role":"admin","token":"%s"},{"name":"harness","role":"harness","token":"%s"},{"name":"sandbox-broker","role":"broker","token":"%s"}]}\n' \
+  "$(<"$sec/gateway.token")" "$(<"$sec/harness.token")" "$(<"$sec/broker.token")" >"$sec/services.json"
+api_key="mh-$(secret)"
+umask 022
+
+# start <name> <port to wait for> <main.js> [VAR=value...]: a detached process (setsid + nohup:
+# it outlives this script and a Ctrl-C in this terminal; 9>&- keeps no lock fd), then waits until
+# its port accepts connections.
+start() {
+  local name=$1 port=$2 main=$3; shift 3
+  port_open "$port" && die "port $port (for $name) is taken; set MH_STACK_PORT_BASE / MH_STACK_HTTP_PORT / MH_STACK_MODEL_PORT"
+  (exec nohup setsid env "$@" node "$MH_ROOT/$main" >"$STACK_DIR/logs/$name.log" 2>&1 9>&- </dev/null) &
+  echo $! >"$STACK_DIR/pids/$name.pid"
+  local deadline=$(( $(now_ms) + STACK_START_TIMEOUT * 1000 ))
+  until port_open "$port"; do
+    if ! pid_alive "$(<"$STACK_DIR/pids/$name.pid")"; then
+      show_tail 30 "$STACK_DIR/logs/$name.log"; die "$name exited during start (log: $STACK_DIR/logs/$name.log)"
+    fi
+    (( $(now_ms) < deadline )) || { show_tail 30 "$STACK_DIR/logs/$name.log"; die "$name did not listen on $port within ${STACK_START_TIMEOUT}s"; }
+    sleep 0.1
+  done
+  log "$name on 127.0.0.1:$port (pid $(<"$STACK_DIR/pids/$name.pid"))"
+}
+
+common=("MH_LOG_LEVEL=${MH_LOG_LEVEL:-info}")
+[[ -z ${MH_OTLP_ENDPOINT:-} ]] || common+=("MH_OTLP_ENDPOINT=$MH_OTLP_ENDPOINT")
+log_addr="127.0.0.1:$PORT_LOG"
+proxy_addr="127.0.0.1:$PORT_PROXY"
+
+start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" \
+  MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS"
+start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main.js "${common[@]}" \
+  MH_GRPC_PORT="$PORT_PROXY" MH_REMOTE_HTTP_PORT="$PORT_PROXY_REMOTE" MH_DATABASE_URL="$MH_DATABASE_URL" \
+  MH_SESSION_LOG_ADDR="$log_addr" MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/services.json"
+start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" \
+  MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" MH_SESSION_LOG_ADDR="$log_addr" \
+  MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker.token"
+
+model=()
+if [[ -n ${ANTHROPIC_API_KEY:-} ]]; then
+  model=("ANTHROPIC_API_KEY=$ANTHROPIC_API_KEY")
+  log "model: Anthropic's API (ANTHROPIC_API_KEY)"
+else
+  start offline-model "$PORT_MODEL" packages/offline-model/dist/main.js "${common[@]}" MH_OFFLINE_MODEL_PORT="$PORT_MODEL"
+  model=("MH_MODEL_BASE_URL=http://127.0.0.1:$PORT_MODEL" "ANTHROPIC_API_KEY=offline")
+fi
+
+for (( i = 0; i < STACK_HARNESSES; i++ )); do
+  port=$(( PORT_HARNESS + i ))
+  start "harness-$((i + 1))" "$port" apps/harness/dist/main.js "${common[@]}" "${model[@]}" \
+    MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" MH_SESSION_LOG_ADDR="$log_addr" \
+    MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
+    MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/harness.token"
+done
+
+# The gateway's Wake goes to the first harness; every instance also takes wakes from Kafka, so
+# sessions go on when that one is down.
+start gateway "$PORT_HTTP" apps/gateway/dist/main.js "${common[@]}" \
+  MH_HTTP_PORT="$PORT_HTTP" MH_DATABASE_URL="$MH_DATABASE_URL" MH_SESSION_LOG_ADDR="$log_addr" \
+  MH_HARNESS_ADDR="127.0.0.1:$PORT_HARNESS" MH_GATEWAY_API_KEYS="$api_key:local" \
+  MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/gateway.token"
+
+log "stack up in $(elapsed "$t0"): logs in $STACK_DIR/logs, stop with infra/stack/down.sh"
+echo "MH_URL=http://127.0.0.1:$PORT_HTTP"
+echo "MH_API_KEY=$api_key"

@@ -1,0 +1,139 @@
+/**
+ * The distributed deployment as README's "Running it distributed" starts it: infra/stack/up.sh
+ * runs every service as its own process (two harnesses) against the real Postgres and Kafka.
+ * Driven with the official SDK through the gateway: a session runs a bash tool in a bubblewrap
+ * sandbox; one harness is killed with SIGKILL and the next turn is answered by the other (its wake
+ * comes from Kafka); every event reached the Kafka topic; infra/stack/down.sh stops every process.
+ */
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Anthropic from "@anthropic-ai/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readTopic, type TopicReader } from "../../support/kafka.js";
+import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
+import { freePort } from "../../support/process.js";
+import { KAFKA_BROKERS } from "../../support/session-log.js";
+
+const run = promisify(execFile);
+const ROOT = new URL("../../../", import.meta.url).pathname;
+
+let db: TestDatabase;
+let dir = "";
+let env: Record<string, string> = {};
+let sdk: Anthropic;
+let topic: TopicReader;
+const kafkaTopic = `mh-stack-${randomBytes(4).toString("hex")}`;
+
+beforeAll(async () => {
+  db = await createTestDatabase("mh_stack");
+  dir = await mkdtemp(join(tmpdir(), "mh-stack-"));
+  const scenarios = join(dir, "scenarios.json");
+  await writeFile(
+    scenarios,
+    JSON.stringify({
+      compute: {
+        steps: [
+          { text: "Computing.", toolUses: [{ name: "bash", input: { command: "echo $((6 * 7)) | tee answer.txt" } }] },
+          { text: "The sandbox said {{last_tool_result}}" },
+        ],
+        onExhausted: "repeat-last",
+      },
+    }),
+  );
+  const base = 20_000 + Math.floor(Math.random() * 2_000) * 20;
+  env = {
+    ...(process.env as Record<string, string>),
+    MH_DATABASE_URL: db.url,
+    MH_KAFKA_BROKERS: KAFKA_BROKERS,
+    MH_KAFKA_TOPIC: kafkaTopic,
+    MH_KAFKA_GROUP: `${kafkaTopic}-harness`,
+    MH_STACK_DIR: join(dir, "stack"),
+    MH_STACK_PORT_BASE: String(base),
+    MH_STACK_HTTP_PORT: String(await freePort()),
+    MH_STACK_MODEL_PORT: String(await freePort()),
+    MH_OFFLINE_MODEL_SCENARIOS: scenarios,
+    MH_LOG_LEVEL: "info",
+  };
+  delete env["ANTHROPIC_API_KEY"];
+  topic = await readTopic(kafkaTopic);
+  const { stdout } = await run("bash", [join(ROOT, "infra/stack/up.sh")], { env, cwd: ROOT, timeout: 90_000 });
+  const out: Record<string, string> = {};
+  for (const line of stdout.trim().split("\n")) {
+    const eq = line.indexOf("=");
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  sdk = new Anthropic({ apiKey: out["MH_API_KEY"], baseURL: out["MH_URL"], maxRetries: 0 });
+}, 120_000);
+
+afterAll(async () => {
+  if (dir !== "") await run("bash", [join(ROOT, "infra/stack/down.sh")], { env, cwd: ROOT, timeout: 120_000 }).catch(() => undefined);
+  await topic?.close();
+  await db?.drop();
+  if (dir !== "") await rm(dir, { recursive: true, force: true });
+}, 150_000);
+
+async function untilIdle(sessionId: string, idles: number, timeoutMs = 30_000): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
+    for await (const e of sdk.beta.sessions.events.list(sessionId)) events.push(e);
+    if (events.filter((e) => e.type === "session.status_idle").length >= idles) return events;
+    if (Date.now() > deadline) throw new Error(`session ${sessionId} not idle ${idles} times: ${events.map((e) => e.type).join(", ")}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const pidOf = async (name: string): Promise<number> => Number(await readFile(join(dir, "stack", "pids", `${name}.pid`), "utf8"));
+/** Running, not a zombie waiting for init to reap it (kill -0 would count those). */
+const alive = async (pid: number): Promise<boolean> => {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  const state = /\) (\S)/.exec(stat)?.[1];
+  return state !== undefined && state !== "Z" && state !== "X";
+};
+
+describe("infra/stack: every service its own process", () => {
+  it("runs a session with a sandbox tool, survives a harness killed with SIGKILL, publishes every event", async () => {
+    const agent = await sdk.beta.agents.create({
+      name: "computer",
+      model: "claude-sonnet-5-5",
+      system: "[scenario:compute]",
+      tools: [{ type: "agent_toolset_20260401" }],
+    });
+    const environment = await sdk.beta.environments.create({ name: `stack-${randomBytes(3).toString("hex")}` });
+    const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
+    await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "compute" }] }] });
+    const first = await untilIdle(session.id, 1);
+    const result = first.find((e) => e.type === "agent.tool_result");
+    expect(JSON.stringify(result)).toContain("42");
+
+    // The gateway's harness dies; the next turn's wake reaches the other one through Kafka.
+    const victim = await pidOf("harness-1");
+    process.kill(victim, "SIGKILL");
+    const t0 = Date.now();
+    await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "again" }] }] });
+    const second = await untilIdle(session.id, 2);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    const texts = second.filter((e) => e.type === "agent.message").map((e) => JSON.stringify(e));
+    expect(texts.at(-1)).toContain("42");
+    const harness2Log = await readFile(join(dir, "stack", "logs", "harness-2.log"), "utf8");
+    expect(harness2Log).toContain(session.id);
+
+    // A Kafka consumer sees the whole session, densely numbered.
+    const seqs = (): number[] => topic.received.filter((r) => r.key === session.id).map((r) => r.event.seq);
+    await topic.waitFor(() => new Set(seqs()).size >= second.length, 15_000);
+    const unique = [...new Set(seqs())].sort((a, b) => a - b);
+    expect(unique).toEqual(unique.map((_, i) => i + 1));
+  }, 90_000);
+
+  it("down.sh stops every process it started", async () => {
+    const pids = await Promise.all((await readdir(join(dir, "stack", "pids"))).map((f) => pidOf(f.replace(/\.pid$/, ""))));
+    expect(pids.length).toBeGreaterThanOrEqual(6);
+    await run("bash", [join(ROOT, "infra/stack/down.sh")], { env, cwd: ROOT, timeout: 120_000 });
+    const running = await Promise.all(pids.map(alive));
+    expect(pids.filter((_, i) => running[i])).toEqual([]);
+  }, 150_000);
+});
