@@ -31,8 +31,11 @@ export async function startBrain(opts: {
   scenarios: Scenario[];
   env?: Record<string, string>;
   logEnv?: Record<string, string>;
-  /** Start a sandbox broker that reports to this log, and point the harness at it. */
-  broker?: boolean;
+  /**
+   * Start a sandbox broker that reports to this log, and point the harness at it; an object: the
+   * broker's settings besides (e.g. its credential vault proxy, for git remotes and egress).
+   */
+  broker?: boolean | Record<string, string>;
 }): Promise<Brain> {
   const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv });
   const stops: Array<() => Promise<void>> = [() => log.stop()];
@@ -43,8 +46,8 @@ export async function startBrain(opts: {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
     let broker: TestBroker | undefined;
-    if (opts.broker === true) {
-      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}` });
+    if (opts.broker !== undefined && opts.broker !== false) {
+      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, ...(opts.broker === true ? {} : opts.broker) });
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];
@@ -96,6 +99,7 @@ export async function startBrain(opts: {
             explicitTools: false,
             ...agent,
           },
+          environment: undefined,
         };
         const { session } = await log.client.createSession({ sessionId: "", metadata });
         return session!.sessionId;

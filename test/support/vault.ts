@@ -199,5 +199,6 @@ export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfi
     vaultIds,
     title: "",
     agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, ...agent },
+    environment: undefined,
   };
 }

@@ -80,18 +80,28 @@ describe("toAgentConfig", () => {
 });
 
 describe("environments", () => {
-  it("keeps limited networking's omitted fields on update, and refuses packages it could not install", () => {
-    const body = environmentBodyFromCreate({
-      name: "e",
-      config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: true } },
+  it("defaults to limited networking without hosts, and keeps omitted fields on update", () => {
+    expect(environmentBodyFromCreate({ name: "e" }).config).toMatchObject({
+      type: "cloud",
+      networking: { type: "limited", allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false },
     });
+    const body = environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["github.com"] } } });
     const next = applyEnvironmentUpdate(body, { config: { type: "cloud", networking: { type: "limited", allow_mcp_servers: true } } });
     expect(next.config).toMatchObject({
-      networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: true, allow_mcp_servers: true },
+      networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: false, allow_mcp_servers: true },
     });
-    expect(() =>
-      environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited" }, packages: { pip: ["x"] } } }),
-    ).toThrow(/^config.packages: /);
+  });
+
+  it("refuses what the sandbox broker cannot honour, naming the field", () => {
+    const create = (config: Parameters<typeof environmentBodyFromCreate>[0]["config"]) => () => environmentBodyFromCreate({ name: "e", config });
+    expect(create({ type: "cloud", networking: { type: "unrestricted" } })).toThrow(/^config.networking.type: "unrestricted" cannot be honoured/);
+    expect(create({ type: "cloud", networking: { type: "limited", allow_package_managers: true } })).toThrow(
+      /^config.networking.allow_package_managers: cannot be honoured/,
+    );
+    expect(create({ type: "cloud", packages: { pip: ["x"] } })).toThrow(/^config.packages.pip: cannot be honoured/);
+    const hosts = Array.from({ length: 65 }, (_, i) => `h${i}.example.com`);
+    expect(create({ type: "cloud", networking: { type: "limited", allowed_hosts: hosts } })).toThrow(/^config.networking.allowed_hosts: at most 64/);
+    expect(environmentBodyFromCreate({ name: "e", config: { type: "self_hosted" } }).config).toEqual({ type: "self_hosted" });
   });
 });
 

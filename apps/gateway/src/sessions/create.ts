@@ -1,9 +1,10 @@
 /**
  * Creating a session: resolve the agent (one version, with overrides), the environment and the
  * vaults of this tenant, check every input before anything is written, create the session in the
- * log with the agent snapshotted as the harness's AgentConfig, record the gateway's view, then
- * append the initial events and wake the harness. The log's session comes first: a crash between the two
- * writes leaves an empty session nobody can see, never a visible session without a log.
+ * log with the agent snapshotted as the harness's AgentConfig and the environment's config, record
+ * the gateway's view, then append the initial events and wake the harness. The log's session comes
+ * first: a crash between the two writes leaves an empty session nobody can see, never a visible
+ * session without a log.
  */
 import type { BetaManagedAgentsSession, SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { fromManagedAgentsParams, newSessionId } from "@metaharness/events";
@@ -11,6 +12,7 @@ import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { toAgentConfig } from "../mapping/agent-config.js";
+import { toEnvironmentSnapshot, unhonoured } from "../mapping/environment-config.js";
 import { checkMetadata } from "../mapping/metadata.js";
 import { resolveResources } from "../mapping/resources.js";
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
@@ -18,6 +20,7 @@ import type { RouteContext } from "../routes/context.js";
 import { VaultAccess } from "../vaults/access.js";
 import { sessionVaultIds } from "../vaults/session-vaults.js";
 import { appendUserEvents } from "./append.js";
+import { requestHands } from "./hands.js";
 import { viewSession } from "./live.js";
 
 export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
@@ -47,6 +50,9 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   if (environment.archivedAt !== null) {
     throw new ApiError("environment_archived", `environment_id: environment ${environment.id} is archived; new sessions cannot use it`);
   }
+  // Stored before the gateway refused such configs: say so rather than run it as something else.
+  const refused = unhonoured(environment.body.config);
+  if (refused !== undefined) throw invalidRequest("environment_id", `environment ${environment.id} must be updated first: ${refused.message}`);
   const now = ctx.now();
   const snapshot = snapshotAgent(agent, ref.overrides);
   const metadata = checkMetadata(body.metadata ?? {});
@@ -68,6 +74,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
       vaultIds,
       title: title ?? "",
       agent: toAgentConfig(snapshot),
+      environment: toEnvironmentSnapshot(environment.body.config),
     },
   });
   const record = await ctx.sessions.create(tenant, {
@@ -86,6 +93,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");
   if (events.length > 0) {
     await appendUserEvents(ctx, sessionId, events, logger);
+    await requestHands(ctx, tenant, record, "input", logger);
     return viewSession(ctx, record);
   }
   return viewSession(ctx, record, session);

@@ -2,10 +2,11 @@
  * The hands, as the harness sees them: `execute(name, input) -> string` through the sandbox broker.
  * A session's sandbox is provisioned lazily, on its first sandbox tool call, never before the
  * first model call; the model can provision more ("many hands") and name one per call. A dead
- * sandbox is a tool error the model sees; the next call provisions a fresh one.
+ * sandbox is a tool error the model sees; the next call provisions a fresh one. Every sandbox gets
+ * the network of the session's environment (tools/environment.ts).
  */
 import { MhError } from "@metaharness/errors";
-import { SandboxState, type Resources, type SandboxBrokerService } from "@metaharness/proto";
+import { SandboxState, type NetworkPolicy, type Resources, type SandboxBrokerService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
@@ -21,6 +22,8 @@ export class SandboxPort {
   constructor(
     private readonly broker: BrokerClient,
     private readonly sessionId: string,
+    /** The environment's network; throws when the environment asks for one the broker cannot give. */
+    private readonly network: () => NetworkPolicy | undefined = () => undefined,
   ) {}
 
   async provision(resources: Partial<Resources>): Promise<string> {
@@ -34,7 +37,7 @@ export class SandboxPort {
         maxProcesses: 0,
         lifetimeSeconds: resources.lifetimeSeconds ?? 0,
         idleTimeoutSeconds: 0,
-        network: undefined,
+        network: this.network(),
         files: [],
         repositories: [],
       },
