@@ -1,8 +1,8 @@
 /**
  * The whole stack behind the HTTP API, on real services: a brain (session log on real Postgres,
  * offline model, harness; see harness.ts), the credential vault proxy (vault.ts; the harness
- * calls MCP tools through it, the gateway manages vaults and repository tokens in it, the broker
- * opens sandboxes' git remotes through it) unless `vault: false`, and the gateway in front of them, on its own fresh database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
+ * calls MCP tools through it, the gateway manages vaults and repositories' tokens in it, a sandbox
+ * broker started with `broker: true` reaches it for git remotes and egress) unless `vault: false`, and the gateway in front of them, on its own fresh database and port 0, with two tenants. Tests talk to it with the official SDK, changing only
  * baseURL; `client()` counts the HTTP requests it makes, so tests can see the SDK's retries.
  */
 import Anthropic from "@anthropic-ai/sdk";
@@ -41,9 +41,13 @@ export interface StackOptions {
    * MH_JAEGER_QUERY_URL): from here only, never from this process's environment.
    */
   readonly env?: Record<string, string>;
+  /** The harness's settings. */
+  readonly harnessEnv?: Record<string, string>;
   /** Start the credential vault proxy (default true). */
   readonly vault?: boolean;
-  /** A real sandbox broker, for sandbox tools (default false). */
+  /** The credential vault proxy's settings. */
+  readonly vaultEnv?: Record<string, string>;
+  /** A real sandbox broker (bubblewrap) behind the harness, with the vault proxy for its egress (default false). */
   readonly broker?: boolean;
   /** Loggers of every service (tests that scan log lines pass capturing ones). */
   readonly logger?: (service: string) => Logger;
@@ -58,13 +62,21 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // The proxy asks the session log about sessions and the harness asks the proxy: the log's port
     // is chosen first so that both can be named before they start.
     const logPort = await freePort();
-    const vault = opts.vault === false ? undefined : await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}`, logger: opts.logger?.("credential-vault-proxy") });
+    const vault =
+      opts.vault === false
+        ? undefined
+        : await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}`, logger: opts.logger?.("credential-vault-proxy"), ...(opts.vaultEnv === undefined ? {} : { env: opts.vaultEnv }) });
     if (vault !== undefined) stops.push(() => vault.stop());
+    const brokerEnv: Record<string, string> =
+      vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
     const brain = await startBrain({
       scenarios: opts.scenarios,
-      ...(opts.broker === undefined ? {} : { broker: opts.broker }),
       logEnv: { MH_GRPC_PORT: String(logPort) },
-      ...(vault === undefined ? {} : { vault }),
+      env: {
+        ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness }),
+        ...opts.harnessEnv,
+      },
+      ...(opts.broker === true ? { broker: brokerEnv } : {}),
       ...(opts.logger === undefined ? {} : { logger: opts.logger }),
     });
     stops.push(() => brain.stop());

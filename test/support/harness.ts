@@ -1,8 +1,7 @@
 /**
  * A whole brain on real services: the session log (real Postgres), the offline model server
  * (the Messages API wire format, driven by scenarios) and harness instances, all in-process on
- * port 0; optionally the sandbox broker, and a credential vault proxy (started by the caller)
- * wired to the broker and the harness. Instances can be added and stopped to test hand-over.
+ * port 0. Instances can be added and stopped to test hand-over.
  */
 import { HarnessClient, HarnessService, type AgentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
@@ -10,7 +9,6 @@ import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharnes
 import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type TestLog } from "./session-log.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
-import type { TestVault } from "./vault.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -33,10 +31,11 @@ export async function startBrain(opts: {
   scenarios: Scenario[];
   env?: Record<string, string>;
   logEnv?: Record<string, string>;
-  /** Start a sandbox broker that reports to this log, and point the harness at it. */
-  broker?: boolean;
-  /** A credential vault proxy to wire the broker (if any) and the harness to. */
-  vault?: TestVault;
+  /**
+   * Start a sandbox broker that reports to this log, and point the harness at it; an object: the
+   * broker's settings besides (e.g. its credential vault proxy, for git remotes and egress).
+   */
+  broker?: boolean | Record<string, string>;
   /** The services' loggers, instead of the default (tests that scan log lines pass capturing ones). */
   logger?: (service: string) => Logger;
 }): Promise<Brain> {
@@ -49,12 +48,9 @@ export async function startBrain(opts: {
   try {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
-    const vault = opts.vault;
-    const proxyEnv = (role: "broker" | "harness"): Record<string, string> =>
-      vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile[role] };
     let broker: TestBroker | undefined;
-    if (opts.broker === true) {
-      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, ...proxyEnv("broker") }, {}, logger("sandbox-broker"));
+    if (opts.broker !== undefined && opts.broker !== false) {
+      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, ...(opts.broker === true ? {} : opts.broker) }, {}, logger("sandbox-broker"));
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];
@@ -66,7 +62,6 @@ export async function startBrain(opts: {
         MH_MODEL: "claude-offline-test",
         MH_MODEL_RETRY_INITIAL_MS: "20",
         ...(broker === undefined ? {} : { MH_SANDBOX_BROKER_ADDR: broker.address }),
-        ...proxyEnv("harness"),
         MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
         ...opts.env,
         ...env,
@@ -108,6 +103,7 @@ export async function startBrain(opts: {
             explicitTools: false,
             ...agent,
           },
+          environment: undefined,
         };
         const { session } = await log.client.createSession({ sessionId: "", metadata });
         return session!.sessionId;

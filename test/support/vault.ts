@@ -200,5 +200,6 @@ export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfi
     title: "",
     repositories: [],
     agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, ...agent },
+    environment: undefined,
   };
 }

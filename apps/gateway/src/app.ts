@@ -14,13 +14,15 @@ import {
 } from "@metaharness/proto";
 import { MhError } from "@metaharness/errors";
 import { Cleanups, createClient, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
-import { ApiKeys } from "./auth/api-keys.js";
+import { bootstrapApiKeys } from "./auth/api-keys.js";
+import { Principals } from "./auth/principals.js";
 import type { GatewayConfig } from "./config.js";
 import { Router, type RouteDoc } from "./http/router.js";
 import { createServer } from "./http/server.js";
 import { registerAgentRoutes } from "./routes/agents.js";
 import { registerCredentialRoutes } from "./routes/credentials.js";
 import type { CredentialProxyRpc, HarnessRpc, RouteContext, SessionLogRpc } from "./routes/context.js";
+import { registerEnvironmentKeyRoutes } from "./routes/environment-keys.js";
 import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
 import { registerMetaRoutes } from "./routes/meta.js";
@@ -29,12 +31,16 @@ import { registerResourceRoutes } from "./routes/resources.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerStreamRoute } from "./routes/stream.js";
 import { registerVaultRoutes } from "./routes/vaults.js";
+import { registerWorkRoutes } from "./routes/work.js";
 import { AgentStore } from "./store/agents.js";
+import { EnvironmentKeyStore } from "./store/environment-keys.js";
 import { EnvironmentStore } from "./store/environments.js";
 import { SessionStore } from "./store/sessions.js";
 import { StreamRegistry } from "./stream/registry.js";
 import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
+import { WorkQueue } from "./work/queue.js";
+import { WorkSignals } from "./work/signals.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
@@ -77,8 +83,8 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     }
     const applied = await migrate(db, "gateway", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
-    const keys = new ApiKeys(db, config.keyCacheMs);
-    await keys.bootstrap(config.apiKeys);
+    await bootstrapApiKeys(db, config.apiKeys);
+    const principals = new Principals(db, config.keyCacheMs);
 
     let log = deps.log;
     if (log === undefined) {
@@ -109,12 +115,22 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     // Registered after app.close so it runs first: open streams end, then the server closes.
     cleanups.push(() => Promise.resolve(streams.closeAll()));
 
-    const router = new Router(app, { keys, requireBetaHeader: config.requireBetaHeader });
+    const workSignals = new WorkSignals(db, logger);
+    await workSignals.start();
+    // Registered after app.close so it runs first: long polls answer, then the server closes.
+    cleanups.push(() => workSignals.stop());
+
+    const router = new Router(app, { principals, requireBetaHeader: config.requireBetaHeader });
     const ctx: RouteContext = {
       router,
       agents: new AgentStore(db),
       environments: new EnvironmentStore(db),
+      environmentKeys: new EnvironmentKeyStore(db),
       sessions: new SessionStore(db),
+      db,
+      work: new WorkQueue(db),
+      workSignals,
+      workLeaseTtlSeconds: config.workLeaseTtlSeconds,
       log,
       harness,
       credentials,
@@ -125,6 +141,8 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     };
     registerAgentRoutes(ctx);
     registerEnvironmentRoutes(ctx);
+    registerEnvironmentKeyRoutes(ctx);
+    registerWorkRoutes(ctx);
     registerSessionRoutes(ctx);
     registerResourceRoutes(ctx);
     registerEventRoutes(ctx);
@@ -133,7 +151,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     registerCredentialRoutes(ctx);
     registerNotImplementedRoutes(ctx);
     registerMetaRoutes(ctx, db);
-    registerUiRoutes(app, ctx, { keys, ...(config.ui ?? loadUiConfig()) });
+    registerUiRoutes(app, ctx, { principals, ...(config.ui ?? loadUiConfig()) });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

@@ -2,6 +2,7 @@
  * Every setting of the gateway, read from the environment in this one place.
  */
 import { env, readConfig, type EnvVar } from "@metaharness/service-kit";
+import { RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
 
 /** A key the gateway accepts at start, and the tenant it acts for. */
 export interface BootstrapKey {
@@ -32,6 +33,9 @@ function apiKeys(name: string): EnvVar<BootstrapKey[]> {
             ok: false,
             problem: `${name} entry ${i + 1} is invalid (expected key:tenant, the key 16-256 printable characters, the tenant 1-64 of A-Z a-z 0-9 _ -)`,
           };
+        }
+        if (RESERVED_KEY_PREFIXES.some((p) => key.startsWith(p))) {
+          return { ok: false, problem: `${name} entry ${i + 1} starts with a prefix reserved for environment keys and sessions tokens (${RESERVED_KEY_PREFIXES.join(", ")})` };
         }
         out.push({ key, tenant });
       }
@@ -65,6 +69,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       maxStreamsPerTenant: env.int("MH_GATEWAY_MAX_STREAMS_PER_TENANT", { default: 100, min: 1, max: 100_000 }),
       wakeTimeoutMs: env.durationMs("MH_GATEWAY_WAKE_TIMEOUT_MS", { default: 2000, min: 10, max: 60_000 }),
       keyCacheMs: env.durationMs("MH_GATEWAY_KEY_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
+      // Self-hosted environments: the lease a work item's heartbeat extends, unless it asks for another.
+      workLeaseTtlSeconds: env.int("MH_GATEWAY_WORK_LEASE_TTL_SECONDS", { default: 30, min: 1, max: 600 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
     },

@@ -68,6 +68,7 @@ export async function startHarness(
       loops: options.loops ?? LOOPS,
       leaseTtlMs: config.leaseTtlMs,
       eagerSandbox: config.eagerSandbox,
+      workerToolTimeoutMs: config.workerToolTimeoutMs,
       logger,
     });
     cleanups.push(() => supervisor.stop());

@@ -23,6 +23,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 1000, min: 1000, max: 600_000 }),
       // Only to measure the coupled design against ours: provision a sandbox before the first model call.
       eagerSandbox: env.bool("MH_EAGER_SANDBOX", { default: false }),
+      // Self-hosted environments: how long a tool call waits for the environment's worker to answer.
+      workerToolTimeoutMs: env.durationMs("MH_WORKER_TOOL_TIMEOUT_MS", { default: 10 * 60_000, min: 1000, max: 24 * 3_600_000 }),
       sweepMs: env.int("MH_SWEEP_MS", { default: 250, min: 50, max: 600_000 }),
       kafkaWake: env.bool("MH_KAFKA_WAKE", { default: false }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),

@@ -68,6 +68,28 @@ describe("nextStep", () => {
     expect(nextStep([user("hi"), running(), s2, said("x"), end(s2), idle(), at(newEvent("user.interrupt", {}))], 0).kind).toBe("done");
   });
 
+  it("in a self-hosted environment, awaits the worker's result for its tools, and still records a denial", () => {
+    const worker = new Set(["bash"]);
+    const s = start();
+    const use = bash();
+    const history = [user("hi"), running(), s, use, end(s)];
+    const step = nextStep(history, 0, worker);
+    expect(step.kind === "await-hands" && step.tools.map((t) => [t.event.id, t.readyAt])).toEqual([[use.id, use.createdAt]]);
+    const answered = at(newEvent("user.tool_result", { toolUseId: use.id, content: text("ok"), isError: false }));
+    expect(nextStep([...history, answered], 0, worker).kind).toBe("call-model");
+
+    const asked = bash(EvaluatedPermission.EVALUATED_PERMISSION_ASK);
+    const gated = [user("hi"), running(), s, asked, end(s)];
+    expect(nextStep(gated, 0, worker)).toEqual({ kind: "wait", eventIds: [asked.id] });
+    const allow = at({ ...newEvent("user.tool_confirmation", { toolUseId: asked.id, result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_ALLOW, denyMessage: "" }), createdAt: new Date(5) });
+    const allowed = nextStep([...gated, allow], 0, worker);
+    expect(allowed.kind === "await-hands" && allowed.tools[0]?.readyAt).toEqual(new Date(5));
+    const deny = at(newEvent("user.tool_confirmation", { toolUseId: asked.id, result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY, denyMessage: "" }));
+    expect(nextStep([...gated, deny], 0, worker).kind).toBe("run-tools");
+    // A tool the worker does not run (the windowed strategy's own) stays the harness's.
+    expect(nextStep(history, 0, new Set(["read"])).kind).toBe("run-tools");
+  });
+
   it("stops at the token budget", () => {
     const s = start();
     expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], 10).kind).toBe("budget");

@@ -21,12 +21,16 @@ export interface PendingToolUse {
   readonly confirmation: "allow" | "deny" | undefined;
   readonly denyMessage: string;
   readonly needsConfirmation: boolean;
+  /** When the call could run: its confirmation's time if it needed one, else its own. */
+  readonly readyAt: Date | undefined;
 }
 
 export type NextStep =
   | { readonly kind: "stop"; readonly why: "terminated" }
   | { readonly kind: "interrupt"; readonly unanswered: PendingToolUse[] }
   | { readonly kind: "run-tools"; readonly tools: PendingToolUse[] }
+  /** Sandbox tools a self-hosted environment's worker runs: the session stays running meanwhile. */
+  | { readonly kind: "await-hands"; readonly tools: PendingToolUse[] }
   | { readonly kind: "wait"; readonly eventIds: string[] }
   | { readonly kind: "budget" }
   | { readonly kind: "call-model" }
@@ -61,14 +65,14 @@ export function lastStatus(events: readonly Event[]): Event | undefined {
 /** Tool uses of the log that have no result yet, in order, with their confirmations. */
 export function unansweredToolUses(events: readonly Event[]): PendingToolUse[] {
   const answered = new Set<string>();
-  const confirmations = new Map<string, { result: ToolConfirmationResult; denyMessage: string }>();
+  const confirmations = new Map<string, { result: ToolConfirmationResult; denyMessage: string; at: Date | undefined }>();
   for (const e of events) {
     const p = e.payload;
     if (p?.$case === "agentToolResult") answered.add(p.value.toolUseId);
     else if (p?.$case === "agentMcpToolResult") answered.add(p.value.mcpToolUseId);
     else if (p?.$case === "userCustomToolResult") answered.add(p.value.customToolUseId);
     else if (p?.$case === "userToolResult") answered.add(p.value.toolUseId);
-    else if (p?.$case === "userToolConfirmation") confirmations.set(p.value.toolUseId, p.value);
+    else if (p?.$case === "userToolConfirmation") confirmations.set(p.value.toolUseId, { ...p.value, at: e.createdAt });
   }
   const out: PendingToolUse[] = [];
   for (const e of events) {
@@ -103,6 +107,7 @@ export function unansweredToolUses(events: readonly Event[]): PendingToolUse[] {
       confirmation:
         c === undefined ? undefined : c.result === ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY ? "deny" : "allow",
       denyMessage: c?.denyMessage ?? "",
+      readyAt: needsConfirmation ? c?.at : e.createdAt,
     });
   }
   return out;
@@ -151,7 +156,13 @@ function pendingInterrupt(events: readonly Event[]): boolean {
   return false;
 }
 
-export function nextStep(events: readonly Event[], tokenBudget: number): NextStep {
+const NO_WORKER_TOOLS: ReadonlySet<string> = new Set();
+
+/**
+ * `workerTools`: in a self-hosted environment, the tools its workers run (the sandbox tools);
+ * each agent.tool_use of one is answered by a worker's user.tool_result, not by the harness.
+ */
+export function nextStep(events: readonly Event[], tokenBudget: number, workerTools: ReadonlySet<string> = NO_WORKER_TOOLS): NextStep {
   const status = lastStatus(events);
   if (status?.payload?.$case === "sessionStatusTerminated") return { kind: "stop", why: "terminated" };
   const pending = unansweredToolUses(events);
@@ -161,8 +172,13 @@ export function nextStep(events: readonly Event[], tokenBudget: number): NextSte
       return { kind: "interrupt", unanswered: pending };
     }
   }
-  const runnable = pending.filter((t) => t.kind !== "custom" && (!t.needsConfirmation || t.confirmation !== undefined));
+  const decided = (t: PendingToolUse): boolean => !t.needsConfirmation || t.confirmation !== undefined;
+  // A worker runs what is allowed; a denial is still the harness's to record.
+  const byWorker = (t: PendingToolUse): boolean => t.kind === "sandbox" && workerTools.has(t.name) && t.confirmation !== "deny";
+  const runnable = pending.filter((t) => t.kind !== "custom" && decided(t) && !byWorker(t));
   if (runnable.length > 0) return { kind: "run-tools", tools: runnable };
+  const remote = pending.filter((t) => byWorker(t) && decided(t));
+  if (remote.length > 0) return { kind: "await-hands", tools: remote };
   if (pending.length > 0) return { kind: "wait", eventIds: pending.map((t) => t.event.id) };
   if (hasUnansweredInput(events)) {
     const used = usageOf(events);

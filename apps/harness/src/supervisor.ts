@@ -13,6 +13,7 @@ import { LeaseKeeper } from "./lease-keeper.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { McpPort, type CredentialProxyClient } from "./tools/mcp.js";
+import { isSelfHosted, sandboxNetwork } from "./tools/environment.js";
 import { SandboxPort, brokerRepositories } from "./tools/sandbox.js";
 import { RetryStatus, StopReasonType, idle, sessionError } from "./loop/turn-events.js";
 
@@ -27,6 +28,8 @@ export interface SupervisorOptions {
   readonly leaseTtlMs: number;
   /** The coupled baseline for benchmarks: provision the sandbox before the first model call. */
   readonly eagerSandbox?: boolean;
+  /** How long a self-hosted environment's worker may take to answer a tool call. */
+  readonly workerToolTimeoutMs?: number;
   readonly logger: Logger;
 }
 
@@ -118,12 +121,28 @@ export class Supervisor {
       const name = session.metadata?.harness || "tool-loop";
       const loop = this.opts.loops.get(name);
       if (loop === undefined) throw new MhError("FAILED_PRECONDITION", `unknown harness "${name}"`);
-      const repositories = async () => brokerRepositories((await log.session()).metadata?.repositories ?? []);
-      const sandbox = this.opts.broker === undefined ? undefined : new SandboxPort(this.opts.broker, sessionId, repositories);
+      // A self-hosted environment's tools run on its workers: its sessions never reach the broker.
+      const broker = isSelfHosted(session.metadata) ? undefined : this.opts.broker;
+      const setup = {
+        network: () => sandboxNetwork(session.metadata),
+        // Read afresh: the session's repositories may change while it runs (UpdateSession).
+        repositories: async () => brokerRepositories((await log.session()).metadata?.repositories ?? []),
+      };
+      const sandbox = broker === undefined ? undefined : new SandboxPort(broker, sessionId, setup);
       const mcp = this.opts.credentialProxy === undefined ? undefined : new McpPort(this.opts.credentialProxy, sessionId);
       logger.info({ epoch: lease.epoch, harness: name }, "driving session");
       if (this.opts.eagerSandbox === true) await sandbox?.warm();
-      await loop.run({ session, log, leaseEpoch: lease.epoch, model: this.opts.model, sandbox, mcp, logger, signal: lease.signal });
+      await loop.run({
+        session,
+        log,
+        leaseEpoch: lease.epoch,
+        model: this.opts.model,
+        sandbox,
+        mcp,
+        logger,
+        signal: lease.signal,
+        ...(this.opts.workerToolTimeoutMs === undefined ? {} : { workerToolTimeoutMs: this.opts.workerToolTimeoutMs }),
+      });
       this.failures.delete(sessionId);
     } catch (err) {
       const e = MhError.from(err);

@@ -65,7 +65,7 @@ async function sessionWithToken(expired: boolean): Promise<{ sessionId: string; 
 async function createSession(vaultIds: string[]): Promise<string> {
   const { session } = await log.client.createSession({
     sessionId: "",
-    metadata: { agentId: "", agentVersion: 0, tenant: "", labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined, repositories: [] },
+    metadata: { agentId: "", agentVersion: 0, tenant: "", labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined, environment: undefined, repositories: [] },
   });
   return session!.sessionId;
 }

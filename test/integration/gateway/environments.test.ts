@@ -1,9 +1,11 @@
 /**
- * Environments through the official SDK: create (cloud by default), networking and packages
- * resolved in full, updates that keep omitted fields, the SDK's typed errors for a config type
- * change and for an archived environment, list, archive and delete.
+ * Environments through the official SDK: create (cloud by default, without network), networking
+ * and packages resolved in full, updates that keep omitted fields, what the sandbox broker cannot
+ * honour refused naming the field, the SDK's typed errors for a config type change and for an
+ * archived environment, list, archive and delete.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import type { EnvironmentCreateParams } from "@anthropic-ai/sdk/resources/beta/environments/environments";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type CountingClient, type Stack } from "../../support/gateway.js";
 
@@ -29,33 +31,33 @@ describe("environments", () => {
       metadata: {},
       scope: "organization",
       archived_at: null,
-      config: { type: "cloud", networking: { type: "unrestricted" }, packages: NO_PACKAGES },
+      config: {
+        type: "cloud",
+        networking: { type: "limited", allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false },
+        packages: NO_PACKAGES,
+      },
     });
     expect(env.id).toMatch(/^env_/);
     expect(await client.sdk.beta.environments.retrieve(env.id)).toEqual(env);
   });
 
-  it("stores limited networking and packages, and keeps omitted fields on update", async () => {
+  it("stores limited networking, and keeps omitted fields on update", async () => {
     const env = await client.sdk.beta.environments.create({
       name: "locked",
-      config: {
-        type: "cloud",
-        networking: { type: "limited", allowed_hosts: ["github.com", "*.npmjs.org"], allow_package_managers: true },
-        packages: { npm: ["left-pad@1.3.0"] },
-      },
+      config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["github.com", "*.npmjs.org"] } },
       metadata: { owner: "ci" },
     });
     expect(env.config).toEqual({
       type: "cloud",
-      networking: { type: "limited", allowed_hosts: ["github.com", "*.npmjs.org"], allow_package_managers: true, allow_mcp_servers: false },
-      packages: { ...NO_PACKAGES, npm: ["left-pad@1.3.0"] },
+      networking: { type: "limited", allowed_hosts: ["github.com", "*.npmjs.org"], allow_package_managers: false, allow_mcp_servers: false },
+      packages: NO_PACKAGES,
     });
     const updated = await client.sdk.beta.environments.update(env.id, {
-      config: { type: "cloud", packages: { pip: ["requests"] } },
+      config: { type: "cloud", networking: { type: "limited", allow_mcp_servers: true } },
       metadata: { owner: "", stage: "beta" },
       description: "for CI",
     });
-    expect(updated.config).toEqual({ ...env.config, packages: { ...NO_PACKAGES, npm: ["left-pad@1.3.0"], pip: ["requests"] } });
+    expect(updated.config).toMatchObject({ networking: { allowed_hosts: ["github.com", "*.npmjs.org"], allow_mcp_servers: true } });
     expect(updated.metadata).toEqual({ stage: "beta" });
     expect(updated.description).toBe("for CI");
     expect(updated.name).toBe("locked");
@@ -65,6 +67,23 @@ describe("environments", () => {
       .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
     expect((bad as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain("config.networking.allowed_hosts[0]:");
+  });
+
+  it("refuses, naming the field, what the sandbox broker cannot honour", async () => {
+    const refused = async (config: EnvironmentCreateParams["config"]): Promise<string | null> => {
+      const err = await client.sdk.beta.environments.create({ name: "x", config }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+      return (err as InstanceType<typeof Anthropic.APIError>).apiMessage;
+    };
+    expect(await refused({ type: "cloud", networking: { type: "unrestricted" } })).toMatch(/^config.networking.type: "unrestricted" cannot be honoured/);
+    expect(await refused({ type: "cloud", networking: { type: "limited", allow_package_managers: true } })).toMatch(
+      /^config.networking.allow_package_managers: cannot be honoured: .*CONNECT/,
+    );
+    expect(await refused({ type: "cloud", packages: { npm: ["left-pad@1.3.0"] } })).toMatch(/^config.packages.npm: cannot be honoured: .*install/);
+    const env = await client.sdk.beta.environments.create({ name: "kept" });
+    const update = await client.sdk.beta.environments.update(env.id, { config: { type: "cloud", networking: { type: "unrestricted" } } }).catch((e: unknown) => e);
+    expect(update).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((await client.sdk.beta.environments.retrieve(env.id)).config).toEqual(env.config);
   });
 
   it("answers with the SDK's typed errors: config type change, archived environment", async () => {

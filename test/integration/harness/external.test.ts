@@ -66,6 +66,7 @@ async function createSession(agent?: string, b: Brain = brain): Promise<string> 
     title: "",
     repositories: [],
     agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false },
+    environment: undefined,
   };
   const { session } = await b.log.client.createSession({ sessionId: "", metadata });
   return session!.sessionId;

@@ -173,7 +173,7 @@ describe("orphaned sessions", () => {
     const tenant = `orphans-${Date.now()}`;
     const { session } = await log.client.createSession({
       sessionId: "",
-      metadata: { agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds: [], title: "", agent: undefined, repositories: [] },
+      metadata: { agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds: [], title: "", agent: undefined, environment: undefined, repositories: [] },
     });
     const sessionId = session!.sessionId;
     const orphans = async (): Promise<string[]> =>
@@ -213,6 +213,7 @@ describe("ListSessions", () => {
           vaultIds: [],
           title: `s${i}`,
           agent: undefined,
+          environment: undefined,
           repositories: [],
         },
       });

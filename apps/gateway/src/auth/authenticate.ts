@@ -1,18 +1,20 @@
 /**
- * The gate in front of every /v1 route: the API key names the tenant the request acts for, and
- * the `anthropic-beta` header, when present, must ask for the Managed Agents version we serve.
- * A request without the header is served as that version unless MH_GATEWAY_REQUIRE_BETA_HEADER
- * is set: the gateway serves nothing else, so the header selects nothing here (docs/api.md).
+ * The gate in front of every /v1 route: the credential names who the request acts for (a tenant,
+ * an environment's workers, or one work item's worker; see principals.ts), the route says which
+ * credentials it takes and the principal's scope must cover the objects the path names; and the
+ * `anthropic-beta` header, when present, must ask for the Managed Agents version we serve. A
+ * request without the header is served as that version unless MH_GATEWAY_REQUIRE_BETA_HEADER is
+ * set: the gateway serves nothing else, so the header selects nothing here (docs/api.md).
  */
 import type { FastifyRequest } from "fastify";
-import { ApiError, invalidRequest } from "../errors/api-error.js";
-import type { ApiKeys } from "./api-keys.js";
+import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
+import { CREDENTIAL_NAMES, type CredentialKind, type Principals, type Principal } from "./principals.js";
 
 export const MANAGED_AGENTS_BETA = "managed-agents-2026-04-01";
 const BETA_FAMILY = "managed-agents-";
 
 export interface AuthOptions {
-  readonly keys: ApiKeys;
+  readonly principals: Principals;
   readonly requireBetaHeader: boolean;
 }
 
@@ -43,14 +45,39 @@ export function checkBetaHeader(req: FastifyRequest, required: boolean): void {
   }
 }
 
-/** Resolves the tenant of the request or throws the 401 the SDK expects. */
-export async function authenticate(req: FastifyRequest, opts: AuthOptions): Promise<string> {
+const API_KEY_ONLY: readonly CredentialKind[] = ["api_key"];
+
+/**
+ * The principal of the request, checked against what the route takes and the ids in its path:
+ * 401 for a missing or unknown credential, 403 for one of the wrong kind (or a sessions token whose
+ * work item moved on), 404 for an object outside the credential's scope.
+ */
+export async function authenticate(req: FastifyRequest, opts: AuthOptions, accepts: readonly CredentialKind[] = API_KEY_ONLY): Promise<Principal> {
   const key = keyOf(req);
-  if (key === undefined) {
-    throw new ApiError("authentication_failed", "x-api-key header is required");
-  }
-  const tenant = await opts.keys.tenantOf(key);
-  if (tenant === undefined) throw new ApiError("authentication_failed", "invalid x-api-key");
+  if (key === undefined) throw new ApiError("authentication_failed", "x-api-key header is required");
+  const principal = await opts.principals.resolve(key);
+  if (principal === undefined) throw new ApiError("authentication_failed", "invalid x-api-key");
   checkBetaHeader(req, opts.requireBetaHeader);
-  return tenant;
+  if (!accepts.includes(principal.kind)) {
+    throw new ApiError(
+      "permission_denied",
+      `this endpoint takes ${accepts.map((k) => CREDENTIAL_NAMES[k]).join(" or ")}, not ${CREDENTIAL_NAMES[principal.kind]}`,
+    );
+  }
+  checkScope(principal, (req.params ?? {}) as Record<string, string | undefined>);
+  return principal;
+}
+
+function checkScope(principal: Principal, params: Record<string, string | undefined>): void {
+  if (principal.kind === "api_key") return;
+  const { environment_id: environmentId, work_id: workId, session_id: sessionId } = params;
+  if (environmentId !== undefined && environmentId !== principal.environmentId) throw notFound("environment", environmentId);
+  if (principal.kind !== "work_token") return;
+  if (workId !== undefined && workId !== principal.workId) throw notFound("work item", workId);
+  if (sessionId !== undefined) {
+    if (sessionId !== principal.sessionId) throw notFound("session", sessionId);
+    if (!principal.current) {
+      throw new ApiError("permission_denied", `work item ${principal.workId} has passed to another worker or stopped; its sessions token no longer acts for the session`);
+    }
+  }
 }

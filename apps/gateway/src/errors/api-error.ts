@@ -12,7 +12,7 @@ export interface ErrorResponseBody {
   readonly error: {
     readonly type: GatewayErrorType;
     readonly message: string;
-    readonly details?: { readonly error_code: string };
+    readonly details?: { readonly error_code: string; readonly [extra: string]: unknown };
   };
   readonly request_id: string | null;
 }
@@ -22,11 +22,18 @@ export class ApiError extends Error {
   readonly error: GatewayErrorName;
   /** Extra response headers, e.g. `retry-after`. */
   readonly headers: Readonly<Record<string, string>>;
+  /** Sent in `error.details` beside the catalog's error_code, e.g. a heartbeat's `current_state`. */
+  readonly details: Readonly<Record<string, unknown>>;
 
-  constructor(error: GatewayErrorName, message: string, options: { cause?: unknown; headers?: Record<string, string> } = {}) {
+  constructor(
+    error: GatewayErrorName,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string>; details?: Record<string, unknown> } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.error = error;
     this.headers = options.headers ?? {};
+    this.details = options.details ?? {};
   }
 
   get status(): number {
@@ -45,7 +52,7 @@ export class ApiError extends Error {
       error: {
         type: entry.type,
         message: this.message,
-        ...(entry.errorCode === undefined ? {} : { details: { error_code: entry.errorCode } }),
+        ...(entry.errorCode === undefined ? {} : { details: { ...this.details, error_code: entry.errorCode } }),
       },
       request_id: requestId,
     };

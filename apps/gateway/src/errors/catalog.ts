@@ -9,9 +9,10 @@ import type { ErrorType } from "@anthropic-ai/sdk/resources/shared";
 
 /**
  * The SDK's ErrorType, plus `request_too_large`, which Anthropic's API documents for 413 but the
- * SDK's union does not list.
+ * SDK's union does not list, and `precondition_failed_error` for 412 (the SDK's union has only the
+ * memory stores' kind of it; it maps 412 by status and `error_code`).
  */
-export type GatewayErrorType = ErrorType | "request_too_large";
+export type GatewayErrorType = ErrorType | "request_too_large" | "precondition_failed_error";
 
 export interface CatalogEntry {
   readonly status: number;
@@ -65,14 +66,14 @@ export const ERROR_CATALOG = {
     type: "authentication_error",
     sdkError: "AuthenticationError",
     retry: false,
-    when: "The `x-api-key` header (or `Authorization: Bearer`) is missing, unknown or revoked.",
+    when: "The credential (`x-api-key`, or `Authorization: Bearer`: an API key, an environment key or a work item's sessions token) is missing, unknown or revoked.",
   },
   permission_denied: {
     status: 403,
     type: "permission_error",
     sdkError: "PermissionDeniedError",
     retry: false,
-    when: "A backend service refused the operation (PERMISSION_DENIED). Other tenants' objects are never a 403: they are not found.",
+    when: "The credential is not one the endpoint takes (an API key where an environment key is needed, or the reverse), a sessions token whose work item has passed to another worker or stopped, or a backend refused the operation (PERMISSION_DENIED). Other tenants' objects are never a 403: they are not found.",
   },
   not_found: {
     status: 404,
@@ -94,7 +95,15 @@ export const ERROR_CATALOG = {
     type: "conflict_error",
     sdkError: "ConflictError",
     retry: false,
-    when: "An agent update carries a `version` other than the agent's current one (optimistic concurrency), or an object with that id already exists.",
+    when: "An agent update carries a `version` other than the agent's current one (optimistic concurrency), an object with that id already exists, or a work item is not in a state that allows the call (ack of an item delivered to another worker or stopped, stop of a stopped item).",
+  },
+  heartbeat_precondition_failed: {
+    status: 412,
+    type: "precondition_failed_error",
+    errorCode: "heartbeat_precondition_failed",
+    sdkError: "BetaHeartbeatPreconditionFailedError",
+    retry: false,
+    when: "A work item heartbeat's `expected_last_heartbeat` is not the stored one, or its sessions token is of an earlier delivery: the lease was lost. `details.current_state` is the lease as the gateway holds it.",
   },
   request_too_large: {
     status: 413,
@@ -123,7 +132,7 @@ export const ERROR_CATALOG = {
     errorCode: "not_implemented",
     sdkError: "NotImplementedError",
     retry: false,
-    when: "An SDK endpoint this gateway does not serve yet (threads, environment work).",
+    when: "An SDK endpoint this gateway does not serve yet (threads).",
   },
   credential_vault_unconfigured: {
     status: 501,

@@ -44,7 +44,7 @@ function operation(route: RouteDoc): Json {
   return {
     operationId: route.sdk,
     summary: route.summary,
-    "x-sdk-method": `client.${route.sdk}`,
+    ...(route.extension === true ? { "x-meta-harness-extension": true } : { "x-sdk-method": `client.${route.sdk}` }),
     parameters: [...parameters(route.schema?.params, "path"), ...parameters(route.schema?.querystring, "query")],
     ...(route.schema?.body === undefined
       ? {}

@@ -6,13 +6,16 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
 import { authenticate, type AuthOptions } from "../auth/authenticate.js";
+import type { CredentialKind, Principal } from "../auth/principals.js";
 import type { GatewayErrorName } from "../errors/catalog.js";
 import type { JsonSchema } from "../schemas/common.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** The tenant of the request's API key; "" on public routes. */
+    /** The tenant the request acts for (of its API key, environment key or sessions token); "" on public routes. */
     tenant: string;
+    /** Who the request acts for; undefined on public routes. */
+    principal: Principal | undefined;
   }
 }
 
@@ -34,6 +37,10 @@ export interface RouteDoc {
   readonly stream?: boolean;
   /** Served without an API key. */
   readonly public?: boolean;
+  /** The kinds of credential it takes (auth/principals.ts); an API key only when absent. */
+  readonly accepts?: readonly CredentialKind[];
+  /** Ours, not an SDK method: callers use the SDK's generic `client.post()` and friends. */
+  readonly extension?: boolean;
 }
 
 export type Handler<RG extends RouteGenericInterface> = (req: FastifyRequest<RG>, reply: FastifyReply) => Promise<unknown>;
@@ -59,7 +66,9 @@ export class Router {
         ? {}
         : {
             onRequest: async (req: FastifyRequest) => {
-              req.tenant = await authenticate(req, auth);
+              const principal = await authenticate(req, auth, doc.accepts);
+              req.principal = principal;
+              req.tenant = principal.tenant;
             },
           }),
       handler: (req, reply) => handler(req as FastifyRequest<RG>, reply),

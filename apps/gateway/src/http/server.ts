@@ -81,6 +81,7 @@ export function createServer(opts: ServerOptions): FastifyInstance {
     },
   });
   app.decorateRequest("tenant", "");
+  app.decorateRequest("principal", undefined);
 
   app.addHook("onRequest", async (req, reply) => {
     void reply.header("request-id", req.id);

@@ -1,28 +1,27 @@
 /**
  * Environments from create and update params to the stored form and the object the API
  * returns. A `cloud` config is resolved in full (networking, every package list), so what is
- * stored is what the sandbox broker will be asked for; on update, omitted fields keep their
- * value, as the SDK documents.
+ * stored is what the sandbox broker is asked for; on update, omitted fields keep their value, as
+ * the SDK documents. A config the broker cannot honour is refused (environment-config.ts). The
+ * default is `limited` networking with no hosts, which is what a sandbox gets: no network.
  */
 import type {
-  BetaCloudConfig,
   BetaCloudConfigParams,
   BetaEnvironment,
   BetaLimitedNetwork,
   BetaPackages,
   BetaPackagesParams,
-  BetaSelfHostedConfig,
   BetaSelfHostedConfigParams,
   BetaUnrestrictedNetwork,
   EnvironmentCreateParams,
   EnvironmentUpdateParams,
 } from "@anthropic-ai/sdk/resources/beta/environments/environments";
 import { ApiError, invalidRequest } from "../errors/api-error.js";
+import { PACKAGE_MANAGERS, unhonoured, type EnvironmentConfig } from "./environment-config.js";
 import { checkMetadata, patchMetadata } from "./metadata.js";
 
 export type EnvironmentCreateBody = Omit<EnvironmentCreateParams, "betas" | "workspace_id">;
 export type EnvironmentUpdateBody = Omit<EnvironmentUpdateParams, "betas" | "workspace_id">;
-export type EnvironmentConfig = BetaCloudConfig | BetaSelfHostedConfig;
 type ConfigParams = BetaCloudConfigParams | BetaSelfHostedConfigParams;
 type Network = BetaUnrestrictedNetwork | BetaLimitedNetwork;
 
@@ -36,11 +35,11 @@ export interface EnvironmentRecord {
   readonly body: EnvironmentBody;
 }
 
-const PACKAGE_MANAGERS = ["apt", "cargo", "gem", "go", "npm", "pip"] as const;
 /** A hostname, optionally with a leading `*.` wildcard; no scheme, port or path. */
 const HOST = /^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 
 const EMPTY_PACKAGES: BetaPackages = { type: "packages", apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] };
+const NO_NETWORK: BetaLimitedNetwork = { type: "limited", allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false };
 
 function packagesOf(params: BetaPackagesParams | null | undefined, current: BetaPackages): BetaPackages {
   if (params === null || params === undefined) return current;
@@ -53,7 +52,7 @@ function packagesOf(params: BetaPackagesParams | null | undefined, current: Beta
 }
 
 function networkOf(params: BetaCloudConfigParams["networking"], current: Network | undefined): Network {
-  if (params === null || params === undefined) return current ?? { type: "unrestricted" };
+  if (params === null || params === undefined) return current ?? NO_NETWORK;
   if (params.type === "unrestricted") return { type: "unrestricted" };
   const prior = current?.type === "limited" ? current : undefined;
   const hosts = params.allowed_hosts ?? prior?.allowed_hosts ?? [];
@@ -68,25 +67,28 @@ function networkOf(params: BetaCloudConfigParams["networking"], current: Network
   };
 }
 
+/** The config resolved from params over `current`; throws the 400 of one the broker cannot honour. */
 function configOf(params: ConfigParams | null | undefined, current: EnvironmentConfig | undefined): EnvironmentConfig {
+  const config = resolveConfig(params, current);
+  const refused = unhonoured(config);
+  if (refused !== undefined) throw refused;
+  return config;
+}
+
+function resolveConfig(params: ConfigParams | null | undefined, current: EnvironmentConfig | undefined): EnvironmentConfig {
   if (params === null || params === undefined) {
-    return current ?? { type: "cloud", networking: { type: "unrestricted" }, packages: EMPTY_PACKAGES };
+    return current ?? { type: "cloud", networking: NO_NETWORK, packages: EMPTY_PACKAGES };
   }
   if (current !== undefined && params.type !== current.type) {
     throw new ApiError("invalid_config_type_change", `config.type: cannot change from "${current.type}" to "${params.type}"`);
   }
   if (params.type === "self_hosted") return { type: "self_hosted" };
   const prior = current?.type === "cloud" ? current : undefined;
-  const config: BetaCloudConfig = {
+  return {
     type: "cloud",
     networking: networkOf(params.networking, prior?.networking),
     packages: packagesOf(params.packages, prior?.packages ?? EMPTY_PACKAGES),
   };
-  const anyPackages = PACKAGE_MANAGERS.some((m) => config.packages[m].length > 0);
-  if (anyPackages && config.networking.type === "limited" && !config.networking.allow_package_managers) {
-    throw invalidRequest("config.packages", "needs networking.allow_package_managers true under limited networking");
-  }
-  return config;
 }
 
 function scopeOf(scope: "organization" | "account" | null | undefined): "organization" {

@@ -81,18 +81,28 @@ describe("toAgentConfig", () => {
 });
 
 describe("environments", () => {
-  it("keeps limited networking's omitted fields on update, and refuses packages it could not install", () => {
-    const body = environmentBodyFromCreate({
-      name: "e",
-      config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: true } },
+  it("defaults to limited networking without hosts, and keeps omitted fields on update", () => {
+    expect(environmentBodyFromCreate({ name: "e" }).config).toMatchObject({
+      type: "cloud",
+      networking: { type: "limited", allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false },
     });
+    const body = environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited", allowed_hosts: ["github.com"] } } });
     const next = applyEnvironmentUpdate(body, { config: { type: "cloud", networking: { type: "limited", allow_mcp_servers: true } } });
     expect(next.config).toMatchObject({
-      networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: true, allow_mcp_servers: true },
+      networking: { type: "limited", allowed_hosts: ["github.com"], allow_package_managers: false, allow_mcp_servers: true },
     });
-    expect(() =>
-      environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited" }, packages: { pip: ["x"] } } }),
-    ).toThrow(/^config.packages: /);
+  });
+
+  it("refuses what the sandbox broker cannot honour, naming the field", () => {
+    const create = (config: Parameters<typeof environmentBodyFromCreate>[0]["config"]) => () => environmentBodyFromCreate({ name: "e", config });
+    expect(create({ type: "cloud", networking: { type: "unrestricted" } })).toThrow(/^config.networking.type: "unrestricted" cannot be honoured/);
+    expect(create({ type: "cloud", networking: { type: "limited", allow_package_managers: true } })).toThrow(
+      /^config.networking.allow_package_managers: cannot be honoured/,
+    );
+    expect(create({ type: "cloud", packages: { pip: ["x"] } })).toThrow(/^config.packages.pip: cannot be honoured/);
+    const hosts = Array.from({ length: 65 }, (_, i) => `h${i}.example.com`);
+    expect(create({ type: "cloud", networking: { type: "limited", allowed_hosts: hosts } })).toThrow(/^config.networking.allowed_hosts: at most 64/);
+    expect(environmentBodyFromCreate({ name: "e", config: { type: "self_hosted" } }).config).toEqual({ type: "self_hosted" });
   });
 });
 
@@ -105,6 +115,7 @@ describe("metadata", () => {
 
 describe("repository resources", () => {
   const now = new Date("2026-01-02T03:04:05.678Z");
+  const CLOUD = { proxied: true, selfHosted: false };
   const repo = (extra: object = {}) => ({ type: "github_repository" as const, url: "https://git.example/org/app.git", ...extra });
   const message = (f: () => unknown): string => {
     try {
@@ -116,16 +127,16 @@ describe("repository resources", () => {
   };
 
   it("keeps the token apart from the resource and the log's repository; mount paths are under /workspace", () => {
-    const [r] = resolveResources([repo({ authorization_token: "tok", mount_path: "/workspace/a/../b/", checkout: { type: "commit", sha: "abc1234" } })], now, true);
+    const [r] = resolveResources([repo({ authorization_token: "tok", mount_path: "/workspace/a/../b/", checkout: { type: "commit", sha: "abc1234" } })], now, CLOUD);
     expect(r?.token).toBe("tok");
     expect(JSON.stringify(r?.resource)).not.toContain("tok");
     expect(r?.resource).toMatchObject({ mount_path: "/workspace/b", created_at: now.toISOString() });
     expect(r?.repository).toEqual({ resourceId: r?.resource.id, url: "https://git.example/org/app.git", mountPath: "b", checkout: "abc1234" });
-    expect(resolveResources([repo()], now, true)[0]?.repository.mountPath).toBe("app");
+    expect(resolveResources([repo()], now, CLOUD)[0]?.repository.mountPath).toBe("app");
   });
 
   it("refuses what could not be cloned safely, naming the field and never quoting the token", () => {
-    const one = (p: object) => message(() => resolveResource(repo(p), "", now, new Set(), true));
+    const one = (p: object) => message(() => resolveResource(repo(p), "", now, new Set(), CLOUD));
     expect(one({ mount_path: "/workspace" })).toMatch(/^mount_path: /);
     expect(one({ mount_path: "/workspace/../etc" })).toMatch(/^mount_path: /);
     expect(one({ mount_path: "workspace/x" })).toMatch(/^mount_path: /);
@@ -133,7 +144,8 @@ describe("repository resources", () => {
     expect(one({ url: "https://git.example/a.git?x=1" })).toMatch(/^url: /);
     expect(one({ authorization_token: "has space" })).toBe("authorization_token: must be a token of 1-4096 characters without spaces");
     expect(one({ checkout: { type: "branch", name: "-x" } })).toMatch(/^checkout\.name: /);
-    expect(message(() => resolveResource(repo(), "", now, new Set(["/workspace/app"]), true))).toMatch(/^mount_path: /);
-    expect(message(() => resolveResources([repo()], now, false))).toMatch(/^resources\[0\]: .*MH_CREDENTIAL_PROXY_ADDR/);
+    expect(message(() => resolveResource(repo(), "", now, new Set(["/workspace/app"]), CLOUD))).toMatch(/^mount_path: /);
+    expect(message(() => resolveResources([repo()], now, { proxied: false, selfHosted: false }))).toMatch(/^resources\[0\]: .*MH_CREDENTIAL_PROXY_ADDR/);
+    expect(message(() => resolveResources([repo()], now, { proxied: true, selfHosted: true }))).toMatch(/^resources\[0\]: .*self_hosted/);
   });
 });

@@ -104,16 +104,29 @@ function github(p: BetaManagedAgentsGitHubRepositoryResourceParams, at: At, now:
   return { resource, repository: { resourceId: id, url: p.url, mountPath: relative, checkout }, token };
 }
 
+/** Where a session's resources would go. */
+export interface ResourceTarget {
+  /** This gateway reaches the credential vault proxy, through which every repository is cloned. */
+  readonly proxied: boolean;
+  /** The session's environment is self_hosted: its tools run on its workers, not in sandboxes. */
+  readonly selfHosted: boolean;
+}
+
 /**
  * One resource of a request (`field` names it: `resources[2]`, or `` for a body of its own).
- * `taken`: mount paths the session already uses. `proxied`: whether this gateway reaches the
- * credential vault proxy, through which every repository is cloned.
+ * `taken`: mount paths the session already uses.
  */
-export function resolveResource(p: ResourceParams, field: string, now: Date, taken: ReadonlySet<string>, proxied: boolean): ResolvedResource {
+export function resolveResource(p: ResourceParams, field: string, now: Date, taken: ReadonlySet<string>, target: ResourceTarget): ResolvedResource {
   const at: At = (name) => (field === "" ? name : `${field}.${name}`);
   if (p.type === "file") throw invalidRequest(at("type"), "file resources need the Files API, which this gateway does not serve yet");
   if (p.type === "memory_store") throw invalidRequest(at("type"), "memory stores are not supported by this gateway yet");
-  if (!proxied) {
+  if (target.selfHosted) {
+    throw invalidRequest(
+      field === "" ? "type" : field,
+      "github_repository resources are cloned into the sandbox broker's sandboxes; a self_hosted environment's tools run on its workers, where the repository is cloned by the worker",
+    );
+  }
+  if (!target.proxied) {
     throw new ApiError(
       "credential_vault_unconfigured",
       `${field === "" ? "type" : field}: github_repository resources are cloned through the credential vault proxy, which this deployment runs the gateway without (MH_CREDENTIAL_PROXY_ADDR)`,
@@ -126,11 +139,11 @@ export function resolveResource(p: ResourceParams, field: string, now: Date, tak
   return resolved;
 }
 
-export function resolveResources(params: readonly ResourceParams[] | undefined, now: Date, proxied: boolean): ResolvedResource[] {
+export function resolveResources(params: readonly ResourceParams[] | undefined, now: Date, target: ResourceTarget): ResolvedResource[] {
   const out: ResolvedResource[] = [];
   const mounts = new Set<string>();
   for (const [i, p] of (params ?? []).entries()) {
-    const resolved = resolveResource(p, `resources[${i}]`, now, mounts, proxied);
+    const resolved = resolveResource(p, `resources[${i}]`, now, mounts, target);
     mounts.add(resolved.resource.mount_path);
     out.push(resolved);
   }

@@ -2,13 +2,17 @@
  * What route modules share: the router, the stores and the clients of the services behind the
  * gateway. One object, passed to each module's register function.
  */
+import type { Db } from "@metaharness/db";
 import type { CredentialVaultProxyService, HarnessService, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 import type { Router } from "../http/router.js";
 import type { AgentStore } from "../store/agents.js";
+import type { EnvironmentKeyStore } from "../store/environment-keys.js";
 import type { EnvironmentStore } from "../store/environments.js";
 import type { SessionStore } from "../store/sessions.js";
 import type { StreamRegistry } from "../stream/registry.js";
+import type { WorkQueue } from "../work/queue.js";
+import type { WorkSignals } from "../work/signals.js";
 
 export type SessionLogRpc = PromiseClient<typeof SessionLogService>;
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
@@ -18,7 +22,14 @@ export interface RouteContext {
   readonly router: Router;
   readonly agents: AgentStore;
   readonly environments: EnvironmentStore;
+  readonly environmentKeys: EnvironmentKeyStore;
   readonly sessions: SessionStore;
+  /** The gateway's database, for work item leases (work/lease.ts). */
+  readonly db: Db;
+  readonly work: WorkQueue;
+  readonly workSignals: WorkSignals;
+  /** The lease a heartbeat extends unless it asks for another (MH_GATEWAY_WORK_LEASE_TTL_SECONDS). */
+  readonly workLeaseTtlSeconds: number;
   readonly log: SessionLogRpc;
   readonly harness: HarnessRpc;
   /** Undefined when this deployment runs without a credential vault proxy. */

@@ -1,6 +1,6 @@
 /**
- * /v1/environments: create, retrieve, update, list, archive, delete. Environments are stored
- * and validated; mapping them onto the sandbox broker's resources comes with the broker's API.
+ * /v1/environments: create, retrieve, update, list, archive, delete. A session snapshots its
+ * environment's config into the session log's metadata; the harness provisions from it.
  */
 import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaEnvironment, BetaEnvironmentDeleteResponse } from "@anthropic-ai/sdk/resources/beta/environments/environments";
@@ -28,7 +28,7 @@ export function registerEnvironmentRoutes(ctx: RouteContext): void {
       method: "POST",
       url: "/v1/environments",
       sdk: "beta.environments.create",
-      summary: "Create an environment (cloud by default, unrestricted networking).",
+      summary: "Create an environment (cloud by default, limited networking without hosts: no network).",
       response: "BetaEnvironment",
       errors: ["invalid_metadata", "request_too_large"],
       schema: { body: createEnvironmentBody },

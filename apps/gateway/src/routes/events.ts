@@ -1,13 +1,19 @@
 /**
  * /v1/sessions/{id}/events: list a session's events page by page (by seq, either order,
  * optionally by type and time), and send user events, appended in order and followed by a Wake.
+ * A self-hosted environment's worker does both with its work item's sessions token, and sends
+ * only tool results; each user.tool_result is stored as `<tool_use_id>.result`, the id the harness
+ * gives its own answer (an interrupt's, or a timeout's), so a call is answered once: a later
+ * answer (another worker's, after the harness gave up) is a duplicate and changes nothing.
  */
 import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { EventSendParams } from "@anthropic-ai/sdk/resources/beta/sessions/events";
-import { fromManagedAgentsParams, toManagedAgentsJson, type ManagedAgentsEventJson } from "@metaharness/events";
-import { invalidRequest } from "../errors/api-error.js";
+import { fromManagedAgentsParams, isValidEventId, toManagedAgentsJson, type ManagedAgentsEventJson } from "@metaharness/events";
+import type { Event } from "@metaharness/proto";
+import { ApiError, invalidRequest } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, EVENT_PAGE, isSeqPosition, pageLimit } from "../http/pagination.js";
 import { appendUserEvents } from "../sessions/append.js";
+import { requestHands, wantsHands } from "../sessions/hands.js";
 import { listEventsQuery, sendEventsBody } from "../schemas/events.js";
 import { sessionParams } from "../schemas/sessions.js";
 import { readEventPage } from "../sessions/event-page.js";
@@ -18,6 +24,17 @@ type SendBody = Omit<EventSendParams, "betas" | "workspace_id">;
 interface SessionParams {
   session_id: string;
 }
+/** What a worker (a sessions token) may send. */
+const WORKER_EVENTS: ReadonlySet<string> = new Set(["user.tool_result", "user.custom_tool_result"]);
+const KEY_OR_WORKER = ["api_key", "work_token"] as const;
+
+/** A user.tool_result under the id of the call's one answer. */
+function oneAnswer(event: Event): Event {
+  if (event.payload?.$case !== "userToolResult") return event;
+  const id = `${event.payload.value.toolUseId}.result`;
+  return isValidEventId(id) ? { ...event, id } : event;
+}
+
 type EventListQuery = {
   limit?: number;
   page?: string;
@@ -39,8 +56,9 @@ export function registerEventRoutes(ctx: RouteContext): void {
       sdk: "beta.sessions.events.list",
       summary: "List a session's events in seq order (asc by default). Every event carries its `seq`.",
       response: "PageCursor<BetaManagedAgentsSessionEvent>",
-      errors: ["not_found"],
+      errors: ["permission_denied", "not_found"],
       schema: { params: sessionParams, querystring: listEventsQuery },
+      accepts: KEY_OR_WORKER,
     },
     async (req): Promise<PageCursorResponse<ManagedAgentsEventJson>> => {
       const q = req.query;
@@ -68,8 +86,9 @@ export function registerEventRoutes(ctx: RouteContext): void {
       sdk: "beta.sessions.events.send",
       summary: "Send user events; they are appended in order, atomically, and the harness is woken.",
       response: "BetaManagedAgentsSendSessionEvents",
-      errors: ["not_found", "request_too_large"],
+      errors: ["permission_denied", "not_found", "request_too_large"],
       schema: { params: sessionParams, body: sendEventsBody },
+      accepts: KEY_OR_WORKER,
     },
     async (req): Promise<{ data: ManagedAgentsEventJson[] }> => {
       const session = await sessions.require(req.tenant, req.params.session_id);
@@ -79,9 +98,14 @@ export function registerEventRoutes(ctx: RouteContext): void {
         if (event.type === "user.tool_result" && session.environmentType !== "self_hosted") {
           throw invalidRequest(`events[${i}].type`, "user.tool_result is only valid in sessions of a self_hosted environment");
         }
-        return event;
+        if (req.principal?.kind === "work_token" && !WORKER_EVENTS.has(event.type)) {
+          throw new ApiError("permission_denied", `events[${i}].type: a worker's sessions token sends tool results only, not ${event.type}`);
+        }
+        return oneAnswer(event);
       });
-      const stored = await appendUserEvents(ctx, session.id, events, req.log.child({ session_id: session.id }));
+      const logger = req.log.child({ session_id: session.id });
+      const stored = await appendUserEvents(ctx, session.id, events, logger);
+      if (wantsHands(events)) await requestHands(ctx, req.tenant, session, "input", logger);
       return { data: stored.map(toManagedAgentsJson) };
     },
   );

@@ -1,7 +1,6 @@
 /**
  * The SDK endpoints this gateway does not serve yet answer 501 with a body saying so, instead
- * of a 404 that would read as "no such object": session threads, and the self-hosted environment
- * work queue (the EnvironmentWorker protocol).
+ * of a 404 that would read as "no such object": session threads.
  */
 import type { Method } from "../http/router.js";
 import { ApiError } from "../errors/api-error.js";
@@ -14,7 +13,6 @@ interface Unserved {
 }
 
 const THREADS = "Session threads (multiagent sessions) are not supported by Meta-Harness yet.";
-const WORK = "Self-hosted environment work (EnvironmentWorker) is not served by this gateway yet.";
 
 const UNSERVED: ReadonlyArray<readonly [string, readonly Unserved[]]> = [
   [
@@ -25,19 +23,6 @@ const UNSERVED: ReadonlyArray<readonly [string, readonly Unserved[]]> = [
       { method: "POST", url: "/v1/sessions/:session_id/threads/:thread_id/archive", sdk: "beta.sessions.threads.archive" },
       { method: "GET", url: "/v1/sessions/:session_id/threads/:thread_id/events", sdk: "beta.sessions.threads.events.list" },
       { method: "GET", url: "/v1/sessions/:session_id/threads/:thread_id/stream", sdk: "beta.sessions.threads.events.stream" },
-    ],
-  ],
-  [
-    WORK,
-    [
-      { method: "GET", url: "/v1/environments/:environment_id/work", sdk: "beta.environments.work.list" },
-      { method: "GET", url: "/v1/environments/:environment_id/work/poll", sdk: "beta.environments.work.poll" },
-      { method: "GET", url: "/v1/environments/:environment_id/work/stats", sdk: "beta.environments.work.stats" },
-      { method: "GET", url: "/v1/environments/:environment_id/work/:work_id", sdk: "beta.environments.work.retrieve" },
-      { method: "POST", url: "/v1/environments/:environment_id/work/:work_id", sdk: "beta.environments.work.update" },
-      { method: "POST", url: "/v1/environments/:environment_id/work/:work_id/ack", sdk: "beta.environments.work.ack" },
-      { method: "POST", url: "/v1/environments/:environment_id/work/:work_id/heartbeat", sdk: "beta.environments.work.heartbeat" },
-      { method: "POST", url: "/v1/environments/:environment_id/work/:work_id/stop", sdk: "beta.environments.work.stop" },
     ],
   ],
 ];

@@ -92,7 +92,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       const sessionId = current.id;
       if (current.resources.length >= MAX_RESOURCES) throw invalidRequest("session_id", `the session has ${MAX_RESOURCES} resources, the most it can have`);
       const taken = new Set(current.resources.map((r) => r.mount_path));
-      const { resource, repository, token } = resolveResource(req.body, "", now, taken, ctx.credentials !== undefined);
+      const { resource, repository, token } = resolveResource(req.body, "", now, taken, { proxied: ctx.credentials !== undefined, selfHosted: current.environmentType === "self_hosted" });
       const target = { tenant: req.tenant, sessionId, resourceId: resource.id, url: resource.url };
       const stored = token === undefined || ctx.credentials === undefined ? undefined : await putToken(ctx.credentials, current.tokens.vaultId, undefined, target, token);
       let logged = false;

@@ -69,8 +69,9 @@ export function registerSessionRoutes(ctx: RouteContext): void {
       sdk: "beta.sessions.retrieve",
       summary: "Retrieve a session with its status and usage.",
       response: "BetaManagedAgentsSession",
-      errors: ["not_found"],
+      errors: ["permission_denied", "not_found"],
       schema: { params: sessionParams },
+      accepts: ["api_key", "work_token"],
     },
     async (req): Promise<BetaManagedAgentsSession> => viewSession(ctx, await sessions.require(req.tenant, req.params.session_id)),
   );
@@ -174,6 +175,7 @@ export function registerSessionRoutes(ctx: RouteContext): void {
         events.push(newEvent("session.status_terminated", {}));
         await ctx.log.emitEvents({ sessionId: record.id, events });
       }
+      await ctx.work.stopForSession(record.id, ctx.now());
       // Its repositories' tokens go with it; a failure here fails the delete, which can be retried.
       await dropVault(ctx.credentials, record.tokens.vaultId);
       await sessions.delete(req.tenant, record.id);

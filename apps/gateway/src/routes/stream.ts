@@ -39,8 +39,9 @@ export function registerStreamRoute(ctx: RouteContext): void {
       sdk: "beta.sessions.events.stream",
       summary: "Stream a session's events as SSE, live from now, or resumed after a seq (Last-Event-ID or after_seq).",
       response: "BetaManagedAgentsStreamSessionEvents",
-      errors: ["not_found"],
+      errors: ["permission_denied", "not_found"],
       schema: { params: sessionParams, querystring: streamEventsQuery },
+      accepts: ["api_key", "work_token"],
       stream: true,
     },
     async (req, reply) => {

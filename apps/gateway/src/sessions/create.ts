@@ -1,11 +1,11 @@
 /**
  * Creating a session: resolve the agent (one version, with overrides), the environment and the
  * vaults of this tenant, check every input before anything is written, create the session in the
- * log with the agent snapshotted as the harness's AgentConfig and its repositories, hand the
- * repositories' tokens to the credential vault proxy, record the gateway's view, then append the
- * initial events and wake the harness. The log's session comes first: a failure between the
- * writes leaves an empty session nobody can see, never a visible session without a log or a token
- * in the clear.
+ * log with the agent snapshotted as the harness's AgentConfig, the environment's config and its
+ * repositories, hand the repositories' tokens to the credential vault proxy, record the gateway's
+ * view, then append the initial events and wake the harness. The log's session comes first: a
+ * failure between the writes leaves an empty session nobody can see, never a visible session
+ * without a log or a token in the clear.
  */
 import type { BetaManagedAgentsSession, SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { fromManagedAgentsParams, newSessionId } from "@metaharness/events";
@@ -13,6 +13,7 @@ import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { toAgentConfig } from "../mapping/agent-config.js";
+import { toEnvironmentSnapshot, unhonoured } from "../mapping/environment-config.js";
 import { checkMetadata } from "../mapping/metadata.js";
 import { resolveResources, type ResolvedResource } from "../mapping/resources.js";
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
@@ -21,6 +22,7 @@ import { NO_TOKENS, type ResourceTokens } from "../store/sessions.js";
 import { VaultAccess } from "../vaults/access.js";
 import { sessionVaultIds } from "../vaults/session-vaults.js";
 import { appendUserEvents } from "./append.js";
+import { requestHands } from "./hands.js";
 import { dropVault, putToken } from "./repository-tokens.js";
 import { viewSession } from "./live.js";
 
@@ -51,10 +53,13 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   if (environment.archivedAt !== null) {
     throw new ApiError("environment_archived", `environment_id: environment ${environment.id} is archived; new sessions cannot use it`);
   }
+  // Stored before the gateway refused such configs: say so rather than run it as something else.
+  const refused = unhonoured(environment.body.config);
+  if (refused !== undefined) throw invalidRequest("environment_id", `environment ${environment.id} must be updated first: ${refused.message}`);
   const now = ctx.now();
   const snapshot = snapshotAgent(agent, ref.overrides);
   const metadata = checkMetadata(body.metadata ?? {});
-  const resources = resolveResources(body.resources, now, ctx.credentials !== undefined);
+  const resources = resolveResources(body.resources, now, { proxied: ctx.credentials !== undefined, selfHosted: environment.body.config.type === "self_hosted" });
   const events = initialEvents(body.initial_events);
   const title = body.title === undefined || body.title === "" ? null : body.title;
   const vaultIds = await sessionVaultIds(new VaultAccess(ctx.credentials), tenant, body.vault_ids);
@@ -72,6 +77,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
       vaultIds,
       title: title ?? "",
       agent: toAgentConfig(snapshot),
+      environment: toEnvironmentSnapshot(environment.body.config),
       repositories: resources.map((r) => r.repository),
     },
   });
@@ -93,6 +99,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
   logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");
   if (events.length > 0) {
     await appendUserEvents(ctx, sessionId, events, logger);
+    await requestHands(ctx, tenant, record, "input", logger);
     return viewSession(ctx, record);
   }
   return viewSession(ctx, record, session);

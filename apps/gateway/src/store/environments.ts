@@ -1,6 +1,6 @@
 /**
- * Environments in the gateway's database, scoped by tenant. The sandbox broker will provision
- * from the stored config; for now it is validated, stored and served.
+ * Environments in the gateway's database, scoped by tenant. Sessions snapshot the stored config
+ * when they are created.
  */
 import type { Db } from "@metaharness/db";
 import { ApiError, notFound } from "../errors/api-error.js";

@@ -8,7 +8,7 @@
  * Managed Agents API, so they stay out of /openapi.json.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ApiKeys } from "../auth/api-keys.js";
+import type { Principals } from "../auth/principals.js";
 import { authenticate } from "../auth/authenticate.js";
 import { ApiError } from "../errors/api-error.js";
 import type { RouteContext } from "../routes/context.js";
@@ -20,7 +20,7 @@ import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
 import { readTrace, traceParams } from "./traces.js";
 
 export interface UiOptions extends UiConfig {
-  readonly keys: ApiKeys;
+  readonly principals: Principals;
 }
 
 const SECURITY_HEADERS = {
@@ -56,9 +56,9 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
     });
 
     // The JSON routes: the key's tenant, as on /v1 (another tenant's session is not found).
-    const auth = { keys: opts.keys, requireBetaHeader: false };
+    const auth = { principals: opts.principals, requireBetaHeader: false };
     const authenticated = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      req.tenant = await authenticate(req, auth);
+      req.tenant = (await authenticate(req, auth)).tenant;
       void reply.header("cache-control", "no-store");
     };
     ui.get<{ Params: { session_id: string }; Querystring: EventsQuery }>(

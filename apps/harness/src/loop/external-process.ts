@@ -39,6 +39,7 @@ import { newEvent, toManagedAgentsJson } from "@metaharness/events";
 import { EvaluatedPermission, type Event } from "@metaharness/proto";
 import { lastStatus, userInputAfter, type NextStep } from "../state.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
+import { isSelfHosted } from "../tools/environment.js";
 import type { ToolOutcome } from "../tools/sandbox.js";
 import { AgentProcess } from "./external/agent-process.js";
 import { AGENT_LABEL, DEFAULT_AGENT, agentEnv, loadExternalConfig, type ExternalConfig } from "./external/config.js";
@@ -139,6 +140,7 @@ class ExternalDriver {
         );
         return true;
       case "run-tools":
+      case "await-hands": // never: this loop names no worker tools (it refuses self-hosted sessions' calls)
         // Only a crash leaves a call of this loop unanswered: its outcome is unknown, so say so.
         await this.append(...step.tools.map((t) => toolResult(t.event.id, UNKNOWN_OUTCOME, true)));
         return true;
@@ -216,6 +218,9 @@ class ExternalDriver {
 
   /** Why a tool call is not run, or undefined when it goes to the sandbox. */
   private refusal(name: string): ToolOutcome | undefined {
+    if (isSelfHosted(this.ctx.session.metadata)) {
+      return { output: "the external-process harness cannot hand tool calls to a self-hosted environment's workers", isError: true };
+    }
     const route = this.routes.get(name);
     if (route === undefined || route.kind !== "sandbox") {
       return { output: `unknown tool "${name}": an external agent may call the session's sandbox tools`, isError: true };

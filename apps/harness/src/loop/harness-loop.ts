@@ -19,6 +19,11 @@ export interface LoopContext {
   readonly sandbox: SandboxPort | undefined;
   /** Undefined when no credential proxy is configured: MCP tools then answer with an error. */
   readonly mcp?: McpPort | undefined;
+  /**
+   * In a self-hosted environment, how long a sandbox tool call may wait for the environment's
+   * worker to answer before the harness answers it with an error (default 10 minutes).
+   */
+  readonly workerToolTimeoutMs?: number;
   readonly logger: Logger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;

@@ -3,7 +3,10 @@
  * the turn ends. Every decision is taken from the log (state.ts nextStep), and every write goes
  * through the lease, so this loop can die at any moment and another instance picks up from the
  * last event: a model response is recorded whole or not at all (a crash mid-stream re-asks), and a
- * tool call re-executed after a crash is deduplicated by the broker on its tool_use id.
+ * tool call re-executed after a crash is deduplicated by the broker on its tool_use id. In a
+ * self-hosted environment the sandbox tools are the worker's: the loop keeps the session (running,
+ * under its lease) until the worker's user.tool_result arrives, or answers the call with an error
+ * once it has waited `workerToolTimeoutMs`.
  */
 import { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
@@ -14,10 +17,13 @@ import { strategyFor } from "../context/strategies.js";
 import type { ContextStrategy } from "../context/strategy.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
+import { isSelfHosted } from "../tools/environment.js";
 import { DeltaForwarder } from "./deltas.js";
 import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
 import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
+
+export const DEFAULT_WORKER_TOOL_TIMEOUT_MS = 10 * 60_000;
 
 export const toolLoop: HarnessLoop = {
   name: "tool-loop",
@@ -30,10 +36,14 @@ class Driver {
   private readonly routes: Map<string, ToolRoute>;
   private readonly strategy: ContextStrategy;
   private readonly budget: number;
+  /** In a self-hosted environment: the tools its worker runs. */
+  private readonly workerTools: ReadonlySet<string>;
 
   constructor(private readonly ctx: LoopContext) {
     const agent = ctx.session.metadata?.agent;
-    this.routes = toolRoutes(agent);
+    const selfHosted = isSelfHosted(ctx.session.metadata);
+    this.routes = toolRoutes(agent, selfHosted ? "worker" : "broker");
+    this.workerTools = new Set(selfHosted ? [...this.routes.values()].filter((r) => r.kind === "sandbox").map((r) => r.name) : []);
     this.strategy = strategyFor(agent);
     this.budget = agent?.tokenBudget ?? 0;
   }
@@ -42,7 +52,7 @@ class Driver {
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")));
     try {
       while (!this.ctx.signal.aborted) {
-        const step = nextStep(this.events, this.budget);
+        const step = nextStep(this.events, this.budget, this.workerTools);
         // One span per step: its log appends, model request and tool calls are its children (the
         // gRPC clients carry the context), and the events it appends carry its trace id.
         const more = await withSpan(
@@ -113,6 +123,10 @@ class Driver {
         await this.ensureRunning();
         await this.runTools(step.tools);
         return true;
+      case "await-hands":
+        await this.ensureRunning();
+        await this.awaitHands(step.tools);
+        return true;
       case "call-model":
         await this.callModel(span);
         return true;
@@ -137,6 +151,27 @@ class Driver {
         throw err;
       }
     }
+  }
+
+  /**
+   * Waits for the worker's results (or an interrupt, or anything else appended), then lets the
+   * log decide again. A call that waited `workerToolTimeoutMs` since it could run is answered
+   * with an error, so a session without a polling worker ends its turn instead of hanging.
+   */
+  private async awaitHands(tools: readonly PendingToolUse[]): Promise<void> {
+    const timeoutMs = this.ctx.workerToolTimeoutMs ?? DEFAULT_WORKER_TOOL_TIMEOUT_MS;
+    const now = Date.now();
+    const due = (t: PendingToolUse): number => (t.readyAt?.getTime() ?? now) + timeoutMs;
+    const overdue = tools.filter((t) => due(t) <= now);
+    if (overdue.length > 0) {
+      const environment = this.ctx.session.metadata?.environmentId ?? "";
+      const why = `no worker of the self-hosted environment ${environment} answered this tool call within ${Math.round(timeoutMs / 1000)} s; is an EnvironmentWorker polling it?`;
+      await this.append(...overdue.map((t) => toolResult(t.event.id, why, true)));
+      return;
+    }
+    this.step = new AbortController();
+    const wait = Math.min(...tools.map(due)) - now;
+    await this.view?.changed(this.lastSeq(), AbortSignal.any([this.step.signal, this.ctx.signal, AbortSignal.timeout(wait)]));
   }
 
   private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {

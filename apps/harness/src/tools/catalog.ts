@@ -2,12 +2,20 @@
  * The tools the model is offered. Sandbox tools (bash, read, write, edit, glob, grep, provision)
  * have built-in schemas and go to the sandbox broker; custom tools come from the session's agent
  * configuration and go to the client. Every tool's kind and permission policy is decided here,
- * once, from the configuration snapshotted in the session.
+ * once, from the configuration snapshotted in the session. In a self-hosted environment the
+ * sandbox tools run on the environment's worker, with the official toolset's inputs and no
+ * `provision` (a worker is one machine).
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { PermissionPolicy, ToolKind, type AgentConfig } from "@metaharness/proto";
 
 export type RouteKind = "sandbox" | "custom" | "mcp";
+
+/**
+ * Who runs the session's sandbox tools: the sandbox broker (cloud environments), or the workers
+ * of a self-hosted environment, which answer each agent.tool_use with a user.tool_result.
+ */
+export type Hands = "broker" | "worker";
 
 export interface ToolRoute {
   readonly name: string;
@@ -78,6 +86,48 @@ export const SANDBOX_TOOLS: readonly Anthropic.Tool[] = [
   },
 ];
 
+const schema = (properties: Record<string, unknown>, required: string[]): Anthropic.Tool.InputSchema => ({ type: "object", properties, required });
+
+/**
+ * agent_toolset_20260401 as a worker runs it: the inputs of the official SDK's
+ * betaAgentToolset20260401, which EnvironmentWorker runs by default.
+ */
+export const WORKER_TOOLS: readonly Anthropic.Tool[] = [
+  {
+    name: "bash",
+    description: "Run a bash command in a persistent shell on the environment's machine. State (cwd, env vars) persists across calls.",
+    input_schema: schema({ command: { type: "string" }, restart: { type: "boolean" }, timeout_ms: { type: "integer" } }, []),
+  },
+  {
+    name: "read",
+    description: "Read a UTF-8 text file relative to the workdir.",
+    input_schema: schema({ file_path: { type: "string" }, view_range: { type: "array", items: { type: "integer" } } }, ["file_path"]),
+  },
+  {
+    name: "write",
+    description: "Write a UTF-8 text file relative to the workdir, creating parent directories as needed.",
+    input_schema: schema({ file_path: { type: "string" }, content: { type: "string" } }, ["file_path", "content"]),
+  },
+  {
+    name: "edit",
+    description: "Replace old_string with new_string in a file. old_string must be unique unless replace_all.",
+    input_schema: schema(
+      { file_path: { type: "string" }, old_string: { type: "string" }, new_string: { type: "string" }, replace_all: { type: "boolean" } },
+      ["file_path", "old_string", "new_string"],
+    ),
+  },
+  {
+    name: "glob",
+    description: "Match files under the workdir against a glob pattern.",
+    input_schema: schema({ pattern: { type: "string" }, path: { type: "string" } }, ["pattern"]),
+  },
+  {
+    name: "grep",
+    description: "Search file contents for a regex.",
+    input_schema: schema({ pattern: { type: "string" }, path: { type: "string" } }, ["pattern"]),
+  },
+];
+
 const SANDBOX_NAMES = new Set(SANDBOX_TOOLS.map((t) => t.name));
 
 export function isSandboxTool(name: string): boolean {
@@ -85,17 +135,18 @@ export function isSandboxTool(name: string): boolean {
 }
 
 /** The routes of a session: its configured tools, or every sandbox tool when none is configured. */
-export function toolRoutes(agent: AgentConfig | undefined): Map<string, ToolRoute> {
+export function toolRoutes(agent: AgentConfig | undefined, hands: Hands = "broker"): Map<string, ToolRoute> {
   const routes = new Map<string, ToolRoute>();
+  const sandboxTools = hands === "worker" ? WORKER_TOOLS : SANDBOX_TOOLS;
   const configured = agent?.tools ?? [];
   if (configured.length === 0 && agent?.explicitTools !== true) {
-    for (const definition of SANDBOX_TOOLS) routes.set(definition.name, { name: definition.name, kind: "sandbox", ask: false, definition });
+    for (const definition of sandboxTools) routes.set(definition.name, { name: definition.name, kind: "sandbox", ask: false, definition });
     return routes;
   }
   for (const tool of configured) {
     const ask = tool.permissionPolicy === PermissionPolicy.PERMISSION_POLICY_ALWAYS_ASK;
     if (tool.kind === ToolKind.TOOL_KIND_SANDBOX || (tool.kind === ToolKind.TOOL_KIND_UNSPECIFIED && isSandboxTool(tool.name))) {
-      const definition = SANDBOX_TOOLS.find((t) => t.name === tool.name);
+      const definition = sandboxTools.find((t) => t.name === tool.name);
       if (definition !== undefined) routes.set(tool.name, { name: tool.name, kind: "sandbox", ask, definition });
       continue;
     }

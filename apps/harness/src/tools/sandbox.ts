@@ -2,15 +2,32 @@
  * The hands, as the harness sees them: `execute(name, input) -> string` through the sandbox broker.
  * A session's sandbox is provisioned lazily, on its first sandbox tool call, never before the
  * first model call; the model can provision more ("many hands") and name one per call. Every
- * sandbox clones the session's repositories as they are when it is provisioned. A dead sandbox,
- * or one that could not be provisioned (a repository that does not clone), is a tool error the
- * model sees; the next call provisions a fresh one.
+ * sandbox gets the network of the session's environment (tools/environment.ts) and clones the
+ * session's repositories as they are when it is provisioned. A dead sandbox, or one that could not
+ * be provisioned (a repository that does not clone, a network the broker cannot give), is a tool
+ * error the model sees; the next call provisions a fresh one.
  */
 import { MhError } from "@metaharness/errors";
-import { SandboxState, type GitRepository, type Resources, type SandboxBrokerService, type SessionRepository } from "@metaharness/proto";
+import {
+  SandboxState,
+  type GitRepository,
+  type NetworkPolicy,
+  type Resources,
+  type SandboxBrokerService,
+  type SessionRepository,
+} from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
+
+export interface SandboxSetup {
+  /** The environment's network; throws when the environment asks for one the broker cannot give. */
+  network(): NetworkPolicy | undefined;
+  /** The session's repositories as they are now: they may be added or removed while it runs. */
+  repositories(): Promise<GitRepository[]>;
+}
+
+const NO_SETUP: SandboxSetup = { network: () => undefined, repositories: () => Promise.resolve([]) };
 
 /** The session's repositories as the broker clones them. */
 export function brokerRepositories(repositories: readonly SessionRepository[]): GitRepository[] {
@@ -28,8 +45,8 @@ export class SandboxPort {
   constructor(
     private readonly broker: BrokerClient,
     private readonly sessionId: string,
-    /** Read at each provisioning: repositories may be added or removed while the session runs. */
-    private readonly repositories: () => Promise<GitRepository[]> = () => Promise.resolve([]),
+    /** What every sandbox of the session is provisioned with, read at each provisioning. */
+    private readonly setup: SandboxSetup = NO_SETUP,
   ) {}
 
   async provision(resources: Partial<Resources>): Promise<string> {
@@ -43,9 +60,9 @@ export class SandboxPort {
         maxProcesses: 0,
         lifetimeSeconds: resources.lifetimeSeconds ?? 0,
         idleTimeoutSeconds: 0,
-        network: undefined,
+        network: this.setup.network(),
         files: [],
-        repositories: await this.repositories(),
+        repositories: await this.setup.repositories(),
       },
     });
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");

@@ -1,0 +1,7 @@
+/**
+ * The prefixes that tell the gateway's own credentials from API keys (which are configured, so
+ * they may not start with them).
+ */
+export const ENVIRONMENT_KEY_PREFIX = "mhek_";
+export const WORK_TOKEN_PREFIX = "mhwt_";
+export const RESERVED_KEY_PREFIXES: readonly string[] = [ENVIRONMENT_KEY_PREFIX, WORK_TOKEN_PREFIX];

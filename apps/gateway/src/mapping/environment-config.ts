@@ -1,0 +1,81 @@
+/**
+ * What an environment's config means to the services behind the gateway. A `cloud` config
+ * becomes the sandboxes' network (the harness maps the snapshot onto the broker's NetworkPolicy);
+ * a `self_hosted` config sends the session's tools to the environment's workers. What the broker
+ * cannot do is refused here, naming the field and why, instead of being stored and ignored:
+ * - `unrestricted` networking: a sandbox has no network but its egress allowlist;
+ * - `allow_package_managers`: the egress relays plain HTTP only (no CONNECT tunnels), and package
+ *   managers speak HTTPS through a proxy by CONNECT;
+ * - `packages`: sandboxes run a fixed, read-only system with no install step.
+ */
+import type { BetaCloudConfig, BetaSelfHostedConfig } from "@anthropic-ai/sdk/resources/beta/environments/environments";
+import {
+  EnvironmentNetworking,
+  EnvironmentType,
+  type EnvironmentConfig as EnvironmentSnapshot,
+} from "@metaharness/proto";
+import { invalidRequest, type ApiError } from "../errors/api-error.js";
+
+export type EnvironmentConfig = BetaCloudConfig | BetaSelfHostedConfig;
+
+/** The broker's allowlist limit (sandbox-broker resources.ts MAX_ALLOWED_HOSTS). */
+export const MAX_ALLOWED_HOSTS = 64;
+export const PACKAGE_MANAGERS = ["apt", "cargo", "gem", "go", "npm", "pip"] as const;
+
+/** Why the broker cannot honour `config`, as the 400 to answer; undefined when it can. */
+export function unhonoured(config: EnvironmentConfig): ApiError | undefined {
+  if (config.type === "self_hosted") return undefined;
+  const net = config.networking;
+  if (net.type === "unrestricted") {
+    return invalidRequest(
+      "config.networking.type",
+      '"unrestricted" cannot be honoured: sandboxes have no network except an allowlist; use {"type": "limited", "allowed_hosts": [...]}',
+    );
+  }
+  if (net.allow_package_managers) {
+    return invalidRequest(
+      "config.networking.allow_package_managers",
+      "cannot be honoured: the sandbox egress relays plain HTTP requests only (no CONNECT tunnels, which package managers need); list the hosts to reach in allowed_hosts",
+    );
+  }
+  if (net.allowed_hosts.length > MAX_ALLOWED_HOSTS) {
+    return invalidRequest("config.networking.allowed_hosts", `at most ${MAX_ALLOWED_HOSTS} hosts (the sandbox egress allowlist's limit)`);
+  }
+  const manager = PACKAGE_MANAGERS.find((m) => config.packages[m].length > 0);
+  if (manager !== undefined) {
+    return invalidRequest(
+      `config.packages.${manager}`,
+      "cannot be honoured: sandboxes run a fixed, read-only system and the sandbox broker has no way to install packages",
+    );
+  }
+  return undefined;
+}
+
+/** The config as the session log's metadata carries it to the harness. */
+export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSnapshot {
+  if (config.type === "self_hosted") {
+    return {
+      type: EnvironmentType.ENVIRONMENT_TYPE_SELF_HOSTED,
+      networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_UNSPECIFIED,
+      allowedHosts: [],
+      allowMcpServers: false,
+      allowPackageManagers: false,
+    };
+  }
+  const net = config.networking;
+  return net.type === "unrestricted"
+    ? {
+        type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
+        networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_UNRESTRICTED,
+        allowedHosts: [],
+        allowMcpServers: false,
+        allowPackageManagers: false,
+      }
+    : {
+        type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
+        networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_LIMITED,
+        allowedHosts: [...net.allowed_hosts],
+        allowMcpServers: net.allow_mcp_servers,
+        allowPackageManagers: net.allow_package_managers,
+      };
+}

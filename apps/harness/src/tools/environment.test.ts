@@ -1,0 +1,73 @@
+/**
+ * A session's environment onto its sandboxes' network: limited hosts (and the agent's MCP
+ * servers when allowed) become an allowlist, no hosts no network; what the broker cannot give is
+ * refused naming the environment's field.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  EnvironmentNetworking,
+  EnvironmentType,
+  NetworkMode,
+  ToolKind,
+  type EnvironmentConfig,
+  type SessionMetadata,
+} from "@metaharness/proto";
+import { isSelfHosted, sandboxNetwork } from "./environment.js";
+
+const cloud = (config: Partial<EnvironmentConfig>): SessionMetadata => ({
+  agentId: "agent_1",
+  agentVersion: 1,
+  tenant: "t",
+  labels: {},
+  harness: "",
+  environmentId: "env_1",
+  vaultIds: [],
+  title: "",
+  repositories: [],
+  agent: {
+    model: "",
+    system: "",
+    tools: [
+      { name: "search", kind: ToolKind.TOOL_KIND_MCP, description: "", inputSchema: undefined, permissionPolicy: 0, mcpServerUrl: "https://MCP.example.com:8443/mcp" },
+    ],
+    tokenBudget: 0,
+    contextStrategy: "",
+    contextWindowTokens: 0,
+    maxTokens: 0,
+    explicitTools: true,
+  },
+  environment: {
+    type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
+    networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_LIMITED,
+    allowedHosts: [],
+    allowMcpServers: false,
+    allowPackageManagers: false,
+    ...config,
+  },
+});
+
+describe("sandboxNetwork", () => {
+  it("allows the listed hosts, and the MCP servers' when asked; none is no network", () => {
+    expect(sandboxNetwork(cloud({}))).toBeUndefined();
+    expect(sandboxNetwork({ ...cloud({}), environment: undefined })).toBeUndefined();
+    expect(sandboxNetwork(cloud({ allowedHosts: ["API.example.com", "*.cdn.example"] }))).toEqual({
+      mode: NetworkMode.NETWORK_MODE_ALLOWLIST,
+      allowedHosts: ["api.example.com", "*.cdn.example"],
+    });
+    expect(sandboxNetwork(cloud({ allowMcpServers: true }))?.allowedHosts).toEqual(["mcp.example.com:8443"]);
+  });
+
+  it("refuses what the broker cannot give, naming the field", () => {
+    expect(() => sandboxNetwork(cloud({ networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_UNRESTRICTED }))).toThrow(
+      /env_1: config.networking.type cannot be honoured/,
+    );
+    expect(() => sandboxNetwork(cloud({ allowPackageManagers: true }))).toThrow(/config.networking.allow_package_managers/);
+  });
+
+  it("tells a self-hosted environment apart", () => {
+    const selfHosted = cloud({ type: EnvironmentType.ENVIRONMENT_TYPE_SELF_HOSTED });
+    expect(isSelfHosted(selfHosted)).toBe(true);
+    expect(isSelfHosted(cloud({}))).toBe(false);
+    expect(sandboxNetwork(selfHosted)).toBeUndefined();
+  });
+});
