@@ -16,7 +16,7 @@ import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
 import { appendEvents, type AppendResult } from "./store/append.js";
-import { checkRepositories, updateRepositories } from "./store/repositories.js";
+import { checkRepositories, updateSession } from "./store/repositories.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
@@ -74,10 +74,14 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
 
     updateSession: unary(`${NAME}/UpdateSession`, logger, async (req) => {
       const sessionId = requireSessionId(req.sessionId);
-      const session = await updateRepositories(db, sessionId, req.putRepositories, req.removeRepositories);
+      const session = await updateSession(db, sessionId, {
+        putRepositories: req.putRepositories,
+        removeRepositories: req.removeRepositories,
+        agent: req.agent,
+      });
       logger.info(
-        { session_id: sessionId, put: req.putRepositories.map((r) => r.resourceId), removed: req.removeRepositories },
-        "session repositories changed",
+        { session_id: sessionId, put: req.putRepositories.map((r) => r.resourceId), removed: req.removeRepositories, agent_changed: req.agent !== undefined },
+        "session changed",
       );
       return { session };
     }),

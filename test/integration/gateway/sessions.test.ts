@@ -15,7 +15,13 @@ let agentId: string;
 let environmentId: string;
 
 beforeAll(async () => {
-  stack = await startStack({ scenarios: [defineScenario("hello", [{ text: "Hello from the offline model." }], { onExhausted: "repeat-last" })] });
+  stack = await startStack({
+    scenarios: [
+      defineScenario("hello", [{ text: "Hello from the offline model." }], { onExhausted: "repeat-last" }),
+      defineScenario("weather", [{ text: "Checking.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] }], { onExhausted: "repeat-last" }),
+      defineScenario("slow", [{ text: "Thinking slowly.", ttftMs: 3000 }], { onExhausted: "repeat-last" }),
+    ],
+  });
   a = stack.client();
   b = stack.client(KEY_B);
   const agent = await a.sdk.beta.agents.create({
@@ -123,6 +129,37 @@ describe("sessions", () => {
     const noEnv = await a.sdk.beta.sessions.create({ agent: agentId, environment_id: "env_nope" }).catch((e: unknown) => e);
     expect(noEnv).toBeInstanceOf(Anthropic.NotFoundError);
     expect((noEnv as InstanceType<typeof Anthropic.APIError>).errorCode).toBe("environment_not_found");
+  });
+
+  it("changes the agent's tools and MCP servers while the session is idle, never while it runs", async () => {
+    const weather = { type: "custom" as const, name: "get_weather", description: "weather", input_schema: { type: "object" as const, properties: { city: { type: "string" } } } };
+    const agent = await a.sdk.beta.agents.create({ name: "forecaster", model: "claude-sonnet-5-5", system: "[scenario:weather]" });
+    const session = await a.sdk.beta.sessions.create({ agent: agent.id, environment_id: environmentId });
+    const updated = await a.sdk.beta.sessions.update(session.id, { agent: { tools: [weather] } });
+    expect(updated.agent.tools).toMatchObject([{ type: "custom", name: "get_weather" }]);
+    expect((await a.sdk.beta.agents.retrieve(agent.id)).tools).toEqual([]); // the saved agent stays as it was
+
+    // The next turn runs with the new tools: the model's get_weather call is the client's to answer.
+    await a.sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "weather?" }] }] });
+    await untilIdle(a.sdk, session.id);
+    const events = (await a.sdk.beta.sessions.events.list(session.id)).data;
+    expect(events.find((e) => e.type === "agent.custom_tool_use")).toMatchObject({ name: "get_weather", input: { city: "Paris" } });
+
+    const badRef = await a.sdk.beta.sessions.update(session.id, { agent: { tools: [{ type: "mcp_toolset", mcp_server_name: "nope" }] } }).catch((e: unknown) => e);
+    expect(badRef).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((badRef as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain("agent.");
+
+    const slow = await a.sdk.beta.sessions.create({ agent: { type: "agent_with_overrides", id: agent.id, system: "[scenario:slow]" }, environment_id: environmentId });
+    await a.sdk.beta.sessions.events.send(slow.id, { events: [{ type: "user.message", content: [{ type: "text", text: "take your time" }] }] });
+    const deadline = Date.now() + 10_000;
+    while ((await a.sdk.beta.sessions.retrieve(slow.id)).status !== "running") {
+      if (Date.now() > deadline) throw new Error("the slow session never ran");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const running = await a.sdk.beta.sessions.update(slow.id, { agent: { tools: [weather] } }).catch((e: unknown) => e);
+    expect(running).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((running as InstanceType<typeof Anthropic.APIError>).apiMessage).toMatch(/agent.*running/);
+    expect((await untilIdle(a.sdk, slow.id)).agent.tools).toEqual([]);
   });
 
   it("updates title and metadata, lists both ways, archives and deletes", async () => {

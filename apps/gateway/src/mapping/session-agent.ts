@@ -3,7 +3,12 @@
  * a saved agent, with the overrides of an `agent_with_overrides` reference applied. The snapshot
  * is taken once, when the session is created; later versions of the agent do not change it.
  */
-import type { BetaManagedAgentsAgentParams, BetaManagedAgentsAgentWithOverridesParams, BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type {
+  BetaManagedAgentsAgentParams,
+  BetaManagedAgentsAgentWithOverridesParams,
+  BetaManagedAgentsSessionAgent,
+  BetaManagedAgentsSessionAgentUpdate,
+} from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { invalidRequest } from "../errors/api-error.js";
 import { resolveModel, type AgentBody, type AgentRecord } from "./agent-body.js";
 import { checkMcpReferences, resolveMcpServers, resolveTools } from "./tools.js";
@@ -53,4 +58,15 @@ export function snapshotAgent(agent: AgentRecord, overrides: BetaManagedAgentsAg
     execution_identity: body.execution_identity,
     multiagent: null,
   };
+}
+
+/**
+ * `sessions.update` with `agent`: the snapshot with its tools and MCP servers replaced (each a
+ * full replacement; omitted: kept), checked as an agent's are. Nothing else of it changes.
+ */
+export function updateSnapshot(snapshot: BetaManagedAgentsSessionAgent, update: BetaManagedAgentsSessionAgentUpdate): BetaManagedAgentsSessionAgent {
+  const tools = update.tools === undefined ? snapshot.tools : resolveTools(update.tools, "agent.tools");
+  const servers = update.mcp_servers === undefined ? snapshot.mcp_servers : resolveMcpServers(update.mcp_servers, "agent.mcp_servers");
+  checkMcpReferences(tools, servers, { tools: "agent.tools", servers: "agent.mcp_servers" });
+  return { ...snapshot, tools, mcp_servers: servers };
 }

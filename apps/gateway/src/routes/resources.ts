@@ -97,14 +97,14 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       const stored = token === undefined || ctx.credentials === undefined ? undefined : await putToken(ctx.credentials, current.tokens.vaultId, undefined, target, token);
       let logged = false;
       try {
-        await ctx.log.updateSession({ sessionId, putRepositories: [repository], removeRepositories: [] }).catch((err: unknown) => {
+        await ctx.log.updateSession({ sessionId, putRepositories: [repository], removeRepositories: [], agent: undefined }).catch((err: unknown) => {
           throw fromLogRefusal(err, resource);
         });
         logged = true;
         await sessions.resources.add(req.tenant, sessionId, resource, stored, now);
       } catch (err) {
         // Undo what was done, so nothing half-added stays behind.
-        if (logged) await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resource.id] }).catch(() => undefined);
+        if (logged) await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resource.id], agent: undefined }).catch(() => undefined);
         await dropToken(ctx.credentials, stored).catch((e: unknown) => req.log.warn({ err: e }, "could not drop the token of a resource not added"));
         throw err;
       }
@@ -159,7 +159,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       const current = await sessions.require(req.tenant, sessionId);
       find(current, resourceId);
       try {
-        await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resourceId] });
+        await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resourceId], agent: undefined });
       } catch (err) {
         // A terminated session provisions no more sandboxes: its token still goes.
         if (MhError.from(err).code !== "FAILED_PRECONDITION") throw err;

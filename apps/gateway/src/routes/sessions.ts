@@ -1,16 +1,25 @@
 /**
- * /v1/sessions: create, retrieve, update (title and metadata), list in both directions,
+ * /v1/sessions: create, retrieve, update (title, metadata, and the agent's tools and MCP servers
+ * while the session is not running), list in both directions,
  * archive, delete. Status and usage come from the session log; the rest from the gateway's
  * record. Deleting terminates the session in the log (a running one is interrupted first), so
  * no harness keeps working for a session nobody can reach, and deletes its repositories' tokens.
  */
 import type { BidirectionalPageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
-import type { BetaManagedAgentsDeletedSession, BetaManagedAgentsSession, SessionUpdateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type {
+  BetaManagedAgentsDeletedSession,
+  BetaManagedAgentsSession,
+  BetaManagedAgentsSessionAgent,
+  SessionUpdateParams,
+} from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
 import { SessionStatus, type Event } from "@metaharness/proto";
 import { invalidRequest } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
+import { toAgentConfig } from "../mapping/agent-config.js";
 import { patchMetadata } from "../mapping/metadata.js";
+import { updateSnapshot } from "../mapping/session-agent.js";
 import { statusJson, type SessionStatusJson } from "../mapping/session.js";
 import { createSession, type SessionCreateBody } from "../sessions/create.js";
 import { dropVault } from "../sessions/repository-tokens.js";
@@ -81,24 +90,35 @@ export function registerSessionRoutes(ctx: RouteContext): void {
       method: "POST",
       url: "/v1/sessions/:session_id",
       sdk: "beta.sessions.update",
-      summary: "Update a session's title and metadata.",
+      summary: "Update a session's title and metadata, and while it is not running its agent's tools and MCP servers.",
       response: "BetaManagedAgentsSession",
       errors: ["invalid_metadata", "not_found", "request_too_large"],
       schema: { params: sessionParams, body: updateSessionBody },
     },
     async (req): Promise<BetaManagedAgentsSession> => {
       const { agent, budget, vault_ids: vaultIds, title, metadata } = req.body;
-      if (agent !== undefined) throw invalidRequest("agent", "changing a session's agent is not supported by this gateway yet");
       if (budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet");
       // The SDK documents vault_ids on update as reserved: "requests setting this field are rejected".
       if (vaultIds !== undefined) throw invalidRequest("vault_ids", "cannot be changed after a session is created (reserved for future use)");
       const current = await sessions.require(req.tenant, req.params.session_id);
+      let snapshot: BetaManagedAgentsSessionAgent | undefined;
+      if (agent !== undefined) {
+        snapshot = updateSnapshot(current.agent, agent);
+        // The log decides under its lock whether the session is running (then it refuses): the
+        // harness reads this configuration at the start of each turn.
+        await ctx.log.updateSession({ sessionId: current.id, putRepositories: [], removeRepositories: [], agent: toAgentConfig(snapshot) }).catch((err: unknown) => {
+          const e = MhError.from(err);
+          if (e.code !== "FAILED_PRECONDITION") throw e;
+          throw invalidRequest("agent", `cannot change now: ${e.message}`);
+        });
+      }
       const updated = await sessions.update(
         req.tenant,
         current.id,
         {
           ...(title === undefined ? {} : { title: title === "" ? null : title }),
           ...(metadata === undefined || metadata === null ? {} : { metadata: patchMetadata(current.metadata, metadata) }),
+          ...(snapshot === undefined ? {} : { agent: snapshot }),
         },
         ctx.now(),
       );

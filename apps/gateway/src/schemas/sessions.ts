@@ -97,7 +97,7 @@ export const createSessionBody: JsonSchema = obj(
 );
 
 export const updateSessionBody: JsonSchema = obj({
-  agent: { type: "object", description: "Not supported by this gateway yet: refused when present." },
+  agent: obj({ tools, mcp_servers: mcpServers }, [], { description: "Replacement tools and MCP servers of the session's agent; only while it is not running." }),
   budget: { type: ["object", "null"], description: "Not supported by this gateway yet: refused when present." },
   metadata: metadataPatch,
   title: { type: ["string", "null"], maxLength: 1024 },

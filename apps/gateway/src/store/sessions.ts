@@ -177,14 +177,21 @@ export class SessionStore {
     return found;
   }
 
-  async update(tenant: string, id: string, changes: { title?: string | null; metadata?: Metadata }, now: Date): Promise<SessionRecord> {
+  async update(
+    tenant: string,
+    id: string,
+    changes: { title?: string | null; metadata?: Metadata; agent?: BetaManagedAgentsSessionAgent },
+    now: Date,
+  ): Promise<SessionRecord> {
+    const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
     const { rowCount } = await this.db.query(
       `UPDATE gw_sessions SET
          title = CASE WHEN $3 THEN $4 ELSE title END,
          metadata = COALESCE($5::jsonb, metadata),
+         agent = COALESCE($7::jsonb, agent),
          updated_at = $6
        WHERE session_id = $1 AND tenant = $2`,
-      [id, tenant, changes.title !== undefined, changes.title ?? null, changes.metadata === undefined ? null : JSON.stringify(changes.metadata), now],
+      [id, tenant, changes.title !== undefined, changes.title ?? null, json(changes.metadata), now, json(changes.agent)],
     );
     if (rowCount === 0) throw notFound("session", id);
     return this.require(tenant, id);

@@ -1,12 +1,12 @@
 /**
- * A session's repositories: the one part of its metadata that may change after creation
- * (UpdateSession). Checked on create and on every change (ids and mount paths unique, bounded),
+ * A session's repositories and, while it is not running, its agent configuration: the parts of
+ * its metadata that may change after creation (UpdateSession). Checked on create and on every change (ids and mount paths unique, bounded),
  * and changed under the session row's lock, so concurrent changes compose instead of one
  * overwriting the other.
  */
 import type { Db } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
-import { SessionMetadata, SessionStatus, type Session, type SessionRepository } from "@metaharness/proto";
+import { SessionMetadata, SessionStatus, type AgentConfig, type Session, type SessionRepository } from "@metaharness/proto";
 import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";
 import { notFound } from "./sessions.js";
 
@@ -55,22 +55,34 @@ export function mergeRepositories(
   return next;
 }
 
-export async function updateRepositories(
-  db: Db,
-  sessionId: string,
-  put: readonly SessionRepository[],
-  remove: readonly string[],
-): Promise<Session> {
-  checkRepositories(put, "put_repositories");
+export interface SessionChange {
+  readonly putRepositories: readonly SessionRepository[];
+  readonly removeRepositories: readonly string[];
+  /** A new agent configuration; only while the session is not running. */
+  readonly agent?: AgentConfig | undefined;
+}
+
+/** Applies `change` under the session row's lock: concurrent changes compose. */
+export async function updateSession(db: Db, sessionId: string, change: SessionChange): Promise<Session> {
+  checkRepositories(change.putRepositories, "put_repositories");
   return db.transaction(async (tx) => {
     const { rows } = await tx.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE session_id = $1 FOR UPDATE`, [sessionId]);
     const row = rows[0];
     if (row === undefined) throw notFound(sessionId);
     if (row.status === SessionStatus.SESSION_STATUS_TERMINATED) {
-      throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; its repositories can no longer change`, { field: "session_id" });
+      throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it can no longer change`, { field: "session_id" });
+    }
+    // A harness in the middle of a turn keeps the configuration it started with; the change
+    // would otherwise apply from an arbitrary step on.
+    if (change.agent !== undefined && row.status === SessionStatus.SESSION_STATUS_RUNNING) {
+      throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is running; its agent can change once it is idle`, { field: "agent" });
     }
     const metadata = SessionMetadata.fromJSON(row.metadata);
-    const next = { ...metadata, repositories: mergeRepositories(metadata.repositories, put, remove) };
+    const next: SessionMetadata = {
+      ...metadata,
+      repositories: mergeRepositories(metadata.repositories, change.putRepositories, change.removeRepositories),
+      ...(change.agent === undefined ? {} : { agent: change.agent }),
+    };
     const updated = await tx.query<SessionRow>(
       `UPDATE sessions SET metadata = $2, updated_at = now() WHERE session_id = $1 RETURNING ${SESSION_COLUMNS}`,
       [sessionId, JSON.stringify(SessionMetadata.toJSON(next))],
