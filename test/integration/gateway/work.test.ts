@@ -30,7 +30,7 @@ let worker: Anthropic;
 beforeAll(async () => {
   stack = await startStack({
     scenarios,
-    env: { MH_GATEWAY_WORK_LEASE_TTL_SECONDS: "1", MH_GATEWAY_KEY_CACHE_MS: "0" },
+    env: { MH_GATEWAY_WORK_LEASE_TTL_SECONDS: "1", MH_GATEWAY_KEY_CACHE_MS: "0", MH_GATEWAY_SSE_HEARTBEAT_MS: "200" },
     harnessEnv: { MH_WORKER_TOOL_TIMEOUT_MS: String(WORKER_TOOL_TIMEOUT_MS) },
   });
   sdk = stack.client().sdk;
@@ -135,8 +135,11 @@ describe("the lease", () => {
       current_state: { state: "active", last_heartbeat: second.last_heartbeat, lease_extended: false, ttl_seconds: 600 },
     });
     // Back to a 1 s lease, then let it lapse: the next poll hands the item out again.
+    expect((await mine.beta.sessions.retrieve(sessionId)).id).toBe(sessionId);
     const third = await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: second.last_heartbeat, desired_ttl_seconds: 1 });
     await new Promise((r) => setTimeout(r, 1500));
+    // Lapsed, not yet handed out again: the token no longer reaches the session.
+    expect(await failure(mine.beta.sessions.retrieve(sessionId))).toBeInstanceOf(Anthropic.PermissionDeniedError);
     const again = await pollFor(sessionId, "w2");
     expect(again.id).toBe(work.id);
     expect(tokenOf(again)).not.toBe(token);
@@ -188,13 +191,46 @@ describe("a session that needs hands", () => {
     const next = await pollFor(sessionId, "w5");
     expect(next.id).not.toBe(work.id);
 
-    await sdk.beta.environments.work.stop(next.id, { environment_id: environmentId });
+    // The tenant asks the active item to wind down; its worker then force-stops it as the SDK's
+    // worker does on exit (the session still waits for its tool result): nothing new is queued.
+    await worker.beta.environments.work.ack(next.id, { environment_id: environmentId });
+    const nextWorker = workerClient(stack.gateway.url, tokenOf(next));
+    await nextWorker.beta.environments.work.heartbeat(next.id, { environment_id: environmentId, expected_last_heartbeat: "NO_HEARTBEAT", desired_ttl_seconds: 60 });
+    expect((await sdk.beta.environments.work.stop(next.id, { environment_id: environmentId })).state).toBe("stopping");
+    expect((await nextWorker.beta.environments.work.stop(next.id, { environment_id: environmentId, force: true })).state).toBe("stopped");
+    expect((await sdk.beta.sessions.retrieve(sessionId)).status).toBe("running");
     const other = await newSession();
     await sdk.beta.sessions.delete(other);
     const states = new Map<string, string[]>();
     for await (const w of worker.beta.environments.work.list(environmentId)) states.set(w.data.id, [...(states.get(w.data.id) ?? []), w.state]);
     expect(states.get(sessionId)).toEqual(["stopped", "stopped"]);
     expect(states.get(other)).toEqual(["stopped"]);
+  });
+});
+
+describe("an event stream opened with a sessions token", () => {
+  it("ends with a permission error once the item stops", async () => {
+    const sessionId = await newSession();
+    const work = await pollFor(sessionId, "w6");
+    await worker.beta.environments.work.ack(work.id, { environment_id: environmentId });
+    const mine = workerClient(stack.gateway.url, tokenOf(work));
+    const stream = await mine.beta.sessions.events.stream(sessionId);
+    const read = (async () => {
+      try {
+        for await (const e of stream) void e;
+        return "ended without an error";
+      } catch (err) {
+        return err instanceof Anthropic.APIError ? `${err.status ?? "-"} ${err.message}` : String(err);
+      }
+    })();
+    // Open for a few heartbeats while the token is current.
+    const early = await Promise.race([read, new Promise((r) => setTimeout(() => r("open"), 700))]);
+    expect(early).toBe("open");
+    await sdk.beta.environments.work.stop(work.id, { environment_id: environmentId, force: true });
+    const started = Date.now();
+    expect(await read).toMatch(/no longer acts for the session/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    await sdk.beta.sessions.delete(sessionId);
   });
 });
 

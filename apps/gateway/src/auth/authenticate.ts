@@ -8,6 +8,7 @@
  */
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
+import { headerValue } from "../http/headers.js";
 import { CREDENTIAL_NAMES, type CredentialKind, type Principals, type Principal } from "./principals.js";
 
 export const MANAGED_AGENTS_BETA = "managed-agents-2026-04-01";
@@ -18,21 +19,16 @@ export interface AuthOptions {
   readonly requireBetaHeader: boolean;
 }
 
-function header(req: FastifyRequest, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** The key from `x-api-key`, or from `Authorization: Bearer` (the SDK's authToken). */
 function keyOf(req: FastifyRequest): string | undefined {
-  const apiKey = header(req, "x-api-key")?.trim();
+  const apiKey = headerValue(req, "x-api-key")?.trim();
   if (apiKey !== undefined && apiKey !== "") return apiKey;
-  const match = /^Bearer\s+(\S+)$/i.exec(header(req, "authorization") ?? "");
+  const match = /^Bearer\s+(\S+)$/i.exec(headerValue(req, "authorization") ?? "");
   return match?.[1];
 }
 
 export function checkBetaHeader(req: FastifyRequest, required: boolean): void {
-  const raw = header(req, "anthropic-beta");
+  const raw = headerValue(req, "anthropic-beta");
   const betas = (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
   const managed = betas.filter((b) => b.startsWith(BETA_FAMILY));
   if (managed.length === 0) {
@@ -76,8 +72,11 @@ function checkScope(principal: Principal, params: Record<string, string | undefi
   if (workId !== undefined && workId !== principal.workId) throw notFound("work item", workId);
   if (sessionId !== undefined) {
     if (sessionId !== principal.sessionId) throw notFound("session", sessionId);
-    if (!principal.current) {
-      throw new ApiError("permission_denied", `work item ${principal.workId} has passed to another worker or stopped; its sessions token no longer acts for the session`);
-    }
+    if (!principal.current) throw revokedToken(principal.workId);
   }
+}
+
+/** A sessions token whose item has moved on: it no longer acts for the session. */
+export function revokedToken(workId: string): ApiError {
+  return new ApiError("permission_denied", `work item ${workId} has passed to another worker, stopped or outlived its lease; its sessions token no longer acts for the session`);
 }

@@ -7,11 +7,12 @@
  *   while the item's delivery is the current one.
  * API keys and environment keys are cached for a short time (hits and misses, bounded), so an
  * ordinary request costs no query and a revoked key stops working within the cache's TTL.
- * Sessions tokens are looked up every time: a lease that passed to another worker fences the
- * old one at once.
+ * Sessions tokens are looked up every time: a lease that lapsed or passed to another worker
+ * fences the old one at once.
  */
 import type { Queryable } from "@metaharness/db";
 import { hashKey } from "./api-keys.js";
+import { tokenCurrentSql } from "../work/record.js";
 import { ENVIRONMENT_KEY_PREFIX, WORK_TOKEN_PREFIX } from "./key-prefixes.js";
 
 const MAX_CACHED_KEYS = 10_000;
@@ -27,7 +28,7 @@ export type Principal =
       readonly sessionId: string;
       /** Which delivery of the work item (which poll) the token was issued with. */
       readonly delivery: number;
-      /** The item's current delivery, and not stopped: the token may act for the session. */
+      /** The item's current delivery, not stopped, its lease not lapsed: the token may act for the session. */
       readonly current: boolean;
     };
 
@@ -90,13 +91,12 @@ export class Principals {
       work_id: string;
       session_id: string;
       delivery: number;
-      current_delivery: number;
-      state: string;
+      current: boolean;
     }>(
-      `SELECT w.tenant, w.environment_id, w.work_id, w.session_id, t.delivery, w.delivery AS current_delivery, w.state
+      `SELECT w.tenant, w.environment_id, w.work_id, w.session_id, t.delivery, ${tokenCurrentSql("t.delivery", "$2")} AS current
          FROM gw_work_tokens t JOIN gw_work w ON w.work_id = t.work_id
         WHERE t.token_hash = $1`,
-      [hash],
+      [hash, new Date()],
     );
     const row = rows[0];
     if (row === undefined) return undefined;
@@ -107,7 +107,7 @@ export class Principals {
       workId: row.work_id,
       sessionId: row.session_id,
       delivery: Number(row.delivery),
-      current: Number(row.delivery) === Number(row.current_delivery) && row.state !== "stopped",
+      current: row.current,
     };
   }
 }

@@ -73,7 +73,7 @@ export const ERROR_CATALOG = {
     type: "permission_error",
     sdkError: "PermissionDeniedError",
     retry: false,
-    when: "The credential is not one the endpoint takes (an API key where an environment key is needed, or the reverse), a sessions token whose work item has passed to another worker or stopped, or a backend refused the operation (PERMISSION_DENIED). Other tenants' objects are never a 403: they are not found.",
+    when: "The credential is not one the endpoint takes (an API key where an environment key is needed, or the reverse), a sessions token whose work item has passed to another worker, stopped or outlived its lease, or a backend refused the operation (PERMISSION_DENIED). Other tenants' objects are never a 403: they are not found.",
   },
   not_found: {
     status: 404,

@@ -3,7 +3,6 @@
  * call that issues them (its Console does), so these two routes are the gateway's own, under the
  * tenant's API key; with the SDK they are `client.post(...)` and `client.delete(...)`.
  */
-import { invalidRequest } from "../errors/api-error.js";
 import { environmentParams } from "../schemas/environments.js";
 import { keyParams } from "../schemas/work.js";
 import type { RouteContext } from "./context.js";
@@ -30,10 +29,7 @@ export function registerEnvironmentKeyRoutes(ctx: RouteContext): void {
       extension: true,
     },
     async (req): Promise<EnvironmentKeyJson> => {
-      const env = await ctx.environments.require(req.tenant, req.params.environment_id);
-      if (env.body.config.type !== "self_hosted") {
-        throw invalidRequest("environment_id", `environment ${env.id} is not self_hosted: only its workers hold an environment key`);
-      }
+      const env = await ctx.environments.requireSelfHosted(req.tenant, req.params.environment_id, "only its workers hold an environment key");
       const issued = await ctx.environmentKeys.issue(req.tenant, env.id, ctx.now());
       req.log.info({ environment_id: env.id, key_id: issued.id }, "environment key issued");
       return { type: "environment_key", id: issued.id, environment_id: env.id, key: issued.key, created_at: issued.createdAt.toISOString() };

@@ -7,7 +7,10 @@
  */
 import type { BetaManagedAgentsDeltaType } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { FastifyRequest } from "fastify";
-import { invalidRequest } from "../errors/api-error.js";
+import type { Principal } from "../auth/principals.js";
+import { revokedToken } from "../auth/authenticate.js";
+import { type ApiError, invalidRequest } from "../errors/api-error.js";
+import { headerValue } from "../http/headers.js";
 import { streamEventsQuery } from "../schemas/events.js";
 import { sessionParams } from "../schemas/sessions.js";
 import { logSession } from "../sessions/live.js";
@@ -24,11 +27,19 @@ interface StreamRoute {
 /** `?after_seq=` wins over `Last-Event-ID`; neither: undefined (start live). */
 function resumeFrom(req: FastifyRequest<StreamRoute>): number | undefined {
   if (req.query.after_seq !== undefined) return req.query.after_seq;
-  const raw = req.headers["last-event-id"];
-  const value = Array.isArray(raw) ? raw[0] : raw;
+  const value = headerValue(req, "last-event-id");
   if (value === undefined || value.trim() === "") return undefined;
   if (!/^\d{1,15}$/.test(value.trim())) throw invalidRequest("Last-Event-ID", "must be the seq of an event (the `id:` of its SSE message)");
   return Number(value.trim());
+}
+
+/**
+ * A sessions token was checked when the stream opened; its item may since have passed to another
+ * worker, stopped or outlived its lease: the stream ends then (asked at each heartbeat, one query).
+ */
+function revokedCheck(ctx: RouteContext, p: Principal | undefined): (() => Promise<ApiError | undefined>) | undefined {
+  if (p?.kind !== "work_token") return undefined;
+  return async () => ((await ctx.work.tokenCurrent(p.workId, p.delivery, ctx.now())) ? undefined : revokedToken(p.workId));
 }
 
 export function registerStreamRoute(ctx: RouteContext): void {
@@ -68,6 +79,7 @@ export function registerStreamRoute(ctx: RouteContext): void {
           writer,
           signal: AbortSignal.any([lease.signal, gone.signal]),
           heartbeatMs: ctx.heartbeatMs,
+          revoked: revokedCheck(ctx, req.principal),
           requestId: req.id,
           logger: req.log,
         });

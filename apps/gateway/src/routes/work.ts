@@ -12,7 +12,7 @@ import type {
   BetaSelfHostedWorkQueueStats,
 } from "@anthropic-ai/sdk/resources/beta/environments/work";
 import type { FastifyBaseLogger, FastifyRequest } from "fastify";
-import { invalidRequest } from "../errors/api-error.js";
+import { headerValue } from "../http/headers.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { patchMetadata, type MetadataPatch } from "../mapping/metadata.js";
 import { environmentParams } from "../schemas/environments.js";
@@ -33,21 +33,21 @@ const WORKER_OR_ITEM = ["environment_key", "work_token"] as const;
 
 /** Anthropic-Worker-ID, as stored: its first 256 characters. */
 function workerId(req: FastifyRequest): string | undefined {
-  const raw = req.headers["anthropic-worker-id"];
-  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim().slice(0, 256);
+  const value = headerValue(req, "anthropic-worker-id")?.trim().slice(0, 256);
   return value === undefined || value === "" ? undefined : value;
 }
 
 /** An API key reaches the tenant's environments only; workers' credentials are scoped already. */
 async function checkEnvironment(ctx: RouteContext, req: FastifyRequest<{ Params: { environment_id: string } }>): Promise<void> {
   if (req.principal?.kind !== "api_key") return;
-  const env = await ctx.environments.require(req.tenant, req.params.environment_id);
-  if (env.body.config.type !== "self_hosted") {
-    throw invalidRequest("environment_id", `environment ${env.id} is not self_hosted; it has no work queue`);
-  }
+  await ctx.environments.requireSelfHosted(req.tenant, req.params.environment_id, "it has no work queue");
 }
 
-/** A worker stopped its item while the session still needs hands: queue it again for the next worker. */
+/**
+ * A worker stopped its item while the session still needs hands: queue it again for the next
+ * worker. Not when the tenant had asked the item to wind down (it was `stopping`): the worker's
+ * stop then ends that wind-down, and a stop by the API key queues nothing new.
+ */
 async function requeueIfNeeded(ctx: RouteContext, tenant: string, work: WorkRecord, logger: FastifyBaseLogger): Promise<void> {
   try {
     const session = await ctx.sessions.get(tenant, work.sessionId);
@@ -144,7 +144,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
     async (req): Promise<BetaSelfHostedWork> => {
       await checkEnvironment(ctx, req);
       const p = req.principal;
-      const stopped = await stop(
+      const { work: stopped, wasStopping } = await stop(
         ctx.db,
         {
           environmentId: req.params.environment_id,
@@ -155,7 +155,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
         ctx.now(),
       );
       req.log.info({ work_id: stopped.id, session_id: stopped.sessionId, state: stopped.state, by: p?.kind }, "work stopped");
-      if (p?.kind !== "api_key" && stopped.state === "stopped") await requeueIfNeeded(ctx, req.tenant, stopped, req.log);
+      if (p?.kind !== "api_key" && stopped.state === "stopped" && !wasStopping) await requeueIfNeeded(ctx, req.tenant, stopped, req.log);
       return renderWork(stopped);
     },
   );

@@ -3,7 +3,7 @@
  * when they are created.
  */
 import type { Db } from "@metaharness/db";
-import { ApiError, notFound } from "../errors/api-error.js";
+import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import type { EnvironmentBody, EnvironmentRecord } from "../mapping/environment-body.js";
 import { keysetPage, type KeysetPage } from "./keyset.js";
@@ -45,6 +45,13 @@ export class EnvironmentStore {
     const found = await this.get(tenant, id);
     if (found === undefined) throw notFound("environment", id);
     return found;
+  }
+
+  /** The environment, which must be self_hosted for what `why` names (400 on environment_id otherwise). */
+  async requireSelfHosted(tenant: string, id: string, why: string): Promise<EnvironmentRecord> {
+    const env = await this.require(tenant, id);
+    if (env.body.config.type !== "self_hosted") throw invalidRequest("environment_id", `environment ${env.id} is not self_hosted: ${why}`);
+    return env;
   }
 
   async update(tenant: string, id: string, change: (body: EnvironmentBody) => EnvironmentBody, now: Date): Promise<EnvironmentRecord> {

@@ -2,7 +2,8 @@
  * One event stream: the session log's WatchEvents from a seq (its backlog, then live events,
  * with no gap and no duplicate at the join) relayed as SSE, with token previews when asked for
  * and a heartbeat. It ends when the session is terminated and everything was sent, when the
- * client goes, or on shutdown; a failure after the stream opened is sent as an `error` event,
+ * client goes, on shutdown, or when `revoked` (asked at each heartbeat) names why the client may
+ * no longer read the session (sent as an `error` event); a failure after the stream opened is sent as an `error` event,
  * which the SDK raises as an APIError.
  */
 import { toManagedAgentsJson } from "@metaharness/events";
@@ -20,20 +21,40 @@ export interface PumpOptions {
   readonly writer: SseWriter;
   readonly signal: AbortSignal;
   readonly heartbeatMs: number;
+  /** Asked at each heartbeat: an error when the credential no longer reaches the session. */
+  readonly revoked?: () => Promise<ApiError | undefined>;
   readonly requestId: string;
   readonly logger: Logger;
 }
 
 export async function pump(o: PumpOptions): Promise<void> {
-  const heartbeat = setInterval(() => void o.writer.ping(), o.heartbeatMs);
+  const ended = new AbortController();
+  const signal = AbortSignal.any([o.signal, ended.signal]);
+  let checking = false;
+  const beat = async (): Promise<void> => {
+    await o.writer.ping();
+    if (o.revoked === undefined || checking || signal.aborted) return;
+    checking = true;
+    try {
+      const why = await o.revoked();
+      if (why !== undefined && !signal.aborted) {
+        o.logger.info({ session_id: o.sessionId, reason: why.message }, "event stream revoked");
+        await o.writer.send("error", why.body(o.requestId));
+        ended.abort();
+      }
+    } catch (err) {
+      // Asked again at the next heartbeat.
+      o.logger.warn({ err, session_id: o.sessionId }, "could not check the event stream's credential");
+    } finally {
+      checking = false;
+    }
+  };
+  const heartbeat = setInterval(() => void beat(), o.heartbeatMs);
   heartbeat.unref();
   let sent = 0;
   let lastSeq = o.afterSeq;
   try {
-    const watch = o.log.watchEvents(
-      { sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled },
-      { signal: o.signal },
-    );
+    const watch = o.log.watchEvents({ sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled }, { signal });
     for await (const item of watch) {
       if (item.event !== undefined) {
         o.previews.settle(item.event);
@@ -46,7 +67,7 @@ export async function pump(o: PumpOptions): Promise<void> {
       if (o.writer.closed) break;
     }
   } catch (err) {
-    if (!o.signal.aborted && !o.writer.closed) {
+    if (!signal.aborted && !o.writer.closed) {
       const error = ApiError.from(err);
       o.logger.warn({ err, session_id: o.sessionId, seq: lastSeq }, "event stream failed");
       await o.writer.send("error", error.body(o.requestId));

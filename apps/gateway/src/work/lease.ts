@@ -83,7 +83,13 @@ export interface StopRequest {
   readonly force: boolean;
 }
 
-export async function stop(db: Db, req: StopRequest, now: Date): Promise<WorkRecord> {
+export interface Stopped {
+  readonly work: WorkRecord;
+  /** The item was `stopping` before this stop: its wind-down had been asked for already. */
+  readonly wasStopping: boolean;
+}
+
+export async function stop(db: Db, req: StopRequest, now: Date): Promise<Stopped> {
   return db.transaction(async (tx) => {
     const work = await lockWork(tx, req.environmentId, req.workId);
     if (req.delivery !== undefined && req.delivery !== work.delivery) {
@@ -97,9 +103,9 @@ export async function stop(db: Db, req: StopRequest, now: Date): Promise<WorkRec
         stopRequestedAt,
         now,
       ]);
-      return { ...work, state: "stopped", stopRequestedAt, stoppedAt: now, leaseExpiresAt: null };
+      return { work: { ...work, state: "stopped", stopRequestedAt, stoppedAt: now, leaseExpiresAt: null }, wasStopping: work.state === "stopping" };
     }
     await tx.query("UPDATE gw_work SET state = 'stopping', stop_requested_at = $2 WHERE work_id = $1", [work.id, stopRequestedAt]);
-    return { ...work, state: "stopping", stopRequestedAt };
+    return { work: { ...work, state: "stopping", stopRequestedAt }, wasStopping: work.state === "stopping" };
   });
 }

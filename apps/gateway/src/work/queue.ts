@@ -14,7 +14,7 @@ import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import { newId } from "../ids.js";
 import type { Metadata } from "../mapping/metadata.js";
 import { keysetPage, type KeysetPage } from "../store/keyset.js";
-import { WORK_COLUMNS, workRecord, type WorkRecord, type WorkRow } from "./record.js";
+import { tokenCurrentSql, WORK_COLUMNS, workRecord, type WorkRecord, type WorkRow } from "./record.js";
 
 export const WORK_ID_PREFIX = "work_";
 /** A poll reclaims items delivered but not acknowledged for this long, unless it says otherwise. */
@@ -175,6 +175,16 @@ export class WorkQueue {
       oldestQueuedAt: r?.oldest ?? null,
       workersPolling: Number(polling.rows[0]?.n ?? 0),
     };
+  }
+
+  /** Whether a sessions token of `delivery` still acts for the item's session (record.ts tokenCurrentSql). */
+  async tokenCurrent(workId: string, delivery: number, now: Date): Promise<boolean> {
+    const { rows } = await this.db.query<{ current: boolean }>(`SELECT ${tokenCurrentSql("$2", "$3")} AS current FROM gw_work w WHERE w.work_id = $1`, [
+      workId,
+      delivery,
+      now,
+    ]);
+    return rows[0]?.current === true;
   }
 
   /** A deleted session needs no hands: queued items stop, held ones are asked to stop. */
