@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import Anthropic from "@anthropic-ai/sdk";
 import type { ResourceAddParams } from "@anthropic-ai/sdk/resources/beta/sessions/resources";
+import { newEvent } from "@metaharness/events";
 import { defineScenario } from "@metaharness/offline-model";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -237,6 +238,20 @@ describe("a session with a github_repository resource", () => {
       .query<{ n: string }>("SELECT count(*) AS n FROM credentials JOIN vaults USING (vault_id) WHERE vaults.session_id = $1", [session.id])
       .finally(() => c.end());
     expect(Number(rows[0]!.n)).toBe(5);
+  });
+
+  it("leaves no vault behind when a terminated session refuses a resource", async () => {
+    const session = await sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId });
+    await stack.brain.log.client.emitEvent({ sessionId: session.id, event: newEvent("session.status_terminated", {}) });
+    const refused = await sdk.beta.sessions.resources.add(session.id, repository("lib", { authorization_token: TOKEN }) as unknown as ResourceAddParams).then(
+      () => "added",
+      (e: InstanceType<typeof Anthropic.APIError>) => `${e.status} ${e.apiMessage}`,
+    );
+    expect(refused).toMatch(/^4\d\d .*terminated/);
+    const c = new pg.Client({ connectionString: stack.vault!.db.url });
+    await c.connect();
+    const left = await c.query("SELECT 1 FROM vaults WHERE session_id = $1", [session.id]).finally(() => c.end());
+    expect(left.rowCount).toBe(0);
   });
 
   it("refuses bad inputs with 4xx naming the field", async () => {

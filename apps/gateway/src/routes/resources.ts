@@ -18,7 +18,8 @@ import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit, type TimeIdPosition } from "../http/pagination.js";
 import { checkToken, resolveResource, type ResourceParams, type SessionResource } from "../mapping/resources.js";
 import { listResourcesQuery, MAX_RESOURCES, resourceBody, resourceParams, sessionParams, updateResourceBody } from "../schemas/sessions.js";
-import { dropToken, putToken, tokenOf } from "../sessions/repository-tokens.js";
+import { dropToken, dropVault, putToken, tokenOf } from "../sessions/repository-tokens.js";
+import type { StoredToken } from "../store/session-resources.js";
 import type { SessionRecord } from "../store/sessions.js";
 import type { RouteContext } from "./context.js";
 
@@ -105,7 +106,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       } catch (err) {
         // Undo what was done, so nothing half-added stays behind.
         if (logged) await ctx.log.updateSession({ sessionId, putRepositories: [], removeRepositories: [resource.id], agent: undefined }).catch(() => undefined);
-        await dropToken(ctx.credentials, stored).catch((e: unknown) => req.log.warn({ err: e }, "could not drop the token of a resource not added"));
+        await undoToken(ctx, req.tenant, current, stored).catch((e: unknown) => req.log.warn({ err: e }, "could not drop the token of a resource not added"));
         throw err;
       }
       req.log.info({ session_id: sessionId, resource_id: resource.id, with_token: stored !== undefined }, "session resource added");
@@ -170,6 +171,18 @@ export function registerResourceRoutes(ctx: RouteContext): void {
       return { id: resourceId, type: "session_resource_deleted" };
     },
   );
+}
+
+/**
+ * Drops the token of a resource that was not added, and the session's own vault too when this
+ * add made it (the session had none) and the session's record has not taken it meanwhile (another
+ * add that got the same vault and succeeded): no empty vault outlives a refused add.
+ */
+async function undoToken(ctx: RouteContext, tenant: string, before: SessionRecord, stored: StoredToken | undefined): Promise<void> {
+  await dropToken(ctx.credentials, stored);
+  if (stored === undefined || before.tokens.vaultId !== null) return;
+  const now = await ctx.sessions.get(tenant, before.id);
+  if (now?.tokens.vaultId !== stored.vaultId) await dropVault(ctx.credentials, stored.vaultId);
 }
 
 /** The log's refusal of a repository, in the API's words (it checks mount paths and counts under its lock). */

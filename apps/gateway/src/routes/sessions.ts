@@ -198,7 +198,13 @@ export function registerSessionRoutes(ctx: RouteContext): void {
       await ctx.work.stopForSession(record.id, ctx.now());
       // Its repositories' tokens go with it; a failure here fails the delete, which can be retried.
       await dropVault(ctx.credentials, record.tokens.vaultId);
-      await sessions.delete(req.tenant, record.id);
+      // A resource added meanwhile may have made the session's first vault: the row says which.
+      const vaultId = await sessions.delete(req.tenant, record.id);
+      if (vaultId !== record.tokens.vaultId) {
+        await dropVault(ctx.credentials, vaultId).catch((err: unknown) =>
+          req.log.error({ err, session_id: record.id, vault_id: vaultId }, "could not drop the vault of a deleted session"),
+        );
+      }
       req.log.info({ session_id: record.id }, "session deleted");
       return { id: record.id, type: "session_deleted" };
     },

@@ -18,7 +18,7 @@ import { checkMetadata } from "../mapping/metadata.js";
 import { resolveResources, type ResolvedResource } from "../mapping/resources.js";
 import { readReference, snapshotAgent } from "../mapping/session-agent.js";
 import type { RouteContext } from "../routes/context.js";
-import { NO_TOKENS, type ResourceTokens } from "../store/sessions.js";
+import { NO_TOKENS, type NewSession, type ResourceTokens, type SessionRecord } from "../store/sessions.js";
 import { VaultAccess } from "../vaults/access.js";
 import { sessionVaultIds } from "../vaults/session-vaults.js";
 import { appendUserEvents } from "./append.js";
@@ -82,7 +82,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
     },
   });
   const tokens = await storeTokens(ctx, tenant, sessionId, resources, logger);
-  const record = await ctx.sessions.create(tenant, {
+  const record = await recordSession(ctx, tenant, tokens, logger, {
     id: sessionId,
     agentId: agent.id,
     agentVersion: agent.version,
@@ -93,7 +93,6 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
     metadata,
     resources: resources.map((r) => r.resource),
     vaultIds,
-    tokens,
     createdAt: now,
   });
   logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");
@@ -103,6 +102,16 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
     return viewSession(ctx, record);
   }
   return viewSession(ctx, record, session);
+}
+
+/** Records the gateway's view; on failure, the tokens just stored are dropped (nothing would ever find them). */
+async function recordSession(ctx: RouteContext, tenant: string, tokens: ResourceTokens, logger: Logger, s: Omit<NewSession, "tokens">): Promise<SessionRecord> {
+  try {
+    return await ctx.sessions.create(tenant, { ...s, tokens });
+  } catch (err) {
+    await dropVault(ctx.credentials, tokens.vaultId).catch((e: unknown) => logger.warn({ err: e, session_id: s.id }, "could not drop the vault of a session that failed to start"));
+    throw err;
+  }
 }
 
 /** Puts each resource's token in the session's own vault; on failure, drops what was put. */

@@ -205,9 +205,14 @@ export class SessionStore {
     return this.require(tenant, id);
   }
 
-  async delete(tenant: string, id: string): Promise<void> {
-    const { rowCount } = await this.db.query("DELETE FROM gw_sessions WHERE session_id = $1 AND tenant = $2", [id, tenant]);
-    if (rowCount === 0) throw notFound("session", id);
+  /** Deletes the record; returns the session's own vault as it was at that moment (a concurrent add may have made it). */
+  async delete(tenant: string, id: string): Promise<string | null> {
+    const { rows } = await this.db.query<{ credential_vault_id: string | null }>(
+      "DELETE FROM gw_sessions WHERE session_id = $1 AND tenant = $2 RETURNING credential_vault_id",
+      [id, tenant],
+    );
+    if (rows[0] === undefined) throw notFound("session", id);
+    return rows[0].credential_vault_id;
   }
 
   /** Saves folded usage unless another request folded further meanwhile. */
