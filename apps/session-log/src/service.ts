@@ -15,7 +15,8 @@ import {
 import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
-import { appendEvents, type AppendResult } from "./store/append.js";
+import type { AppendResult } from "./store/append.js";
+import { Appender } from "./store/appender.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
@@ -40,6 +41,7 @@ const NAME = "metaharness.v1.SessionLog";
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
+  const appender = new Appender(db);
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
     if (event === undefined) throw invalidArgument(field, "required");
@@ -56,7 +58,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     expectedSeq: number | undefined,
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
-    const result = await appendEvents(db, { sessionId, events, expectedSeq, leaseEpoch });
+    const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch });
     if (result.duplicates < events.length) hub.announce(sessionId, result.lastSeq);
     return result;
   };

@@ -9,3 +9,4 @@ export { openDb } from "./open.js";
 export { migrate, loadMigrations, type Migration } from "./migrate.js";
 export { ResilientListener } from "./listener.js";
 export { NotifyBatcher } from "./notify-batcher.js";
+export { WriteBatcher, type WriteBatcherOptions, type WriteOutcome } from "./write-batcher.js";
