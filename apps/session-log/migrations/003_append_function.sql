@@ -32,6 +32,8 @@ END $$;
 --   outcome 4: the session is terminated.
 -- A request whose events were all appended before succeeds whatever the session's state (that
 -- is what makes retries safe); the checks apply only when there is something new to write.
+-- Sessions that grew are announced on p_channel as "<session_id>:<last_seq>" items after the
+-- payload prefix p_notify (watch/hub.ts).
 CREATE FUNCTION mh_append(
   p_sessions   text[],
   p_expected   bigint[],
@@ -43,7 +45,9 @@ CREATE FUNCTION mh_append(
   p_statuses   smallint[],
   p_awaiting   boolean[],
   p_bodies     bytea[],
-  p_created_at timestamptz
+  p_created_at timestamptz,
+  p_channel    text,
+  p_notify     text
 ) RETURNS TABLE (req int, outcome smallint, seq bigint, cur bigint, body bytea)
 LANGUAGE plpgsql
 -- Plan each statement once per connection: every lookup is by a whole key, so the generic plan is
@@ -59,6 +63,7 @@ DECLARE
   head record;
   dups text[];
   fresh int;
+  grown text[] := '{}';
 BEGIN
   -- Where each request's events start in the event arrays.
   SELECT array_agg(x.start ORDER BY x.o) INTO starts
@@ -107,6 +112,7 @@ BEGIN
                                            s.awaiting_harness),
                updated_at = p_created_at
          WHERE s.session_id = sid;
+        grown := grown || (sid || ':' || (head.last_seq + fresh));
       END IF;
       IF cardinality(dups) = 0 THEN
         RETURN QUERY SELECT r, 0::smallint, head.last_seq + k, head.last_seq + fresh, NULL::bytea
@@ -120,4 +126,10 @@ BEGIN
       END IF;
     END IF;
   END LOOP;
+  -- Other instances' watchers and relays hear of the batch with its commit: one NOTIFY per 50
+  -- sessions that grew (well under Postgres's 8000-byte payload limit). Inside the transaction it
+  -- holds the notify lock through the commit, but a batch is one commit for many appends.
+  PERFORM pg_notify(p_channel, p_notify || string_agg(g.item, ';'))
+     FROM (SELECT item, (row_number() OVER () - 1) / 50 AS chunk FROM unnest(grown) AS item) g
+    GROUP BY g.chunk;
 END $$;

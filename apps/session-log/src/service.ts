@@ -21,7 +21,7 @@ import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
 import { watchEvents } from "./watch/watch.js";
-import type { AppendHub } from "./watch/hub.js";
+import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
 import type { DeltaHub } from "./watch/deltas.js";
 
 export const MAX_BATCH = 1000;
@@ -41,7 +41,7 @@ const NAME = "metaharness.v1.SessionLog";
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
-  const appender = new Appender(db);
+  const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix });
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
     if (event === undefined) throw invalidArgument(field, "required");
@@ -59,7 +59,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
     const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch });
-    if (result.duplicates < events.length) hub.announce(sessionId, result.lastSeq);
+    if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     return result;
   };
 

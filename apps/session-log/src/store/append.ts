@@ -5,7 +5,8 @@
  * checks each request's lease epoch and expected seq, and writes the events, their outbox rows
  * and the sessions' new heads: an event is in the log and queued for Kafka, or neither. A
  * request's own failure comes back as its outcome and leaves the others alone. Requests are
- * gathered into batches by appender.ts; watchers hear of an append after commit (watch/hub.ts).
+ * gathered into batches by appender.ts. Other instances hear of the batch by the NOTIFY it sends
+ * with its commit; this instance's watchers are poked once it returns (watch/hub.ts).
  */
 import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
@@ -39,12 +40,20 @@ interface OutcomeRow {
 
 const APPEND_SQL = `SELECT req, outcome, seq, cur, body
   FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
-                 $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz)`;
+                 $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
+                 $12::text, $13::text)`;
+
+/** Where the batch's commit announces the sessions that grew: a channel and a payload prefix. */
+export interface Announce {
+  readonly channel: string;
+  readonly prefix: string;
+}
 
 /** Appends every request in one statement; one outcome per request, in order. */
 export async function appendBatch(
   db: Queryable,
   requests: readonly AppendRequest[],
+  announce: Announce,
 ): Promise<Array<WriteOutcome<AppendResult>>> {
   // Stamped as the batch goes out, within a round trip of its commit.
   const createdAt = new Date();
@@ -61,6 +70,8 @@ export async function appendBatch(
     events.map((e) => awaitingAfter(e.type) ?? null),
     events.map((e) => bytes(Event.encode(e).finish())),
     createdAt,
+    announce.channel,
+    announce.prefix,
   ]);
 
   const byRequest = requests.map((): OutcomeRow[] => []);

@@ -5,7 +5,7 @@
  * in test/bench/append.ts). Each call still gets its own result or error.
  */
 import { WriteBatcher, type Db } from "@metaharness/db";
-import { appendBatch, type AppendRequest, type AppendResult } from "./append.js";
+import { appendBatch, type Announce, type AppendRequest, type AppendResult } from "./append.js";
 
 /** Events per batch: a request of MAX_BATCH (1000) events goes alone. */
 const MAX_BATCH_EVENTS = 1000;
@@ -18,9 +18,9 @@ const MAX_QUEUED = 10_000;
 export class Appender {
   private readonly batcher: WriteBatcher<AppendRequest, AppendResult>;
 
-  constructor(db: Db) {
+  constructor(db: Db, announce: Announce) {
     this.batcher = new WriteBatcher({
-      write: (requests) => appendBatch(db, requests),
+      write: (requests) => appendBatch(db, requests, announce),
       maxItems: MAX_BATCH_REQUESTS,
       maxWeight: MAX_BATCH_EVENTS,
       weigh: (r) => r.events.length,
