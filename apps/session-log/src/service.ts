@@ -18,7 +18,8 @@ import type { Db } from "@metaharness/db";
 import type { AppendResult } from "./store/append.js";
 import { Appender } from "./store/appender.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
-import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
+import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
+import { storedGetEventsResponse } from "./get-events-wire.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
 import { watchEvents } from "./watch/watch.js";
 import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
@@ -111,8 +112,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     }),
 
     getEvents: unary(`${NAME}/GetEvents`, logger, async (req) => {
-      const slice = await readSlice(db, sliceRequest(req));
-      return { events: slice.events, lastSeq: slice.lastSeq, hasMore: slice.hasMore };
+      const slice = await readStoredSlice(db, sliceRequest(req));
+      return storedGetEventsResponse(slice.bodies, slice.lastSeq, slice.hasMore);
     }),
 
     watchEvents: serverStream(`${NAME}/WatchEvents`, logger, async (req, stream) => {
@@ -174,7 +175,7 @@ function checkTypes(types: readonly string[]): void {
   });
 }
 
-function sliceRequest(req: GetEventsRequest): Parameters<typeof readSlice>[1] {
+function sliceRequest(req: GetEventsRequest): SliceRequest {
   const sessionId = requireSessionId(req.sessionId);
   if (req.limit > MAX_SLICE) throw invalidArgument("limit", `at most ${MAX_SLICE}, got ${req.limit}`);
   checkTypes(req.types);
