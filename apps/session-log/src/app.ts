@@ -8,7 +8,7 @@ import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { OutboxRelay } from "./outbox/relay.js";
-import { sessionLogDefinition } from "./get-events-wire.js";
+import { sessionLogDefinition } from "./stored-wire.js";
 import { sessionLogService } from "./service.js";
 import { DeltaHub } from "./watch/deltas.js";
 import { AppendHub } from "./watch/hub.js";

@@ -3,7 +3,7 @@
  * Everything that touches Postgres lives in store/; everything about live delivery in watch/.
  */
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
-import { invalidArgument } from "@metaharness/errors";
+import { MhError, invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
 import {
   DeltaKind,
@@ -19,7 +19,7 @@ import type { AppendResult } from "./store/append.js";
 import { Appender } from "./store/appender.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
-import { storedGetEventsResponse } from "./get-events-wire.js";
+import { storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
 import { watchEvents } from "./watch/watch.js";
 import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
@@ -92,7 +92,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       const sessionId = requireSessionId(req.sessionId);
       const event = prepare(sessionId, req.event, "event");
       const result = await append(sessionId, [event], req.expectedSeq, req.leaseEpoch);
-      return { event: result.events[0], duplicate: result.duplicates > 0 };
+      const [stored, body] = [result.events[0], result.bodies[0]];
+      if (stored === undefined || body === undefined) throw new MhError("INTERNAL", "the append returned no event");
+      return storedEmitEventResponse(stored, body, result.duplicates > 0);
     }),
 
     emitEvents: unary(`${NAME}/EmitEvents`, logger, async (req) => {
@@ -108,7 +110,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         return event;
       });
       const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch);
-      return { events: result.events, duplicates: result.duplicates };
+      return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),
 
     getEvents: unary(`${NAME}/GetEvents`, logger, async (req) => {

@@ -14,6 +14,7 @@ import { Event } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "../outbox/shard.js";
+import { withSeq } from "../stored-wire.js";
 
 export interface AppendRequest {
   readonly sessionId: string;
@@ -26,6 +27,8 @@ export interface AppendRequest {
 export interface AppendResult {
   /** In request order; duplicates are the events as first appended. */
   readonly events: Event[];
+  /** The events as stored (encoded), in the same order. */
+  readonly bodies: Uint8Array[];
   readonly duplicates: number;
   readonly lastSeq: number;
 }
@@ -58,6 +61,7 @@ export async function appendBatch(
   // Stamped as the batch goes out, within a round trip of its commit.
   const createdAt = new Date();
   const events = requests.flatMap((r) => r.events.map((e) => ({ ...e, sessionId: r.sessionId, createdAt, seq: 0 })));
+  const encoded = events.map((e) => bytes(Event.encode(e).finish()));
   const { rows } = await db.query<OutcomeRow>(APPEND_SQL, [
     requests.map((r) => r.sessionId),
     requests.map((r) => r.expectedSeq ?? null),
@@ -68,7 +72,7 @@ export async function appendBatch(
     events.map((e) => e.type),
     events.map((e) => statusAfter(e.type) ?? null),
     events.map((e) => awaitingAfter(e.type) ?? null),
-    events.map((e) => bytes(Event.encode(e).finish())),
+    encoded,
     createdAt,
     announce.channel,
     announce.prefix,
@@ -78,13 +82,18 @@ export async function appendBatch(
   for (const row of rows) byRequest[row.req - 1]?.push(row);
   let offset = 0;
   return requests.map((request, r) => {
-    const stored = events.slice(offset, offset + request.events.length);
-    offset += request.events.length;
-    return outcomeOf(request, stored, byRequest[r] ?? []);
+    const end = offset + request.events.length;
+    const sent = { events: events.slice(offset, end), encoded: encoded.slice(offset, end) };
+    offset = end;
+    return outcomeOf(request, sent, byRequest[r] ?? []);
   });
 }
 
-function outcomeOf(req: AppendRequest, stored: readonly Event[], rows: readonly OutcomeRow[]): WriteOutcome<AppendResult> {
+function outcomeOf(
+  req: AppendRequest,
+  sent: { readonly events: readonly Event[]; readonly encoded: readonly Uint8Array[] },
+  rows: readonly OutcomeRow[],
+): WriteOutcome<AppendResult> {
   const first = rows[0];
   if (first === undefined) return failed(new MhError("INTERNAL", `mh_append returned nothing for session ${req.sessionId}`));
   const cur = Number(first.cur);
@@ -118,19 +127,24 @@ function outcomeOf(req: AppendRequest, stored: readonly Event[], rows: readonly 
     default:
       return failed(new MhError("INTERNAL", `mh_append returned outcome ${first.outcome}`));
   }
-  if (rows.length !== stored.length) {
-    return failed(new MhError("INTERNAL", `mh_append returned ${rows.length} events for ${stored.length}`));
+  if (rows.length !== sent.events.length) {
+    return failed(new MhError("INTERNAL", `mh_append returned ${rows.length} events for ${sent.events.length}`));
   }
   let duplicates = 0;
-  const events = stored.map((event, i) => {
-    const row = rows[i];
-    if (row?.body != null) {
+  const events: Event[] = [];
+  const bodies: Uint8Array[] = [];
+  rows.forEach((row, i) => {
+    if (row.body !== null) {
       duplicates += 1;
-      return Event.decode(row.body);
+      events.push(Event.decode(row.body));
+      bodies.push(row.body);
+      return;
     }
-    return { ...event, seq: Number(row?.seq) };
+    const seq = Number(row.seq);
+    events.push({ ...(sent.events[i] as Event), seq });
+    bodies.push(withSeq(sent.encoded[i] as Uint8Array, seq));
   });
-  return { ok: true, value: { events, duplicates, lastSeq: cur } };
+  return { ok: true, value: { events, bodies, duplicates, lastSeq: cur } };
 }
 
 function failed(error: Error): WriteOutcome<AppendResult> {
