@@ -1,5 +1,5 @@
 -- The append path as one statement: mh_append writes a batch of append requests (from any
--- sessions, several of the same session allowed) in the caller's one transaction, and reports
+-- sessions, several of the same session allowed) in one transaction, and reports
 -- each request's outcome instead of raising, so one request's conflict does not undo the others.
 -- One round trip and one commit (one WAL flush) for the whole batch: see src/store/append.ts.
 
@@ -20,7 +20,9 @@ END $$;
 -- request order into the event arrays, p_counts[r] of them for request r. An event body is the
 -- encoded metaharness.v1.Event without its seq: the seq is assigned here and appended to the
 -- body as field 3 (protobuf fields may come in any order), so the stored body is the event
--- exactly as served.
+-- exactly as served. p_statuses / p_awaiting hold, per event, the session status and
+-- awaiting_harness the event sets (null: unchanged; the last new event that sets one wins), and
+-- p_shards the outbox shard of each request's session.
 --
 -- Rows returned, per request r (1-based index into the request arrays):
 --   outcome 0 (appended, or all duplicates): one row per event, in order: its seq, the session's
