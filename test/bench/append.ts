@@ -2,8 +2,9 @@
  * Append: end-to-end gRPC latency and throughput of EmitEvent (one event per call) with 1, 16 and
  * 64 concurrent sessions, each a closed-loop writer awaiting its previous append, and of
  * EmitEvents (batches) across 16 sessions. Why: every event a harness produces goes through this
- * path, and it holds a row lock per session plus a transaction per call, so its latency under
- * concurrency bounds how fast a brain can act and how many sessions one instance carries.
+ * path, and it takes a row lock per session and a commit (group-committed: one per batch of
+ * concurrent calls), so its latency under concurrency bounds how fast a brain can act and how
+ * many sessions one instance carries.
  * Targets: EmitEvent p99 < 10 ms at 16 sessions; batched appends >= 5,000 events/s in total.
  * A separate run at 16 sessions samples what Postgres backends wait on (kept out of the measured
  * rows, since sampling costs a little CPU), to show where append time goes.

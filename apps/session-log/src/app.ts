@@ -4,11 +4,11 @@
  * in-process on port 0.
  */
 import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
-import { SessionLogService } from "@metaharness/proto";
 import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { OutboxRelay } from "./outbox/relay.js";
+import { sessionLogDefinition } from "./stored-wire.js";
 import { sessionLogService } from "./service.js";
 import { DeltaHub } from "./watch/deltas.js";
 import { AppendHub } from "./watch/hub.js";
@@ -78,7 +78,7 @@ export async function startSessionLog(
       services: [
         {
           name: "metaharness.v1.SessionLog",
-          definition: SessionLogService,
+          definition: sessionLogDefinition,
           implementation: sessionLogService({
             db,
             hub,

@@ -3,7 +3,7 @@
  * Everything that touches Postgres lives in store/; everything about live delivery in watch/.
  */
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
-import { invalidArgument } from "@metaharness/errors";
+import { MhError, invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
 import {
   DeltaKind,
@@ -15,13 +15,15 @@ import {
 import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
-import { appendEvents, type AppendResult } from "./store/append.js";
+import type { AppendResult } from "./store/append.js";
+import { Appender } from "./store/appender.js";
 import { checkRepositories, updateSession } from "./store/repositories.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
-import { DEFAULT_SLICE, MAX_SLICE, readSlice } from "./store/read.js";
+import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
+import { storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
 import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
 import { watchEvents } from "./watch/watch.js";
-import type { AppendHub } from "./watch/hub.js";
+import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
 import type { DeltaHub } from "./watch/deltas.js";
 
 export const MAX_BATCH = 1000;
@@ -41,6 +43,7 @@ const NAME = "metaharness.v1.SessionLog";
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
+  const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix });
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
     if (event === undefined) throw invalidArgument(field, "required");
@@ -57,8 +60,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     expectedSeq: number | undefined,
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
-    const result = await appendEvents(db, { sessionId, events, expectedSeq, leaseEpoch });
-    if (result.duplicates < events.length) hub.announce(sessionId, result.lastSeq);
+    const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch });
+    if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     return result;
   };
 
@@ -105,7 +108,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       const sessionId = requireSessionId(req.sessionId);
       const event = prepare(sessionId, req.event, "event");
       const result = await append(sessionId, [event], req.expectedSeq, req.leaseEpoch);
-      return { event: result.events[0], duplicate: result.duplicates > 0 };
+      const [stored, body] = [result.events[0], result.bodies[0]];
+      if (stored === undefined || body === undefined) throw new MhError("INTERNAL", "the append returned no event");
+      return storedEmitEventResponse(stored, body, result.duplicates > 0);
     }),
 
     emitEvents: unary(`${NAME}/EmitEvents`, logger, async (req) => {
@@ -121,12 +126,12 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         return event;
       });
       const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch);
-      return { events: result.events, duplicates: result.duplicates };
+      return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),
 
     getEvents: unary(`${NAME}/GetEvents`, logger, async (req) => {
-      const slice = await readSlice(db, sliceRequest(req));
-      return { events: slice.events, lastSeq: slice.lastSeq, hasMore: slice.hasMore };
+      const slice = await readStoredSlice(db, sliceRequest(req));
+      return storedGetEventsResponse(slice.bodies, slice.lastSeq, slice.hasMore);
     }),
 
     watchEvents: serverStream(`${NAME}/WatchEvents`, logger, async (req, stream) => {
@@ -188,7 +193,7 @@ function checkTypes(types: readonly string[]): void {
   });
 }
 
-function sliceRequest(req: GetEventsRequest): Parameters<typeof readSlice>[1] {
+function sliceRequest(req: GetEventsRequest): SliceRequest {
   const sessionId = requireSessionId(req.sessionId);
   if (req.limit > MAX_SLICE) throw invalidArgument("limit", `at most ${MAX_SLICE}, got ${req.limit}`);
   checkTypes(req.types);

@@ -8,4 +8,5 @@ export { createPgliteDb, pgliteTarget, type PgliteTarget } from "./pglite-db.js"
 export { openDb } from "./open.js";
 export { migrate, loadMigrations, type Migration } from "./migrate.js";
 export { ResilientListener } from "./listener.js";
-export { NotifyBatcher } from "./notify-batcher.js";
+export { NotifyBatcher, NotifyPayloads } from "./notify-batcher.js";
+export { WriteBatcher, type WriteBatcherOptions, type WriteOutcome } from "./write-batcher.js";

@@ -1,11 +1,13 @@
 /**
- * Cross-instance NOTIFY, sent after commit and batched. A NOTIFY inside the append transaction
- * would take Postgres's global notify lock through the commit's disk flush and make every
- * appending transaction of the database take turns (measured: ~560 vs ~1,300 appends/s at 16
- * sessions). Instead appends hand their items here; one NOTIFY is in flight at a time and carries
+ * Cross-instance NOTIFY, sent after commit and batched. A NOTIFY inside a writing transaction
+ * takes Postgres's global notify lock through the commit's disk flush, so concurrent notifying
+ * transactions take turns (measured with one transaction per append: ~560 vs ~1,300 appends/s at
+ * 16 sessions). Instead writers hand their items here; one NOTIFY is in flight at a time and carries
  * everything queued meanwhile: "<instance>|item;item;...", under Postgres's 8000-byte limit.
  * Receivers skip their own instance's payloads (they were delivered locally already).
  * A NOTIFY lost in a crash costs other instances latency only: their readers re-check on a timer.
+ * Writers that send their NOTIFY themselves (inside a statement) use the same payload format
+ * through NotifyPayloads.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "@metaharness/service-kit";
@@ -15,8 +17,22 @@ const MAX_PAYLOAD = 7000;
 /** Items waiting beyond this are dropped (and counted): notifications are hints, memory is not free. */
 const MAX_QUEUED = 100_000;
 
-export class NotifyBatcher {
+/** The payload format "<instance>|item;item;...": who sent it, so receivers skip their own. */
+export class NotifyPayloads {
   readonly instance = randomBytes(6).toString("hex");
+  /** What this instance's payloads start with; the items follow, separated by ";". */
+  readonly prefix = `${this.instance}|`;
+
+  /** The items of a payload, or undefined when this instance sent it. */
+  parse(payload: string): string[] | undefined {
+    const bar = payload.indexOf("|");
+    if (bar < 0 || payload.slice(0, bar) === this.instance) return undefined;
+    return payload.slice(bar + 1).split(";");
+  }
+}
+
+export class NotifyBatcher {
+  private readonly payloads = new NotifyPayloads();
   private queue: string[] = [];
   private inFlight: Promise<void> | undefined;
   private dropped = 0;
@@ -43,15 +59,13 @@ export class NotifyBatcher {
 
   /** The items of a payload, or undefined when this instance sent it. */
   parse(payload: string): string[] | undefined {
-    const bar = payload.indexOf("|");
-    if (bar < 0 || payload.slice(0, bar) === this.instance) return undefined;
-    return payload.slice(bar + 1).split(";");
+    return this.payloads.parse(payload);
   }
 
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
       const items: string[] = [];
-      let size = this.instance.length + 1;
+      let size = this.payloads.prefix.length;
       while (this.queue.length > 0 && size + (this.queue[0]?.length ?? 0) + 1 <= MAX_PAYLOAD) {
         const item = this.queue.shift() ?? "";
         items.push(item);
@@ -59,7 +73,7 @@ export class NotifyBatcher {
       }
       if (items.length === 0) items.push(this.queue.shift() ?? ""); // one oversized item: let Postgres say so
       try {
-        await this.db.query("SELECT pg_notify($1, $2)", [this.channel, `${this.instance}|${items.join(";")}`]);
+        await this.db.query("SELECT pg_notify($1, $2)", [this.channel, `${this.payloads.prefix}${items.join(";")}`]);
       } catch (err) {
         this.logger.warn({ err, channel: this.channel, items: items.length }, "NOTIFY failed; other instances will re-check");
       }

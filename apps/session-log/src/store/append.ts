@@ -1,16 +1,20 @@
 /**
- * The append path: the one place that assigns seqs. One transaction locks the session row,
- * finds events already appended (idempotency by event id), checks the lease epoch and expected
- * seq, then writes the events, their outbox rows and the session's new head together: an event
- * is in the log and queued for Kafka, or neither. Watchers hear of it after commit (watch/hub.ts).
+ * The append path: the one place that assigns seqs. A batch of append requests (any sessions)
+ * is one call of the SQL function mh_append (migrations/003): in one statement and one
+ * transaction it locks the sessions, finds events already appended (idempotency by event id),
+ * checks each request's lease epoch and expected seq, and writes the events, their outbox rows
+ * and the sessions' new heads: an event is in the log and queued for Kafka, or neither. A
+ * request's own failure comes back as its outcome and leaves the others alone. Requests are
+ * gathered into batches by appender.ts. Other instances hear of the batch by the NOTIFY it sends
+ * with its commit; this instance's watchers are poked once it returns (watch/hub.ts).
  */
-import type { Db, Queryable } from "@metaharness/db";
+import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
-import { Event, SessionStatus } from "@metaharness/proto";
+import { Event } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "../outbox/shard.js";
-
+import { withSeq } from "../stored-wire.js";
 
 export interface AppendRequest {
   readonly sessionId: string;
@@ -23,105 +27,131 @@ export interface AppendRequest {
 export interface AppendResult {
   /** In request order; duplicates are the events as first appended. */
   readonly events: Event[];
+  /** The events as stored (encoded), in the same order. */
+  readonly bodies: Uint8Array[];
   readonly duplicates: number;
   readonly lastSeq: number;
 }
 
-interface HeadRow {
-  last_seq: string;
-  lease_epoch: string;
-  status: SessionStatus;
-  dup_body: Uint8Array | null;
+interface OutcomeRow {
+  req: number;
+  outcome: number;
+  seq: string | null;
+  cur: string | null;
+  body: Uint8Array | null;
 }
 
-export async function appendEvents(db: Db, req: AppendRequest): Promise<AppendResult> {
-  return db.transaction((tx) => appendInTransaction(tx, req));
+const APPEND_SQL = `SELECT req, outcome, seq, cur, body
+  FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
+                 $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
+                 $12::text, $13::text)`;
+
+/** Where the batch's commit announces the sessions that grew: a channel and a payload prefix. */
+export interface Announce {
+  readonly channel: string;
+  readonly prefix: string;
 }
 
-async function appendInTransaction(client: Queryable, req: AppendRequest): Promise<AppendResult> {
-  const { rows } = await client.query<HeadRow>(
-    `SELECT s.last_seq, s.lease_epoch, s.status, d.body AS dup_body
-       FROM sessions s
-       LEFT JOIN events d ON d.session_id = s.session_id AND d.event_id = ANY($2::text[])
-      WHERE s.session_id = $1
-        FOR UPDATE OF s`,
-    [req.sessionId, req.events.map((e) => e.id)],
-  );
-  const head = rows[0];
-  if (head === undefined) throw notFound(req.sessionId);
-
-  const existing = new Map<string, Event>();
-  for (const row of rows) {
-    if (row.dup_body === null) continue;
-    const event = Event.decode(row.dup_body);
-    existing.set(event.id, event);
-  }
-  const lastSeq = Number(head.last_seq);
-  const fresh = req.events.filter((e) => !existing.has(e.id));
-  // A retried append whose events all made it the first time succeeds again, whatever the
-  // session's head has become since: that is what makes retries safe.
-  if (fresh.length === 0) {
-    return { events: req.events.map((e) => existing.get(e.id) ?? e), duplicates: existing.size, lastSeq };
-  }
-
-  if (req.leaseEpoch !== undefined && req.leaseEpoch !== Number(head.lease_epoch)) {
-    throw new MhError(
-      "ABORTED",
-      `lease epoch ${req.leaseEpoch} is stale: session ${req.sessionId} is at epoch ${head.lease_epoch}`,
-      { field: "lease_epoch", details: { current_epoch: Number(head.lease_epoch) } },
-    );
-  }
-  if (req.expectedSeq !== undefined && req.expectedSeq !== lastSeq) {
-    throw new MhError(
-      "FAILED_PRECONDITION",
-      `expected_seq ${req.expectedSeq} does not match: session ${req.sessionId} is at seq ${lastSeq}`,
-      { field: "expected_seq", details: { current_seq: lastSeq } },
-    );
-  }
-  if (head.status === SessionStatus.SESSION_STATUS_TERMINATED) {
-    throw new MhError("FAILED_PRECONDITION", `session ${req.sessionId} is terminated; nothing more can be appended`, {
-      field: "session_id",
-    });
-  }
-
+/** Appends every request in one statement; one outcome per request, in order. */
+export async function appendBatch(
+  db: Queryable,
+  requests: readonly AppendRequest[],
+  announce: Announce,
+): Promise<Array<WriteOutcome<AppendResult>>> {
+  // Stamped as the batch goes out, within a round trip of its commit.
   const createdAt = new Date();
-  let seq = lastSeq;
-  let status: SessionStatus | undefined;
-  let awaiting: boolean | undefined;
-  const stored = fresh.map((e) => {
-    seq += 1;
-    status = statusAfter(e.type) ?? status;
-    awaiting = awaitingAfter(e.type) ?? awaiting;
-    return { ...e, sessionId: req.sessionId, seq, createdAt };
+  const events = requests.flatMap((r) => r.events.map((e) => ({ ...e, sessionId: r.sessionId, createdAt, seq: 0 })));
+  const encoded = events.map((e) => bytes(Event.encode(e).finish()));
+  const { rows } = await db.query<OutcomeRow>(APPEND_SQL, [
+    requests.map((r) => r.sessionId),
+    requests.map((r) => r.expectedSeq ?? null),
+    requests.map((r) => r.leaseEpoch ?? null),
+    requests.map((r) => shardOf(r.sessionId)),
+    requests.map((r) => r.events.length),
+    events.map((e) => e.id),
+    events.map((e) => e.type),
+    events.map((e) => statusAfter(e.type) ?? null),
+    events.map((e) => awaitingAfter(e.type) ?? null),
+    encoded,
+    createdAt,
+    announce.channel,
+    announce.prefix,
+  ]);
+
+  const byRequest = requests.map((): OutcomeRow[] => []);
+  for (const row of rows) byRequest[row.req - 1]?.push(row);
+  let offset = 0;
+  return requests.map((request, r) => {
+    const end = offset + request.events.length;
+    const sent = { events: events.slice(offset, end), encoded: encoded.slice(offset, end) };
+    offset = end;
+    return outcomeOf(request, sent, byRequest[r] ?? []);
   });
-  await client.query(
-    `WITH ins AS (
-       INSERT INTO events (session_id, seq, event_id, type, created_at, body)
-       SELECT $1, s, i, t, $5, b FROM unnest($2::bigint[], $3::text[], $4::text[], $6::bytea[]) AS x(s, i, t, b)
-       RETURNING seq
-     ), queued AS (
-       INSERT INTO outbox (shard, session_id, seq) SELECT $7, $1, seq FROM ins
-     )
-     UPDATE sessions SET last_seq = $8::bigint, status = coalesce($9::smallint, status),
-            awaiting_harness = coalesce($10::boolean, awaiting_harness), updated_at = $5
-      WHERE session_id = $1`,
-    [
-      req.sessionId,
-      stored.map((e) => e.seq),
-      stored.map((e) => e.id),
-      stored.map((e) => e.type),
-      createdAt,
-      stored.map((e) => Buffer.from(Event.encode(e).finish())),
-      shardOf(req.sessionId),
-      seq,
-      status ?? null,
-      awaiting ?? null,
-    ],
-  );
-  const bySeqId = new Map(stored.map((e) => [e.id, e]));
-  return {
-    events: req.events.map((e) => existing.get(e.id) ?? bySeqId.get(e.id) ?? e),
-    duplicates: existing.size,
-    lastSeq: seq,
-  };
+}
+
+function outcomeOf(
+  req: AppendRequest,
+  sent: { readonly events: readonly Event[]; readonly encoded: readonly Uint8Array[] },
+  rows: readonly OutcomeRow[],
+): WriteOutcome<AppendResult> {
+  const first = rows[0];
+  if (first === undefined) return failed(new MhError("INTERNAL", `mh_append returned nothing for session ${req.sessionId}`));
+  const cur = Number(first.cur);
+  switch (first.outcome) {
+    case 0:
+      break;
+    case 1:
+      return failed(notFound(req.sessionId));
+    case 2:
+      return failed(
+        new MhError(
+          "ABORTED",
+          `lease epoch ${req.leaseEpoch} is stale: session ${req.sessionId} is at epoch ${cur}`,
+          { field: "lease_epoch", details: { current_epoch: cur } },
+        ),
+      );
+    case 3:
+      return failed(
+        new MhError(
+          "FAILED_PRECONDITION",
+          `expected_seq ${req.expectedSeq} does not match: session ${req.sessionId} is at seq ${cur}`,
+          { field: "expected_seq", details: { current_seq: cur } },
+        ),
+      );
+    case 4:
+      return failed(
+        new MhError("FAILED_PRECONDITION", `session ${req.sessionId} is terminated; nothing more can be appended`, {
+          field: "session_id",
+        }),
+      );
+    default:
+      return failed(new MhError("INTERNAL", `mh_append returned outcome ${first.outcome}`));
+  }
+  if (rows.length !== sent.events.length) {
+    return failed(new MhError("INTERNAL", `mh_append returned ${rows.length} events for ${sent.events.length}`));
+  }
+  let duplicates = 0;
+  const events: Event[] = [];
+  const bodies: Uint8Array[] = [];
+  rows.forEach((row, i) => {
+    if (row.body !== null) {
+      duplicates += 1;
+      events.push(Event.decode(row.body));
+      bodies.push(row.body);
+      return;
+    }
+    const seq = Number(row.seq);
+    events.push({ ...(sent.events[i] as Event), seq });
+    bodies.push(withSeq(sent.encoded[i] as Uint8Array, seq));
+  });
+  return { ok: true, value: { events, bodies, duplicates, lastSeq: cur } };
+}
+
+function failed(error: Error): WriteOutcome<AppendResult> {
+  return { ok: false, error };
+}
+
+/** A Buffer view of the encoder's bytes (pg sends Buffers as bytea), without copying. */
+function bytes(u8: Uint8Array): Buffer {
+  return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
 }

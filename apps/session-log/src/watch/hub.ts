@@ -1,16 +1,16 @@
 /**
  * The append hub: tells watchers and the outbox relay that a session's log grew. Appends in this
- * process poke it directly (no round trip) and are announced to other instances after commit
- * through batched NOTIFY (db/notify-batcher.ts); their appends arrive here through LISTEN. A poke
- * only says "read again from where you are": readers always fetch from the log, so a lost or
- * doubled poke costs latency, never correctness.
+ * process poke it directly (no round trip) once committed; other instances hear of them through
+ * the NOTIFY that each batch of appends sends with its commit (mh_append, with this hub's
+ * payload prefix), and their appends arrive here through LISTEN. A poke only says "read again
+ * from where you are": readers always fetch from the log, so a lost or doubled poke costs
+ * latency, never correctness.
  */
 import type { Logger } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
-import { ResilientListener } from "@metaharness/db";
-import { NotifyBatcher } from "@metaharness/db";
+import { NotifyPayloads, ResilientListener } from "@metaharness/db";
 
-/** The channel appends are announced on: items "<session_id>:<last_seq>". */
+/** The channel appends are announced on: items "<session_id>:<last_seq>" (see NotifyPayloads). */
 export const EVENTS_CHANNEL = "mh_events";
 
 export type Poke = (sessionId: string, lastSeq: number) => void;
@@ -19,15 +19,15 @@ export class AppendHub {
   private readonly bySession = new Map<string, Set<Poke>>();
   private readonly everyone = new Set<Poke>();
   private readonly listener: ResilientListener;
-  private readonly batcher: NotifyBatcher;
+  /** Who this instance is on EVENTS_CHANNEL: appenders start their NOTIFY payloads with its prefix. */
+  readonly payloads = new NotifyPayloads();
 
   constructor(db: Db, logger: Logger) {
-    this.batcher = new NotifyBatcher(db, EVENTS_CHANNEL, logger);
     this.listener = new ResilientListener(
       db,
       EVENTS_CHANNEL,
       (payload) => {
-        for (const item of this.batcher.parse(payload) ?? []) {
+        for (const item of this.payloads.parse(payload) ?? []) {
           const at = item.lastIndexOf(":");
           if (at > 0) this.publish(item.slice(0, at), Number(item.slice(at + 1)));
         }
@@ -64,12 +64,7 @@ export class AppendHub {
     return () => this.everyone.delete(poke);
   }
 
-  /** An append committed here: poke this instance's readers now, and the other instances soon. */
-  announce(sessionId: string, lastSeq: number): void {
-    this.publish(sessionId, lastSeq);
-    this.batcher.enqueue(`${sessionId}:${lastSeq}`);
-  }
-
+  /** The session's log grew to `lastSeq` (committed here, or heard of from another instance). */
   publish(sessionId: string, lastSeq: number): void {
     for (const poke of this.everyone) poke(sessionId, lastSeq);
     const set = this.bySession.get(sessionId);
@@ -77,7 +72,6 @@ export class AppendHub {
   }
 
   async stop(): Promise<void> {
-    await this.batcher.flush();
     await this.listener.stop();
   }
 }

@@ -1,0 +1,35 @@
+/**
+ * Group commit for appends: concurrent EmitEvent/EmitEvents calls (any sessions) are written
+ * together by one mh_append statement (append.ts) as soon as the previous batch is done, so under
+ * load a commit, its WAL flush and a round trip serve many appends instead of one each (measured
+ * in test/bench/append.ts). Each call still gets its own result or error.
+ */
+import { WriteBatcher, type Db } from "@metaharness/db";
+import { appendBatch, type Announce, type AppendRequest, type AppendResult } from "./append.js";
+
+/** Events per batch: a request of MAX_BATCH (1000) events goes alone. */
+const MAX_BATCH_EVENTS = 1000;
+const MAX_BATCH_REQUESTS = 1000;
+/** Batches written at once: one on the wire while the next one gathers. */
+const MAX_IN_FLIGHT = 1;
+/** Calls waiting for a batch beyond this are refused (RESOURCE_EXHAUSTED) rather than queued without bound. */
+const MAX_QUEUED = 10_000;
+
+export class Appender {
+  private readonly batcher: WriteBatcher<AppendRequest, AppendResult>;
+
+  constructor(db: Db, announce: Announce) {
+    this.batcher = new WriteBatcher({
+      write: (requests) => appendBatch(db, requests, announce),
+      maxItems: MAX_BATCH_REQUESTS,
+      maxWeight: MAX_BATCH_EVENTS,
+      weigh: (r) => r.events.length,
+      maxInFlight: MAX_IN_FLIGHT,
+      maxQueued: MAX_QUEUED,
+    });
+  }
+
+  append(request: AppendRequest): Promise<AppendResult> {
+    return this.batcher.write(request);
+  }
+}
