@@ -77,9 +77,12 @@ proxy_addr="127.0.0.1:$PORT_PROXY"
 
 start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" \
   MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS"
+# The stack's upstreams (the tests' and demo's MCP servers, token endpoints and git remotes) run on
+# this machine, so the proxy may connect to private addresses here; a real deployment leaves it off.
 start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main.js "${common[@]}" \
   MH_GRPC_PORT="$PORT_PROXY" MH_REMOTE_HTTP_PORT="$PORT_PROXY_REMOTE" MH_DATABASE_URL="$MH_DATABASE_URL" \
-  MH_SESSION_LOG_ADDR="$log_addr" MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/services.json"
+  MH_SESSION_LOG_ADDR="$log_addr" MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/services.json" \
+  MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS=true
 start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" \
   MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" MH_SESSION_LOG_ADDR="$log_addr" \
   MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker.token"

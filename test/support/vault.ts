@@ -94,6 +94,8 @@ export async function startTestVault(opts: {
       MH_MASTER_KEY_FILE: masterKeyFile,
       MH_SERVICE_TOKENS_FILE: join(dir, "services.json"),
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+      // The tests' MCP servers, token endpoints and git remotes listen on 127.0.0.1.
+      MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS: "true",
       ...opts.env,
     };
     // Every life still running (a main one and its replicas), to stop them all at the end.

@@ -14,6 +14,7 @@ import { forwardEgress } from "./egress/egress-forward.js";
 import { forwardGit } from "./git/git-forward.js";
 import { startRemoteServer } from "./http/remote-server.js";
 import { McpProxy } from "./mcp/mcp-proxy.js";
+import { EgressPolicy } from "./net/egress-policy.js";
 import { refreshGrant, type Refresher } from "./mcp/oauth-refresh.js";
 import { OAuthTokenSource } from "./mcp/token-source.js";
 import { credentialRpcs } from "./service/credential-rpcs.js";
@@ -68,16 +69,18 @@ export async function startCredentialProxy(
     cleanups.push(() => Promise.resolve(rawLog.close()));
     const vaults = new SessionVaults(promisify(rawLog, SessionLogService), db, config.sessionCacheMs, logger);
     const credentials = new SessionCredentials(db, vaults, keyring);
+    const egress = new EgressPolicy(config.allowPrivateNetworks);
+    cleanups.push(() => egress.close());
     const tokens = new OAuthTokenSource({
       db,
       keyring,
-      refresh: options.refresher ?? refreshGrant(config.tokenEndpointTimeoutMs),
+      refresh: options.refresher ?? refreshGrant(config.tokenEndpointTimeoutMs, egress.fetch),
       skewMs: config.refreshSkewMs,
       logger,
     });
-    const mcp = new McpProxy({ credentials, tokens, timeoutMs: config.mcpTimeoutMs, logger });
+    const mcp = new McpProxy({ credentials, tokens, fetch: egress.fetch, timeoutMs: config.mcpTimeoutMs, logger });
 
-    const remoteDeps = { db, credentials, maxRequestBytes: config.maxRequestBytes, timeoutMs: config.upstreamTimeoutMs, logger };
+    const remoteDeps = { db, credentials, egress, maxRequestBytes: config.maxRequestBytes, timeoutMs: config.upstreamTimeoutMs, logger };
     const remote = await startRemoteServer({
       host: config.remoteHost,
       port: config.remotePort,
@@ -93,7 +96,7 @@ export async function startCredentialProxy(
     // Typed as the generated server: an RPC without a handler does not compile.
     const implementation: CredentialVaultProxyServer = {
       ...vaultRpcs({ ...guard, db, keyring, vaults }),
-      ...credentialRpcs({ ...guard, db, keyring, validation: { db, keyring, tokens, timeoutMs: config.mcpTimeoutMs, logger } }),
+      ...credentialRpcs({ ...guard, db, keyring, validation: { db, keyring, tokens, fetch: egress.fetch, timeoutMs: config.mcpTimeoutMs, logger } }),
       ...mcpRpcs({ ...guard, mcp }),
       ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds }),
     };

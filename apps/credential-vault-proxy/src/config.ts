@@ -36,6 +36,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       egressUpstreamScheme: env.enumOf("MH_EGRESS_UPSTREAM_SCHEME", ["https", "http"], { default: "https" }),
       /** Bytes a git push or egress request body may carry. */
       maxRequestBytes: env.int("MH_REMOTE_MAX_REQUEST_BYTES", { default: 512 * 1024 * 1024, min: 1024 }),
+      /**
+       * Whether upstreams (MCP servers, token endpoints, git remotes, egress hosts) may be on a
+       * private network: loopback, link-local, RFC 1918, CGNAT, ULA. Off by default, because
+       * those URLs are the tenants' and must not reach this deployment's own neighbours.
+       */
+      allowPrivateNetworks: env.bool("MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS", { default: false }),
       upstreamTimeoutMs: env.int("MH_UPSTREAM_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
 
       /** A token is refreshed when it expires within this margin (clock skew, call duration). */

@@ -122,6 +122,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_SESSION_LOG_ADDR: logAddr,
       MH_MASTER_KEY_FILE: secrets.masterKeyFile,
       MH_SERVICE_TOKENS_FILE: secrets.serviceTokensFile,
+      // Everything of `mh dev` is on this machine, the demo's git server and MCP servers included.
+      MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS: "true",
       MH_LOG_LEVEL: level,
     });
     const vault = await timed("credential vault proxy", `${store}, master key in a file`, () =>

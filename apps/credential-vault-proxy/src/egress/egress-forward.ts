@@ -13,6 +13,7 @@ import type { Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
 import { scrub } from "../crypto/secret.js";
 import { forward, reply } from "../http/forward.js";
+import type { EgressPolicy } from "../net/egress-policy.js";
 import { hostMatches } from "../store/credential-config.js";
 import { findRemote } from "../store/remotes.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
@@ -28,6 +29,7 @@ const RESPONSE_DROPPED = new Set(["connection", "keep-alive", "transfer-encoding
 export interface EgressDeps {
   readonly db: Db;
   readonly credentials: SessionCredentials;
+  readonly egress: EgressPolicy;
   readonly upstreamScheme: "http" | "https";
   readonly maxRequestBytes: number;
   readonly timeoutMs: number;
@@ -55,6 +57,7 @@ export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res:
     passRequestHeaders: passRequest,
     addHeaders: { "accept-encoding": "identity", ...(injected === undefined ? {} : { [injected.headerName]: injected.value.reveal() }) },
     passResponseHeaders: [],
+    policy: deps.egress,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
     responseBody: (answer) => ({ body: scrubbed(answer, secrets), headers: scrubbedHeaders(answer, secrets) }),

@@ -1,17 +1,17 @@
 /**
- * A byte stream with every occurrence of some secrets replaced by "[redacted]", however the
- * occurrences fall across chunks: each chunk is scanned together with the tail of the previous
+ * A byte stream with every occurrence of some secrets (in each form `secretForms` lists) replaced
+ * by "[redacted]", however the occurrences fall across chunks: each chunk is scanned together with the tail of the previous
  * one, and the last (longest secret - 1) bytes are held back until the next chunk or the end.
  * Used on egress responses, so a server that echoes the credential we injected (a debugging
  * endpoint, an error page) cannot hand it to the sandbox.
  */
 import { Transform } from "node:stream";
-import type { Secret } from "../crypto/secret.js";
+import { secretForms, type Secret } from "../crypto/secret.js";
 
 const REPLACEMENT = Buffer.from("[redacted]");
 
 export function scrubStream(secrets: readonly Secret[]): Transform {
-  const needles = secrets.map((s) => Buffer.from(s.reveal(), "utf8")).filter((b) => b.length >= 4);
+  const needles = secretForms(secrets).map((form) => Buffer.from(form, "utf8"));
   const keep = Math.max(0, ...needles.map((n) => n.length - 1));
   let tail: Buffer = Buffer.alloc(0);
   return new Transform({

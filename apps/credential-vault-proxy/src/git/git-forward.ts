@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
 import { forward, reply } from "../http/forward.js";
+import type { EgressPolicy } from "../net/egress-policy.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
 import { findRemote } from "../store/remotes.js";
 
@@ -20,6 +21,7 @@ const RESPONSE_HEADERS = ["content-type", "content-encoding", "content-length", 
 export interface GitForwardDeps {
   readonly db: Db;
   readonly credentials: SessionCredentials;
+  readonly egress: EgressPolicy;
   readonly maxRequestBytes: number;
   readonly timeoutMs: number;
   readonly logger: Logger;
@@ -51,6 +53,7 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
     passRequestHeaders: REQUEST_HEADERS,
     addHeaders,
     passResponseHeaders: RESPONSE_HEADERS,
+    policy: deps.egress,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
   });

@@ -8,6 +8,7 @@
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Transform, pipeline, type Readable } from "node:stream";
+import { egressRefusal, type EgressPolicy } from "../net/egress-policy.js";
 
 export interface ForwardOptions {
   readonly target: URL;
@@ -19,6 +20,8 @@ export interface ForwardOptions {
   readonly passResponseHeaders: readonly string[];
   readonly maxRequestBytes: number;
   readonly timeoutMs: number;
+  /** Where the request may connect (checked on the resolved addresses). */
+  readonly policy: EgressPolicy;
   /** Rewrites the response body on its way back (egress scrubs credentials from it). */
   readonly responseBody?: (upstream: IncomingMessage) => { body: Readable; headers: OutgoingHttpHeaders };
 }
@@ -43,10 +46,24 @@ export function forward(req: IncomingMessage, res: ServerResponse, opts: Forward
     };
     const headers: OutgoingHttpHeaders = pick(req.headers, opts.passRequestHeaders);
     for (const [k, v] of Object.entries(opts.addHeaders)) headers[k] = v;
+    // Refused by the egress policy: a 403 naming the host and the setting (nothing else of it).
+    const refuse = (message: string): void => {
+      if (res.headersSent) res.destroy();
+      else reply(res, 403, message);
+      done(403, "refused by the egress policy");
+    };
+    try {
+      opts.policy.check(opts.target.hostname);
+    } catch (err) {
+      req.resume();
+      return refuse((err as Error).message);
+    }
     const send = opts.target.protocol === "https:" ? httpsRequest : httpRequest;
-    const upstream = send(opts.target, { method: req.method ?? "GET", headers, timeout: opts.timeoutMs });
+    const upstream = send(opts.target, { method: req.method ?? "GET", headers, timeout: opts.timeoutMs, lookup: opts.policy.lookup });
     upstream.on("timeout", () => upstream.destroy(new Error("upstream timed out")));
     upstream.on("error", (err) => {
+      const refused = egressRefusal(err);
+      if (refused !== undefined) return refuse(refused.message);
       if (!res.headersSent) reply(res, 502, "the upstream server could not be reached");
       else res.destroy();
       done(0, err.message === "upstream timed out" ? "timeout" : "unreachable");

@@ -22,18 +22,22 @@ export async function captureResponse(response: Response, secrets: ReadonlyArray
   };
 }
 
-/** The same from text already read (a token endpoint's answer), with `status` and `contentType`. */
-export function captureText(status: number, contentType: string, text: string, secrets: ReadonlyArray<Secret | undefined>): ProbeHttpResponse {
+/**
+ * The same from text already read (a token endpoint's answer), with `status` and `contentType`;
+ * `cut` when the text is only the start of the body.
+ */
+export function captureText(status: number, contentType: string, text: string, secrets: ReadonlyArray<Secret | undefined>, cut = false): ProbeHttpResponse {
   const clean = scrub(text.slice(0, READ_BYTES), secrets);
   return {
     statusCode: status,
     contentType: contentType.slice(0, 256),
     body: clean.slice(0, SHOWN_CHARS),
-    bodyTruncated: clean.length > SHOWN_CHARS || text.length > READ_BYTES,
+    bodyTruncated: cut || clean.length > SHOWN_CHARS || text.length > READ_BYTES,
   };
 }
 
-async function readBounded(response: Response): Promise<{ text: string; cut: boolean }> {
+/** A body read up to 64 KiB and no further (`cut` when there was more, or reading failed). */
+export async function readBounded(response: Response): Promise<{ text: string; cut: boolean }> {
   const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
   if (reader === undefined) return { text: "", cut: false };
   const chunks: Uint8Array[] = [];

@@ -10,6 +10,7 @@ import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { MhError } from "@metaharness/errors";
 import type { Secret } from "../crypto/secret.js";
+import { egressRefusal } from "../net/egress-policy.js";
 
 export const CLIENT_INFO = { name: "metaharness-credential-vault-proxy", version: "0.1.0" } as const;
 
@@ -23,14 +24,14 @@ export interface ConnectOptions {
   readonly token: Secret;
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
-  /** Replaces the transport's fetch (a validation probe records the responses). */
-  readonly fetch?: FetchLike;
+  /** The transport's fetch: the egress policy's (a validation probe wraps it to record the responses). */
+  readonly fetch: FetchLike;
 }
 
 export async function withMcpServer<T>(opts: ConnectOptions, work: (client: Client) => Promise<T>): Promise<T> {
   const transport = new StreamableHTTPClientTransport(new URL(opts.serverUrl), {
     requestInit: { headers: { authorization: `Bearer ${opts.token.reveal()}` } },
-    ...(opts.fetch === undefined ? {} : { fetch: opts.fetch }),
+    fetch: opts.fetch,
   });
   const client = new Client(CLIENT_INFO);
   try {
@@ -50,6 +51,8 @@ export function requestOptions(opts: ConnectOptions): { signal: AbortSignal; tim
 
 function classify(err: unknown, serverUrl: string): Error {
   if (err instanceof TokenRejected || err instanceof MhError) return err;
+  const refused = egressRefusal(err);
+  if (refused !== undefined) return refused;
   if (err instanceof StreamableHTTPError) {
     const status = err.code ?? 0;
     if (status === 401) return new TokenRejected(`the MCP server ${serverUrl} answered HTTP 401`);

@@ -5,6 +5,7 @@
  * output with every secret of the credential scrubbed from it.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { MhError } from "@metaharness/errors";
 import type { McpTool } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
@@ -26,6 +27,7 @@ export class McpProxy {
     private readonly deps: {
       readonly credentials: SessionCredentials;
       readonly tokens: OAuthTokenSource;
+      readonly fetch: FetchLike;
       readonly timeoutMs: number;
       readonly logger: Logger;
     },
@@ -85,7 +87,7 @@ export class McpProxy {
     if (config.$case !== "mcpOauth" && config.$case !== "mcpBearer") throw new MhError("INTERNAL", "not an MCP credential");
     const url = config.value.mcpServerUrl;
     const attempt = (token: AccessToken): Promise<T> => {
-      const opts = { serverUrl: url, token: token.token, timeoutMs: this.deps.timeoutMs, signal };
+      const opts = { serverUrl: url, token: token.token, fetch: this.deps.fetch, timeoutMs: this.deps.timeoutMs, signal };
       return withMcpServer(opts, (client) => work(client, opts, token.secrets)).catch((err: unknown) => {
         if (err instanceof McpProtocolError) throw new McpToolFailure(err.code, scrub(err.message, token.secrets));
         throw err;

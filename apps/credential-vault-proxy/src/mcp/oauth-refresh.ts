@@ -7,9 +7,11 @@
  */
 import { MhError } from "@metaharness/errors";
 import type { McpOAuthCredential, ProbeHttpResponse } from "@metaharness/proto";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { secretsOf, type SecretBundle } from "../crypto/bundle.js";
 import { secretOrUndefined, type Secret } from "../crypto/secret.js";
-import { captureText } from "./http-capture.js";
+import { egressRefusal } from "../net/egress-policy.js";
+import { captureText, readBounded } from "./http-capture.js";
 
 export interface Refreshed {
   readonly accessToken: Secret;
@@ -19,9 +21,6 @@ export interface Refreshed {
 }
 
 export type Refresher = (config: McpOAuthCredential, secret: SecretBundle, signal?: AbortSignal) => Promise<Refreshed>;
-
-/** Bytes of a token endpoint's answer we read at most. */
-const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /**
  * The token endpoint answered, but not with a token. `httpResponse` is its answer as a
@@ -37,7 +36,8 @@ export class TokenEndpointRefused extends MhError {
   }
 }
 
-export function refreshGrant(timeoutMs: number): Refresher {
+/** `fetch` is the egress policy's: the token endpoint is a URL the tenant wrote. */
+export function refreshGrant(timeoutMs: number, fetch: FetchLike): Refresher {
   return async (config, secret, signal) => {
     const refreshToken = secret.refreshToken;
     if (refreshToken === undefined) {
@@ -70,11 +70,12 @@ export function refreshGrant(timeoutMs: number): Refresher {
         signal: signal === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
       });
     } catch (err) {
-      throw new MhError("UNAVAILABLE", `${where} could not be reached`, { cause: errorName(err) });
+      throw egressRefusal(err) ?? new MhError("UNAVAILABLE", `${where} could not be reached`, { cause: errorName(err) });
     }
-    const text = await readText(response);
-    const json = parseJson(text);
-    const answer = (): ProbeHttpResponse => captureText(response.status, response.headers.get("content-type") ?? "", text, secretsOf(secret));
+    const { text, cut } = await readBounded(response);
+    // An answer larger than any token response is not parsed (nor shown beyond its start).
+    const json = cut ? undefined : parseJson(text);
+    const answer = (): ProbeHttpResponse => captureText(response.status, response.headers.get("content-type") ?? "", text, secretsOf(secret), cut);
     if (!response.ok) {
       const code = typeof json?.["error"] === "string" ? json["error"].replace(/[^A-Za-z0-9_.-]/g, "").slice(0, 64) : "";
       const what = `${where} refused to refresh the token: HTTP ${response.status}${code === "" ? "" : ` ${code}`}`;
@@ -99,15 +100,6 @@ export function refreshGrant(timeoutMs: number): Refresher {
 /** application/x-www-form-urlencoded, as §2.3.1 asks for the client id and secret in Basic auth. */
 function formEncode(value: string): string {
   return new URLSearchParams({ v: value }).toString().slice(2);
-}
-
-async function readText(response: Response): Promise<string> {
-  try {
-    const text = await response.text();
-    return text.length > MAX_RESPONSE_BYTES ? "" : text;
-  } catch {
-    return "";
-  }
 }
 
 function parseJson(text: string): Record<string, unknown> | undefined {

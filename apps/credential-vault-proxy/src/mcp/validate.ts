@@ -25,6 +25,7 @@ import { credentialInVault, sealedCredential } from "../store/credentials.js";
 import { requireCredentialId, requireVaultId } from "../store/ids.js";
 import { captureResponse } from "./http-capture.js";
 import { TokenRejected, requestOptions, withMcpServer } from "./mcp-connection.js";
+import { EgressRefused, egressRefusal } from "../net/egress-policy.js";
 import { TokenEndpointRefused } from "./oauth-refresh.js";
 import type { OAuthTokenSource } from "./token-source.js";
 
@@ -32,6 +33,8 @@ export interface ValidateDeps {
   readonly db: Db;
   readonly keyring: MasterKeyring;
   readonly tokens: OAuthTokenSource;
+  /** The egress policy's fetch. */
+  readonly fetch: FetchLike;
   readonly timeoutMs: number;
   readonly logger: Logger;
 }
@@ -66,7 +69,7 @@ export async function validateMcpCredential(
   });
   const token = oauth ? secret.accessToken : secret.token;
   const probeWith = (t: Secret, more: readonly Secret[] = []): Promise<Probe> =>
-    probe({ serverUrl, token: t, secrets: [...secretsOf(secret), ...more], timeoutMs: deps.timeoutMs, signal });
+    probe({ serverUrl, token: t, secrets: [...secretsOf(secret), ...more], fetch: deps.fetch, timeoutMs: deps.timeoutMs, signal });
 
   let first: Probe | undefined;
   if (token !== undefined) {
@@ -80,6 +83,8 @@ export async function validateMcpCredential(
   try {
     next = await deps.tokens.refresh(id, c.secretVersion);
   } catch (err) {
+    const refused = egressRefusal(err);
+    if (refused !== undefined) throw refused;
     const failed = refreshFailure(err);
     if (failed === undefined) throw err;
     deps.logger.info({ credential_id: id, outcome: RefreshOutcome[failed.outcome] }, "validation: the refresh failed");
@@ -107,6 +112,7 @@ async function probe(opts: {
   serverUrl: string;
   token: Secret;
   secrets: readonly Secret[];
+  fetch: FetchLike;
   timeoutMs: number;
   signal: AbortSignal;
 }): Promise<Probe> {
@@ -117,7 +123,8 @@ async function probe(opts: {
       method = methodOf(init.body) ?? method;
       failure = undefined;
     }
-    const response = await fetch(url, init);
+    // No redirects: the answer shown is the server's own, never one from where it points us.
+    const response = await opts.fetch(url, { ...init, redirect: "error" });
     if (!response.ok && init?.method === "POST") failure = await captureResponse(response.clone(), [opts.token, ...opts.secrets]);
     return response;
   };
@@ -125,7 +132,8 @@ async function probe(opts: {
     await withMcpServer({ ...opts, fetch: recording }, (client) => client.listTools({}, requestOptions({ ...opts })));
     return { ok: true };
   } catch (err) {
-    if (err instanceof MhError && err.code === "CANCELLED") throw err;
+    // Cancelled, or refused by the egress policy: not a verdict on the credential.
+    if (err instanceof MhError && (err.code === "CANCELLED" || err instanceof EgressRefused)) throw err;
     const status = failure?.statusCode ?? 0;
     const unauthorized = err instanceof TokenRejected;
     return { ok: false, unauthorized, rejected: unauthorized || status === 403, step: { method, httpResponse: failure } };
