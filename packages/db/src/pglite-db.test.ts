@@ -14,7 +14,8 @@ afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
-describe("PGlite URLs", () => {
+// Starting a PGlite takes seconds on a loaded 2-core machine; these tests start several.
+describe("PGlite URLs", { timeout: 60_000 }, () => {
   it("shares a named in-memory database until its last handle ends", async () => {
     const a = await openDb("pglite:memory:shared-test", opts);
     const b = await openDb("pglite:memory:shared-test", opts);
