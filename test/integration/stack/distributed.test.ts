@@ -6,6 +6,7 @@
  * comes from Kafka); every event reached the Kafka topic; infra/stack/down.sh stops every process.
  */
 import { execFile } from "node:child_process";
+import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,7 +16,6 @@ import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
-import { freePort } from "../../support/process.js";
 import { KAFKA_BROKERS } from "../../support/session-log.js";
 
 const run = promisify(execFile);
@@ -44,7 +44,7 @@ beforeAll(async () => {
       },
     }),
   );
-  const base = 20_000 + Math.floor(Math.random() * 2_000) * 20;
+  const base = await portBase();
   env = {
     ...(process.env as Record<string, string>),
     MH_DATABASE_URL: db.url,
@@ -53,8 +53,8 @@ beforeAll(async () => {
     MH_KAFKA_GROUP: `${kafkaTopic}-harness`,
     MH_STACK_DIR: join(dir, "stack"),
     MH_STACK_PORT_BASE: String(base),
-    MH_STACK_HTTP_PORT: String(await freePort()),
-    MH_STACK_MODEL_PORT: String(await freePort()),
+    MH_STACK_HTTP_PORT: String(base + 15),
+    MH_STACK_MODEL_PORT: String(base + 16),
     MH_OFFLINE_MODEL_SCENARIOS: scenarios,
     MH_LOG_LEVEL: "info",
   };
@@ -85,6 +85,27 @@ async function untilIdle(sessionId: string, idles: number, timeoutMs = 30_000): 
     if (Date.now() > deadline) throw new Error(`session ${sessionId} not idle ${idles} times: ${events.map((e) => e.type).join(", ")}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * A base for up.sh's fixed offsets (+1 ... +11; the gateway and the model at +15, +16) whose ports are all free, below Linux's ephemeral
+ * range (32768-60999): there an outgoing connection may hold a port between our check and the bind.
+ */
+async function portBase(): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const base = 10_000 + Math.floor(Math.random() * 1_000) * 20;
+    const free = await Promise.all([1, 3, 4, 5, 10, 11, 15, 16].map((o) => canListen(base + o)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error("no free block of ports for the stack");
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
 }
 
 const pidOf = async (name: string): Promise<number> => Number(await readFile(join(dir, "stack", "pids", `${name}.pid`), "utf8"));
