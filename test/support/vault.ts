@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InterceptingCall, type Interceptor } from "@grpc/grpc-js";
 import {
   CredentialVaultProxyClient,
   CredentialVaultProxyService,
@@ -49,17 +48,6 @@ export interface TestVault {
   /** Writes a fresh master key file in the private dir; returns its path. */
   newKeyFile(name: string): Promise<string>;
   stop(): Promise<void>;
-}
-
-/** Adds `authorization: Bearer <token>` to every call of a client. */
-export function bearer(token: string): Interceptor {
-  return (options, nextCall) =>
-    new InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
-        metadata.set("authorization", `Bearer ${token}`);
-        next(metadata, listener);
-      },
-    });
 }
 
 export async function startTestVault(opts: {
@@ -107,8 +95,8 @@ export async function startTestVault(opts: {
       const address = `127.0.0.1:${handle.port}`;
       const raws: Array<{ close(): void }> = [];
       const client = (role: RoleName | "none" | { token: string }): VaultClient => {
-        const interceptors = role === "none" ? [] : [bearer(typeof role === "string" ? tokens[role] : role.token)];
-        const raw = createClient(CredentialVaultProxyClient, address, { channelOptions: { interceptors } });
+        const bearerToken = role === "none" ? undefined : typeof role === "string" ? tokens[role] : role.token;
+        const raw = createClient(CredentialVaultProxyClient, address, bearerToken === undefined ? {} : { bearerToken });
         raws.push(raw);
         return promisify(raw, CredentialVaultProxyService);
       };

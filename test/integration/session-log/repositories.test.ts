@@ -41,32 +41,33 @@ describe("session repositories", () => {
       sessionId,
       putRepositories: [repo("c"), { ...repo("a"), checkout: "main" }],
       removeRepositories: ["sesrsc_b", "sesrsc_unknown"],
+      agent: undefined,
     });
     expect(session?.metadata?.repositories).toEqual([{ ...repo("a"), checkout: "main" }, repo("c")]);
     expect(session?.metadata).toMatchObject({ tenant: "t1", title: "kept", vaultIds: ["vlt_a"] });
     // Removing again is a no-op.
-    await log.client.updateSession({ sessionId, putRepositories: [], removeRepositories: ["sesrsc_b"] });
+    await log.client.updateSession({ sessionId, putRepositories: [], removeRepositories: ["sesrsc_b"], agent: undefined });
     expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_a@a", "sesrsc_c@c"]);
   });
 
   it("compose under concurrent changes", async () => {
     const sessionId = await sessionWith([]);
     const ids = Array.from({ length: 12 }, (_, i) => `r${i}`);
-    await Promise.all(ids.map((id) => log.client.updateSession({ sessionId, putRepositories: [repo(id)], removeRepositories: [] })));
+    await Promise.all(ids.map((id) => log.client.updateSession({ sessionId, putRepositories: [repo(id)], removeRepositories: [], agent: undefined })));
     expect((await repositoriesOf(sessionId)).sort()).toEqual(ids.map((id) => `sesrsc_${id}@${id}`).sort());
   });
 
   it("refuse a mount path in use, repeated ids, and changes to a terminated session", async () => {
     const sessionId = await sessionWith([repo("a", "app")]);
-    const clash = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("b", "app")], removeRepositories: [] }));
+    const clash = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("b", "app")], removeRepositories: [], agent: undefined }));
     expect(clash).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].mount_path" });
     // Moving a repository onto a path freed in the same change is fine.
-    await log.client.updateSession({ sessionId, putRepositories: [repo("b", "app")], removeRepositories: ["sesrsc_a"] });
+    await log.client.updateSession({ sessionId, putRepositories: [repo("b", "app")], removeRepositories: ["sesrsc_a"], agent: undefined });
     expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_b@app"]);
 
-    const twice = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("c"), repo("c", "other")], removeRepositories: [] }));
+    const twice = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("c"), repo("c", "other")], removeRepositories: [], agent: undefined }));
     expect(twice).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[1].resource_id" });
-    const empty = await rejection(log.client.updateSession({ sessionId, putRepositories: [{ ...repo("d"), url: "" }], removeRepositories: [] }));
+    const empty = await rejection(log.client.updateSession({ sessionId, putRepositories: [{ ...repo("d"), url: "" }], removeRepositories: [], agent: undefined }));
     expect(empty).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].url" });
     const created = await rejection(
       log.client.createSession({ sessionId: "", metadata: SessionMetadata.fromPartial({ repositories: [repo("x", "p"), repo("y", "p")] }) }),
@@ -75,9 +76,9 @@ describe("session repositories", () => {
     expect(await repositoriesOf(sessionId)).toEqual(["sesrsc_b@app"]);
 
     await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
-    const ended = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("e")], removeRepositories: [] }));
+    const ended = await rejection(log.client.updateSession({ sessionId, putRepositories: [repo("e")], removeRepositories: [], agent: undefined }));
     expect(ended).toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
-    const missing = await rejection(log.client.updateSession({ sessionId: "sesn_nope", putRepositories: [], removeRepositories: [] }));
+    const missing = await rejection(log.client.updateSession({ sessionId: "sesn_nope", putRepositories: [], removeRepositories: [], agent: undefined }));
     expect(missing.code).toBe("NOT_FOUND");
   });
 });
