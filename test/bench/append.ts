@@ -1,15 +1,25 @@
 /**
- * Append: end-to-end gRPC latency and throughput of EmitEvent (one event per call) with 1, 16 and
- * 64 concurrent sessions, each a closed-loop writer awaiting its previous append, and of
- * EmitEvents (batches) across 16 sessions. Why: every event a harness produces goes through this
- * path, and it takes a row lock per session and a commit (group-committed: one per batch of
- * concurrent calls), so its latency under concurrency bounds how fast a brain can act and how
- * many sessions one instance carries.
- * Targets: EmitEvent p99 < 10 ms at 16 sessions; batched appends >= 5,000 events/s in total.
- * A separate run at 16 sessions samples what Postgres backends wait on (kept out of the measured
- * rows, since sampling costs a little CPU), to show where append time goes.
+ * Append: end-to-end gRPC latency and throughput of EmitEvent (one event per call) and of
+ * EmitEvents (batches), against the session-log service running as its own process (the bench
+ * process is the client, as a harness would be). Why: every event a harness produces goes through
+ * this path, and it takes a row lock per session and a commit (group-committed: one per batch of
+ * concurrent calls), so its latency bounds how fast a brain can act and how many sessions one
+ * instance carries.
+ *
+ * Two kinds of load, because they answer different questions:
+ * - closed loop (1, 16, 64 sessions, each appending again as soon as its previous append
+ *   returns): the throughput ceiling. At saturation mean latency = sessions / throughput
+ *   (Little's law), so its latency says how fast the whole machine goes, not how long one append
+ *   waits at a given load;
+ * - open loop (16 sessions on a fixed schedule at a stated total rate, latency counted from when
+ *   each append was due): how long an append takes when sessions append at that pace.
+ * A grpc.health.v1 Check on the same server, under the same loads, is the floor any unary call
+ * pays on this machine (transport, HTTP/2, event loops), measured side by side.
+ * Targets: EmitEvent p99 < 10 ms at 16 sessions (checked under both loads); batched appends
+ * >= 5,000 events/s in total. A separate run at 16 sessions samples what Postgres backends wait
+ * on (kept out of the measured rows, since sampling costs a little CPU).
  */
-import { closedLoop, type ClosedLoopOptions } from "./lib/load.js";
+import { closedLoop, openLoop, type ClosedLoopOptions } from "./lib/load.js";
 import { observe, type Observation } from "./lib/observe.js";
 import type { WaitProfile } from "./lib/pgwaits.js";
 import {
@@ -29,6 +39,9 @@ import { summarize, type Summary } from "./lib/stats.js";
 const WARMUP_MS = 2_000;
 const MEASURE_MS = 6_000;
 const CONCURRENCY = [1, 16, 64] as const;
+const OPEN_SESSIONS = 16;
+/** Total events/s of the open-loop rows: the outbox target's rate, and twice it. */
+const OPEN_RATES = [1_000, 2_000] as const;
 const BATCH_SESSIONS = 16;
 const BATCH_SIZE = 100;
 const DIAGNOSIS_SESSIONS = 16;
@@ -42,6 +55,7 @@ interface Level {
 }
 
 async function measured<T>(
+  bench: BenchLog,
   label: string,
   eventsPerCall: number,
   opts: Omit<ClosedLoopOptions<T>, "warmupMs" | "measureMs">,
@@ -51,7 +65,7 @@ async function measured<T>(
   const window = { warmupMs: WARMUP_MS, measureMs };
   const [result, observed] = await Promise.all([
     closedLoop({ ...opts, ...window }),
-    observe(window.warmupMs, window.measureMs, waitsOf),
+    observe(window.warmupMs, window.measureMs, { servicePid: bench.pid, waitsOf }),
   ]);
   return {
     label,
@@ -64,6 +78,7 @@ async function measured<T>(
 async function singleEvents(bench: BenchLog, sessions: number, waitsOf?: string, measureMs?: number): Promise<Level> {
   const ids = await bench.newSessions(sessions);
   return measured(
+    bench,
     `${sessions} sessions`,
     1,
     {
@@ -80,12 +95,37 @@ async function singleEvents(bench: BenchLog, sessions: number, waitsOf?: string,
 
 async function batches(bench: BenchLog): Promise<Level> {
   const ids = await bench.newSessions(BATCH_SESSIONS);
-  return measured(`${BATCH_SESSIONS} sessions x${BATCH_SIZE}`, BATCH_SIZE, {
+  return measured(bench, `${BATCH_SESSIONS} sessions x${BATCH_SIZE}`, BATCH_SIZE, {
     workers: BATCH_SESSIONS,
     prepare: (w) => ({ sessionId: ids[w] ?? "", events: Array.from({ length: BATCH_SIZE }, benchEvent) }),
     op: async (_w, request) => {
       await bench.client.emitEvents(request);
     },
+  });
+}
+
+/** The floor: health checks in a closed loop of `callers`. */
+async function floorClosed(bench: BenchLog, callers: number): Promise<Level> {
+  return measured(bench, `${callers} callers`, 1, {
+    workers: callers,
+    prepare: () => undefined,
+    op: () => bench.healthCheck(),
+  });
+}
+
+async function open(label: string, bench: BenchLog, rate: number, op: (w: number) => Promise<void>): Promise<Level> {
+  const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
+  const [result, observed] = await Promise.all([
+    openLoop({ workers: OPEN_SESSIONS, rate, ...window, prepare: () => undefined, op: (w) => op(w) }),
+    observe(window.warmupMs + 50, window.measureMs, { servicePid: bench.pid }),
+  ]);
+  return { label, latency: summarize(result.latencies), eventsPerSecond: result.opsPerSecond, observed };
+}
+
+async function openAppends(bench: BenchLog, rate: number): Promise<Level> {
+  const ids = await bench.newSessions(OPEN_SESSIONS);
+  return open(`EmitEvent @${rate.toLocaleString("en-US")}/s`, bench, rate, async (w) => {
+    await bench.client.emitEvent({ sessionId: ids[w] ?? "", event: benchEvent() });
   });
 }
 
@@ -116,21 +156,39 @@ export const appendBench: Bench = {
   async run() {
     const bench = await startBenchLog();
     try {
+      const floor: Level[] = [];
+      for (const callers of [1, 16]) floor.push(await floorClosed(bench, callers));
       const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
+      const opened: Level[] = [];
+      for (const rate of OPEN_RATES) {
+        opened.push(await open(`health @${rate.toLocaleString("en-US")}/s`, bench, rate, () => bench.healthCheck()));
+        opened.push(await openAppends(bench, rate));
+      }
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
-      const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.log.db.url, DIAGNOSIS_MS);
+      const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
       const batched = await batches(bench);
       const at16 = levels.find((l) => l.label === "16 sessions");
-      const poolSize = bench.log.config.poolSize;
+      const open1000 = opened.find((l) => l.label === `EmitEvent @${OPEN_RATES[0].toLocaleString("en-US")}/s`);
+      const poolSize = bench.config.poolSize;
       return {
         name: "append",
         title: this.title,
         tables: [
           {
-            title: "EmitEvent, 1 event per call, one closed-loop writer per session",
+            title: "floor: grpc.health.v1 Check on the same server, closed loop",
+            columns: ["concurrency", ...LATENCY_COLUMNS, "calls/s"],
+            rows: floor.map(row),
+          },
+          {
+            title: "EmitEvent, 1 event per call, closed loop: one writer per session, appending again at once",
             columns: ["concurrency", ...LATENCY_COLUMNS, "events/s"],
             rows: levels.map(row),
+          },
+          {
+            title: `open loop, ${OPEN_SESSIONS} sessions on a fixed schedule (latency from when each call was due)`,
+            columns: ["call @ offered rate", ...LATENCY_COLUMNS, "done/s"],
+            rows: opened.map(row),
           },
           {
             title: `EmitEvents, ${BATCH_SIZE} events per call (latency per call)`,
@@ -139,23 +197,33 @@ export const appendBench: Bench = {
           },
           cpuTable(
             "CPU during each measured window",
-            [...levels, batched].map((l) => [l.label, l.observed.cpu] as const),
+            [...floor.map((l) => ({ ...l, label: `health, ${l.label}` })), ...levels, ...opened, batched].map(
+              (l) => [l.label, l.observed.cpu] as const,
+            ),
           ),
           ...waitTables(diagnosis.observed.waits),
         ],
         checks: [
-          atMost("EmitEvent p99 @16 sessions", at16?.latency.p99 ?? Number.NaN, 10, "ms"),
+          atMost(
+            `EmitEvent p99 @16 sessions, open loop ${OPEN_RATES[0].toLocaleString("en-US")} events/s`,
+            open1000?.latency.p99 ?? Number.NaN,
+            10,
+            "ms",
+          ),
+          atMost("EmitEvent p99 @16 sessions, closed loop (saturated)", at16?.latency.p99 ?? Number.NaN, 10, "ms"),
           atLeast(`EmitEvents x${BATCH_SIZE} @${BATCH_SESSIONS} sessions`, batched.eventsPerSecond, 5_000, "events/s"),
         ],
         notes: [
-          `${WARMUP_MS / 1000} s warm-up then ${MEASURE_MS / 1000} s measured per row; gRPC client and service share one Node process`,
+          `${WARMUP_MS / 1000} s warm-up then ${MEASURE_MS / 1000} s measured per row; the service runs as its own process (dist/main.js), the gRPC client in the bench process`,
           `service defaults: Postgres pool ${poolSize} connections, outbox relay on (publishing to Kafka meanwhile)`,
           "event: agent.message with ~200 characters of text",
           "closed loop: mean latency = sessions / throughput (Little's law), so latency at 16 and 64 sessions tracks the throughput ceiling",
           "Lock:object on pg_database objid=0 is the lock NOTIFY takes at commit: it serialises the commits (and WAL flushes) of every transaction that notifies",
         ],
         data: {
+          floor,
           levels,
+          opened,
           batched,
           diagnosis,
           batchSize: BATCH_SIZE,

@@ -83,11 +83,12 @@ async function round(bench: BenchLog, pool: pg.Pool, reader: TopicReader, label:
   const wanted = await buildBacklog(bench);
   if (analyze) await pool.query("ANALYZE outbox");
   const shards = Array.from({ length: OUTBOX_SHARDS }, (_, i) => i);
-  const params = [shards, bench.log.config.relayBatchSize];
+  const params = [shards, bench.config.relayBatchSize];
   const plan = await explain(pool, DRAIN_SQL, params);
   const boundedPlan = await explain(pool, BOUNDED_DRAIN_SQL, params);
   const startedAt = Date.now();
-  const relay = await bench.log.startReplica({ MH_RELAY_ENABLED: "true" });
+  if (bench.inProcess === undefined) throw new Error("the drain benchmark starts its relay as an in-process replica");
+  const relay = await bench.inProcess.startReplica({ MH_RELAY_ENABLED: "true" });
   try {
     const { at, count } = await lastArrival(reader, wanted);
     const drainMs = (Number.isNaN(at) ? Date.now() : at) - startedAt;
@@ -101,14 +102,14 @@ export const drainBench: Bench = {
   name: "drain",
   title: `relay catching up on a backlog of ${rate(BACKLOG)} events`,
   async run() {
-    const bench = await startBenchLog({ MH_RELAY_ENABLED: "false" });
-    const pool = new pg.Pool({ connectionString: bench.log.db.url, max: 1 });
+    const bench = await startBenchLog({ env: { MH_RELAY_ENABLED: "false" }, inProcess: true });
+    const pool = new pg.Pool({ connectionString: bench.dbUrl, max: 1 });
     let reader: TopicReader | undefined;
     try {
-      reader = await readTopic(bench.log.topic);
+      reader = await readTopic(bench.topic);
       const [history] = await bench.newSessions(1);
       if (history === undefined) throw new Error("no session");
-      await populateSession(bench.log.db.url, history, HISTORY, benchEvent());
+      await populateSession(bench.dbUrl, history, HISTORY, benchEvent());
       // A long-running service's outbox is analyzed by autovacuum while it is nearly empty.
       await pool.query("ANALYZE outbox");
       const stale = await round(bench, pool, reader, "steady-state statistics", false);
@@ -125,7 +126,7 @@ export const drainBench: Bench = {
             rows: rounds.map((r) => [r.label, r.received, (r.drainMs / 1000).toFixed(1), rate(r.eventsPerSecond)]),
           },
           {
-            title: `one ${bench.log.config.relayBatchSize}-row batch against the full backlog, EXPLAIN (ANALYZE)`,
+            title: `one ${bench.config.relayBatchSize}-row batch against the full backlog, EXPLAIN (ANALYZE)`,
             columns: ["outbox statistics", "statement", "execution ms", "seq scans", "plan"],
             rows: rounds.flatMap((r) => [
               [r.label, "before: join, then LIMIT", ...planCells(r.plan)],
@@ -136,7 +137,7 @@ export const drainBench: Bench = {
         checks,
         notes: [
           `history: ${rate(HISTORY)} events bulk-loaded and analyzed; backlog: ${SESSIONS} sessions x ${BATCHES_PER_SESSION} EmitEvents of ${BATCH}, appended with the relay off`,
-          `relay: batch ${bench.log.config.relayBatchSize}, all ${OUTBOX_SHARDS} shards; autovacuum may analyze the outbox during a drain and change its plan midway`,
+          `relay: batch ${bench.config.relayBatchSize}, all ${OUTBOX_SHARDS} shards; autovacuum may analyze the outbox during a drain and change its plan midway`,
         ],
         data: { history: HISTORY, backlog: BACKLOG, rounds },
       };

@@ -78,10 +78,10 @@ export const outboxBench: Bench = {
     let reader: TopicReader | undefined;
     try {
       const sessions = await bench.newSessions(SESSIONS);
-      reader = await readTopic(bench.log.topic);
+      reader = await readTopic(bench.topic);
       const [sent, observed] = await Promise.all([
         pacedLoad(bench, sessions),
-        observe(LEAD_MS + WARMUP_MS, MEASURE_MS),
+        observe(LEAD_MS + WARMUP_MS, MEASURE_MS, { servicePid: bench.pid }),
       ]);
       const measured = sent.filter((s) => s.measured);
       const wanted = new Set(measured.map((s) => keyOf(s.event)));
@@ -125,7 +125,7 @@ export const outboxBench: Bench = {
         ],
         notes: [
           `${WARMUP_MS / 1000} s warm-up at the same rate, not counted; then waited up to ${DELIVERY_TIMEOUT_MS / 1000} s for delivery${complete ? "" : " (TIMED OUT)"}`,
-          `relay: poked in-process on every append, batch ${bench.log.config.relayBatchSize}, poll ${bench.log.config.relayPollMs} ms; topic with ${bench.log.config.topicPartitions} partitions`,
+          `relay: poked in-process on every append, batch ${bench.config.relayBatchSize}, poll ${bench.config.relayPollMs} ms; topic with ${bench.config.topicPartitions} partitions`,
           "consumer (kafkajs via @metaharness/event-bus), relay, service and writers share one Node process",
         ],
         data: {

@@ -31,9 +31,11 @@ export async function startProcess(
   app: string,
   env: Record<string, string>,
   ready: (port: number) => Promise<unknown>,
+  /** Flags for node itself (e.g. --cpu-prof, which NODE_OPTIONS does not allow). */
+  nodeArgs: readonly string[] = [],
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [`${ROOT}apps/${app}/dist/main.js`], {
+  const child = spawn(process.execPath, [...nodeArgs, `${ROOT}apps/${app}/dist/main.js`], {
     env: { PATH: process.env["PATH"] ?? "", ...env, MH_GRPC_PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,6 +1,7 @@
 /**
- * Where the CPU went while a benchmark measured: the whole machine, this process (gRPC client,
- * service, relay and consumer), Postgres, Kafka, and everything else. On a small shared machine a
+ * Where the CPU went while a benchmark measured: the whole machine, this process (the gRPC client,
+ * and the service too when it runs in-process), the service's own process when it has one,
+ * Postgres, Kafka, and everything else. On a small shared machine a
  * tail latency often says more about "everything else" than about the code, so every benchmark
  * prints this next to its figures. Linux /proc only; elsewhere the figures are NaN.
  */
@@ -12,6 +13,8 @@ export interface CpuUse {
   /** Percent of one core, averaged over the interval (so at most 100 x cores). */
   readonly machine: number;
   readonly self: number;
+  /** The service's own process (NaN when it runs inside this one). */
+  readonly service: number;
   readonly postgres: number;
   readonly kafka: number;
   readonly other: number;
@@ -20,6 +23,7 @@ export interface CpuUse {
 interface Ticks {
   readonly machine: number;
   readonly self: number;
+  readonly service: number;
   readonly postgres: number;
   readonly kafka: number;
 }
@@ -44,43 +48,55 @@ function processTicks(pid: string): { comm: string; ticks: number } | undefined 
   }
 }
 
-function sample(): Ticks {
+function sample(servicePid: number | undefined): Ticks {
   let postgres = 0;
   let kafka = 0;
   let self = 0;
+  let service = 0;
   for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
     const p = processTicks(pid);
     if (p === undefined) continue;
     if (pid === String(process.pid)) self = p.ticks;
+    else if (pid === String(servicePid)) service = p.ticks;
     else if (p.comm.startsWith("postgres")) postgres += p.ticks;
     else if (p.comm === "java") kafka += p.ticks;
   }
-  return { machine: busyTicks(), self, postgres, kafka };
+  return { machine: busyTicks(), self, service, postgres, kafka };
 }
 
-function safeSample(): Ticks | undefined {
+function safeSample(servicePid: number | undefined): Ticks | undefined {
   try {
-    return sample();
+    return sample(servicePid);
   } catch {
     return undefined;
   }
 }
 
-/** Starts measuring; `stop()` returns the use since the start. Postgres backends that exit meanwhile are missed. */
-export function cpuMeter(): { stop(): CpuUse } {
-  const start = safeSample();
+/**
+ * Starts measuring; `stop()` returns the use since the start. `servicePid` is the service's own
+ * process, if it has one. Postgres backends that exit meanwhile are missed.
+ */
+export function cpuMeter(servicePid?: number): { stop(): CpuUse } {
+  const start = safeSample(servicePid);
   const t0 = Date.now();
   return {
     stop() {
-      const end = safeSample();
+      const end = safeSample(servicePid);
       const seconds = (Date.now() - t0) / 1000;
       const cores = os.availableParallelism();
       if (start === undefined || end === undefined || seconds <= 0) {
-        return { cores, machine: NaN, self: NaN, postgres: NaN, kafka: NaN, other: NaN };
+        return { cores, machine: NaN, self: NaN, service: NaN, postgres: NaN, kafka: NaN, other: NaN };
       }
       const pct = (k: keyof Ticks): number => ((end[k] - start[k]) / TICKS_PER_SECOND / seconds) * 100;
-      const use = { machine: pct("machine"), self: pct("self"), postgres: pct("postgres"), kafka: pct("kafka") };
-      return { cores, ...use, other: Math.max(0, use.machine - use.self - use.postgres - use.kafka) };
+      const use = {
+        machine: pct("machine"),
+        self: pct("self"),
+        service: servicePid === undefined ? NaN : pct("service"),
+        postgres: pct("postgres"),
+        kafka: pct("kafka"),
+      };
+      const known = use.self + (Number.isNaN(use.service) ? 0 : use.service) + use.postgres + use.kafka;
+      return { cores, ...use, other: Math.max(0, use.machine - known) };
     },
   };
 }
@@ -88,7 +104,7 @@ export function cpuMeter(): { stop(): CpuUse } {
 export function formatCpu(u: CpuUse): string {
   const p = (x: number): string => (Number.isFinite(x) ? `${Math.round(x)}%` : "-");
   return (
-    `CPU busy ${p(u.machine)} of ${u.cores * 100}%: this process ${p(u.self)}, postgres ${p(u.postgres)}, ` +
+    `CPU busy ${p(u.machine)} of ${u.cores * 100}%: this process ${p(u.self)}, service ${p(u.service)}, postgres ${p(u.postgres)}, ` +
     `kafka ${p(u.kafka)}, other load ${p(u.other)}`
   );
 }

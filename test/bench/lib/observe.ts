@@ -12,9 +12,14 @@ export interface Observation {
   readonly waits?: WaitProfile;
 }
 
-export async function observe(afterMs: number, forMs: number, waitsOf?: string): Promise<Observation> {
+export async function observe(
+  afterMs: number,
+  forMs: number,
+  opts: { readonly servicePid?: number | undefined; readonly waitsOf?: string | undefined } = {},
+): Promise<Observation> {
+  const { servicePid, waitsOf } = opts;
   await sleep(afterMs);
-  const cpu = cpuMeter();
+  const cpu = cpuMeter(servicePid);
   const waits = waitsOf === undefined ? undefined : await sampleWaits(waitsOf);
   await sleep(forMs);
   const use = cpu.stop();

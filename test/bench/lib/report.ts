@@ -73,8 +73,8 @@ export function cpuTable(title: string, windows: ReadonlyArray<readonly [string,
   const cores = windows[0]?.[1].cores ?? 0;
   return {
     title: `${title} (percent of one core; the machine has ${cores * 100}%)`,
-    columns: ["window", "machine", "this process", "postgres", "kafka", "other load"],
-    rows: windows.map(([label, u]) => [label, p(u.machine), p(u.self), p(u.postgres), p(u.kafka), p(u.other)]),
+    columns: ["window", "machine", "bench process", "service process", "postgres", "kafka", "other load"],
+    rows: windows.map(([label, u]) => [label, p(u.machine), p(u.self), p(u.service), p(u.postgres), p(u.kafka), p(u.other)]),
   };
 }
 
