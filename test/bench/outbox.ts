@@ -125,8 +125,8 @@ export const outboxBench: Bench = {
         ],
         notes: [
           `${WARMUP_MS / 1000} s warm-up at the same rate, not counted; then waited up to ${DELIVERY_TIMEOUT_MS / 1000} s for delivery${complete ? "" : " (TIMED OUT)"}`,
-          `relay: poked in-process on every append, batch ${bench.config.relayBatchSize}, poll ${bench.config.relayPollMs} ms; topic with ${bench.config.topicPartitions} partitions`,
-          "consumer (kafkajs via @metaharness/event-bus), relay, service and writers share one Node process",
+          `relay: poked in-process after each append batch, at most one drain per ${bench.config.relayLingerMs} ms, batch ${bench.config.relayBatchSize}, poll ${bench.config.relayPollMs} ms; topic with ${bench.config.topicPartitions} partitions`,
+          "the service and its relay run as their own process; the consumer (kafkajs via @metaharness/event-bus) and the writers in the bench process",
         ],
         data: {
           lag,

@@ -63,6 +63,7 @@ export async function startSessionLog(
         logger,
         batchSize: config.relayBatchSize,
         pollMs: config.relayPollMs,
+        lingerMs: config.relayLingerMs,
         rebalanceMs: config.relayRebalanceMs,
         maxShards: config.relayMaxShards,
       });

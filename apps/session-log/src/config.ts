@@ -24,6 +24,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       relayEnabled: env.bool("MH_RELAY_ENABLED", { default: true }),
       relayBatchSize: env.int("MH_RELAY_BATCH_SIZE", { default: 500, min: 1, max: 10_000 }),
       relayPollMs: env.int("MH_RELAY_POLL_MS", { default: 500, min: 10, max: 60_000 }),
+      // The least time between two drains: appends arriving meanwhile ride one produce.
+      relayLingerMs: env.int("MH_RELAY_LINGER_MS", { default: 10, min: 0, max: 1000 }),
       relayRebalanceMs: env.int("MH_RELAY_REBALANCE_MS", { default: 5000, min: 100, max: 600_000 }),
       relayMaxShards: env.int("MH_RELAY_MAX_SHARDS", { default: 32, min: 1, max: 32 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),

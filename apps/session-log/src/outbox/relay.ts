@@ -30,6 +30,13 @@ export interface RelayOptions {
   readonly batchSize: number;
   /** Look for work this often even without a poke (another instance's appends, missed NOTIFY). */
   readonly pollMs: number;
+  /**
+   * The least time from the start of one drain to the start of the next. Every append batch pokes
+   * the relay; without a pause each drain would carry the few events of one batch, and its three
+   * round trips (SELECT, produce, DELETE) would be paid per handful of events. A full batch
+   * (a backlog) is drained again at once.
+   */
+  readonly lingerMs: number;
   /** Try to take shards nobody holds this often. */
   readonly rebalanceMs: number;
   /** At most this many shards per relay, to spread load over several relays. */
@@ -52,6 +59,7 @@ export class OutboxRelay {
   private pending = false;
   private unsubscribe: (() => void) | undefined;
   private lastRebalance = 0;
+  private lastDrain = 0;
   private failures = 0;
   /** Events published since start, for tests and metrics. */
   published = 0;
@@ -89,10 +97,14 @@ export class OutboxRelay {
     while (this.running) {
       try {
         await this.ensureShards();
+        await this.linger();
         const drained = this.held.size > 0 ? await this.drainOnce() : 0;
         if (this.failures > 0) this.opts.logger.info({ failures: this.failures }, "outbox relay recovered");
         this.failures = 0;
-        if (drained === this.opts.batchSize) continue;
+        if (drained === this.opts.batchSize) {
+          this.lastDrain = 0; // a backlog: no pause before the next batch
+          continue;
+        }
         await this.idle(this.opts.pollMs);
       } catch (err) {
         this.failures += 1;
@@ -105,6 +117,12 @@ export class OutboxRelay {
         await this.idle(backoff / 2 + Math.random() * (backoff / 2));
       }
     }
+  }
+
+  private async linger(): Promise<void> {
+    const wait = this.lastDrain + this.opts.lingerMs - performance.now();
+    if (wait > 0 && this.running) await new Promise((resolve) => setTimeout(resolve, wait));
+    this.lastDrain = performance.now();
   }
 
   private async idle(ms: number): Promise<void> {
