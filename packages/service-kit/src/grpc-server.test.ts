@@ -1,5 +1,10 @@
 /** startGrpcServer against real sockets: health, reflection, bind failures and draining shutdown. */
+import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import {
+  HarnessService,
+  SandboxBrokerService,
+  CredentialVaultProxyService,
   SessionLogClient,
   SessionLogService,
   WatchEventsResponse,
@@ -9,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, promisify } from "./grpc-client.js";
 import { serverStream } from "./grpc-handlers.js";
 import { serviceNameOf, startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
-import { capturingLogger, deferred, healthCheck, reflectionListServices } from "./test-support.js";
+import { capturingLogger, deferred, healthCheck, reflectionFiles, reflectionListServices } from "./test-support.js";
 
 const { logger, lines } = capturingLogger("server-test");
 const streamStarted = deferred();
@@ -23,6 +28,26 @@ const implementation: Partial<SessionLogServer> = {
     streamAborted.resolve(stream.signal.reason);
   }),
 };
+
+/** Files imported by `files` that are not in it yet. */
+function imports(files: ReadonlyMap<string, FileDescriptorProto>): string[] {
+  return [...new Set([...files.values()].flatMap((f) => f.dependency))].filter((d) => !files.has(d));
+}
+
+/** `files` ordered so that each comes after the files it imports, as a FileDescriptorSet wants. */
+function importsFirst(files: ReadonlyMap<string, FileDescriptorProto>): FileDescriptorProto[] {
+  const ordered: FileDescriptorProto[] = [];
+  const placed = new Set<string>();
+  while (ordered.length < files.size) {
+    const ready = [...files.values()].filter((f) => !placed.has(f.name) && f.dependency.every((d) => placed.has(d)));
+    if (ready.length === 0) throw new Error("the served files import each other in a cycle");
+    for (const f of ready) {
+      ordered.push(f);
+      placed.add(f.name);
+    }
+  }
+  return ordered;
+}
 
 let server: GrpcServerHandle;
 beforeAll(async () => {
@@ -50,6 +75,32 @@ describe("startGrpcServer", () => {
     const services = await reflectionListServices(server.address);
     expect(services).toContain("metaharness.v1.SessionLog");
     expect(services).toContain("grpc.health.v1.Health");
+  });
+
+  it("serves, through reflection, every file a service needs, as grpcurl fetches them", async () => {
+    // grpcurl asks for the file containing the service, then for each file it imports, by name,
+    // until nothing is missing; a file whose imports are not declared fails it ("unresolvable
+    // reference to google.protobuf.Timestamp").
+    const { address } = server;
+    const all = [SessionLogService, HarnessService, SandboxBrokerService, CredentialVaultProxyService];
+    for (const service of all.map(serviceNameOf)) {
+      const files = new Map<string, FileDescriptorProto>();
+      const add = (bytes: readonly Buffer[]): void => {
+        for (const b of bytes) {
+          const file = fromBinary(FileDescriptorProtoSchema, b);
+          files.set(file.name, file);
+        }
+      };
+      add(await reflectionFiles(address, { file_containing_symbol: service }));
+      for (let missing = imports(files); missing.length > 0; missing = imports(files)) {
+        for (const name of missing) add(await reflectionFiles(address, { file_by_filename: name }));
+      }
+      // Building the registry throws on any import or type reflection did not serve.
+      const registry = createFileRegistry({ $typeName: "google.protobuf.FileDescriptorSet", file: importsFirst(files) });
+      const described = registry.getService(service);
+      expect(described?.methods.length, service).toBeGreaterThan(0);
+      for (const m of described?.methods ?? []) expect([m.input.typeName, m.output.typeName]).not.toContain("");
+    }
   });
 
   it("derives service names from definitions", () => {

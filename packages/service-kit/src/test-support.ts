@@ -57,8 +57,16 @@ export async function healthCheck(address: string, service: string): Promise<str
   }
 }
 
-/** The service names a server lists through grpc.reflection.v1.ServerReflection. */
-export async function reflectionListServices(address: string): Promise<string[]> {
+type ReflectionRequest = { list_services: string } | { file_containing_symbol: string } | { file_by_filename: string };
+
+interface ReflectionResponse {
+  list_services_response?: { service: Array<{ name: string }> };
+  file_descriptor_response?: { file_descriptor_proto: Buffer[] };
+  error_response?: { error_code: number; error_message: string };
+}
+
+/** One request on grpc.reflection.v1.ServerReflection/ServerReflectionInfo and its answer. */
+async function reflect(address: string, request: ReflectionRequest): Promise<ReflectionResponse> {
   const protoPath = join(
     dirname(createRequire(import.meta.url).resolve("@grpc/reflection")),
     "../proto/grpc/reflection/v1/reflection.proto",
@@ -70,16 +78,32 @@ export async function reflectionListServices(address: string): Promise<string[]>
   const client = new Client(address, credentials.createInsecure());
   try {
     const call = client.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
-    call.write({ list_services: "" });
+    call.write(request);
     call.end();
-    const names: string[] = [];
-    for await (const res of call) {
-      const services = (res as { list_services_response?: { service: Array<{ name: string }> } })
-        .list_services_response?.service;
-      names.push(...(services ?? []).map((s) => s.name));
-    }
-    return names;
+    for await (const res of call) return res as ReflectionResponse;
+    throw new Error("reflection answered nothing");
   } finally {
     client.close();
   }
+}
+
+/** The service names a server lists through grpc.reflection.v1.ServerReflection. */
+export async function reflectionListServices(address: string): Promise<string[]> {
+  const res = await reflect(address, { list_services: "" });
+  return (res.list_services_response?.service ?? []).map((s) => s.name);
+}
+
+/**
+ * The encoded FileDescriptorProtos reflection serves for a symbol or a file name (the file and
+ * what it depends on); throws on an error response.
+ */
+export async function reflectionFiles(
+  address: string,
+  request: { file_containing_symbol: string } | { file_by_filename: string },
+): Promise<Buffer[]> {
+  const res = await reflect(address, request);
+  if (res.error_response !== undefined) {
+    throw new Error(`reflection: ${res.error_response.error_message} (code ${res.error_response.error_code})`);
+  }
+  return res.file_descriptor_response?.file_descriptor_proto ?? [];
 }
