@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { createKafkaBus, type BusConsumer } from "@metaharness/event-bus";
 import type { ReadableSpan } from "@metaharness/telemetry";
-import { KAFKA_BROKERS } from "../support/session-log.js";
+import { KAFKA_BROKERS } from "../support/topics.js";
 
 export interface KafkaRecord {
   readonly key: string;

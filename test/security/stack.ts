@@ -19,7 +19,7 @@ import { startMcpServer, type TestMcpServer } from "../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../support/oauth-server.js";
 import { createTestDatabase } from "../support/postgres.js";
 import { brokerEnv } from "../support/sandbox-broker.js";
-import { KAFKA_BROKERS } from "../support/session-log.js";
+import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
 import { freePort, startTestVault, type TestVault } from "../support/vault.js";
 import { captureTopic, type TopicCapture } from "./capture.js";
 import { LogCapture } from "../support/log-capture.js";
@@ -68,6 +68,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     const topicName = `mh-security-${randomBytes(4).toString("hex")}`;
     const logDb = await createTestDatabase("mh_security_log");
     stops.push(() => logDb.drop());
+    stops.push(() => deleteTopic(topicName));
     const logPort = await freePort();
     const logHandle: SessionLogHandle = await startSessionLog(
       logConfig({

@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { Event } from "@metaharness/proto";
-import { KAFKA_BROKERS } from "./session-log.js";
+import { KAFKA_BROKERS } from "./topics.js";
 
 export interface Received {
   readonly event: Event;

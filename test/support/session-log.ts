@@ -8,6 +8,7 @@ import { SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { loadConfig, startSessionLog, type SessionLogConfig, type SessionLogHandle } from "@metaharness/session-log";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
+import { deleteTopic, KAFKA_BROKERS } from "./topics.js";
 
 /** A new session with no metadata; returns its id. */
 export async function newSession(client: LogClient): Promise<string> {
@@ -27,7 +28,6 @@ export async function rejection(p: Promise<unknown>): Promise<MhError> {
   throw new Error("expected the call to fail");
 }
 
-export const KAFKA_BROKERS = process.env["MH_KAFKA_BROKERS"] ?? "127.0.0.1:9092";
 
 export type LogClient = PromiseClient<typeof SessionLogService>;
 
@@ -45,7 +45,7 @@ export interface TestLog {
 export async function startTestLog(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestLog> {
   const db = await createTestDatabase();
   const topic = `mh-test-events-${randomBytes(4).toString("hex")}`;
-  const stops: Array<() => Promise<void>> = [() => db.drop()];
+  const stops: Array<() => Promise<void>> = [() => db.drop(), () => deleteTopic(topic)];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s();
   };

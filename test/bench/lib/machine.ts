@@ -5,7 +5,7 @@
 import os from "node:os";
 import pg from "pg";
 import { ADMIN_URL } from "../../support/postgres.js";
-import { KAFKA_BROKERS } from "../../support/session-log.js";
+import { KAFKA_BROKERS } from "../../support/topics.js";
 
 export interface MachineFacts {
   readonly cpus: number;

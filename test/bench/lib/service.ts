@@ -5,12 +5,10 @@
  * dist/main.js the way a deployment starts it, so the benchmark process is only the client (a
  * harness is another process too) and the two do not share an event loop, a heap or a GC.
  * `inProcess` starts it inside the benchmark process instead (test/support/session-log.ts), for
- * benchmarks that need a second replica. Stopping also deletes the run's Kafka topic, so runs do
- * not pile topics up.
+ * benchmarks that need a second replica. Stopping also deletes the run's database and Kafka topic.
  */
 import { randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
-import kafkajs from "kafkajs";
 import type { Event } from "@metaharness/proto";
 import { SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, promisify } from "@metaharness/service-kit";
@@ -18,7 +16,8 @@ import { loadConfig, type SessionLogConfig } from "@metaharness/session-log";
 import { agentMessage } from "../../support/events.js";
 import { createTestDatabase } from "../../support/postgres.js";
 import { startProcess } from "../../support/process.js";
-import { KAFKA_BROKERS, startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
+import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
+import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
 
 /** ~200 characters of text: the size of a short agent message, used by every benchmark. */
 export const EVENT_TEXT =
@@ -110,6 +109,7 @@ async function processLog(env: Record<string, string>, nodeArgs: readonly string
         client.close();
         await service.kill("SIGTERM");
         await db.drop();
+        await deleteTopic(topic);
       },
     });
   } catch (err) {
@@ -147,7 +147,6 @@ function benchLog(p: Parts): BenchLog {
     async stop() {
       health.close();
       await p.stop();
-      await deleteTopic(p.topic);
     },
   };
 }
@@ -180,22 +179,4 @@ function healthClient(address: string): { check(): Promise<void>; close(): void 
       }),
     close: () => client.close(),
   };
-}
-
-async function deleteTopic(topic: string): Promise<void> {
-  const kafka = new kafkajs.Kafka({
-    clientId: "bench-cleanup",
-    brokers: KAFKA_BROKERS.split(","),
-    logLevel: kafkajs.logLevel.NOTHING,
-  });
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    const topics = await admin.listTopics();
-    if (topics.includes(topic)) await admin.deleteTopics({ topics: [topic], timeout: 10_000 });
-  } catch {
-    // Best effort: a leftover topic only costs disk space on the local broker.
-  } finally {
-    await admin.disconnect();
-  }
 }

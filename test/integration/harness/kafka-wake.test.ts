@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
-import { KAFKA_BROKERS } from "../../support/session-log.js";
+import { KAFKA_BROKERS } from "../../support/topics.js";
 import { userMessage } from "../../support/events.js";
 
 let brain: Brain;

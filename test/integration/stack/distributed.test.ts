@@ -16,7 +16,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
-import { KAFKA_BROKERS } from "../../support/session-log.js";
+import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
 
 const run = promisify(execFile);
 const ROOT = new URL("../../../", import.meta.url).pathname;
@@ -72,6 +72,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (dir !== "") await run("bash", [join(ROOT, "infra/stack/down.sh")], { env, cwd: ROOT, timeout: 120_000 }).catch(() => undefined);
   await topic?.close();
+  await deleteTopic(kafkaTopic);
   await db?.drop();
   if (dir !== "") await rm(dir, { recursive: true, force: true });
 }, 150_000);
