@@ -166,13 +166,22 @@ export function run(
   );
 }
 
-/** Provisions a bubblewrap sandbox for `sessionId` with `resources` (zeros: defaults). */
+/** Provisions a bubblewrap sandbox for `sessionId` with `resources` (zeros: defaults); its id. */
 export async function provision(
   client: BrokerClient,
   sessionId: string,
   resources: Partial<NonNullable<Parameters<BrokerClient["provision"]>[0]["resources"]>> = {},
 ): Promise<string> {
-  const res = await client.provision({
+  return (await provisionResponse(client, sessionId, resources)).sandbox!.sandboxId;
+}
+
+/** As provision, with the whole answer (repository failures included). */
+export async function provisionResponse(
+  client: BrokerClient,
+  sessionId: string,
+  resources: Partial<NonNullable<Parameters<BrokerClient["provision"]>[0]["resources"]>> = {},
+): Promise<Awaited<ReturnType<BrokerClient["provision"]>>> {
+  return client.provision({
     sessionId,
     handKind: "",
     resources: {
@@ -188,7 +197,6 @@ export async function provision(
       ...resources,
     },
   });
-  return res.sandbox!.sandboxId;
 }
 
 export async function rejection(p: Promise<unknown>): Promise<{ code: string; field?: string | undefined; message: string }> {

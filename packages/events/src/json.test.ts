@@ -73,10 +73,17 @@ describe("toManagedAgentsJson", () => {
     expect(idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED)).toMatchObject({ stop_reason: { type: "budget_reached" } });
     expect(idle(StopReasonType.STOP_REASON_TYPE_INTERRUPTED)).toMatchObject({ stop_reason: { type: "interrupted" } });
     expect(idle(StopReasonType.STOP_REASON_TYPE_REFUSAL)).toMatchObject({ stop_reason: { type: "refusal" } });
-    const error = (retryStatus: RetryStatus): unknown =>
-      toManagedAgentsJson(newEvent("session.error", { error: { type: "unknown_error", message: "m", retryStatus } }));
+    const error = (retryStatus: RetryStatus, type = "unknown_error", repositoryUrl = ""): Record<string, unknown> =>
+      toManagedAgentsJson(newEvent("session.error", { error: { type, message: "m", retryStatus, repositoryUrl } }));
     expect(error(RetryStatus.RETRY_STATUS_TERMINAL)).toMatchObject({ error: { retry_status: { type: "terminal" } } });
     expect(error(RetryStatus.RETRY_STATUS_EXHAUSTED)).toMatchObject({ error: { retry_status: { type: "exhausted" } } });
+    // Only the repository errors carry repository_url, null when unknown, as the SDK types them.
+    expect(error(RetryStatus.RETRY_STATUS_EXHAUSTED)["error"]).not.toHaveProperty("repository_url");
+    const url = "https://git.example.com/org/app.git";
+    expect(error(RetryStatus.RETRY_STATUS_RETRYING, "repository_not_found_error", url)).toMatchObject({
+      error: { type: "repository_not_found_error", repository_url: url, retry_status: { type: "retrying" } },
+    });
+    expect(error(RetryStatus.RETRY_STATUS_RETRYING, "repository_clone_error")).toMatchObject({ error: { repository_url: null } });
   });
 
   it("shows an unstored event with processed_at null, and refuses one without payload", () => {

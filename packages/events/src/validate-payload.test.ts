@@ -106,10 +106,16 @@ describe("payload rules", () => {
     const p = "event.payload.session_error.error";
     const retrying = RetryStatus.RETRY_STATUS_RETRYING;
     expect(fieldFor("session.error", { error: undefined })).toBe(p);
-    expect(fieldFor("session.error", { error: { type: "", message: "", retryStatus: retrying } })).toBe(`${p}.type`);
-    expect(fieldFor("session.error", { error: { type: "unknown_error", message: "", retryStatus: 0 } })).toBe(
+    expect(fieldFor("session.error", { error: { type: "", message: "", retryStatus: retrying, repositoryUrl: "" } })).toBe(`${p}.type`);
+    expect(fieldFor("session.error", { error: { type: "unknown_error", message: "", retryStatus: 0, repositoryUrl: "" } })).toBe(
       `${p}.retry_status`,
     );
+    const url = "https://git.example.com/org/app.git";
+    expect(fieldFor("session.error", { error: { type: "unknown_error", message: "", retryStatus: retrying, repositoryUrl: url } })).toBe(
+      `${p}.repository_url`,
+    );
+    const repositoryError = { type: "repository_forbidden_error", message: "", retryStatus: retrying, repositoryUrl: url };
+    expect(() => validateEventForAppend(newEvent("session.error", { error: repositoryError }), opts)).not.toThrow();
   });
 
   it("span.model_request_end names its start; sandbox events name their sandbox", () => {

@@ -7,7 +7,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGitServer, type GitServer } from "../../support/git-server.js";
-import { provision, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
+import { RepositoryFailureKind } from "@metaharness/proto";
+import { provision, provisionResponse, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVault } from "../../support/vault.js";
 
@@ -141,22 +142,29 @@ describe("git repositories", () => {
     const sandboxId = await provision(broker.client, sessionId, { repositories });
     expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
 
-    // Another session of the same tenant naming that vault gets nothing from it.
+    // Another session of the same tenant naming that vault gets nothing from it: the host refuses
+    // the clone, and the sandbox comes up without the repository.
     const thief = await create([made!.vaultId]);
-    const err = await rejection(provision(broker.client, thief, { repositories }));
-    expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "resources.repositories[0]" });
+    const stolen = await provisionResponse(broker.client, thief, { repositories });
+    expect(stolen.repositoryFailures).toEqual([
+      expect.objectContaining({ url: `${git.url}/org/app.git`, kind: RepositoryFailureKind.REPOSITORY_FAILURE_KIND_AUTHENTICATION }),
+    ]);
+    expect((await sh(stolen.sandbox!.sandboxId, "ls -A", thief)).out).toBe("");
     for (const t of [tenant, ""]) {
       const { vaults } = await admin.listVaults({ tenant: t, pageSize: 500, pageToken: "", includeArchived: true });
       expect(vaults.map((v) => v.vaultId)).not.toContain(made!.vaultId);
     }
   });
 
-  it("fail Provision, naming the repository, when the session has no token for it", async () => {
+  it("provision without the repository, and report it, when the session has no token for it", async () => {
     const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([]) });
-    const err = await rejection(
-      provision(broker.client, s!.sessionId, { repositories: [{ url: `${git.url}/org/app.git`, mountPath: "", checkout: "" }] }),
-    );
-    expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "resources.repositories[0]" });
-    expect(err.message).toContain("org/app.git");
+    const res = await provisionResponse(broker.client, s!.sessionId, {
+      repositories: [{ url: `${git.url}/org/app.git`, mountPath: "", checkout: "" }],
+    });
+    const [failure] = res.repositoryFailures;
+    expect(failure).toMatchObject({ url: `${git.url}/org/app.git`, kind: RepositoryFailureKind.REPOSITORY_FAILURE_KIND_AUTHENTICATION });
+    expect(failure?.message).toContain("org/app.git");
+    expect(failure?.message).toContain("rejected the credentials (HTTP 401)");
+    expect(res.sandbox?.sandboxId).toMatch(/^sbx_/);
   });
 });

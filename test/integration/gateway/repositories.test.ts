@@ -202,18 +202,37 @@ describe("a session with a github_repository resource", () => {
     expectAbsent("the logs", logs.lines.join(""), ROTATED);
   }, 120_000);
 
-  it("makes the tool call fail, naming the repository, when it does not clone; the session goes on", async () => {
+  it("reports each repository that does not clone as a repository_*_error; the sandbox and the session go on without it", async () => {
+    git.accept(TOKEN); // an earlier test rotated it
+    await git.seed("org/kept.git", { "KEPT.md": "kept\n" });
     const session = await sdk.beta.sessions.create({
       agent: agentId,
       environment_id: environmentId,
-      resources: [repository("missing", { authorization_token: TOKEN })],
+      resources: [
+        repository("app", { authorization_token: TOKEN }),
+        repository("missing", { authorization_token: TOKEN }),
+        repository("kept", { authorization_token: "ghs_not_the_token" }),
+        repository("lib", { authorization_token: TOKEN, mount_path: "/workspace/lib-branch", checkout: { type: "branch", name: "no-such-branch" } }),
+      ],
       initial_events: [{ type: "user.message", content: [{ type: "text", text: "Look at it." }] }],
     });
     const events = await untilIdle(session.id);
+    const errors = events.flatMap((e) => (e.type === "session.error" ? [e.error as unknown as Record<string, unknown>] : []));
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: "repository_not_found_error", repository_url: `${git.url}/org/missing.git`, retry_status: { type: "retrying" } }),
+        expect.objectContaining({ type: "repository_authentication_error", repository_url: `${git.url}/org/kept.git`, retry_status: { type: "retrying" } }),
+        expect.objectContaining({ type: "repository_checkout_error", repository_url: `${git.url}/org/lib.git`, retry_status: { type: "retrying" } }),
+      ]),
+    );
+    expect(errors).toHaveLength(3);
+    for (const e of errors) expect(String(e["message"])).toMatch(/(cloning|checking out) .* failed/);
+    // The repository that cloned is there and the agent's first command ran in it.
     const [first] = events.filter((e) => e.type === "agent.tool_result");
-    expect(first?.is_error).toBe(true);
-    expect(JSON.stringify(first?.content)).toMatch(/resources\.repositories\[0\]: cloning http:\/\/127\.0\.0\.1:\d+\/org\/missing\.git failed/);
+    expect(first?.is_error).toBe(false);
+    expect((await sh(session.id, "ls /workspace")).out.split(/\s+/).filter(Boolean).sort()).toEqual(["app"]);
     expect(events.at(-1)).toMatchObject({ type: "session.status_idle", stop_reason: { type: "end_turn" } });
+    expectAbsent("the events", JSON.stringify(events), TOKEN);
   }, 120_000);
 
   it("composes concurrent changes: one mount path is taken once, different ones are all kept", async () => {

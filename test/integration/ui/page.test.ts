@@ -205,7 +205,7 @@ describe("the session page", () => {
       [newEvent("span.model_request_end", { modelRequestStartId: start.id, isError: false, modelUsage: { inputTokens: 1830, outputTokens: 95, cacheCreationInputTokens: 0, cacheReadInputTokens: 1200 }, stopReason: "tool_use" }), toolUse],
       [newEvent("sandbox.provisioned", { sandboxId: "sbx_01UITEST", driver: "bubblewrap", durationMs: 84 })],
       [newEvent("agent.tool_result", { toolUseId: toolUse.id, content: [{ block: { $case: "text", value: { text: output } } }], isError: true })],
-      [newEvent("session.error", { error: { type: "model_overloaded_error", message: "The model is overloaded; retrying in 2 s.", retryStatus: RetryStatus.RETRY_STATUS_RETRYING } })],
+      [newEvent("session.error", { error: { type: "model_overloaded_error", message: "The model is overloaded; retrying in 2 s.", retryStatus: RetryStatus.RETRY_STATUS_RETRYING, repositoryUrl: "" } })],
       [newEvent("sandbox.lost", { sandboxId: "sbx_01UITEST", reason: "out of memory (cgroup limit 512 MiB)" })],
       [newEvent("session.status_idle", { stopReason: { type: StopReasonType.STOP_REASON_TYPE_END_TURN, eventIds: [] } })],
     ];

@@ -5,6 +5,7 @@
  * session's git_token for that repository is added as Basic auth on the way to the real server.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
 import type { Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
 import { forward, reply } from "../http/forward.js";
@@ -56,6 +57,7 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
     policy: deps.egress,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
+    responseBody: refusedCredentials,
   });
   log.info(
     {
@@ -68,4 +70,20 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
     },
     "git request forwarded",
   );
+}
+
+/**
+ * An upstream 401/407 reaches git as a 403 (forward.ts); its body says why, in words git prints
+ * ("remote: ...") and the broker reads to tell a rejected credential from a refused access
+ * (repository_authentication_error vs repository_forbidden_error). Anything else passes as is.
+ */
+function refusedCredentials(answer: IncomingMessage): { body: Readable; headers: Record<string, string> } {
+  const status = answer.statusCode ?? 0;
+  if (status !== 401 && status !== 407) return { body: answer, headers: {} };
+  answer.resume(); // the server's own words may name the auth it wants: dropped
+  const text = `the repository host rejected the credentials (HTTP ${status})\n`;
+  return {
+    body: Readable.from([text]),
+    headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)) },
+  };
 }

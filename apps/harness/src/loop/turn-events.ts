@@ -31,7 +31,7 @@ export function toolResult(toolUseId: string, output: string, isError: boolean, 
 }
 
 export function sessionError(type: string, message: string, retry: RetryStatus): Event {
-  return newEvent("session.error", { error: { type, message, retryStatus: retry } });
+  return newEvent("session.error", { error: { type, message, retryStatus: retry, repositoryUrl: "" } });
 }
 
 /** The events recording one complete model response, in content order, ending with the span. */

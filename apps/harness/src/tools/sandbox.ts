@@ -3,9 +3,10 @@
  * A session's sandbox is provisioned lazily, on its first sandbox tool call, never before the
  * first model call; the model can provision more ("many hands") and name one per call. Every
  * sandbox gets the network of the session's environment (tools/environment.ts) and clones the
- * session's repositories as they are when it is provisioned. A dead sandbox, or one that could not
- * be provisioned (a repository that does not clone, a network the broker cannot give), is a tool
- * error the model sees; the next call provisions a fresh one.
+ * session's repositories as they are when it is provisioned (one that does not clone is left out,
+ * and the broker reports it to the session as a repository_*_error). A dead sandbox, or one that
+ * could not be provisioned (a network the broker cannot give), is a tool error the model sees; the
+ * next call provisions a fresh one.
  */
 import { MhError } from "@metaharness/errors";
 import {

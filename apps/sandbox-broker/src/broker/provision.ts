@@ -1,10 +1,12 @@
 /**
  * Provision: check the resources, get a runtime (a warm sandbox when the defaults were asked for,
  * else a fresh bubblewrap process, or a binding to a connected external hand), put the files into
- * the workspace, then record it. A failure at any step leaves nothing running and nothing recorded.
+ * the workspace, then record it. A failure at any step leaves nothing running and nothing recorded,
+ * except a repository that does not clone: the sandbox is ready without it, and the failure is
+ * in the response and reported to the session (remotes/clone.ts).
  */
 import { MhError } from "@metaharness/errors";
-import type { ProvisionRequest, ProvisionResponse } from "@metaharness/proto";
+import type { ProvisionRequest, ProvisionResponse, RepositoryFailure } from "@metaharness/proto";
 import { insertSandbox, toSandbox } from "../db/sandboxes.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import { HandSandbox } from "../hands/hand-sandbox.js";
@@ -29,6 +31,7 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
   const { id, runtime } = acquired;
   const log = ctx.logger.child({ sandbox_id: id, session_id: sessionId });
   let detach: Detach | undefined;
+  let repositoryFailures: RepositoryFailure[] = [];
   try {
     if (spec.files.length > 0) {
       if (!isLocal(runtime)) {
@@ -42,7 +45,9 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
       if (!isLocal(runtime)) {
         throw new MhError("INVALID_ARGUMENT", "resources: an external hand has no workspace for repositories or egress", { field: "resources" });
       }
-      detach = await attachRemotes(ctx, runtime, { sessionId, sandboxId: id }, spec);
+      const attached = await attachRemotes(ctx, runtime, { sessionId, sandboxId: id }, spec);
+      detach = attached?.detach;
+      repositoryFailures = attached?.repositoryFailures ?? [];
     }
     const row = await insertSandbox(ctx.pool, {
       sandboxId: id,
@@ -57,8 +62,9 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
     ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now, onEnd: detach });
     const durationMs = Math.round(performance.now() - started);
     ctx.events.provisioned(sessionId, id, runtime.driver, durationMs);
+    repositoryFailures.forEach((failure, i) => ctx.events.repositoryFailed(sessionId, id, i, failure));
     log.info({ driver: runtime.driver, warm: acquired.warm, duration_ms: durationMs }, "sandbox provisioned");
-    return { sandbox: toSandbox(row), durationMs, warm: acquired.warm };
+    return { sandbox: toSandbox(row), durationMs, warm: acquired.warm, repositoryFailures };
   } catch (err) {
     await runtime.stop("provisioning failed");
     await detach?.();

@@ -1,18 +1,28 @@
 /**
  * Where the broker reports what happens to sandboxes: sandbox.provisioned / released / lost in
- * the owning session's log. Behind this small interface so the broker runs without a session log
+ * the owning session's log, and a repository that did not clone as a session.error of type
+ * repository_*_error (retrying: the session goes on without it). Behind this small interface so the broker runs without a session log
  * (NO_EVENTS) and tests can point it at a real one in-process. Reporting never blocks or fails a
  * sandbox operation: events queue (bounded) and go out in order, with retries.
  */
 import { MhError } from "@metaharness/errors";
-import { newEvent } from "@metaharness/events";
-import { SessionLogClient, SessionLogService, type Event } from "@metaharness/proto";
+import { newEvent, type RepositoryErrorType } from "@metaharness/events";
+import {
+  RepositoryFailureKind,
+  RetryStatus,
+  SessionLogClient,
+  SessionLogService,
+  type Event,
+  type RepositoryFailure,
+} from "@metaharness/proto";
 import { createClient, promisify, type Logger } from "@metaharness/service-kit";
 
 export interface SandboxEventSink {
   provisioned(sessionId: string, sandboxId: string, driver: string, durationMs: number): void;
   released(sessionId: string, sandboxId: string, reason: string): void;
   lost(sessionId: string, sandboxId: string, reason: string): void;
+  /** The `index`th repository failure of a provisioning. */
+  repositoryFailed(sessionId: string, sandboxId: string, index: number, failure: RepositoryFailure): void;
   /** Sends what is queued (up to `timeoutMs`) and stops. */
   close(timeoutMs: number): Promise<void>;
 }
@@ -21,8 +31,30 @@ export const NO_EVENTS: SandboxEventSink = {
   provisioned: () => undefined,
   released: () => undefined,
   lost: () => undefined,
+  repositoryFailed: () => undefined,
   close: () => Promise.resolve(),
 };
+
+const REPOSITORY_ERROR_TYPE: Record<RepositoryFailureKind, RepositoryErrorType> = {
+  [RepositoryFailureKind.REPOSITORY_FAILURE_KIND_AUTHENTICATION]: "repository_authentication_error",
+  [RepositoryFailureKind.REPOSITORY_FAILURE_KIND_FORBIDDEN]: "repository_forbidden_error",
+  [RepositoryFailureKind.REPOSITORY_FAILURE_KIND_NOT_FOUND]: "repository_not_found_error",
+  [RepositoryFailureKind.REPOSITORY_FAILURE_KIND_CHECKOUT]: "repository_checkout_error",
+  [RepositoryFailureKind.REPOSITORY_FAILURE_KIND_CLONE]: "repository_clone_error",
+  [RepositoryFailureKind.REPOSITORY_FAILURE_KIND_UNSPECIFIED]: "repository_clone_error",
+  [RepositoryFailureKind.UNRECOGNIZED]: "repository_clone_error",
+};
+
+/** The session.error a repository failure is reported as. */
+export function repositoryErrorEvent(sessionId: string, sandboxId: string, index: number, failure: RepositoryFailure): Event {
+  const error = {
+    type: REPOSITORY_ERROR_TYPE[failure.kind],
+    message: failure.message,
+    retryStatus: RetryStatus.RETRY_STATUS_RETRYING,
+    repositoryUrl: failure.url,
+  };
+  return newEvent("session.error", { error }, { id: `${sandboxId}:repository-${index}`, sessionId });
+}
 
 /** Queued events beyond this are dropped (and counted in one log line). */
 export const MAX_QUEUED_EVENTS = 10_000;
@@ -60,6 +92,10 @@ export class SessionLogSink implements SandboxEventSink {
 
   lost(sessionId: string, sandboxId: string, reason: string): void {
     this.enqueue(sessionId, newEvent("sandbox.lost", { sandboxId, reason }, { id: `${sandboxId}:lost`, sessionId }));
+  }
+
+  repositoryFailed(sessionId: string, sandboxId: string, index: number, failure: RepositoryFailure): void {
+    this.enqueue(sessionId, repositoryErrorEvent(sessionId, sandboxId, index, failure));
   }
 
   async close(timeoutMs: number): Promise<void> {

@@ -5,6 +5,7 @@
  * the sandbox only ever sees its own unix sockets.
  */
 import { MhError } from "@metaharness/errors";
+import type { RepositoryFailure } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
@@ -16,6 +17,12 @@ import type { ProxyConnection } from "./proxy-client.js";
 import { normalizeRepositoryUrl } from "./repository-url.js";
 
 export type Detach = () => Promise<void>;
+
+export interface Attached {
+  readonly detach: Detach;
+  /** Repositories that did not clone or check out: the sandbox goes on without them. */
+  readonly repositoryFailures: RepositoryFailure[];
+}
 
 export interface AttachContext {
   readonly config: SandboxBrokerConfig;
@@ -29,7 +36,7 @@ export async function attachRemotes(
   sandbox: LocalSandbox,
   ids: { sessionId: string; sandboxId: string },
   spec: SandboxSpec,
-): Promise<Detach | undefined> {
+): Promise<Attached | undefined> {
   if (spec.repositories.length === 0 && spec.allowedHosts.length === 0) return undefined;
   const { proxy, config } = ctx;
   if (proxy === undefined) {
@@ -48,6 +55,7 @@ export async function attachRemotes(
     for (const close of closers.splice(0).reverse()) await close().catch((err: unknown) => log.warn({ err }, "could not close a sandbox remote"));
   };
   const limits = { maxRequestBytes: config.remoteMaxRequestBytes, maxConnections: config.remoteMaxConnections, logger: log };
+  let repositoryFailures: RepositoryFailure[] = [];
   try {
     if (spec.repositories.length > 0) {
       const urls = [...new Set(spec.repositories.map((r) => normalizeRepositoryUrl(r.url) ?? r.url))];
@@ -56,14 +64,16 @@ export async function attachRemotes(
       const relay = await startGitRelay({ runDir: sandbox.runDir, remotes: map, serviceAuthorization: proxy.serviceAuthorization, ...limits });
       closers.push(() => relay.close());
       const started = performance.now();
-      await cloneRepositories(sandbox, spec.repositories, config.gitCloneTimeoutMs);
-      log.info({ repositories: urls, duration_ms: Math.round(performance.now() - started) }, "repositories cloned");
+      repositoryFailures = await cloneRepositories(sandbox, spec.repositories, config.gitCloneTimeoutMs);
+      const duration = Math.round(performance.now() - started);
+      for (const f of repositoryFailures) log.warn({ repository: f.url, kind: f.kind, error: f.message }, "a repository did not clone; the sandbox goes on without it");
+      log.info({ repositories: urls, failed: repositoryFailures.length, duration_ms: duration }, "repositories cloned");
     }
     if (spec.allowedHosts.length > 0) {
       const egress = await startEgress(sandbox, proxy, { ...ids, allowedHosts: spec.allowedHosts, ttlSeconds: spec.limits.lifetimeSeconds }, limits);
       closers.push(() => egress.close());
     }
-    return detach;
+    return { detach, repositoryFailures };
   } catch (err) {
     await detach();
     throw err;

@@ -8,6 +8,7 @@ import type { EventType, PayloadOf } from "../registry.js";
 import { renderAgentMessageContent, renderContent, renderToolResultContent } from "./content.js";
 import { CONFIRMATION_JSON, PERMISSION_JSON, RETRY_STATUS_JSON, STOP_REASON_JSON } from "./enums.js";
 import type { EvaluatedPermissionJson, ManagedAgentsJsonBodies, StopReasonJson } from "./types.js";
+import { isRepositoryError } from "../errors.js";
 
 type Renderer<T extends EventType> = (payload: PayloadOf<T>) => ManagedAgentsJsonBodies[T];
 
@@ -87,13 +88,18 @@ const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
   "session.status_running": empty,
   "session.status_idle": (p) => ({ stop_reason: renderStopReason(p.stopReason), stop_details: null }),
   "session.status_terminated": empty,
-  "session.error": (p) => ({
-    error: {
-      type: p.error?.type || "unknown_error",
-      message: p.error?.message ?? "",
-      retry_status: { type: RETRY_STATUS_JSON.get(p.error?.retryStatus ?? 0) ?? "exhausted" },
-    },
-  }),
+  "session.error": (p) => {
+    const type = p.error?.type || "unknown_error";
+    return {
+      error: {
+        type,
+        message: p.error?.message ?? "",
+        retry_status: { type: RETRY_STATUS_JSON.get(p.error?.retryStatus ?? 0) ?? "exhausted" },
+        // The SDK's repository_*_error objects carry the repository (null when unknown).
+        ...(isRepositoryError(type) ? { repository_url: p.error?.repositoryUrl || null } : {}),
+      },
+    };
+  },
   "span.model_request_start": (p) => ({ model: p.model }),
   "span.model_request_end": (p) => ({
     model_request_start_id: p.modelRequestStartId,

@@ -64,7 +64,9 @@ export type ManagedAgentsJsonBodies = {
   "session.status_running": Empty;
   "session.status_idle": { stop_reason: StopReasonJson; stop_details: null };
   "session.status_terminated": Empty;
-  "session.error": { error: { type: string; message: string; retry_status: RetryStatusJson } };
+  "session.error": {
+    error: { type: string; message: string; retry_status: RetryStatusJson; repository_url?: string | null };
+  };
   "span.model_request_start": { model: string };
   "span.model_request_end": {
     model_request_start_id: string;

@@ -70,7 +70,7 @@ export const PAYLOADS: { readonly [T in EventType]: PayloadOf<T> } = {
   },
   "session.status_terminated": {},
   "session.error": {
-    error: { type: "model_overloaded_error", message: "Overloaded", retryStatus: RetryStatus.RETRY_STATUS_RETRYING },
+    error: { type: "model_overloaded_error", message: "Overloaded", retryStatus: RetryStatus.RETRY_STATUS_RETRYING, repositoryUrl: "" },
   },
   "span.model_request_start": { model: "claude-sonnet-4-5" },
   "span.model_request_end": {

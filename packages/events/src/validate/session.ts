@@ -1,6 +1,7 @@
 /** Payload rules of the session.* events: the session's lifecycle. */
 import { RetryStatus, StopReasonType } from "@metaharness/proto";
 import { invalidArgument } from "@metaharness/errors";
+import { isRepositoryError } from "../errors.js";
 import {
   enumValues,
   noPayloadFields,
@@ -41,5 +42,8 @@ export const SESSION_VALIDATORS: DomainValidators<"session"> = {
       allowUnspecified: false,
       expected: "retrying, exhausted or terminal",
     });
+    if (error.repositoryUrl !== "" && !isRepositoryError(error.type)) {
+      throw invalidArgument(`${path}.error.repository_url`, "is only allowed on repository_*_error types");
+    }
   },
 };
