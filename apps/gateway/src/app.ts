@@ -41,6 +41,7 @@ import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
 import { WorkQueue } from "./work/queue.js";
 import { WorkSignals } from "./work/signals.js";
+import { startWorkPurge } from "./work/purge.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
@@ -119,6 +120,13 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     await workSignals.start();
     // Registered after app.close so it runs first: long polls answer, then the server closes.
     cleanups.push(() => workSignals.stop());
+
+    const stopPurge = startWorkPurge(db, logger, {
+      retentionSeconds: config.workRetentionSeconds,
+      everyMs: config.workPurgeEveryMs,
+      now: () => new Date(),
+    });
+    cleanups.push(stopPurge);
 
     const router = new Router(app, { principals, requireBetaHeader: config.requireBetaHeader });
     const ctx: RouteContext = {

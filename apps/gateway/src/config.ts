@@ -71,6 +71,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       keyCacheMs: env.durationMs("MH_GATEWAY_KEY_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
       // Self-hosted environments: the lease a work item's heartbeat extends, unless it asks for another.
       workLeaseTtlSeconds: env.int("MH_GATEWAY_WORK_LEASE_TTL_SECONDS", { default: 30, min: 1, max: 600 }),
+      // Stopped work items are deleted this long after they stopped (0: kept forever), swept this often.
+      workRetentionSeconds: env.int("MH_GATEWAY_WORK_RETENTION_SECONDS", { default: 7 * 24 * 3600, min: 0, max: 10 * 365 * 24 * 3600 }),
+      workPurgeEveryMs: env.int("MH_GATEWAY_WORK_PURGE_EVERY_MS", { default: 10 * 60_000, min: 100, max: 24 * 3600_000 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
     },
