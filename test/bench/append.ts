@@ -40,8 +40,12 @@ const WARMUP_MS = 2_000;
 const MEASURE_MS = 6_000;
 const CONCURRENCY = [1, 16, 64] as const;
 const OPEN_SESSIONS = 16;
-/** Total events/s of the open-loop rows: the outbox target's rate, and twice it. */
-const OPEN_RATES = [1_000, 2_000] as const;
+/**
+ * Total events/s of the open-loop rows: half the outbox target's rate, and that rate (the one the
+ * target is checked at). Twice it saturated even the health-Check floor here (the client alone).
+ */
+const OPEN_RATES = [500, 1_000] as const;
+const CHECKED_RATE = 1_000;
 const BATCH_SESSIONS = 16;
 const BATCH_SIZE = 100;
 const DIAGNOSIS_SESSIONS = 16;
@@ -169,7 +173,7 @@ export const appendBench: Bench = {
       const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
       const batched = await batches(bench);
       const at16 = levels.find((l) => l.label === "16 sessions");
-      const open1000 = opened.find((l) => l.label === `EmitEvent @${OPEN_RATES[0].toLocaleString("en-US")}/s`);
+      const checked = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s`);
       const poolSize = bench.config.poolSize;
       return {
         name: "append",
@@ -205,8 +209,8 @@ export const appendBench: Bench = {
         ],
         checks: [
           atMost(
-            `EmitEvent p99 @16 sessions, open loop ${OPEN_RATES[0].toLocaleString("en-US")} events/s`,
-            open1000?.latency.p99 ?? Number.NaN,
+            `EmitEvent p99 @16 sessions, open loop ${CHECKED_RATE.toLocaleString("en-US")} events/s`,
+            checked?.latency.p99 ?? Number.NaN,
             10,
             "ms",
           ),
