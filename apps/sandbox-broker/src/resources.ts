@@ -156,6 +156,18 @@ function checkNetwork(requested: Resources | undefined, prefix: string, problems
   return hosts;
 }
 
+/** checkRepositories for AddRepositories (fields "repositories[i]..."): INVALID_ARGUMENT naming the first bad one. */
+export function resolveRepositories(requested: readonly GitRepository[]): GitRepository[] {
+  const problems: Problems = [];
+  const repositories = checkRepositories(requested, "", problems);
+  for (const p of problems) p.field = p.field.replace(/^\./, "");
+  const first = problems[0];
+  if (first !== undefined) {
+    throw new MhError("INVALID_ARGUMENT", problems.map((p) => `${p.field}: ${p.message}`).join("; "), { field: first.field });
+  }
+  return repositories;
+}
+
 /** Repositories with their URL checked, mount path normalised (default: the URL's last segment). */
 function checkRepositories(requested: readonly GitRepository[], prefix: string, problems: Problems): GitRepository[] {
   if (requested.length > MAX_REPOSITORIES) {

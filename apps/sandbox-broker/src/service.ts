@@ -9,6 +9,7 @@ import type { BrokerContext } from "./broker/context.js";
 import { execute } from "./broker/execute.js";
 import { describe, list, release, transfer } from "./broker/manage.js";
 import { provision } from "./broker/provision.js";
+import { addRepositories } from "./broker/repositories.js";
 import { connectHandHandler } from "./hands/connect.js";
 
 const NAME = "metaharness.v1.SandboxBroker";
@@ -16,6 +17,7 @@ const NAME = "metaharness.v1.SandboxBroker";
 export function sandboxBrokerService(ctx: BrokerContext, logger: Logger): UntypedServiceImplementation {
   const impl: SandboxBrokerServer = {
     provision: unary(`${NAME}/Provision`, logger, (req) => provision(ctx, req)),
+    addRepositories: unary(`${NAME}/AddRepositories`, logger, (req) => addRepositories(ctx, req)),
     execute: unary(`${NAME}/Execute`, logger, (req, call) => execute(ctx, req, call.signal)),
     release: unary(`${NAME}/Release`, logger, (req) => release(ctx, req)),
     listSandboxes: unary(`${NAME}/ListSandboxes`, logger, (req) => list(ctx, req)),

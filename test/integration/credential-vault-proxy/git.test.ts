@@ -86,6 +86,25 @@ describe("git repositories", () => {
     expect((await sh(sandboxId, "git -C work/app rev-parse --abbrev-ref HEAD", sessionId)).out).toBe("feature");
   });
 
+  it("clone repositories added to a running sandbox, once each, only for its own session", async () => {
+    const sessionId = await session();
+    const sandboxId = await provision(broker.client, sessionId);
+    const app = { url: `${git.url}/org/app.git`, mountPath: "later/app", checkout: "" };
+    const first = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] });
+    expect(first).toEqual({ added: [app], repositoryFailures: [] });
+    expect((await sh(sandboxId, "git -C later/app log -1 --format=%s", sessionId)).ok).toBe(true);
+    // Tried already: skipped, whatever the answer was.
+    expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [], repositoryFailures: [] });
+    const other = await session();
+    expect(await rejection(broker.client.addRepositories({ sandboxId, sessionId: other, repositories: [app] }))).toMatchObject({
+      code: "NOT_FOUND",
+      field: "sandbox_id",
+    });
+    expect(
+      await rejection(broker.client.addRepositories({ sandboxId, sessionId, repositories: [{ ...app, url: "ftp://example.com/x.git" }] })),
+    ).toMatchObject({ code: "INVALID_ARGUMENT", field: "repositories[0].url" });
+  });
+
   it("refuse other repositories and other sandboxes' repositories on the git path", async () => {
     const sessionId = await session();
     const a = await provision(broker.client, sessionId, { repositories: [{ url: `${git.url}/org/app.git`, mountPath: "app", checkout: "" }] });

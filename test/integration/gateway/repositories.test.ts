@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import Anthropic from "@anthropic-ai/sdk";
 import type { ResourceAddParams } from "@anthropic-ai/sdk/resources/beta/sessions/resources";
 import { newEvent } from "@metaharness/events";
-import { defineScenario } from "@metaharness/offline-model";
+import { defineScenario, type StepContext } from "@metaharness/offline-model";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxFiles } from "../../security/sandbox-files.js";
@@ -47,7 +47,9 @@ beforeAll(async () => {
     { text: "Bumping the version.", toolUses: [BASH(PUSH)] },
     { text: "Pushed." },
   ]);
-  stack = await startStack({ scenarios: [scenario], broker: true, logger: (service) => logs.logger(service) });
+  const seen = (ctx: StepContext) => ({ text: `saw: ${ctx.lastToolResult?.content ?? "?"}` });
+  const listing = defineScenario("repo-ls", [{ toolUses: [BASH("ls /workspace")] }, seen, { toolUses: [BASH("ls /workspace")] }, seen]);
+  stack = await startStack({ scenarios: [scenario, listing], broker: true, logger: (service) => logs.logger(service) });
   sdk = new Anthropic({
     apiKey: "mh-test-key-tenant-a-0123456789",
     baseURL: stack.gateway.url,
@@ -233,6 +235,40 @@ describe("a session with a github_repository resource", () => {
     expect((await sh(session.id, "ls /workspace")).out.split(/\s+/).filter(Boolean).sort()).toEqual(["app"]);
     expect(events.at(-1)).toMatchObject({ type: "session.status_idle", stop_reason: { type: "end_turn" } });
     expectAbsent("the events", JSON.stringify(events), TOKEN);
+  }, 120_000);
+
+  it("clones a repository added while the session runs into the sandbox it already has, at its next tool call", async () => {
+    git.accept(TOKEN);
+    const lister = (await sdk.beta.agents.create({ name: "lister", model: "claude-sonnet-5-5", system: "[scenario:repo-ls]", tools: [{ type: "agent_toolset_20260401" }] })).id;
+    const session = await sdk.beta.sessions.create({
+      agent: lister,
+      environment_id: environmentId,
+      resources: [repository("app", { authorization_token: TOKEN })],
+      initial_events: [{ type: "user.message", content: [{ type: "text", text: "List." }] }],
+    });
+    const idles = async (n: number) => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const events = (await sdk.beta.sessions.events.list(session.id)).data;
+        if (events.filter((e) => e.type === "session.status_idle").length >= n) return events;
+        if (Date.now() > deadline) throw new Error(`session ${session.id} never went idle ${n} times`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]) =>
+      events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
+    const [before] = listings(await idles(1));
+    expect(before).toContain("app");
+    expect(before).not.toContain("lib");
+
+    await sdk.beta.sessions.resources.add(session.id, repository("lib", { authorization_token: TOKEN }) as unknown as ResourceAddParams);
+    await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "Again." }] }] });
+    const events = await idles(2);
+    const after = listings(events)[1];
+    expect(after).toContain("app");
+    expect(after).toContain("lib");
+    // The same sandbox: it was provisioned once.
+    expect((await stack.brain.broker!.client.listSandboxes({ sessionId: session.id, includeEnded: true })).sandboxes).toHaveLength(1);
   }, 120_000);
 
   it("composes concurrent changes: one mount path is taken once, different ones are all kept", async () => {

@@ -3,8 +3,9 @@
  * A session's sandbox is provisioned lazily, on its first sandbox tool call, never before the
  * first model call; the model can provision more ("many hands") and name one per call. Every
  * sandbox gets the network of the session's environment (tools/environment.ts) and clones the
- * session's repositories as they are when it is provisioned (one that does not clone is left out,
- * and the broker reports it to the session as a repository_*_error). A dead sandbox, or one that
+ * session's repositories (one that does not clone is left out, and the broker reports it to the
+ * session as a repository_*_error); before each call, repositories added to the session since
+ * are cloned into the sandbox that runs it (AddRepositories). A dead sandbox, or one that
  * could not be provisioned (a network the broker cannot give), is a tool error the model sees; the
  * next call provisions a fresh one.
  */
@@ -42,6 +43,8 @@ export interface ToolOutcome {
 
 export class SandboxPort {
   private defaultSandbox: string | undefined;
+  /** Per sandbox, the session's repositories it was last given (see syncRepositories). */
+  private readonly given = new Map<string, string>();
 
   constructor(
     private readonly broker: BrokerClient,
@@ -51,6 +54,7 @@ export class SandboxPort {
   ) {}
 
   async provision(resources: Partial<Resources>): Promise<string> {
+    const repositories = await this.setup.repositories();
     const { sandbox } = await this.broker.provision({
       sessionId: this.sessionId,
       handKind: "",
@@ -63,11 +67,34 @@ export class SandboxPort {
         idleTimeoutSeconds: 0,
         network: this.setup.network(),
         files: [],
-        repositories: await this.setup.repositories(),
+        repositories,
       },
     });
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");
+    this.given.set(sandbox.sandboxId, repositoriesKey(repositories));
     return sandbox.sandboxId;
+  }
+
+  /**
+   * Gives a running sandbox the repositories added to the session since it was last given them
+   * (the broker clones only those it has not tried, by mount path). One GetSession per call; the
+   * broker is asked only when the list changed.
+   */
+  private async syncRepositories(sandboxId: string): Promise<void> {
+    const repositories = await this.setup.repositories();
+    const key = repositoriesKey(repositories);
+    if (this.given.get(sandboxId) === key) return;
+    if (repositories.length > 0) {
+      try {
+        await this.broker.addRepositories({ sandboxId, sessionId: this.sessionId, repositories });
+      } catch (err) {
+        // A sandbox that ended or is gone: the call itself will say so (and a fresh one is made).
+        const code = MhError.from(err).code;
+        if (code === "FAILED_PRECONDITION" || code === "NOT_FOUND") return;
+        throw err;
+      }
+    }
+    this.given.set(sandboxId, key);
   }
 
   /**
@@ -101,6 +128,7 @@ export class SandboxPort {
     const { sandbox_id: _omit, ...toolInput } = input;
     try {
       const sandboxId = named ?? (await this.resolveDefault());
+      await this.syncRepositories(sandboxId);
       const res = await this.broker.execute(
         { sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 },
         { signal, deadlineMs: 30 * 60_000 },
@@ -115,4 +143,9 @@ export class SandboxPort {
       return { output: `sandbox error (${e.code}): ${e.message}`, isError: true };
     }
   }
+}
+
+/** What identifies a list of repositories for syncRepositories: mount paths, URLs and checkouts. */
+function repositoriesKey(repositories: readonly GitRepository[]): string {
+  return repositories.map((r) => `${r.mountPath}\u0000${r.url}\u0000${r.checkout}`).join("\n");
 }

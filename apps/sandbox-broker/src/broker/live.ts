@@ -8,6 +8,7 @@ import { SandboxState } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import { endSandbox } from "../db/sandboxes.js";
 import type { SandboxEventSink } from "../events/sink.js";
+import type { SandboxRemotes } from "../remotes/attach.js";
 import type { Limits } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
 
@@ -18,8 +19,8 @@ export interface LiveSandbox {
   readonly limits: Limits;
   readonly createdAt: number;
   lastUsedAt: number;
-  /** Runs once it has ended (closes its git and egress relays and remotes). */
-  readonly onEnd?: (() => Promise<void>) | undefined;
+  /** Its git and egress relays and remotes, closed once it has ended; set by Provision or AddRepositories. */
+  remotes?: SandboxRemotes | undefined;
   /** Set when it started ending: calls arriving now are told why. */
   ended?: { readonly state: SandboxState; readonly reason: string };
 }
@@ -79,7 +80,7 @@ export class LiveSandboxes {
     sandbox.ended = { state, reason };
     const log = this.deps.logger.child({ sandbox_id: sandbox.id, session_id: sandbox.sessionId });
     await sandbox.runtime.stop(reason);
-    await sandbox.onEnd?.().catch((err: unknown) => log.warn({ err }, "could not close the sandbox's remotes"));
+    await sandbox.remotes?.detach().catch((err: unknown) => log.warn({ err }, "could not close the sandbox's remotes"));
     try {
       const changed = await endSandbox(this.deps.pool, sandbox.id, state, reason);
       if (!changed) return;

@@ -13,7 +13,7 @@ import { HandSandbox } from "../hands/hand-sandbox.js";
 import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { newSandboxId } from "../util/ids.js";
-import { attachRemotes, type Detach } from "../remotes/attach.js";
+import { attachRemotes, type SandboxRemotes } from "../remotes/attach.js";
 import { requireField, startLocalSandbox, type BrokerContext } from "./context.js";
 
 interface Acquired {
@@ -30,7 +30,7 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
   const acquired = req.handKind !== "" ? bindHand(ctx, req.handKind) : await localSandbox(ctx, spec);
   const { id, runtime } = acquired;
   const log = ctx.logger.child({ sandbox_id: id, session_id: sessionId });
-  let detach: Detach | undefined;
+  let remotes: SandboxRemotes | undefined;
   let repositoryFailures: RepositoryFailure[] = [];
   try {
     if (spec.files.length > 0) {
@@ -46,7 +46,7 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
         throw new MhError("INVALID_ARGUMENT", "resources: an external hand has no workspace for repositories or egress", { field: "resources" });
       }
       const attached = await attachRemotes(ctx, runtime, { sessionId, sandboxId: id }, spec);
-      detach = attached?.detach;
+      remotes = attached?.remotes;
       repositoryFailures = attached?.repositoryFailures ?? [];
     }
     const row = await insertSandbox(ctx.pool, {
@@ -59,20 +59,20 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest): Prom
       limits: runtime.limits,
     });
     const now = Date.now();
-    ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now, onEnd: detach });
+    ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now, remotes });
     const durationMs = Math.round(performance.now() - started);
     ctx.events.provisioned(sessionId, id, runtime.driver, durationMs);
-    repositoryFailures.forEach((failure, i) => ctx.events.repositoryFailed(sessionId, id, i, failure));
+    for (const failure of repositoryFailures) ctx.events.repositoryFailed(sessionId, id, failure);
     log.info({ driver: runtime.driver, warm: acquired.warm, duration_ms: durationMs }, "sandbox provisioned");
     return { sandbox: toSandbox(row), durationMs, warm: acquired.warm, repositoryFailures };
   } catch (err) {
     await runtime.stop("provisioning failed");
-    await detach?.();
+    await remotes?.detach();
     throw err;
   }
 }
 
-function isLocal(runtime: SandboxRuntime): runtime is LocalSandbox {
+export function isLocal(runtime: SandboxRuntime): runtime is LocalSandbox {
   return "writeFiles" in runtime;
 }
 

@@ -5,6 +5,7 @@
  * (NO_EVENTS) and tests can point it at a real one in-process. Reporting never blocks or fails a
  * sandbox operation: events queue (bounded) and go out in order, with retries.
  */
+import { createHash } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { newEvent, type RepositoryErrorType } from "@metaharness/events";
 import {
@@ -21,8 +22,8 @@ export interface SandboxEventSink {
   provisioned(sessionId: string, sandboxId: string, driver: string, durationMs: number): void;
   released(sessionId: string, sandboxId: string, reason: string): void;
   lost(sessionId: string, sandboxId: string, reason: string): void;
-  /** The `index`th repository failure of a provisioning. */
-  repositoryFailed(sessionId: string, sandboxId: string, index: number, failure: RepositoryFailure): void;
+  /** A repository that did not clone into the sandbox (reported once per sandbox and repository). */
+  repositoryFailed(sessionId: string, sandboxId: string, failure: RepositoryFailure): void;
   /** Sends what is queued (up to `timeoutMs`) and stops. */
   close(timeoutMs: number): Promise<void>;
 }
@@ -46,14 +47,16 @@ const REPOSITORY_ERROR_TYPE: Record<RepositoryFailureKind, RepositoryErrorType> 
 };
 
 /** The session.error a repository failure is reported as. */
-export function repositoryErrorEvent(sessionId: string, sandboxId: string, index: number, failure: RepositoryFailure): Event {
+export function repositoryErrorEvent(sessionId: string, sandboxId: string, failure: RepositoryFailure): Event {
   const error = {
     type: REPOSITORY_ERROR_TYPE[failure.kind],
     message: failure.message,
     retryStatus: RetryStatus.RETRY_STATUS_RETRYING,
     repositoryUrl: failure.url,
   };
-  return newEvent("session.error", { error }, { id: `${sandboxId}:repository-${index}`, sessionId });
+  // One per sandbox and repository: a retried append is a duplicate, not a second error.
+  const key = createHash("sha256").update(`${failure.mountPath}\0${failure.url}`).digest("hex").slice(0, 16);
+  return newEvent("session.error", { error }, { id: `${sandboxId}:repository:${key}`, sessionId });
 }
 
 /** Queued events beyond this are dropped (and counted in one log line). */
@@ -94,8 +97,8 @@ export class SessionLogSink implements SandboxEventSink {
     this.enqueue(sessionId, newEvent("sandbox.lost", { sandboxId, reason }, { id: `${sandboxId}:lost`, sessionId }));
   }
 
-  repositoryFailed(sessionId: string, sandboxId: string, index: number, failure: RepositoryFailure): void {
-    this.enqueue(sessionId, repositoryErrorEvent(sessionId, sandboxId, index, failure));
+  repositoryFailed(sessionId: string, sandboxId: string, failure: RepositoryFailure): void {
+    this.enqueue(sessionId, repositoryErrorEvent(sessionId, sandboxId, failure));
   }
 
   async close(timeoutMs: number): Promise<void> {

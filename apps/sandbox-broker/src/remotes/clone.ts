@@ -29,7 +29,7 @@ export async function cloneRepositories(
     const dir = `${WORKSPACE}/${repo.mountPath}`;
     const cloned = await run(sandbox, [GIT, "clone", "--quiet", "--", `mh::${repo.url}`, dir], timeoutMs, `cloning ${repo.url}`);
     if (!cloned.ok) {
-      failures.push({ url: repo.url, kind: cloneFailureKind(cloned.message), message: cloned.message });
+      failures.push({ url: repo.url, mountPath: repo.mountPath, kind: cloneFailureKind(cloned.message), message: cloned.message });
       continue;
     }
     if (repo.checkout === "") continue;
@@ -37,7 +37,12 @@ export async function cloneRepositories(
     if (!checkedOut.ok) {
       // Without the revision asked for, the repository is not there at all (not on another branch).
       await run(sandbox, [RM, "-rf", "--", dir], timeoutMs, `removing ${dir}`);
-      failures.push({ url: repo.url, kind: RepositoryFailureKind.REPOSITORY_FAILURE_KIND_CHECKOUT, message: checkedOut.message });
+      failures.push({
+        url: repo.url,
+        mountPath: repo.mountPath,
+        kind: RepositoryFailureKind.REPOSITORY_FAILURE_KIND_CHECKOUT,
+        message: checkedOut.message,
+      });
     }
   }
   return failures;
