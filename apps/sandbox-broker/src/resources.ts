@@ -131,7 +131,8 @@ export function resolveSpec(
 
 type Problems = Array<{ field: string; message: string }>;
 
-export const MAX_REPOSITORIES = 16;
+/** As many as a session may have (session-log store/repositories.ts). */
+export const MAX_REPOSITORIES = 64;
 export const MAX_ALLOWED_HOSTS = 64;
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9.-]{0,252})(:\d{1,5})?$/;
 // A branch, tag or commit, never an option: git must not read it as `--upload-pack=...`.

@@ -6,8 +6,8 @@
  * proto-loader derives each type's `fileDescriptorProtos` from protobufjs, which drops a file's
  * imports (`dependency`): reflection then served session_log.proto referring to
  * google.protobuf.Timestamp without importing it, and grpcurl and ghz refused it ("unresolvable
- * reference"; grpc/grpc-node#2958). So every entry carries buf's own file descriptors instead,
- * byte for byte, imports included; @grpc/reflection indexes them by file name and symbol.
+ * reference"; grpc/grpc-node#2958). So reflection is given buf's own file descriptors, byte for
+ * byte, imports included, which it indexes by file name and symbol.
  */
 import { readFileSync } from "node:fs";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -31,8 +31,10 @@ function load(): PackageDefinition {
     oneofs: true,
   });
   const files = fromBinary(FileDescriptorSetSchema, set).file.map((f) => Buffer.from(toBinary(FileDescriptorProtoSchema, f)));
-  for (const entry of Object.values(definition)) {
-    if ("fileDescriptorProtos" in entry && Array.isArray(entry.fileDescriptorProtos)) entry.fileDescriptorProtos = files;
-  }
+  // @grpc/reflection keeps the first descriptor it meets of each file name, visiting entries in
+  // order: buf's files on the first entry are the ones it serves. (Putting them on every entry
+  // made it decode them 169 times: 0.4 s more at each service's start.)
+  const first = Object.values(definition).find((e) => "fileDescriptorProtos" in e && Array.isArray(e.fileDescriptorProtos));
+  if (first !== undefined && "fileDescriptorProtos" in first) first.fileDescriptorProtos = files;
   return definition;
 }

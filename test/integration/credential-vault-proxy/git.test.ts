@@ -95,6 +95,13 @@ describe("git repositories", () => {
     expect((await sh(sandboxId, "git -C later/app log -1 --format=%s", sessionId)).ok).toBe(true);
     // Tried already: skipped, whatever the answer was.
     expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [], repositoryFailures: [] });
+    // Two calls at once for a new repository: one clones it, the other waits for that clone, so
+    // when either returns the repository is complete.
+    const twice = { ...app, mountPath: "twice/app" };
+    const one = broker.client.addRepositories({ sandboxId, sessionId, repositories: [twice] });
+    const two = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [twice] });
+    expect((await sh(sandboxId, "git -C twice/app log -1 --format=%s", sessionId)).ok).toBe(true);
+    expect([(await one).added.length, two.added.length].sort()).toEqual([0, 1]);
     const other = await session();
     expect(await rejection(broker.client.addRepositories({ sandboxId, sessionId: other, repositories: [app] }))).toMatchObject({
       code: "NOT_FOUND",

@@ -84,6 +84,7 @@ function refusedCredentials(answer: IncomingMessage): { body: Readable; headers:
   const text = `the repository host rejected the credentials (HTTP ${status})\n`;
   return {
     body: Readable.from([text]),
-    headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)) },
+    // Our own body: none of the server's encoding headers apply to it.
+    headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "content-encoding": "identity" },
   };
 }

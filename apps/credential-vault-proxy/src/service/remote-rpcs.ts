@@ -19,7 +19,8 @@ export interface RemoteDeps extends GuardDeps {
   readonly ttlSeconds: number;
 }
 
-export const MAX_REPOSITORIES = 32;
+/** As many as a session may have (session-log store/repositories.ts). */
+export const MAX_REPOSITORIES = 64;
 export const MAX_ALLOWED_HOSTS = 64;
 const SANDBOX_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9.-]{0,252})(:\d{1,5})?$/;

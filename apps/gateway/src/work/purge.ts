@@ -8,9 +8,15 @@
 import type { Queryable } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
 
-/** Deletes items stopped before `before`; returns how many. */
-export async function purgeStoppedWork(db: Queryable, before: Date): Promise<number> {
-  const { rowCount } = await db.query("DELETE FROM gw_work WHERE state = 'stopped' AND stopped_at < $1", [before]);
+const PURGE_SLICE = 1000;
+
+/** Deletes up to `limit` items stopped before `before`; returns how many. */
+export async function purgeStoppedWork(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM gw_work WHERE work_id IN (
+       SELECT work_id FROM gw_work WHERE state = 'stopped' AND stopped_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
   return rowCount;
 }
 
@@ -21,27 +27,33 @@ export interface WorkPurgeOptions {
   readonly now: () => Date;
 }
 
-/** Sweeps every `everyMs` (the first sweep at once); returns the stop function. */
+/** Sweeps at once, then `everyMs` after each sweep ends (never two at a time); returns the stop function. */
 export function startWorkPurge(db: Queryable, logger: Logger, opts: WorkPurgeOptions): () => Promise<void> {
   if (opts.retentionSeconds === 0) return () => Promise.resolve();
-  let running: Promise<void> = Promise.resolve();
-  const sweep = (): void => {
-    running = (async () => {
-      const before = new Date(opts.now().getTime() - opts.retentionSeconds * 1000);
-      try {
-        const purged = await purgeStoppedWork(db, before);
-        if (purged > 0) logger.info({ purged, stopped_before: before.toISOString() }, "purged stopped work items");
-      } catch (err) {
-        logger.warn({ err }, "could not purge stopped work items; will try again");
-      }
-    })();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = async (): Promise<void> => {
+    const before = new Date(opts.now().getTime() - opts.retentionSeconds * 1000);
+    try {
+      let purged = 0;
+      // In slices, so a large backlog never holds many row locks at once.
+      for (let n = PURGE_SLICE; n === PURGE_SLICE && !stopped; purged += n) n = await purgeStoppedWork(db, before, PURGE_SLICE);
+      if (purged > 0) logger.info({ purged, stopped_before: before.toISOString() }, "purged stopped work items");
+    } catch (err) {
+      logger.warn({ err }, "could not purge stopped work items; will try again");
+    }
   };
-  sweep();
-  const timer = setInterval(() => {
-    void running.then(sweep);
-  }, opts.everyMs).unref();
+  let running = sweep();
+  const next = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = sweep().finally(next);
+    }, opts.everyMs).unref();
+  };
+  void running.finally(next);
   return async () => {
-    clearInterval(timer);
+    stopped = true;
+    clearTimeout(timer);
     await running;
   };
 }

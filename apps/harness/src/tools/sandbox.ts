@@ -29,6 +29,9 @@ export interface SandboxSetup {
   repositories(): Promise<GitRepository[]>;
 }
 
+/** A sandbox call (a tool, or cloning repositories for one) may run this long. */
+const CALL_DEADLINE_MS = 30 * 60_000;
+
 const NO_SETUP: SandboxSetup = { network: () => undefined, repositories: () => Promise.resolve([]) };
 
 /** The session's repositories as the broker clones them. */
@@ -78,20 +81,20 @@ export class SandboxPort {
   /**
    * Gives a running sandbox the repositories added to the session since it was last given them
    * (the broker clones only those it has not tried, by mount path). One GetSession per call; the
-   * broker is asked only when the list changed.
+   * broker is asked only when the list changed. Best effort: a clone that fails is reported to the
+   * session by the broker; if the call itself fails the tool still runs, and the next call asks
+   * again. Clones can take minutes, so the deadline is the tool call's own.
    */
-  private async syncRepositories(sandboxId: string): Promise<void> {
+  private async syncRepositories(sandboxId: string, signal: AbortSignal): Promise<void> {
     const repositories = await this.setup.repositories();
     const key = repositoriesKey(repositories);
     if (this.given.get(sandboxId) === key) return;
     if (repositories.length > 0) {
       try {
-        await this.broker.addRepositories({ sandboxId, sessionId: this.sessionId, repositories });
+        await this.broker.addRepositories({ sandboxId, sessionId: this.sessionId, repositories }, { signal, deadlineMs: CALL_DEADLINE_MS });
       } catch (err) {
-        // A sandbox that ended or is gone: the call itself will say so (and a fresh one is made).
-        const code = MhError.from(err).code;
-        if (code === "FAILED_PRECONDITION" || code === "NOT_FOUND") return;
-        throw err;
+        if (MhError.from(err).code === "CANCELLED") throw err;
+        return;
       }
     }
     this.given.set(sandboxId, key);
@@ -128,10 +131,10 @@ export class SandboxPort {
     const { sandbox_id: _omit, ...toolInput } = input;
     try {
       const sandboxId = named ?? (await this.resolveDefault());
-      await this.syncRepositories(sandboxId);
+      await this.syncRepositories(sandboxId, signal);
       const res = await this.broker.execute(
         { sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 },
-        { signal, deadlineMs: 30 * 60_000 },
+        { signal, deadlineMs: CALL_DEADLINE_MS },
       );
       // A lost sandbox answers is_error; forget it so the next call gets a fresh one.
       if (res.isError && /\blost\b/i.test(res.output) && named === undefined) this.defaultSandbox = undefined;

@@ -33,9 +33,16 @@ export async function addRepositories(ctx: BrokerContext, req: AddRepositoriesRe
   if (live.sessionId !== sessionId) throw notFound(sandboxId);
   if (live.ended !== undefined) throw new MhError("FAILED_PRECONDITION", endedMessage(sandboxId, live.ended.state, live.ended.reason), { field: "sandbox_id" });
   if (!isLocal(live.runtime)) {
-    throw new MhError("INVALID_ARGUMENT", "repositories: an external hand has no workspace for repositories", { field: "repositories" });
+    throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is an external hand: it has no workspace for repositories`, {
+      field: "sandbox_id",
+    });
   }
   if (repositories.length === 0) return { added: [], repositoryFailures: [] };
+  if (live.remotes !== undefined && live.remotes.ids.sessionId !== sessionId) {
+    // Transferred since its remotes were opened: they carry the previous session's tokens.
+    await live.remotes.detach();
+    live.remotes = undefined;
+  }
   live.remotes ??= SandboxRemotes.forSandbox(ctx, live.runtime, { sessionId, sandboxId }, live.limits.lifetimeSeconds);
   const { added, failures } = await live.remotes.addRepositories(repositories);
   for (const failure of failures) ctx.events.repositoryFailed(sessionId, sandboxId, failure);

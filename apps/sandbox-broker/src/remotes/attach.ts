@@ -56,27 +56,32 @@ export async function attachRemotes(
   }
 }
 
-function noGit(): MhError {
-  return new MhError("UNIMPLEMENTED", "resources.repositories: git repositories are not enabled on this broker (it has no MH_CREDENTIAL_PROXY_ADDR)", {
-    field: "resources.repositories",
-  });
+function noGit(field = "resources.repositories"): MhError {
+  return new MhError("UNIMPLEMENTED", `${field}: git repositories are not enabled on this broker (it has no MH_CREDENTIAL_PROXY_ADDR)`, { field });
 }
+
+type CloneResult = { readonly ok: true } | { readonly ok: false; readonly failure: RepositoryFailure };
 
 /** The remotes of one running sandbox; more repositories can be added while it runs. */
 export class SandboxRemotes {
   private readonly closers: Detach[] = [];
   /** Normalised repository URL -> the proxy's remote for it; the git relay reads it per request. */
   private readonly gitRemotes = new Map<string, string>();
-  private relayStarted = false;
-  /** Mount path -> URL of every repository tried in this sandbox (cloned or failed). */
-  private readonly tried = new Map<string, string>();
+  private relay: Promise<void> | undefined;
+  /**
+   * Mount path -> the repository tried there and how it went (a clone still running is a pending
+   * promise: a concurrent caller waits for it). An attempt that could not even start (the proxy
+   * or the relay failed) is dropped, so the next call tries again.
+   */
+  private readonly tried = new Map<string, { readonly url: string; readonly outcome: Promise<CloneResult> }>();
+  private closed = false;
   private readonly log: Logger;
 
   constructor(
     private readonly ctx: AttachContext,
     private readonly proxy: ProxyConnection,
     private readonly sandbox: LocalSandbox,
-    private readonly ids: { readonly sessionId: string; readonly sandboxId: string },
+    readonly ids: { readonly sessionId: string; readonly sandboxId: string },
     private readonly lifetimeSeconds: number,
   ) {
     this.log = ctx.logger.child({ session_id: ids.sessionId, sandbox_id: ids.sandboxId });
@@ -85,32 +90,82 @@ export class SandboxRemotes {
 
   /** For AddRepositories on a sandbox provisioned without remotes. */
   static forSandbox(ctx: AttachContext, sandbox: LocalSandbox, ids: { sessionId: string; sandboxId: string }, lifetimeSeconds: number): SandboxRemotes {
-    if (ctx.proxy === undefined) throw noGit();
+    if (ctx.proxy === undefined) throw noGit("repositories");
     return new SandboxRemotes(ctx, ctx.proxy, sandbox, ids, lifetimeSeconds);
   }
 
-  /** Clones the repositories not tried here yet (by mount path); returns those cloned and those that failed. */
+  /**
+   * Clones the repositories not tried here yet (by mount path); returns those this call cloned and
+   * those that failed. Waits for clones of the same repositories other calls have under way.
+   */
   async addRepositories(repositories: readonly GitRepository[]): Promise<{ added: GitRepository[]; failures: RepositoryFailure[] }> {
-    const fresh = repositories.filter((r) => this.tried.get(r.mountPath) !== r.url);
-    if (fresh.length === 0) return { added: [], failures: [] };
-    for (const r of fresh) this.tried.set(r.mountPath, r.url);
+    const fresh = repositories.filter((r) => this.tried.get(r.mountPath)?.url !== r.url);
+    const underWay = repositories.flatMap((r) => {
+      const t = this.tried.get(r.mountPath);
+      return t !== undefined && t.url === r.url ? [t.outcome] : [];
+    });
+    if (fresh.length > 0) {
+      const run = this.cloneFresh(fresh);
+      fresh.forEach((r, i) => {
+        const outcome = run.then((results) => results[i] ?? { ok: true as const });
+        this.tried.set(r.mountPath, { url: r.url, outcome });
+        // Could not start (proxy, relay): forget the attempt, so a later call tries again.
+        outcome.catch(() => {
+          if (this.tried.get(r.mountPath)?.outcome === outcome) this.tried.delete(r.mountPath);
+        });
+      });
+      await Promise.all(underWay.map((p) => p.catch(() => undefined)));
+      const results = await run;
+      this.ensureOpen();
+      const failures = results.flatMap((r) => (r.ok ? [] : [r.failure]));
+      const failed = new Set(failures.map((f) => f.mountPath));
+      return { added: fresh.filter((r) => !failed.has(r.mountPath)), failures };
+    }
+    await Promise.all(underWay.map((p) => p.catch(() => undefined)));
+    this.ensureOpen();
+    return { added: [], failures: [] };
+  }
+
+  private async cloneFresh(fresh: readonly GitRepository[]): Promise<CloneResult[]> {
     const urls = [...new Set(fresh.map((r) => normalizeRepositoryUrl(r.url) ?? r.url))].filter((u) => !this.gitRemotes.has(u));
     if (urls.length > 0) {
+      this.ensureOpen();
       const { remotes } = await this.proxy.client.openGitRemote({ ...this.ids, repositoryUrls: urls, ttlSeconds: this.lifetimeSeconds });
+      if (this.closed) {
+        // The sandbox ended meanwhile: what was just opened must not outlive it.
+        await this.proxy.client.closeSandboxRemotes(this.ids, { deadlineMs: 5_000 }).catch(() => undefined);
+        this.ensureOpen();
+      }
       for (const u of urls) if (remotes[u] !== undefined) this.gitRemotes.set(u, remotes[u]);
     }
-    if (!this.relayStarted) {
-      const relay = await startGitRelay({ runDir: this.sandbox.runDir, remotes: this.gitRemotes, serviceAuthorization: this.proxy.serviceAuthorization, ...this.limits() });
-      this.relayStarted = true;
-      this.closers.push(() => relay.close());
-    }
+    this.relay ??= this.startRelay();
+    await this.relay;
+    this.ensureOpen();
     const started = performance.now();
     const failures = await cloneRepositories(this.sandbox, fresh, this.ctx.config.gitCloneTimeoutMs);
+    // A clone cut short by the sandbox ending is not a repository failure to report.
+    this.ensureOpen();
     for (const f of failures) this.log.warn({ repository: f.url, kind: f.kind, error: f.message }, "a repository did not clone; the sandbox goes on without it");
-    const failed = new Set(failures.map((f) => f.mountPath));
-    const added = fresh.filter((r) => !failed.has(r.mountPath));
     this.log.info({ repositories: fresh.map((r) => r.url), failed: failures.length, duration_ms: Math.round(performance.now() - started) }, "repositories cloned");
-    return { added, failures };
+    const byMount = new Map(failures.map((f) => [f.mountPath, f]));
+    return fresh.map((r) => {
+      const failure = byMount.get(r.mountPath);
+      return failure === undefined ? { ok: true } : { ok: false, failure };
+    });
+  }
+
+  private async startRelay(): Promise<void> {
+    try {
+      const relay = await startGitRelay({ runDir: this.sandbox.runDir, remotes: this.gitRemotes, serviceAuthorization: this.proxy.serviceAuthorization, ...this.limits() });
+      if (this.closed) {
+        await relay.close();
+        return;
+      }
+      this.closers.push(() => relay.close());
+    } catch (err) {
+      this.relay = undefined; // the next call tries again
+      throw err;
+    }
   }
 
   async openEgress(allowedHosts: readonly string[]): Promise<void> {
@@ -118,8 +173,14 @@ export class SandboxRemotes {
     this.closers.push(() => egress.close());
   }
 
+  /** Closes everything; calls still adding repositories then fail, and report nothing. */
   async detach(): Promise<void> {
+    this.closed = true;
     for (const close of this.closers.splice(0).reverse()) await close().catch((err: unknown) => this.log.warn({ err }, "could not close a sandbox remote"));
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new MhError("FAILED_PRECONDITION", `sandbox ${this.ids.sandboxId} ended while its repositories were being added`, { field: "sandbox_id" });
   }
 
   private limits(): { maxRequestBytes: number; maxConnections: number; logger: Logger } {

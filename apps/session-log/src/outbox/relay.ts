@@ -60,6 +60,7 @@ export class OutboxRelay {
   private unsubscribe: (() => void) | undefined;
   private lastRebalance = 0;
   private lastDrain = 0;
+  private endLinger: (() => void) | undefined;
   private failures = 0;
   /** Events published since start, for tests and metrics. */
   published = 0;
@@ -77,6 +78,7 @@ export class OutboxRelay {
     if (!this.running) return;
     this.running = false;
     this.unsubscribe?.();
+    this.endLinger?.();
     this.poke();
     await this.loop;
     await this.closeClient();
@@ -98,6 +100,7 @@ export class OutboxRelay {
       try {
         await this.ensureShards();
         await this.linger();
+        if (!this.running) break;
         const drained = this.held.size > 0 ? await this.drainOnce() : 0;
         if (this.failures > 0) this.opts.logger.info({ failures: this.failures }, "outbox relay recovered");
         this.failures = 0;
@@ -119,9 +122,20 @@ export class OutboxRelay {
     }
   }
 
+  /** Waits out the rest of lingerMs since the last drain; stop() cuts it short. */
   private async linger(): Promise<void> {
     const wait = this.lastDrain + this.opts.lingerMs - performance.now();
-    if (wait > 0 && this.running) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (wait > 0 && this.running) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        // Only stop() ends it early: an append's poke must not (that is the point of waiting).
+        this.endLinger = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.endLinger = undefined;
+    }
     this.lastDrain = performance.now();
   }
 
