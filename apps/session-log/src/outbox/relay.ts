@@ -126,14 +126,8 @@ export class OutboxRelay {
   private async linger(): Promise<void> {
     const wait = this.lastDrain + this.opts.lingerMs - performance.now();
     if (wait > 0 && this.running) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wait);
-        // Only stop() ends it early: an append's poke must not (that is the point of waiting).
-        this.endLinger = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      // Only stop() ends it early: an append's poke must not (that is the point of waiting).
+      await sleep(wait, (end) => (this.endLinger = end));
       this.endLinger = undefined;
     }
     this.lastDrain = performance.now();
@@ -144,13 +138,7 @@ export class OutboxRelay {
       this.pending = false;
       return;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    await sleep(ms, (end) => (this.wake = end));
     this.wake = undefined;
     this.pending = false;
   }
@@ -242,4 +230,15 @@ export class OutboxRelay {
 /** Kafka errors leave our Postgres session (and its shard locks) usable; anything else may not. */
 function isHealthy(err: unknown): boolean {
   return err instanceof MhError && err.code === "UNAVAILABLE";
+}
+
+/** Sleeps `ms`; the function handed to `setEnd` ends the sleep early. */
+function sleep(ms: number, setEnd: (end: () => void) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    setEnd(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
