@@ -110,6 +110,18 @@ describe("git repositories", () => {
     expect(
       await rejection(broker.client.addRepositories({ sandboxId, sessionId, repositories: [{ ...app, url: "ftp://example.com/x.git" }] })),
     ).toMatchObject({ code: "INVALID_ARGUMENT", field: "repositories[0].url" });
+    // As many as a session may have (64), no more.
+    const many = (n: number) => Array.from({ length: n }, (_, i) => ({ ...app, mountPath: `many/${i}` }));
+    expect(await rejection(broker.client.addRepositories({ sandboxId, sessionId, repositories: many(65) }))).toMatchObject({
+      code: "INVALID_ARGUMENT",
+      field: "repositories",
+    });
+
+    // Handed to another session, the sandbox keeps its files but not the previous session's git
+    // path: its remotes acted with that session's tokens.
+    await broker.client.transfer({ sandboxId, fromSession: sessionId, toSession: other });
+    expect((await sh(sandboxId, "git -C later/app fetch -q origin 2>&1", other)).ok).toBe(false);
+    expect((await sh(sandboxId, "cat later/app/README.md", other)).out).toBe("hello from the server");
   });
 
   it("refuse other repositories and other sandboxes' repositories on the git path", async () => {

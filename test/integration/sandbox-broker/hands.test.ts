@@ -62,6 +62,12 @@ describe("external hands", () => {
     expect((await run(broker.client, kv, "kv_get", { key: "answer" })).output).toBe("42");
     await run(broker.client, kv, "kv_set", { key: "question", value: "?" });
     expect((await run(broker.client, kv, "kv_list", {})).output).toBe("answer\nquestion");
+    // A hand has no workspace: repositories are refused for the sandbox, not for the request.
+    const repositories = [{ url: "https://git.example.com/org/app.git", mountPath: "", checkout: "" }];
+    expect(await rejection(broker.client.addRepositories({ sandboxId: kv, sessionId, repositories }))).toMatchObject({
+      code: "FAILED_PRECONDITION",
+      field: "sandbox_id",
+    });
     const wrongTool = await run(broker.client, kv, "bash", { command: "true" });
     expect(wrongTool.isError).toBe(true);
     expect(wrongTool.output).toContain("kv_get, kv_set, kv_list");

@@ -72,7 +72,14 @@ export async function transfer(ctx: BrokerContext, req: TransferRequest): Promis
   const to = requireField(req.toSession, "to_session");
   const row = await transferSandbox(ctx.pool, sandboxId, from, to);
   const live = ctx.live.get(sandboxId);
-  if (live !== undefined) live.sessionId = to;
+  if (live !== undefined) {
+    live.sessionId = to;
+    // Its git and egress remotes act with the previous session's credentials: they end here. The
+    // files stay; repositories the new session adds get remotes of its own (AddRepositories).
+    const remotes = live.remotes;
+    live.remotes = undefined;
+    await remotes?.detach();
+  }
   ctx.logger.info({ sandbox_id: sandboxId, session_id: to, from_session: from }, "sandbox transferred");
   return { sandbox: view(ctx, row) };
 }

@@ -38,11 +38,6 @@ export async function addRepositories(ctx: BrokerContext, req: AddRepositoriesRe
     });
   }
   if (repositories.length === 0) return { added: [], repositoryFailures: [] };
-  if (live.remotes !== undefined && live.remotes.ids.sessionId !== sessionId) {
-    // Transferred since its remotes were opened: they carry the previous session's tokens.
-    await live.remotes.detach();
-    live.remotes = undefined;
-  }
   live.remotes ??= SandboxRemotes.forSandbox(ctx, live.runtime, { sessionId, sandboxId }, live.limits.lifetimeSeconds);
   const { added, failures } = await live.remotes.addRepositories(repositories);
   for (const failure of failures) ctx.events.repositoryFailed(sessionId, sandboxId, failure);

@@ -81,7 +81,7 @@ export class SandboxRemotes {
     private readonly ctx: AttachContext,
     private readonly proxy: ProxyConnection,
     private readonly sandbox: LocalSandbox,
-    readonly ids: { readonly sessionId: string; readonly sandboxId: string },
+    private readonly ids: { readonly sessionId: string; readonly sandboxId: string },
     private readonly lifetimeSeconds: number,
   ) {
     this.log = ctx.logger.child({ session_id: ids.sessionId, sandbox_id: ids.sandboxId });
