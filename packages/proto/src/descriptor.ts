@@ -15,14 +15,26 @@ import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/pr
 import { loadFileDescriptorSetFromBuffer, type PackageDefinition } from "@grpc/proto-loader";
 
 let cached: PackageDefinition | undefined;
+let cachedHealth: PackageDefinition | undefined;
 
+/** Every contract of /proto, for reflection. */
 export function loadPackageDefinition(): PackageDefinition {
-  cached ??= load();
+  cached ??= load("metaharness.binpb");
   return cached;
 }
 
-function load(): PackageDefinition {
-  const set = readFileSync(new URL("./gen/metaharness.binpb", import.meta.url));
+/**
+ * grpc.health.v1 (the health service grpc-health-check implements), for reflection. Loading its
+ * .proto with proto-loader instead would serve protobufjs's reconstruction, whose map entry
+ * `Statuses` (not `StatusesEntry`) Go clients refuse: grpcurl and ghz could not call Check.
+ */
+export function loadHealthPackageDefinition(): PackageDefinition {
+  cachedHealth ??= load("health.binpb");
+  return cachedHealth;
+}
+
+function load(file: string): PackageDefinition {
+  const set = readFileSync(new URL(`./gen/${file}`, import.meta.url));
   const definition = loadFileDescriptorSetFromBuffer(set, {
     keepCase: true,
     longs: String,

@@ -83,7 +83,7 @@ describe("startGrpcServer", () => {
     // reference to google.protobuf.Timestamp").
     const { address } = server;
     const all = [SessionLogService, HarnessService, SandboxBrokerService, CredentialVaultProxyService];
-    for (const service of all.map(serviceNameOf)) {
+    for (const service of [...all.map(serviceNameOf), "grpc.health.v1.Health"]) {
       const files = new Map<string, FileDescriptorProto>();
       const add = (bytes: readonly Buffer[]): void => {
         for (const b of bytes) {
@@ -100,6 +100,15 @@ describe("startGrpcServer", () => {
       const described = registry.getService(service);
       expect(described?.methods.length, service).toBeGreaterThan(0);
       for (const m of described?.methods ?? []) expect([m.input.typeName, m.output.typeName]).not.toContain("");
+      if (service === "grpc.health.v1.Health") {
+        // Go clients check map entries strictly: protobufjs's reconstruction named this entry
+        // "Statuses", and grpcurl refused the whole file ("incorrect implicit map entry name").
+        const list = registry.getMessage("grpc.health.v1.HealthListResponse");
+        expect(list?.field["statuses"]?.fieldKind).toBe("map");
+        const file = [...files.values()].find((f) => f.package === "grpc.health.v1");
+        const entry = file?.messageType.find((m) => m.name === "HealthListResponse")?.nestedType[0];
+        expect(entry?.name).toBe("StatusesEntry");
+      }
     }
   });
 

@@ -11,10 +11,10 @@ import {
   type UntypedHandleCall,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { loadSync, type PackageDefinition } from "@grpc/proto-loader";
+import type { PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
-import { loadPackageDefinition } from "@metaharness/proto";
-import { HealthImplementation, protoPath as healthProtoPath, type ServingStatusMap } from "grpc-health-check";
+import { loadHealthPackageDefinition, loadPackageDefinition } from "@metaharness/proto";
+import { HealthImplementation, type ServingStatusMap } from "grpc-health-check";
 import type { Logger } from "./logger.js";
 
 /** 16 MiB: large enough for any event payload we accept, small enough to bound memory per call. */
@@ -71,7 +71,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   try {
     opts.services.forEach((s) => server.addService(s.definition, implemented(s.implementation)));
     health.addToServer(server);
-    const described = { ...(opts.packageDefinition ?? loadPackageDefinition()), ...healthPackageDefinition() };
+    const described = { ...(opts.packageDefinition ?? loadPackageDefinition()), ...loadHealthPackageDefinition() };
     new ReflectionService(described).addToServer(server);
     const port = await bind(server, `${hostForAddress(host)}:${opts.port}`);
     const address = `${hostForAddress(host)}:${port}`;
@@ -105,20 +105,6 @@ function implemented(handlers: ServiceRegistration["implementation"]): UntypedSe
   const out: UntypedServiceImplementation = {};
   for (const [name, handler] of Object.entries(handlers)) if (handler !== undefined) out[name] = handler;
   return out;
-}
-
-let healthDefinition: PackageDefinition | undefined;
-
-/** grpc.health.v1 descriptors, so reflection-driven tools (grpcurl) can call Check and Watch too. */
-function healthPackageDefinition(): PackageDefinition {
-  healthDefinition ??= loadSync(healthProtoPath, {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  return healthDefinition;
 }
 
 function statusMap(names: readonly string[], status: "SERVING"): ServingStatusMap {
