@@ -4,6 +4,9 @@
  * a commit is pushed and another is pulled, through the broker's socket and the proxy, which adds
  * the token. Another repository, or another sandbox's, is refused on that path.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGitServer, type GitServer } from "../../support/git-server.js";
@@ -204,5 +207,31 @@ describe("git repositories", () => {
     expect(failure?.message).toContain("org/app.git");
     expect(failure?.message).toContain("rejected the credentials (HTTP 401)");
     expect(res.sandbox?.sandboxId).toMatch(/^sbx_/);
+  });
+
+  it("report a host's compressed 401 in the proxy's own plain words", async () => {
+    // Hosts behind a CDN compress their error pages. The proxy replaces the body of a 401, so
+    // the host's content-encoding must not come with it, or git cannot read the answer at all.
+    const host = createServer((_req, res) => {
+      const body = gzipSync("Bad credentials. Use a token: https://docs.example.com/auth\n");
+      res.writeHead(401, {
+        "content-type": "text/plain",
+        "content-encoding": "gzip",
+        "content-length": body.length,
+        "www-authenticate": 'Basic realm="example"',
+      });
+      res.end(body);
+    });
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/org/app.git`;
+      const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([]) });
+      const res = await provisionResponse(broker.client, s!.sessionId, { repositories: [{ url, mountPath: "", checkout: "" }] });
+      const [failure] = res.repositoryFailures;
+      expect(failure).toMatchObject({ url, kind: RepositoryFailureKind.REPOSITORY_FAILURE_KIND_AUTHENTICATION });
+      expect(failure?.message).toContain("rejected the credentials (HTTP 401)");
+    } finally {
+      await new Promise((resolve) => host.close(resolve));
+    }
   });
 });

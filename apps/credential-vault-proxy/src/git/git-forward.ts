@@ -4,7 +4,7 @@
  * Only the three smart-HTTP requests pass (ref advertisement, upload-pack, receive-pack); the
  * session's git_token for that repository is added as Basic auth on the way to the real server.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
@@ -77,7 +77,7 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
  * ("remote: ...") and the broker reads to tell a rejected credential from a refused access
  * (repository_authentication_error vs repository_forbidden_error). Anything else passes as is.
  */
-function refusedCredentials(answer: IncomingMessage): { body: Readable; headers: Record<string, string> } {
+function refusedCredentials(answer: IncomingMessage): { body: Readable; headers: OutgoingHttpHeaders } {
   const status = answer.statusCode ?? 0;
   if (status !== 401 && status !== 407) return { body: answer, headers: {} };
   answer.resume(); // the server's own words may name the auth it wants: dropped
@@ -85,6 +85,6 @@ function refusedCredentials(answer: IncomingMessage): { body: Readable; headers:
   return {
     body: Readable.from([text]),
     // Our own body: none of the server's encoding headers apply to it.
-    headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "content-encoding": "identity" },
+    headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "content-encoding": undefined },
   };
 }

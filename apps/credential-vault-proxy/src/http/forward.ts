@@ -22,7 +22,10 @@ export interface ForwardOptions {
   readonly timeoutMs: number;
   /** Where the request may connect (checked on the resolved addresses). */
   readonly policy: EgressPolicy;
-  /** Rewrites the response body on its way back (egress scrubs credentials from it). */
+  /**
+   * Rewrites the response body on its way back (egress scrubs credentials from it); its headers
+   * replace the server's, and one set to undefined is dropped.
+   */
   readonly responseBody?: (upstream: IncomingMessage) => { body: Readable; headers: OutgoingHttpHeaders };
 }
 
@@ -90,7 +93,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, opts: Forward
       upstreamStatus = answer.statusCode ?? 502;
       const status = upstreamStatus === 401 || upstreamStatus === 407 ? 403 : upstreamStatus;
       const rewritten = opts.responseBody?.(answer);
-      res.writeHead(status, { ...pick(answer.headers, opts.passResponseHeaders), ...(rewritten?.headers ?? {}) });
+      res.writeHead(status, defined({ ...pick(answer.headers, opts.passResponseHeaders), ...(rewritten?.headers ?? {}) }));
       pipeline(rewritten?.body ?? answer, res, (err) => done(status, err === undefined || err === null ? undefined : "aborted"));
     });
     res.on("close", () => {
@@ -104,6 +107,10 @@ export function reply(res: ServerResponse, status: number, message: string): voi
   const body = `${message}\n`;
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);
+}
+
+function defined(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  return Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined));
 }
 
 function pick(headers: IncomingMessage["headers"], names: readonly string[]): OutgoingHttpHeaders {
