@@ -49,6 +49,8 @@ export interface StackOptions {
   readonly vaultEnv?: Record<string, string>;
   /** A real sandbox broker (bubblewrap) behind the harness, with the vault proxy for its egress (default false). */
   readonly broker?: boolean;
+  /** The sandbox broker's settings, beyond its wiring to the vault proxy. */
+  readonly brokerEnv?: Record<string, string>;
   /** Loggers of every service (tests that scan log lines pass capturing ones). */
   readonly logger?: (service: string) => Logger;
 }
@@ -68,7 +70,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         : await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}`, logger: opts.logger?.("credential-vault-proxy"), ...(opts.vaultEnv === undefined ? {} : { env: opts.vaultEnv }) });
     if (vault !== undefined) stops.push(() => vault.stop());
     const brokerEnv: Record<string, string> =
-      vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
+      vault === undefined ? { ...opts.brokerEnv } : { ...opts.brokerEnv, MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
     const brain = await startBrain({
       scenarios: opts.scenarios,
       logEnv: { MH_GRPC_PORT: String(logPort) },

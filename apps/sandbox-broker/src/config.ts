@@ -41,6 +41,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
       /** How long Provision may spend cloning each repository. */
       gitCloneTimeoutMs: env.int("MH_GIT_CLONE_TIMEOUT_MS", { default: 300_000, min: 1000, max: 3_600_000 }),
+      /**
+       * How long after a repository failed to clone in a sandbox AddRepositories tries it there
+       * again (a host was down, a token was missing and has been added since); the wait doubles
+       * after each failure, up to 32 times this.
+       */
+      repositoryRetryMs: env.int("MH_REPOSITORY_RETRY_MS", { default: 30_000, min: 100, max: 3_600_000 }),
       /** Bytes one request from a sandbox (a git push, an egress upload) may carry. */
       remoteMaxRequestBytes: env.int("MH_REMOTE_MAX_REQUEST_BYTES", { default: 512 * MiB, min: 1024 }),
       /** Connections a sandbox may hold open to its git and egress relays at once. */

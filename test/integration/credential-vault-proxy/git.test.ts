@@ -16,6 +16,8 @@ import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVault } from "../../support/vault.js";
 
 const TOKEN = "ghs_gittest_4c1d2b3a9e8f7a6b5c4d";
+/** How long after a failed clone the broker tries the repository again in the same sandbox. */
+const RETRY_MS = 1_000;
 
 let log: TestLog;
 let vault: TestVault;
@@ -32,6 +34,7 @@ beforeAll(async () => {
     MH_CREDENTIAL_PROXY_ADDR: vault.address,
     MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker,
     MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+    MH_REPOSITORY_RETRY_MS: String(RETRY_MS),
   });
 });
 afterAll(async () => {
@@ -233,5 +236,30 @@ describe("git repositories", () => {
     } finally {
       await new Promise((resolve) => host.close(resolve));
     }
+  });
+
+  it("try a repository that failed again in the same sandbox, once the retry wait has passed", async () => {
+    const admin = vault.client("admin");
+    const vaultId = await newVault(admin);
+    const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
+    const sessionId = s!.sessionId;
+    const app = { url: `${git.url}/org/app.git`, mountPath: "app", checkout: "" };
+    const res = await provisionResponse(broker.client, sessionId, { repositories: [app] });
+    const failedAt = Date.now();
+    expect(res.repositoryFailures.map((f) => f.kind)).toEqual([RepositoryFailureKind.REPOSITORY_FAILURE_KIND_AUTHENTICATION]);
+    const sandboxId = res.sandbox!.sandboxId;
+
+    // Too soon: skipped, reported as nothing new.
+    expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [], repositoryFailures: [] });
+    // The token arrives in the session's vault; a later call clones the repository.
+    await putGitToken(admin, vaultId, `${git.url}/org`, TOKEN);
+    let added: unknown[] = [];
+    while (added.length === 0 && Date.now() - failedAt < 10 * RETRY_MS) {
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS / 4));
+      ({ added } = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] }));
+    }
+    expect(added).toEqual([app]);
+    expect(Date.now() - failedAt).toBeGreaterThanOrEqual(RETRY_MS);
+    expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
   });
 });

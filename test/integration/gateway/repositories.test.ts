@@ -23,6 +23,8 @@ import { run } from "../../support/sandbox-broker.js";
 
 const TOKEN = `ghs_repotest_${randomBytes(12).toString("hex")}`;
 const ROTATED = `ghs_rotated_${randomBytes(12).toString("hex")}`;
+/** How long after a failed clone the broker tries the repository again in the same sandbox. */
+const RETRY_MS = 1_000;
 const BASH = (command: string) => ({ name: "bash", input: { command } });
 const PUSH = [
   "cd /workspace/app && git config user.email agent@example.com && git config user.name Agent",
@@ -49,7 +51,18 @@ beforeAll(async () => {
   ]);
   const seen = (ctx: StepContext) => ({ text: `saw: ${ctx.lastToolResult?.content ?? "?"}` });
   const listing = defineScenario("repo-ls", [{ toolUses: [BASH("ls /workspace")] }, seen, { toolUses: [BASH("ls /workspace")] }, seen]);
-  stack = await startStack({ scenarios: [scenario, listing], broker: true, logger: (service) => logs.logger(service) });
+  const retry = defineScenario("repo-retry", [
+    { toolUses: [BASH("ls /workspace")] },
+    { toolUses: [BASH(`sleep ${(2 * RETRY_MS) / 1000}`)] },
+    { toolUses: [BASH("ls /workspace")] },
+    seen,
+  ]);
+  stack = await startStack({
+    scenarios: [scenario, listing, retry],
+    broker: true,
+    brokerEnv: { MH_REPOSITORY_RETRY_MS: String(RETRY_MS) },
+    logger: (service) => logs.logger(service),
+  });
   sdk = new Anthropic({
     apiKey: "mh-test-key-tenant-a-0123456789",
     baseURL: stack.gateway.url,
@@ -269,6 +282,74 @@ describe("a session with a github_repository resource", () => {
     expect(after).toContain("lib");
     // The same sandbox: it was provisioned once.
     expect((await stack.brain.broker!.client.listSandboxes({ sessionId: session.id, includeEnded: true })).sandboxes).toHaveLength(1);
+  }, 120_000);
+
+  it("clones a repository that failed, into the same sandbox, once its token is fixed", async () => {
+    git.accept(TOKEN);
+    const lister = (await sdk.beta.agents.create({ name: "lister", model: "claude-sonnet-5-5", system: "[scenario:repo-ls]", tools: [{ type: "agent_toolset_20260401" }] })).id;
+    const session = await sdk.beta.sessions.create({
+      agent: lister,
+      environment_id: environmentId,
+      resources: [repository("app", { authorization_token: TOKEN }), repository("lib", { authorization_token: "ghs_not_the_token" })],
+      initial_events: [{ type: "user.message", content: [{ type: "text", text: "List." }] }],
+    });
+    const idles = async (n: number) => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const events = (await sdk.beta.sessions.events.list(session.id)).data;
+        if (events.filter((e) => e.type === "session.status_idle").length >= n) return events;
+        if (Date.now() > deadline) throw new Error(`session ${session.id} never went idle ${n} times`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]) =>
+      events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
+    const first = await idles(1);
+    const failedAt = Date.now();
+    expect(listings(first)[0]).not.toContain("lib");
+    expect(first.filter((e) => e.type === "session.error").map((e) => (e.error as { type: string }).type)).toEqual(["repository_authentication_error"]);
+
+    // The user fixes the token; the turn after the broker's retry wait finds the repository there.
+    const { data: resources } = await sdk.beta.sessions.resources.list(session.id);
+    const lib = resources.find((r) => r.type === "github_repository" && r.url.endsWith("/org/lib.git"));
+    await sdk.beta.sessions.resources.update(idOf(lib), { session_id: session.id, authorization_token: TOKEN });
+    await new Promise((r) => setTimeout(r, RETRY_MS - (Date.now() - failedAt)));
+    await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "Again." }] }] });
+    const after = listings(await idles(2))[1];
+    expect(after).toContain("app");
+    expect(after).toContain("lib");
+    expect((await stack.brain.broker!.client.listSandboxes({ sessionId: session.id, includeEnded: true })).sandboxes).toHaveLength(1);
+  }, 120_000);
+
+  it("clones a repository that failed, within the same turn, once the host takes its token", async () => {
+    // One turn, three tool calls: the harness asks the broker again before each while a listed
+    // repository is missing from the sandbox (a new harness asks at its first call anyway).
+    const rotated = `ghs_retry_${randomBytes(8).toString("hex")}`;
+    git.accept(TOKEN);
+    const retrier = (await sdk.beta.agents.create({ name: "retrier", model: "claude-sonnet-5-5", system: "[scenario:repo-retry]", tools: [{ type: "agent_toolset_20260401" }] })).id;
+    const session = await sdk.beta.sessions.create({
+      agent: retrier,
+      environment_id: environmentId,
+      resources: [repository("app", { authorization_token: TOKEN }), repository("lib", { authorization_token: rotated })],
+      initial_events: [{ type: "user.message", content: [{ type: "text", text: "List, wait, list." }] }],
+    });
+    const results = async (n: number) => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const events = (await sdk.beta.sessions.events.list(session.id)).data;
+        const found = events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
+        if (found.length >= n) return found;
+        if (Date.now() > deadline) throw new Error(`session ${session.id} never had ${n} tool results`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const [before] = await results(1);
+    expect(before).not.toContain("lib");
+    git.accept(rotated); // the host now takes lib's token (app is cloned already)
+    await untilIdle(session.id);
+    const after = (await results(3))[2];
+    expect(after).toContain("app");
+    expect(after).toContain("lib");
   }, 120_000);
 
   it("composes concurrent changes: one mount path is taken once, different ones are all kept", async () => {

@@ -48,6 +48,8 @@ export class SandboxPort {
   private defaultSandbox: string | undefined;
   /** Per sandbox, the session's repositories it was last given (see syncRepositories). */
   private readonly given = new Map<string, string>();
+  /** Per sandbox, the mount paths whose repository failed there and that the broker will try again. */
+  private readonly failing = new Map<string, Set<string>>();
 
   constructor(
     private readonly broker: BrokerClient,
@@ -58,7 +60,7 @@ export class SandboxPort {
 
   async provision(resources: Partial<Resources>): Promise<string> {
     const repositories = await this.setup.repositories();
-    const { sandbox } = await this.broker.provision({
+    const { sandbox, repositoryFailures } = await this.broker.provision({
       sessionId: this.sessionId,
       handKind: "",
       resources: {
@@ -75,29 +77,39 @@ export class SandboxPort {
     });
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");
     this.given.set(sandbox.sandboxId, repositoriesKey(repositories));
+    if (repositoryFailures.length > 0) this.failing.set(sandbox.sandboxId, new Set(repositoryFailures.map((f) => f.mountPath)));
     return sandbox.sandboxId;
   }
 
   /**
    * Gives a running sandbox the repositories added to the session since it was last given them
-   * (the broker clones only those it has not tried, by mount path). One GetSession per call; the
-   * broker is asked only when the list changed. Best effort: a clone that fails is reported to the
-   * session by the broker; if the call itself fails the tool still runs, and the next call asks
-   * again. Clones can take minutes, so the deadline is the tool call's own.
+   * (the broker clones only those it has not tried, by mount path), and another chance to those
+   * that failed there (the broker tries them again once MH_REPOSITORY_RETRY_MS has passed). One
+   * GetSession per call; the broker is asked only when the list changed or a listed repository is
+   * missing from the sandbox. Best effort: a clone that fails is reported to the session by the
+   * broker; if the call itself fails the tool still runs, and the next call asks again. Clones can
+   * take minutes, so the deadline is the tool call's own.
    */
   private async syncRepositories(sandboxId: string, signal: AbortSignal): Promise<void> {
     const repositories = await this.setup.repositories();
     const key = repositoriesKey(repositories);
-    if (this.given.get(sandboxId) === key) return;
+    const listed = new Set(repositories.map((r) => r.mountPath));
+    const failing = [...(this.failing.get(sandboxId) ?? [])].filter((m) => listed.has(m));
+    if (this.given.get(sandboxId) === key && failing.length === 0) return;
+    const still = new Set(failing);
     if (repositories.length > 0) {
       try {
-        await this.broker.addRepositories({ sandboxId, sessionId: this.sessionId, repositories }, { signal, deadlineMs: CALL_DEADLINE_MS });
+        const res = await this.broker.addRepositories({ sandboxId, sessionId: this.sessionId, repositories }, { signal, deadlineMs: CALL_DEADLINE_MS });
+        for (const r of res.added) still.delete(r.mountPath);
+        for (const f of res.repositoryFailures) still.add(f.mountPath);
       } catch (err) {
         if (MhError.from(err).code === "CANCELLED") throw err;
         return;
       }
     }
     this.given.set(sandboxId, key);
+    if (still.size > 0) this.failing.set(sandboxId, still);
+    else this.failing.delete(sandboxId);
   }
 
   /**

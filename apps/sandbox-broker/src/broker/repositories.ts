@@ -2,7 +2,8 @@
  * AddRepositories: a repository added to a session while its sandbox runs is cloned into that
  * sandbox, through the credential proxy as at Provision (remotes/attach.ts). Repositories tried
  * in this sandbox before (by mount path) are skipped, so the harness can pass the session's whole
- * list before each tool call; one that fails is reported once, as at Provision.
+ * list before each tool call; one that failed is tried again once MH_REPOSITORY_RETRY_MS has
+ * passed (doubling after each failure), and each way it fails is reported once, as at Provision.
  */
 import { MhError } from "@metaharness/errors";
 import { SandboxState, type AddRepositoriesRequest, type AddRepositoriesResponse } from "@metaharness/proto";

@@ -54,8 +54,9 @@ export function repositoryErrorEvent(sessionId: string, sandboxId: string, failu
     retryStatus: RetryStatus.RETRY_STATUS_RETRYING,
     repositoryUrl: failure.url,
   };
-  // One per sandbox and repository: a retried append is a duplicate, not a second error.
-  const key = createHash("sha256").update(`${failure.mountPath}\0${failure.url}`).digest("hex").slice(0, 16);
+  // One per sandbox, repository and kind: a retried append, or a retried clone failing the same
+  // way again, is a duplicate, not a second error.
+  const key = createHash("sha256").update(`${failure.mountPath}\0${failure.url}\0${failure.kind}`).digest("hex").slice(0, 16);
   return newEvent("session.error", { error }, { id: `${sandboxId}:repository:${key}`, sessionId });
 }
 

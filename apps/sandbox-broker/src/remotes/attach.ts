@@ -62,6 +62,18 @@ function noGit(field = "resources.repositories"): MhError {
 
 type CloneResult = { readonly ok: true } | { readonly ok: false; readonly failure: RepositoryFailure };
 
+interface Attempt {
+  readonly url: string;
+  readonly outcome: Promise<CloneResult>;
+  /** Failed attempts at this mount path in a row, this one included once it failed. */
+  failures: number;
+  /** When a failed attempt may be made again (epoch ms); undefined while running or once cloned. */
+  retryAt: number | undefined;
+}
+
+/** Retries wait `retryMs`, then twice that after each further failure, up to this many times it. */
+const MAX_BACKOFF = 32;
+
 /** The remotes of one running sandbox; more repositories can be added while it runs. */
 export class SandboxRemotes {
   private readonly closers: Detach[] = [];
@@ -71,9 +83,10 @@ export class SandboxRemotes {
   /**
    * Mount path -> the repository tried there and how it went (a clone still running is a pending
    * promise: a concurrent caller waits for it). An attempt that could not even start (the proxy
-   * or the relay failed) is dropped, so the next call tries again.
+   * or the relay failed) is dropped, so the next call tries again. One that failed is tried again
+   * once its `retryAt` has passed.
    */
-  private readonly tried = new Map<string, { readonly url: string; readonly outcome: Promise<CloneResult> }>();
+  private readonly tried = new Map<string, Attempt>();
   private closed = false;
   private readonly log: Logger;
 
@@ -95,24 +108,36 @@ export class SandboxRemotes {
   }
 
   /**
-   * Clones the repositories not tried here yet (by mount path); returns those this call cloned and
+   * Clones the repositories not tried here yet (by mount path), and those whose last attempt
+   * failed long enough ago (MH_REPOSITORY_RETRY_MS, doubling); returns those this call cloned and
    * those that failed. Waits for clones of the same repositories other calls have under way.
    */
   async addRepositories(repositories: readonly GitRepository[]): Promise<{ added: GitRepository[]; failures: RepositoryFailure[] }> {
-    const fresh = repositories.filter((r) => this.tried.get(r.mountPath)?.url !== r.url);
+    const now = Date.now();
+    const due = (t: Attempt | undefined, url: string): boolean => t === undefined || t.url !== url || (t.retryAt !== undefined && t.retryAt <= now);
+    const fresh = repositories.filter((r) => due(this.tried.get(r.mountPath), r.url));
     const underWay = repositories.flatMap((r) => {
       const t = this.tried.get(r.mountPath);
-      return t !== undefined && t.url === r.url ? [t.outcome] : [];
+      return t !== undefined && !due(t, r.url) ? [t.outcome] : [];
     });
     if (fresh.length > 0) {
       const run = this.cloneFresh(fresh);
       fresh.forEach((r, i) => {
+        const before = this.tried.get(r.mountPath);
         const outcome = run.then((results) => results[i] ?? { ok: true as const });
-        this.tried.set(r.mountPath, { url: r.url, outcome });
-        // Could not start (proxy, relay): forget the attempt, so a later call tries again.
-        outcome.catch(() => {
-          if (this.tried.get(r.mountPath)?.outcome === outcome) this.tried.delete(r.mountPath);
-        });
+        const attempt: Attempt = { url: r.url, outcome, failures: before?.url === r.url ? before.failures : 0, retryAt: undefined };
+        this.tried.set(r.mountPath, attempt);
+        outcome.then(
+          (result) => {
+            if (result.ok) return;
+            attempt.failures += 1;
+            attempt.retryAt = Date.now() + this.ctx.config.repositoryRetryMs * Math.min(MAX_BACKOFF, 2 ** (attempt.failures - 1));
+          },
+          // Could not start (proxy, relay): forget the attempt, so a later call tries again.
+          () => {
+            if (this.tried.get(r.mountPath) === attempt) this.tried.delete(r.mountPath);
+          },
+        );
       });
       await Promise.all(underWay.map((p) => p.catch(() => undefined)));
       const results = await run;
