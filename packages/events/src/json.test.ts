@@ -137,5 +137,22 @@ describe("fromManagedAgentsParams", () => {
     expect(field({ type: "user.tool_result", tool_use_id: "t", content: [{ type: "redacted" }] })).toBe(
       "events[0].content[0]",
     );
+    const search = (extra: object) => ({
+      type: "user.custom_tool_result",
+      custom_tool_use_id: "t",
+      content: [{ type: "search_result", source: "https://x.example", title: "X", content: [{ type: "text", text: "x" }], ...extra }],
+    });
+    // citations may be left out: not citable
+    expect(fromManagedAgentsParams(search({})).payload).toMatchObject({
+      value: { content: [{ block: { $case: "searchResult", value: { title: "X", citationsEnabled: false } } }] },
+    });
+    expect(field(search({ citations: { enabled: "yes" } }))).toBe("events[0].content[0].citations.enabled");
+    expect(field(search({ content: [] }))).toBe("events[0].content[0].search_result.content");
+    expect(field(search({ content: [{ type: "image" }] }))).toBe("events[0].content[0].content[0].type");
+    expect(field(search({ content: [{ type: "text", text: "" }] }))).toBe("events[0].content[0].search_result.content[0].text");
+    expect(field(search({ title: "" }))).toBe("events[0].content[0].search_result.title");
+    expect(field(search({ cache_control: { type: "ephemeral" } }))).toBe("events[0].content[0].cache_control");
+    // A search result is a tool's output, not something a user says.
+    expect(field({ type: "user.message", content: search({}).content })).toBe("events[0].content[0]");
   });
 });

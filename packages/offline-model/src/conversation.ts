@@ -39,7 +39,18 @@ export function textOf(message: MessageParam): string {
 function toolResultText(content: string | readonly ContentBlockParam[] | undefined): string {
   if (content === undefined) return "";
   if (typeof content === "string") return content;
-  return content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("\n");
+  return content.map(blockText).join("\n");
+}
+
+/** A tool result block as a scenario reads it: text as is, a search result by title and text. */
+function blockText(b: ContentBlockParam): string {
+  if (b.type === "text") return b.text;
+  if (b.type === "search_result") {
+    // A passthrough block: its fields are read as far as they hold what they should.
+    const texts = Array.isArray(b.content) ? b.content.flatMap((t: unknown) => (isText(t) ? [t.text] : [])) : [];
+    return `[search_result: ${String(b["title"])} (${String(b["source"])})] ${texts.join(" ")}`;
+  }
+  return `[${b.type}]`;
 }
 
 export function toolResultsOf(messages: readonly MessageParam[]): ToolResultView[] {
@@ -76,4 +87,8 @@ export function stepContext(request: MessagesRequest, scenario: string, stepInde
     toolResults,
     lastToolResult: toolResults.at(-1),
   };
+}
+
+function isText(value: unknown): value is { type: "text"; text: string } {
+  return typeof value === "object" && value !== null && (value as { type?: unknown }).type === "text" && typeof (value as { text?: unknown }).text === "string";
 }

@@ -45,7 +45,10 @@ export interface ToolResultView {
   readonly toolUseId: string;
   readonly toolName: string;
   readonly toolInput: Readonly<Record<string, unknown>>;
-  /** The result's text (text blocks joined by newlines; other blocks as `[image]` etc.). */
+  /**
+   * The result's text: text blocks joined by newlines, a search result as
+   * `[search_result: <title> (<source>)] <its text>`, other blocks as `[image]` etc.
+   */
   readonly content: string;
   readonly isError: boolean;
   readonly messageIndex: number;

@@ -239,6 +239,44 @@ describe("steering", () => {
     expect(answer.content).toEqual([{ type: "text", text: "The weather: sunny, 21C" }]);
   });
 
+  it("takes a tool's search results, images and documents from the SDK's tool runner, keeps them and shows them to the model", async () => {
+    const sessionId = await sessionFor("weather", [
+      { type: "custom", name: "get_weather", description: "weather", input_schema: { type: "object", properties: { city: { type: "string" } } } },
+    ]);
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    // Messages-API blocks, as a tool written for the Messages tool runner returns them: the
+    // search result without `citations`, the image and document with Messages-only fields.
+    const weather = betaTool({
+      name: "get_weather",
+      description: "weather",
+      inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      run: () => [
+        { type: "text" as const, text: "forecast follows" },
+        { type: "search_result" as const, source: "https://meteo.example/paris", title: "Paris forecast", content: [{ type: "text" as const, text: "rain until noon" }] },
+        { type: "image" as const, source: { type: "base64" as const, media_type: "image/png" as const, data: png }, cache_control: { type: "ephemeral" as const } },
+        { type: "document" as const, source: { type: "text" as const, media_type: "text/plain" as const, data: "UV index 3" }, title: "UV", citations: { enabled: true } },
+      ],
+    });
+    const runner = sdk.beta.sessions.events.toolRunner(sessionId, { tools: [weather], maxIdleMs: 300 });
+    await say(sessionId, "weather in Paris?");
+    const calls = [];
+    for await (const call of runner) calls.push(call);
+    expect(calls.map((c) => c.isError)).toEqual([false]);
+    const stored = await allEvents(sessionId);
+    const result = stored.find((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsUserCustomToolResultEvent => e.type === "user.custom_tool_result");
+    expect(result?.content).toEqual([
+      { type: "text", text: "forecast follows" },
+      { type: "search_result", source: "https://meteo.example/paris", title: "Paris forecast", content: [{ type: "text", text: "rain until noon" }], citations: { enabled: false } },
+      { type: "image", source: { type: "base64", media_type: "image/png", data: png } },
+      { type: "document", source: { type: "text", media_type: "text/plain", data: "UV index 3" }, title: "UV" },
+    ]);
+    // The model got every block (the offline model reads a search result by title and text).
+    const answer = stored.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message").pop();
+    expect(answer?.content).toEqual([
+      { type: "text", text: "The weather: forecast follows\n[search_result: Paris forecast (https://meteo.example/paris)] rain until noon\n[image]\n[document]" },
+    ]);
+  });
+
   it("serves the SDK's own session tool runner (live stream plus history) for custom tools", async () => {
     const sessionId = await sessionFor("weather", [
       { type: "custom", name: "get_weather", description: "weather", input_schema: { type: "object", properties: { city: { type: "string" } } } },

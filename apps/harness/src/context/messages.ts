@@ -14,26 +14,56 @@ function textBlocks(content: readonly ContentBlock[]): Anthropic.TextBlockParam[
   return content.flatMap((c) => (c.block?.$case === "text" && c.block.value.text !== "" ? [{ type: "text" as const, text: c.block.value.text }] : []));
 }
 
-function userBlocks(content: readonly ContentBlock[]): UserBlock[] {
-  const out: UserBlock[] = [];
-  for (const c of content) {
-    const b = c.block;
-    if (b?.$case === "text" && b.value.text !== "") out.push({ type: "text", text: b.value.text });
-    else if (b?.$case === "image" && b.value.source?.type === "base64") {
-      out.push({
-        type: "image",
-        source: { type: "base64", media_type: b.value.source.mediaType as "image/png", data: b.value.source.data },
-      });
-    } else if (b?.$case === "image" && b.value.source?.type === "url") {
-      out.push({ type: "image", source: { type: "url", url: b.value.source.url } });
+/**
+ * A stored block as the Messages API takes it, undefined for what the model is not sent: redacted
+ * blocks, and sources it cannot read (a file id: there is no Files API here).
+ */
+function messageBlock(c: ContentBlock): ToolResultContent | undefined {
+  const b = c.block;
+  switch (b?.$case) {
+    case "text":
+      return b.value.text === "" ? undefined : { type: "text", text: b.value.text };
+    case "image": {
+      const s = b.value.source;
+      if (s?.type === "base64") return { type: "image", source: { type: "base64", media_type: s.mediaType as Anthropic.Base64ImageSource["media_type"], data: s.data } };
+      if (s?.type === "url") return { type: "image", source: { type: "url", url: s.url } };
+      return undefined;
     }
+    case "document": {
+      const s = b.value.source;
+      const { title, context } = b.value;
+      const named = { ...(title === "" ? {} : { title }), ...(context === "" ? {} : { context }) };
+      if (s?.type === "base64") return { type: "document", source: { type: "base64", media_type: s.mediaType as "application/pdf", data: s.data }, ...named };
+      if (s?.type === "text") return { type: "document", source: { type: "text", media_type: "text/plain", data: s.data }, ...named };
+      if (s?.type === "url") return { type: "document", source: { type: "url", url: s.url }, ...named };
+      return undefined;
+    }
+    case "searchResult": {
+      const { source, title, content, citationsEnabled } = b.value;
+      return { type: "search_result", source, title, content: content.map((t) => ({ type: "text", text: t.text })), citations: { enabled: citationsEnabled } };
+    }
+    default:
+      return undefined;
   }
-  return out;
+}
+
+type ToolResultContent = Exclude<NonNullable<Anthropic.ToolResultBlockParam["content"]>, string>[number];
+
+function blocks(content: readonly ContentBlock[]): ToolResultContent[] {
+  return content.flatMap((c) => {
+    const block = messageBlock(c);
+    return block === undefined ? [] : [block];
+  });
+}
+
+/** A user message's blocks (search results are refused there on append). */
+function userBlocks(content: readonly ContentBlock[]): UserBlock[] {
+  return blocks(content).filter((b) => b.type === "text" || b.type === "image" || b.type === "document");
 }
 
 function toolResult(toolUseId: string, content: readonly ContentBlock[], isError: boolean): Anthropic.ToolResultBlockParam {
-  const text = textBlocks(content);
-  return { type: "tool_result", tool_use_id: toolUseId, content: text.length > 0 ? text : "(no output)", is_error: isError };
+  const sent = blocks(content);
+  return { type: "tool_result", tool_use_id: toolUseId, content: sent.length > 0 ? sent : "(no output)", is_error: isError };
 }
 
 /** One event's contribution: which side, and its blocks. */

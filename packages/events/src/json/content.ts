@@ -9,7 +9,13 @@ import type {
   DocumentSourceJson,
   ImageSourceJson,
   ToolResultBlockJson,
+  UserMessageBlockJson,
 } from "./types.js";
+
+/** user.message content; search results are refused on append, so nothing is dropped in practice. */
+export function renderUserMessageContent(content: readonly ContentBlock[]): UserMessageBlockJson[] {
+  return renderContent(content).filter((b): b is UserMessageBlockJson => b.type !== "search_result");
+}
 
 /** agent.message content; other kinds are refused on append, so nothing is dropped in practice. */
 export function renderAgentMessageContent(content: readonly ContentBlock[]): AgentMessageBlockJson[] {
@@ -39,6 +45,11 @@ export function renderContent(content: readonly ContentBlock[]): ContentBlockJso
             ...(context === "" ? {} : { context }),
           },
         ];
+      }
+      case "searchResult": {
+        const { source, title, content: texts, citationsEnabled } = inner.value;
+        const content = texts.map((t) => ({ type: "text" as const, text: t.text }));
+        return [{ type: "search_result", source, title, content, citations: { enabled: citationsEnabled } }];
       }
       case "redacted":
         return [{ type: "redacted" }];

@@ -5,7 +5,7 @@
  */
 import { StopReasonType, type ModelUsage, type StopReason } from "@metaharness/proto";
 import type { EventType, PayloadOf } from "../registry.js";
-import { renderAgentMessageContent, renderContent, renderToolResultContent } from "./content.js";
+import { renderAgentMessageContent, renderToolResultContent, renderUserMessageContent } from "./content.js";
 import { CONFIRMATION_JSON, PERMISSION_JSON, RETRY_STATUS_JSON, STOP_REASON_JSON } from "./enums.js";
 import type { EvaluatedPermissionJson, ManagedAgentsJsonBodies, StopReasonJson } from "./types.js";
 import { isRepositoryError } from "../errors.js";
@@ -42,7 +42,7 @@ function renderUsage(usage: ModelUsage | undefined): ManagedAgentsJsonBodies["sp
 }
 
 const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
-  "user.message": (p) => ({ content: renderContent(p.content) }),
+  "user.message": (p) => ({ content: renderUserMessageContent(p.content) }),
   "user.interrupt": empty,
   "user.custom_tool_result": (p) => ({
     custom_tool_use_id: p.customToolUseId,

@@ -17,12 +17,21 @@ export type ImageSourceJson = Base64SourceJson | UrlSourceJson | FileSourceJson;
 export type DocumentSourceJson = ImageSourceJson | PlainTextSourceJson;
 export type ImageBlockJson = { type: "image"; source: ImageSourceJson };
 export type DocumentBlockJson = { type: "document"; source: DocumentSourceJson; title?: string; context?: string };
+export type SearchResultBlockJson = {
+  type: "search_result";
+  source: string;
+  title: string;
+  content: TextBlockJson[];
+  citations: { enabled: boolean };
+};
 export type RedactedBlockJson = { type: "redacted" };
-export type ContentBlockJson = TextBlockJson | ImageBlockJson | DocumentBlockJson | RedactedBlockJson;
+export type ContentBlockJson = TextBlockJson | ImageBlockJson | DocumentBlockJson | SearchResultBlockJson | RedactedBlockJson;
+/** What user.message may hold (validation refuses other blocks there). */
+export type UserMessageBlockJson = TextBlockJson | ImageBlockJson | DocumentBlockJson | RedactedBlockJson;
 /** What agent.message may hold (validation refuses other blocks there). */
 export type AgentMessageBlockJson = TextBlockJson | RedactedBlockJson;
 /** What tool results may hold (validation refuses other blocks there). */
-export type ToolResultBlockJson = TextBlockJson | ImageBlockJson | DocumentBlockJson;
+export type ToolResultBlockJson = TextBlockJson | ImageBlockJson | DocumentBlockJson | SearchResultBlockJson;
 
 export type EvaluatedPermissionJson = "allow" | "ask" | "deny";
 export type RetryStatusJson = { type: "retrying" | "exhausted" | "terminal" };
@@ -39,7 +48,7 @@ type Empty = Record<never, never>;
 
 /** The fields each type adds to the envelope. */
 export type ManagedAgentsJsonBodies = {
-  "user.message": { content: ContentBlockJson[] };
+  "user.message": { content: UserMessageBlockJson[] };
   "user.interrupt": Empty;
   "user.custom_tool_result": { custom_tool_use_id: string } & ToolResultJson;
   "user.tool_confirmation": { tool_use_id: string; result: "allow" | "deny"; deny_message?: string };

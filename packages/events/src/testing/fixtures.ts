@@ -35,18 +35,30 @@ export const RICH_CONTENT: ContentBlock[] = [
   },
 ];
 
+/** What tool results may hold beyond RICH_CONTENT: search results, citable or not. */
+export const TOOL_RESULT_CONTENT: ContentBlock[] = [
+  ...RICH_CONTENT,
+  {
+    block: {
+      $case: "searchResult",
+      value: { source: "https://docs.example.com/retry", title: "Retry policy", content: [{ text: "Back off after a failure." }, { text: "Reset after a success." }], citationsEnabled: true },
+    },
+  },
+  { block: { $case: "searchResult", value: { source: "kb://42", title: "Runbook", content: [{ text: "Page the on-call." }], citationsEnabled: false } } },
+];
+
 const TOOL_USE_ID = "sevt_01JZ8Q4D3M5X6V7B8N9P0R1S2T";
 
 export const PAYLOADS: { readonly [T in EventType]: PayloadOf<T> } = {
   "user.message": { content: [...RICH_CONTENT, { block: { $case: "redacted", value: {} } }] },
   "user.interrupt": {},
-  "user.custom_tool_result": { customToolUseId: TOOL_USE_ID, content: RICH_CONTENT, isError: true },
+  "user.custom_tool_result": { customToolUseId: TOOL_USE_ID, content: TOOL_RESULT_CONTENT, isError: true },
   "user.tool_confirmation": {
     toolUseId: TOOL_USE_ID,
     result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY,
     denyMessage: "Not on the production database.",
   },
-  "user.tool_result": { toolUseId: TOOL_USE_ID, content: [text("total 0")], isError: false },
+  "user.tool_result": { toolUseId: TOOL_USE_ID, content: [text("total 0"), ...TOOL_RESULT_CONTENT.slice(-1)], isError: false },
   "agent.message": { content: [text("Done: 3 files changed."), { block: { $case: "redacted", value: {} } }] },
   "agent.thinking": { thinking: "The user wants a summary.", signature: "EqQBCkYIBRgCKkD=" },
   "agent.tool_use": {
@@ -62,7 +74,7 @@ export const PAYLOADS: { readonly [T in EventType]: PayloadOf<T> } = {
     input: { title: "Flaky test" },
     evaluatedPermission: EvaluatedPermission.EVALUATED_PERMISSION_ALLOW,
   },
-  "agent.mcp_tool_result": { mcpToolUseId: TOOL_USE_ID, content: [text("Issue #42 created")], isError: false },
+  "agent.mcp_tool_result": { mcpToolUseId: TOOL_USE_ID, content: [text("Issue #42 created"), ...TOOL_RESULT_CONTENT.slice(-2)], isError: false },
   "agent.custom_tool_use": { name: "get_weather", input: { city: "Paris" } },
   "session.status_running": {},
   "session.status_idle": {

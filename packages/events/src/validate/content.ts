@@ -2,7 +2,7 @@
  * Validation of content blocks (content.proto). Which kinds of block a list may hold follows the
  * Managed Agents event objects, so every stored event renders as the SDK's types: agent messages
  * hold text and redacted blocks, user messages also images and documents, tool results text,
- * images and documents.
+ * images, documents and search results.
  */
 import type { ContentBlock, MediaSource } from "@metaharness/proto";
 import { invalidArgument } from "@metaharness/errors";
@@ -12,7 +12,7 @@ export type BlockKind = NonNullable<ContentBlock["block"]>["$case"];
 
 export const USER_MESSAGE_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "image", "document", "redacted"]);
 export const AGENT_MESSAGE_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "redacted"]);
-export const TOOL_RESULT_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "image", "document"]);
+export const TOOL_RESULT_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "image", "document", "searchResult"]);
 
 const IMAGE_SOURCES: ReadonlySet<string> = new Set(["base64", "url", "file"]);
 const DOCUMENT_SOURCES: ReadonlySet<string> = new Set(["base64", "text", "url", "file"]);
@@ -30,7 +30,7 @@ export function validateContent(content: readonly ContentBlock[], field: string,
 
 function validateBlock(block: ContentBlock, field: string, allowed: ReadonlySet<BlockKind>): void {
   const inner = block.block;
-  if (inner === undefined) throw invalidArgument(field, "is an empty content block: set text, image, document or redacted");
+  if (inner === undefined) throw invalidArgument(field, "is an empty content block: set text, image, document, search_result or redacted");
   if (!allowed.has(inner.$case)) {
     throw invalidArgument(field, `a ${inner.$case} block is not allowed here (allowed: ${[...allowed].join(", ")})`);
   }
@@ -43,6 +43,14 @@ function validateBlock(block: ContentBlock, field: string, allowed: ReadonlySet<
       return;
     case "document":
       validateSource(inner.value.source, `${field}.document.source`, DOCUMENT_SOURCES);
+      return;
+    case "searchResult":
+      requireString(inner.value.source, `${field}.search_result.source`);
+      requireString(inner.value.title, `${field}.search_result.title`);
+      if (inner.value.content.length === 0) throw invalidArgument(`${field}.search_result.content`, "must hold at least one text block");
+      inner.value.content.forEach((t, i) => {
+        if (t.text === "") throw invalidArgument(`${field}.search_result.content[${i}].text`, "must not be empty");
+      });
       return;
     case "redacted":
       return;

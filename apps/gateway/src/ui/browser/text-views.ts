@@ -18,6 +18,8 @@ export function blocksText(blocks: ReadonlyArray<ContentBlockJson | ToolResultBl
           return `[image: ${b.source.type === "base64" ? b.source.media_type : b.source.type === "url" ? b.source.url : b.source.file_id}]`;
         case "document":
           return `[document${b.title === undefined ? "" : `: ${b.title}`}]`;
+        case "search_result":
+          return `[search result: ${b.title} (${b.source})]\n${b.content.map((t) => t.text).join("\n")}`;
         default:
           return "[redacted]";
       }
