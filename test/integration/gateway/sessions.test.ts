@@ -184,6 +184,8 @@ describe("sessions", () => {
     expect(back.data.map((s) => s.id)).toEqual([made[0]!.id, made[1]!.id]);
     const idle = await b.sdk.beta.sessions.list({ statuses: ["idle"], agent_id: other.id, agent_version: 1 });
     expect(idle.data).toHaveLength(5);
+    // agent_version applies only with agent_id: alone it is ignored, not refused.
+    expect((await b.sdk.beta.sessions.list({ agent_version: 99 })).data.map((s) => s.id)).toEqual((await b.sdk.beta.sessions.list()).data.map((s) => s.id));
     expect((await b.sdk.beta.sessions.list({ statuses: ["running"] })).data).toHaveLength(0);
 
     const archived = await b.sdk.beta.sessions.archive(made[1]!.id);

@@ -59,7 +59,9 @@ async function newSession(metadata: Record<string, string> = {}): Promise<string
 /** Polls until an item of `sessionId` comes (others are left to lapse back). */
 async function pollFor(sessionId: string, workerId: string): Promise<BetaSelfHostedWork> {
   for (let i = 0; i < 50; i++) {
-    const work = await worker.beta.environments.work.poll(environmentId, { block_ms: 500, "Anthropic-Worker-ID": workerId });
+    // Every other poll with the SDK's nulls (sent as empty values): as if left out.
+    const params = i % 2 === 0 ? { block_ms: 500 } : { block_ms: null, reclaim_older_than_ms: null };
+    const work = await worker.beta.environments.work.poll(environmentId, { ...params, "Anthropic-Worker-ID": workerId });
     if (work?.data.id === sessionId) return work;
   }
   throw new Error(`no work item for ${sessionId}`);
@@ -134,9 +136,16 @@ describe("the lease", () => {
       error_code: "heartbeat_precondition_failed",
       current_state: { state: "active", last_heartbeat: second.last_heartbeat, lease_extended: false, ttl_seconds: 600 },
     });
+    // null (the SDK sends `expected_last_heartbeat=` and `desired_ttl_seconds=`): no check, the default TTL.
+    const unconditional = await mine.beta.environments.work.heartbeat(work.id, {
+      environment_id: environmentId,
+      expected_last_heartbeat: null,
+      desired_ttl_seconds: null,
+    });
+    expect(unconditional).toMatchObject({ lease_extended: true, state: "active", ttl_seconds: 1 });
     // Back to a 1 s lease, then let it lapse: the next poll hands the item out again.
     expect((await mine.beta.sessions.retrieve(sessionId)).id).toBe(sessionId);
-    const third = await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: second.last_heartbeat, desired_ttl_seconds: 1 });
+    const third = await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: unconditional.last_heartbeat, desired_ttl_seconds: 1 });
     await new Promise((r) => setTimeout(r, 1500));
     // Lapsed, not yet handed out again: the token no longer reaches the session.
     expect(await failure(mine.beta.sessions.retrieve(sessionId))).toBeInstanceOf(Anthropic.PermissionDeniedError);

@@ -138,14 +138,14 @@ export function registerSessionRoutes(ctx: RouteContext): void {
     },
     async (req): Promise<BidirectionalPageCursorResponse<BetaManagedAgentsSession>> => {
       const q = req.query;
-      if (q.agent_version !== undefined && q.agent_id === undefined) throw invalidRequest("agent_version", "needs agent_id");
       if (q.deployment_id !== undefined || q.memory_store_id !== undefined) return { data: [], next_page: null, prev_page: null };
       const page = await sessions.list(req.tenant, {
         limit: pageLimit(q.limit, OBJECT_PAGE),
         cursor: decodeCursor("sessions", q.page, isTimeIdPosition),
         order: q.order ?? "desc",
         agentId: q.agent_id,
-        agentVersion: q.agent_version,
+        // "Only applies when agent_id is also set" (SessionListParams): ignored alone, not refused.
+        agentVersion: q.agent_id === undefined ? undefined : q.agent_version,
         created: TIME_OPS.flatMap(([op, sql]) => {
           const at = timeFilter(q, op);
           return at === undefined ? [] : [[sql, at] as const];

@@ -61,7 +61,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
   const { router } = ctx;
   const base = "/v1/environments/:environment_id/work";
 
-  router.add<{ Params: { environment_id: string }; Querystring: { block_ms?: number; reclaim_older_than_ms?: number } }>(
+  router.add<{ Params: { environment_id: string }; Querystring: { block_ms?: number | null; reclaim_older_than_ms?: number | null } }>(
     {
       method: "GET",
       url: `${base}/poll`,
@@ -76,7 +76,7 @@ export function registerWorkRoutes(ctx: RouteContext): void {
       const env = req.params.environment_id;
       const claim = () => ctx.work.claim(env, workerId(req), req.query.reclaim_older_than_ms ?? DEFAULT_RECLAIM_MS, ctx.now());
       let claimed = await claim();
-      if (claimed === undefined && req.query.block_ms !== undefined) {
+      if (claimed === undefined && req.query.block_ms !== undefined && req.query.block_ms !== null) {
         await ctx.workSignals.wait(env, req.query.block_ms);
         claimed = await claim();
       }
@@ -122,7 +122,8 @@ export function registerWorkRoutes(ctx: RouteContext): void {
           environmentId: req.params.environment_id,
           workId: req.params.work_id,
           delivery: p?.kind === "work_token" ? p.delivery : undefined,
-          expected: req.query.expected_last_heartbeat ?? undefined,
+          // The SDK sends null as an empty value (`expected_last_heartbeat=`): no check, as absent.
+          expected: req.query.expected_last_heartbeat === "" ? undefined : (req.query.expected_last_heartbeat ?? undefined),
           ttlSeconds: Math.min(desired, MAX_LEASE_TTL_SECONDS),
         },
         ctx.now(),

@@ -8,10 +8,11 @@ import { metadataPatch, nullable, obj, pageQuery, pathParams, type JsonSchema } 
 export const workParams = pathParams("environment_id", "work_id");
 export const keyParams = pathParams("environment_id", "key_id");
 
+// Nullable as the SDK types them: it sends null as an empty value (`block_ms=`), read as absent.
 export const pollQuery: JsonSchema = obj({
-  block_ms: { type: "integer", minimum: 1, maximum: 999, description: "Wait up to this long (1-999 ms) for work; absent: return at once." },
+  block_ms: { type: ["integer", "null"], minimum: 1, maximum: 999, description: "Wait up to this long (1-999 ms) for work; absent: return at once." },
   reclaim_older_than_ms: {
-    type: "integer",
+    type: ["integer", "null"],
     minimum: 0,
     description: "Hand out again items delivered but not acknowledged for this long (default 5000).",
   },
