@@ -4,7 +4,7 @@
  * a commit is pushed and another is pulled, through the broker's socket and the proxy, which adds
  * the token. Another repository, or another sandbox's, is refused on that path.
  */
-import { createServer } from "node:http";
+import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import pg from "pg";
@@ -18,6 +18,8 @@ import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVau
 const TOKEN = "ghs_gittest_4c1d2b3a9e8f7a6b5c4d";
 /** How long after a failed clone the broker tries the repository again in the same sandbox. */
 const RETRY_MS = 1_000;
+/** How long a clone may take (the tests' repositories clone in well under a second). */
+const CLONE_TIMEOUT_MS = 5_000;
 
 let log: TestLog;
 let vault: TestVault;
@@ -35,6 +37,7 @@ beforeAll(async () => {
     MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker,
     MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
     MH_REPOSITORY_RETRY_MS: String(RETRY_MS),
+    MH_GIT_CLONE_TIMEOUT_MS: String(CLONE_TIMEOUT_MS),
   });
 });
 afterAll(async () => {
@@ -262,4 +265,39 @@ describe("git repositories", () => {
     expect(Date.now() - failedAt).toBeGreaterThanOrEqual(RETRY_MS);
     expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
   });
+
+  it("clean up after a clone cut off at its deadline, so that the retry can clone", async () => {
+    // A host in front of the git server that, at first, never answers.
+    let hang = true;
+    const host = createServer((req, res) => {
+      if (hang) return;
+      const upstream = request(new URL(req.url ?? "/", git.url), { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve));
+    try {
+      const base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+      const admin = vault.client("admin");
+      const vaultId = await newVault(admin);
+      await putGitToken(admin, vaultId, `${base}/org`, TOKEN);
+      const { session: s } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
+      const sessionId = s!.sessionId;
+      const app = { url: `${base}/org/app.git`, mountPath: "slow", checkout: "" };
+      const res = await provisionResponse(broker.client, sessionId, { repositories: [app] });
+      expect(res.repositoryFailures).toMatchObject([{ kind: RepositoryFailureKind.REPOSITORY_FAILURE_KIND_CLONE, message: expect.stringMatching(/timed out/) }]);
+      const sandboxId = res.sandbox!.sandboxId;
+      expect((await sh(sandboxId, "ls -A", sessionId)).out).toBe("");
+
+      hang = false;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [app], repositoryFailures: [] });
+      expect((await sh(sandboxId, "cat slow/README.md", sessionId)).out).toBe("hello from the server");
+    } finally {
+      host.closeAllConnections();
+      await new Promise((resolve) => host.close(resolve));
+    }
+  }, 60_000);
 });

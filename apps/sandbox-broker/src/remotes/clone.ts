@@ -16,7 +16,7 @@ const GIT = "/usr/bin/git";
 const RM = "/usr/bin/rm";
 const OUTPUT_CAP = 16 * 1024;
 
-type RunResult = { readonly ok: true } | { readonly ok: false; readonly message: string };
+type RunResult = { readonly ok: true } | { readonly ok: false; readonly message: string; readonly timedOut: boolean };
 
 /** Clones each repository in turn; returns those that failed (the others are in the workspace). */
 export async function cloneRepositories(
@@ -29,6 +29,10 @@ export async function cloneRepositories(
     const dir = `${WORKSPACE}/${repo.mountPath}`;
     const cloned = await run(sandbox, [GIT, "clone", "--quiet", "--", `mh::${repo.url}`, dir], timeoutMs, `cloning ${repo.url}`);
     if (!cloned.ok) {
+      // Killed at the deadline, git may not have removed what it had fetched: a retry
+      // (AddRepositories) would then find the directory taken. A clone that did not time out
+      // either never created it or removed it itself (or found it taken, and it is not ours).
+      if (cloned.timedOut) await run(sandbox, [RM, "-rf", "--", dir], timeoutMs, `removing ${dir}`);
       failures.push({ url: repo.url, mountPath: repo.mountPath, kind: cloneFailureKind(cloned.message), message: cloned.message });
       continue;
     }
@@ -76,5 +80,5 @@ async function run(sandbox: LocalSandbox, argv: readonly string[], timeoutMs: nu
   if (result.kind === "exited" && result.code === 0 && !result.timedOut) return { ok: true };
   const said = Buffer.concat([result.head, result.tail]).toString("utf8").trim().split("\n").slice(-5).join(" / ");
   const how = result.timedOut ? `timed out after ${timeoutMs} ms` : result.kind === "exited" ? `exit code ${result.code}` : result.error || result.kind;
-  return { ok: false, message: `${what} failed (${how})${said === "" ? "" : `: ${said}`}` };
+  return { ok: false, message: `${what} failed (${how})${said === "" ? "" : `: ${said}`}`, timedOut: result.timedOut };
 }
