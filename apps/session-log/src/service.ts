@@ -6,7 +6,6 @@ import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
 import {
-  DeltaKind,
   SessionMetadata,
   type Event,
   type GetEventsRequest,
@@ -15,6 +14,7 @@ import {
 import { currentTraceContext } from "@metaharness/telemetry";
 import { serverStream, unary, type Logger } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
+import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, requireSessionId } from "./checks.js";
 import type { AppendResult } from "./store/append.js";
 import { Appender } from "./store/appender.js";
 import { checkRepositories, updateSession } from "./store/repositories.js";
@@ -72,11 +72,13 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       }
       const metadata = req.metadata ?? SessionMetadata.fromPartial({});
       checkRepositories(metadata.repositories, "metadata.repositories");
+      checkMetadataEnums(metadata, "metadata");
       return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };
     }),
 
     updateSession: unary(`${NAME}/UpdateSession`, logger, async (req) => {
       const sessionId = requireSessionId(req.sessionId);
+      checkMetadataEnums({ agent: req.agent, environment: undefined }, "");
       const session = await updateSession(db, sessionId, {
         putRepositories: req.putRepositories,
         removeRepositories: req.removeRepositories,
@@ -125,6 +127,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         seen.set(event.id, i);
         return event;
       });
+      checkNothingAfterTermination(events);
       const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch);
       return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),
@@ -150,18 +153,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     publishDeltas: unary(`${NAME}/PublishDeltas`, logger, async (req) => {
       const sessionId = requireSessionId(req.sessionId);
       if (req.deltas.length > MAX_DELTAS) throw invalidArgument("deltas", `at most ${MAX_DELTAS} per call`);
-      let bytes = 0;
-      const deltas = req.deltas.map((d, i) => {
-        if (d.sessionId !== "" && d.sessionId !== sessionId) {
-          throw invalidArgument(`deltas[${i}].session_id`, `is ${d.sessionId} but the request is for ${sessionId}`);
-        }
-        if (d.kind === DeltaKind.DELTA_KIND_UNSPECIFIED || !(d.kind in DeltaKind)) {
-          throw invalidArgument(`deltas[${i}].kind`, "must be TEXT, THINKING or INPUT_JSON");
-        }
-        bytes += Buffer.byteLength(d.text);
-        return { ...d, sessionId, emittedAt: d.emittedAt ?? new Date() };
-      });
+      const bytes = req.deltas.reduce((n, d) => n + Buffer.byteLength(d.text), 0);
       if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
+      const deltas = checkDeltas(req.deltas, sessionId);
       deps.deltas.publish(deltas);
       return Promise.resolve({});
     }),
@@ -180,11 +174,6 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     }),
   };
   return impl;
-}
-
-function requireSessionId(sessionId: string): string {
-  if (sessionId === "") throw invalidArgument("session_id", "required");
-  return sessionId;
 }
 
 function checkTypes(types: readonly string[]): void {

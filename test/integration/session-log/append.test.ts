@@ -151,6 +151,16 @@ describe("terminated sessions", () => {
     const err = await rejection(log.client.emitEvent({ sessionId, event: userMessage("late") }));
     expect(err.code).toBe("FAILED_PRECONDITION");
   });
+
+  it("refuse a batch with events after its session.status_terminated, and write none of it", async () => {
+    const sessionId = await newSession();
+    const err = await rejection(
+      log.client.emitEvents({ sessionId, events: [userMessage("a"), newEvent("session.status_terminated", {}), userMessage("late")] }),
+    );
+    expect(err).toMatchObject({ code: "INVALID_ARGUMENT", field: "events[2]" });
+    const { session } = await log.client.getSession({ sessionId });
+    expect(session).toMatchObject({ lastSeq: 0, status: 1 });
+  });
 });
 
 describe("group commit", () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import { SessionMetadata, type SessionRepository } from "@metaharness/proto";
+import { AgentConfig, PermissionPolicy, SessionMetadata, ToolKind, type SessionRepository } from "@metaharness/proto";
 import { rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 
 let log: TestLog;
@@ -80,5 +80,27 @@ describe("session repositories", () => {
     expect(ended).toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
     const missing = await rejection(log.client.updateSession({ sessionId: "sesn_nope", putRepositories: [], removeRepositories: [], agent: undefined }));
     expect(missing.code).toBe("NOT_FOUND");
+  });
+
+  it("refuse enum values this version does not know, and malformed session ids, naming the field", async () => {
+    // An unknown number decodes to UNRECOGNIZED (-1), stored as such: an unknown permission
+    // policy read back as a default would run a tool without asking.
+    const tool = { name: "deploy", kind: ToolKind.TOOL_KIND_CUSTOM, permissionPolicy: PermissionPolicy.PERMISSION_POLICY_ALWAYS_ASK };
+    const create = (agent: object, environment?: object) =>
+      rejection(log.client.createSession({ sessionId: "", metadata: SessionMetadata.fromPartial({ agent, ...(environment ? { environment } : {}) }) }));
+    expect(await create({ tools: [tool, { ...tool, permissionPolicy: 7 }] })).toMatchObject({
+      code: "INVALID_ARGUMENT",
+      field: "metadata.agent.tools[1].permission_policy",
+    });
+    expect(await create({ tools: [{ ...tool, kind: 9 }] })).toMatchObject({ code: "INVALID_ARGUMENT", field: "metadata.agent.tools[0].kind" });
+    expect(await create({}, { type: 5 })).toMatchObject({ code: "INVALID_ARGUMENT", field: "metadata.environment.type" });
+    const sessionId = await sessionWith([]);
+    const update = await rejection(
+      log.client.updateSession({ sessionId, putRepositories: [], removeRepositories: [], agent: AgentConfig.fromPartial({ tools: [{ ...tool, permissionPolicy: 3 }] }) }),
+    );
+    expect(update).toMatchObject({ code: "INVALID_ARGUMENT", field: "agent.tools[0].permission_policy" });
+    for (const bad of ["sesn_a\u0000b", "nope", "sesn_" + "x".repeat(65)]) {
+      expect(await rejection(log.client.getSession({ sessionId: bad }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "session_id" });
+    }
   });
 });

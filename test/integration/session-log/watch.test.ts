@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import { DeltaKind, type Event } from "@metaharness/proto";
+import * as grpc from "@grpc/grpc-js";
+import { DeltaKind, EventDelta, Timestamp, type Event } from "@metaharness/proto";
 import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
@@ -121,6 +122,20 @@ describe("WatchEvents", () => {
     await expect(
       log.client.publishDeltas({ sessionId, deltas: [{ ...delta("x"), kind: DeltaKind.DELTA_KIND_UNSPECIFIED }] }),
     ).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "deltas[0].kind" });
+    // An unknown kind (decoded as UNRECOGNIZED, -1), a time no Date holds, a delta too big for a
+    // NOTIFY: each refused, naming it, before any watcher gets it.
+    await expect(log.client.publishDeltas({ sessionId, deltas: [delta("a"), { ...delta("x"), kind: -1 }] })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      field: "deltas[1].kind",
+    });
+    await expect(publishRaw(`127.0.0.1:${log.handle.port}`, sessionId, Timestamp.encode({ seconds: 1e13, nanos: 0 }).finish())).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringContaining("deltas[0].emitted_at") as unknown,
+    });
+    await expect(log.client.publishDeltas({ sessionId, deltas: [delta("x".repeat(6000))] })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      field: "deltas[0]",
+    });
   });
 
   it("answers NOT_FOUND for an unknown session instead of waiting", async () => {
@@ -129,3 +144,23 @@ describe("WatchEvents", () => {
     });
   });
 });
+
+/**
+ * PublishDeltas with one TEXT delta whose emitted_at is `timestamp` as encoded: no Date holds
+ * some times the wire can carry (seconds up to 2^63), so this request cannot be made from one.
+ */
+function publishRaw(address: string, sessionId: string, timestamp: Uint8Array): Promise<void> {
+  const head = Buffer.from(EventDelta.encode({ sessionId: "", modelRequestId: "sevt_req", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "x", emittedAt: undefined }).finish());
+  const delta = Buffer.concat([head, Buffer.from([0x32, timestamp.length]), timestamp]);
+  const id = Buffer.from(sessionId);
+  const request = Buffer.concat([Buffer.from([0x0a, id.length]), id, Buffer.from([0x12, delta.length]), delta]);
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const identity = (b: Buffer): Buffer => b;
+  return new Promise<void>((resolve, reject) => {
+    client.makeUnaryRequest("/metaharness.v1.SessionLog/PublishDeltas", identity, identity, request, (err) => {
+      client.close();
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+}

@@ -144,7 +144,8 @@ export function toolRoutes(agent: AgentConfig | undefined, hands: Hands = "broke
     return routes;
   }
   for (const tool of configured) {
-    const ask = tool.permissionPolicy === PermissionPolicy.PERMISSION_POLICY_ALWAYS_ASK;
+    // Fails closed: a policy this version does not know asks, as always_ask does.
+    const ask = tool.permissionPolicy !== PermissionPolicy.PERMISSION_POLICY_ALWAYS_ALLOW && tool.permissionPolicy !== PermissionPolicy.PERMISSION_POLICY_UNSPECIFIED;
     if (tool.kind === ToolKind.TOOL_KIND_SANDBOX || (tool.kind === ToolKind.TOOL_KIND_UNSPECIFIED && isSandboxTool(tool.name))) {
       const definition = sandboxTools.find((t) => t.name === tool.name);
       if (definition !== undefined) routes.set(tool.name, { name: tool.name, kind: "sandbox", ask, definition });

@@ -1,0 +1,78 @@
+/**
+ * Checks of requests that no store function makes, each answering INVALID_ARGUMENT naming the
+ * field: a client's mistake must not reach Postgres (a NUL in a text column is a Postgres error,
+ * answered as INTERNAL), be stored as something else (an unknown enum value comes back as -1,
+ * and the harness would read it as a default), or fail other clients (a delta that cannot be
+ * encoded ends every watcher it was delivered to).
+ */
+import { invalidArgument } from "@metaharness/errors";
+import { isValidSessionId } from "@metaharness/events";
+import {
+  DeltaKind,
+  EnvironmentNetworking,
+  EnvironmentType,
+  EventDelta,
+  PermissionPolicy,
+  ToolKind,
+  type Event,
+  type SessionMetadata,
+} from "@metaharness/proto";
+
+/**
+ * Encoded size of one delta: other instances get it base64-encoded in a NOTIFY, whose payload
+ * Postgres caps at 8000 bytes (packages/db notify-batcher.ts keeps 7000 for its items).
+ */
+export const MAX_DELTA_BYTES = 5000;
+
+const DELTA_KINDS: ReadonlySet<DeltaKind> = new Set([DeltaKind.DELTA_KIND_TEXT, DeltaKind.DELTA_KIND_THINKING, DeltaKind.DELTA_KIND_INPUT_JSON]);
+
+export function requireSessionId(sessionId: string, field = "session_id"): string {
+  if (sessionId === "") throw invalidArgument(field, "required");
+  if (!isValidSessionId(sessionId)) throw invalidArgument(field, 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
+  return sessionId;
+}
+
+/** Deltas for `sessionId`, their emitted_at set; each one deliverable to every instance. */
+export function checkDeltas(deltas: readonly EventDelta[], sessionId: string): EventDelta[] {
+  return deltas.map((d, i) => {
+    const at = `deltas[${i}]`;
+    if (d.sessionId !== "" && d.sessionId !== sessionId) throw invalidArgument(`${at}.session_id`, `is ${d.sessionId} but the request is for ${sessionId}`);
+    if (!DELTA_KINDS.has(d.kind)) throw invalidArgument(`${at}.kind`, "must be TEXT, THINKING or INPUT_JSON");
+    if (d.emittedAt !== undefined && Number.isNaN(d.emittedAt.getTime())) throw invalidArgument(`${at}.emitted_at`, "is not a representable time");
+    const delta = { ...d, sessionId, emittedAt: d.emittedAt ?? new Date() };
+    const size = EventDelta.encode(delta).finish().length;
+    if (size > MAX_DELTA_BYTES) throw invalidArgument(at, `is ${size} bytes encoded; at most ${MAX_DELTA_BYTES} (split the text into smaller deltas)`);
+    return delta;
+  });
+}
+
+/** Nothing may follow a session.status_terminated in one batch: the session ends with it. */
+export function checkNothingAfterTermination(events: readonly Event[]): void {
+  const end = events.findIndex((e) => e.type === "session.status_terminated");
+  if (end >= 0 && end < events.length - 1) {
+    throw invalidArgument(`events[${end + 1}]`, `follows events[${end}], a session.status_terminated: nothing can be appended after it`);
+  }
+}
+
+/**
+ * The enums of a session's agent and environment, each a value this version knows; `field` is
+ * where they sit in the request ("metadata", or "" for UpdateSession's own `agent`).
+ */
+export function checkMetadataEnums(metadata: Pick<SessionMetadata, "agent" | "environment">, field: string): void {
+  const under = (name: string): string => (field === "" ? name : `${field}.${name}`);
+  metadata.agent?.tools.forEach((t, i) => {
+    const at = under(`agent.tools[${i}]`);
+    if (!known(ToolKind, t.kind)) throw invalidArgument(`${at}.kind`, `${t.kind} is not a ToolKind`);
+    if (!known(PermissionPolicy, t.permissionPolicy)) throw invalidArgument(`${at}.permission_policy`, `${t.permissionPolicy} is not a PermissionPolicy`);
+  });
+  const env = metadata.environment;
+  if (env !== undefined) {
+    if (!known(EnvironmentType, env.type)) throw invalidArgument(under("environment.type"), `${env.type} is not an EnvironmentType`);
+    if (!known(EnvironmentNetworking, env.networking)) throw invalidArgument(under("environment.networking"), `${env.networking} is not an EnvironmentNetworking`);
+  }
+}
+
+/** A value of a ts-proto enum other than UNRECOGNIZED (-1), which an unknown number decodes to. */
+function known(values: Record<string, string | number>, value: number): boolean {
+  return value >= 0 && Object.values(values).includes(value);
+}
