@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
 import * as grpc from "@grpc/grpc-js";
+import pg from "pg";
 import { DeltaKind, EventDelta, Timestamp, type Event } from "@metaharness/proto";
 import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
@@ -136,6 +137,33 @@ describe("WatchEvents", () => {
       code: "INVALID_ARGUMENT",
       field: "deltas[0]",
     });
+  });
+
+  it("re-reads once after its LISTEN connection comes back, then waits again instead of reading in a loop", async () => {
+    const sessionId = await newSession();
+    const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length >= 1);
+    await new Promise((r) => setTimeout(r, 200));
+    const admin = new pg.Client({ connectionString: log.db.url });
+    await admin.connect();
+    try {
+      const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'");
+      expect(killed.rowCount).toBeGreaterThan(0);
+      await new Promise((r) => setTimeout(r, 1_000)); // both instances listen again (100 ms backoff)
+      // What the instances' connections ran: a watcher stuck re-reading ran thousands of reads a second.
+      const statements = async (): Promise<number> => {
+        await admin.query("SELECT pg_stat_clear_snapshot()");
+        const { rows } = await admin.query<{ n: string }>("SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()");
+        return Number(rows[0]?.n);
+      };
+      const before = await statements();
+      await new Promise((r) => setTimeout(r, 2_500)); // backends report their counts at most once a second
+      expect((await statements()) - before).toBeLessThan(100);
+      // And it still hears of appends.
+      await log.client.emitEvent({ sessionId, event: agentMessage("after the reconnect") });
+      expect((await watching).map((e) => e.seq)).toEqual([1]);
+    } finally {
+      await admin.end();
+    }
   });
 
   it("answers NOT_FOUND for an unknown session instead of waiting", async () => {

@@ -15,6 +15,9 @@ export const EVENTS_CHANNEL = "mh_events";
 
 export type Poke = (sessionId: string, lastSeq: number) => void;
 
+/** Poked instead of a seq after the LISTEN connection came back: re-read once, whatever the seq. */
+export const RECHECK = Number.MAX_SAFE_INTEGER;
+
 export class AppendHub {
   private readonly bySession = new Map<string, Set<Poke>>();
   private readonly everyone = new Set<Poke>();
@@ -34,7 +37,7 @@ export class AppendHub {
       },
       // Whatever was appended while the connection was gone: wake everyone to re-read.
       () => {
-        for (const sessionId of this.bySession.keys()) this.publish(sessionId, Number.MAX_SAFE_INTEGER);
+        for (const sessionId of this.bySession.keys()) this.publish(sessionId, RECHECK);
       },
       logger,
     );

@@ -7,10 +7,12 @@
 import type { Db } from "@metaharness/db";
 import { SessionStatus, type WatchEventsResponse } from "@metaharness/proto";
 import type { DeltaHub } from "./deltas.js";
-import type { AppendHub } from "./hub.js";
+import { RECHECK, type AppendHub } from "./hub.js";
 import { readSlice } from "../store/read.js";
 
 const WATCH_BATCH = 500;
+/** Writes a watcher may have waiting before it drops deltas (a client that stopped reading). */
+const MAX_QUEUED = 1000;
 
 export interface WatchRequest {
   readonly sessionId: string;
@@ -36,20 +38,27 @@ export async function watchEvents(
 ): Promise<void> {
   // Events (from the loop below) and deltas (pushed by the hub) share one stream: serialize writes.
   let tail: Promise<void> = Promise.resolve();
+  let queued = 0;
   const send = (item: WatchEventsResponse): Promise<void> => {
-    tail = tail.then(() => write(item));
+    queued += 1;
+    tail = tail.then(() => write(item)).finally(() => (queued -= 1));
     return tail;
   };
   const stopDeltas = req.includeDeltas
     ? deps.deltas.subscribe(req.sessionId, (delta) => {
-        // A delta that cannot be written (client gone) is dropped: deltas are best effort.
+        // Deltas are best effort: one that cannot be written (client gone) is dropped, and so
+        // are those arriving while a client that stopped reading has MAX_QUEUED writes waiting.
+        if (queued >= MAX_QUEUED) return;
         send({ event: undefined, delta }).catch(() => undefined);
       })
     : undefined;
   let pokedSeq = 0;
+  /** A re-read was asked for (RECHECK) since the last read began. */
+  let recheck = false;
   let wake: (() => void) | undefined;
   const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq) => {
-    pokedSeq = Math.max(pokedSeq, lastSeq);
+    if (lastSeq === RECHECK) recheck = true;
+    else pokedSeq = Math.max(pokedSeq, lastSeq);
     wake?.();
   });
   const onAbort = (): void => wake?.();
@@ -57,6 +66,7 @@ export async function watchEvents(
   try {
     let cursor = req.afterSeq;
     while (!signal.aborted) {
+      recheck = false; // this read covers it
       const slice = await readSlice(deps.db, {
         sessionId: req.sessionId,
         direction: "after",
@@ -73,7 +83,8 @@ export async function watchEvents(
       // Everything up to lastSeq was examined in that snapshot (filtered-out types included).
       cursor = Math.max(cursor, slice.lastSeq);
       if (slice.status === SessionStatus.SESSION_STATUS_TERMINATED) return;
-      if (pokedSeq > cursor) continue;
+      if (pokedSeq > cursor || recheck) continue;
+      if (signal.aborted) return; // cancelled during the read: wake is not set yet
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, deps.recheckMs);
         wake = () => {
