@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { Event } from "@metaharness/proto";
 import { KAFKA_BROKERS } from "./topics.js";
+import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
 
 export interface Received {
   readonly event: Event;
@@ -27,7 +28,8 @@ export async function readTopic(topic: string): Promise<TopicReader> {
   let notify: (() => void) | undefined;
   let consumer: BusConsumer | undefined;
   try {
-    await bus.ensureTopics([{ topic, partitions: 3 }]);
+    // As the services create it (the first one to start does), so either may come first.
+    await bus.ensureTopics([{ topic, partitions: 3, maxMessageBytes: SESSION_EVENTS_MAX_MESSAGE_BYTES }]);
     consumer = await bus.subscribe({
       groupId: `test-${randomBytes(4).toString("hex")}`,
       topics: [topic],

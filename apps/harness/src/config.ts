@@ -2,6 +2,7 @@
  * Every setting of the harness, read from the environment in this one place.
  */
 import { env, readConfig } from "@metaharness/service-kit";
+import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
@@ -28,7 +29,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       sweepMs: env.int("MH_SWEEP_MS", { default: 250, min: 50, max: 600_000 }),
       kafkaWake: env.bool("MH_KAFKA_WAKE", { default: false }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
-      topic: env.string("MH_KAFKA_TOPIC", { default: "metaharness.session-events" }),
+      topic: env.string("MH_KAFKA_TOPIC", { default: SESSION_EVENTS_TOPIC }),
       // Used only if the topic does not exist yet; the session log creates it the same way.
       topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),
       consumerGroup: env.string("MH_KAFKA_GROUP", { default: "metaharness-harness" }),

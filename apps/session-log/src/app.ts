@@ -4,6 +4,7 @@
  * in-process on port 0.
  */
 import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
+import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
 import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
@@ -59,6 +60,7 @@ export async function startSessionLog(
         bus,
         topic: config.topic,
         topicPartitions: config.topicPartitions,
+        maxMessageBytes: topicMessageBytes(config.maxPayloadBytes),
         hub,
         logger,
         batchSize: config.relayBatchSize,
@@ -98,4 +100,12 @@ export async function startSessionLog(
     await stop();
     throw err;
   }
+}
+
+/**
+ * The topic's max.message.bytes: room for the largest event (its payload limit) with its envelope,
+ * key and headers, and never less than what other services create it with.
+ */
+function topicMessageBytes(maxPayloadBytes: number): number {
+  return Math.max(SESSION_EVENTS_MAX_MESSAGE_BYTES, maxPayloadBytes + 256 * 1024);
 }

@@ -2,8 +2,8 @@
  * Every setting of the session-log service, read from the environment in this one place.
  */
 import { env, readConfig } from "@metaharness/service-kit";
+import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
-export const SESSION_EVENTS_TOPIC = "metaharness.session-events";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(

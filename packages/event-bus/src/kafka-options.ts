@@ -30,6 +30,12 @@ export interface KafkaBusOptions {
   readonly retry?: BusRetryOptions;
   /** Most records sent in one produce request; a larger publish is split. Default 500. */
   readonly maxBatchRecords?: number;
+  /**
+   * Most bytes (keys, values, headers) sent in one produce request; a larger publish is split,
+   * a record larger than this goes alone. Kafka refuses a partition's batch over the topic's
+   * max.message.bytes (1 MiB by default) whole, and kafkajs does not split by size. Default 768 KiB.
+   */
+  readonly maxBatchBytes?: number;
   /** How long subscribe() waits for the consumer to join its group; default 30 000 ms. */
   readonly joinTimeoutMs?: number;
 }
@@ -49,6 +55,7 @@ export interface KafkaBusConfig {
     multiplier: number;
   };
   readonly maxBatchRecords: number;
+  readonly maxBatchBytes: number;
   readonly joinTimeoutMs: number;
 }
 
@@ -59,6 +66,7 @@ export const KAFKA_DEFAULTS = {
   initialRetryTimeMs: 300,
   maxRetryTimeMs: 30_000,
   maxBatchRecords: 500,
+  maxBatchBytes: 768 * 1024,
   joinTimeoutMs: 30_000,
 } as const;
 
@@ -94,6 +102,7 @@ export function withDefaults(options: KafkaBusOptions): KafkaBusConfig {
       multiplier: 2,
     },
     maxBatchRecords: positiveInt("maxBatchRecords", options.maxBatchRecords, d.maxBatchRecords),
+    maxBatchBytes: positiveInt("maxBatchBytes", options.maxBatchBytes, d.maxBatchBytes),
     joinTimeoutMs: positiveInt("joinTimeoutMs", options.joinTimeoutMs, d.joinTimeoutMs),
   };
 }

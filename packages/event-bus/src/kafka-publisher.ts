@@ -88,14 +88,9 @@ export class KafkaPublisher implements BusPublisher {
 
   private async send(records: readonly BusRecord[]): Promise<void> {
     const producer = this.producer ?? (this.producer = await this.startSession());
-    const max = this.config.maxBatchRecords;
     try {
-      for (let i = 0; i < records.length; i += max) {
-        await producer.sendBatch({
-          acks: ACKS_ALL,
-          timeout: this.config.requestTimeoutMs,
-          topicMessages: byTopic(records.slice(i, i + max)),
-        });
+      for (const chunk of chunks(records, this.config.maxBatchRecords, this.config.maxBatchBytes)) {
+        await producer.sendBatch({ acks: ACKS_ALL, timeout: this.config.requestTimeoutMs, topicMessages: byTopic(chunk) });
       }
     } catch (err) {
       const error = toMhError(err, "publish");
@@ -129,4 +124,30 @@ export class KafkaPublisher implements BusPublisher {
       throw toMhError(err, "connect the publisher");
     }
   }
+}
+
+/** What a record weighs in a produce request, near enough: key, value, headers. */
+function recordBytes(r: BusRecord): number {
+  let size = Buffer.byteLength(r.key) + r.value.length;
+  for (const [k, v] of Object.entries(r.headers)) size += Buffer.byteLength(k) + Buffer.byteLength(v);
+  return size;
+}
+
+/** `records` in order, in runs of at most `maxRecords` and `maxBytes` (a bigger record alone). */
+export function chunks(records: readonly BusRecord[], maxRecords: number, maxBytes: number): BusRecord[][] {
+  const out: BusRecord[][] = [];
+  let current: BusRecord[] = [];
+  let bytes = 0;
+  for (const r of records) {
+    const size = recordBytes(r);
+    if (current.length > 0 && (current.length >= maxRecords || bytes + size > maxBytes)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(r);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
 }

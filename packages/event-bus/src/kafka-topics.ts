@@ -7,7 +7,7 @@
  * moment after creating a topic, most often just after it started. It also skips the wait
  * altogether when any topic in the request already existed, so only missing topics are sent.
  */
-import type { Admin } from "kafkajs";
+import kafkajs, { type Admin } from "kafkajs";
 import { MhError } from "@metaharness/errors";
 import type { KafkaBusConfig } from "./kafka-options.js";
 import type { TopicSpec } from "./types.js";
@@ -44,7 +44,11 @@ export async function ensureKafkaTopics(
   const missing = topics.filter((t) => !existing.has(t.topic));
   if (missing.length > 0) {
     await admin.createTopics({
-      topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions })),
+      topics: missing.map((t) => ({
+        topic: t.topic,
+        numPartitions: t.partitions,
+        ...(t.maxMessageBytes === undefined ? {} : { configEntries: [{ name: "max.message.bytes", value: String(t.maxMessageBytes) }] }),
+      })),
       waitForLeaders: false,
       timeout: config.requestTimeoutMs,
     });
@@ -53,12 +57,31 @@ export async function ensureKafkaTopics(
   const names = topics.map((t) => t.topic);
   await waitForLeaders(admin, names, config.requestTimeoutMs);
   const { topics: found } = await admin.fetchTopicMetadata({ topics: names });
+  await warnOfSmallerLimits(admin, topics.filter((t) => t.maxMessageBytes !== undefined && existing.has(t.topic)), config);
   for (const spec of topics) {
     const actual = found.find((t) => t.name === spec.topic)?.partitions.length;
     if (actual !== spec.partitions) {
       config.logger.warn(
         { topic: spec.topic, expected: spec.partitions, actual },
         "event-bus: topic exists with a different partition count; keys map to other partitions",
+      );
+    }
+  }
+}
+
+/** Topics made before with a lower max.message.bytes refuse the largest records: say so. */
+async function warnOfSmallerLimits(admin: Admin, topics: readonly TopicSpec[], config: KafkaBusConfig): Promise<void> {
+  if (topics.length === 0) return;
+  const { resources } = await admin.describeConfigs({
+    resources: topics.map((t) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name: t.topic, configNames: ["max.message.bytes"] })),
+    includeSynonyms: false,
+  });
+  for (const spec of topics) {
+    const value = resources.find((r) => r.resourceName === spec.topic)?.configEntries.find((e) => e.configName === "max.message.bytes")?.configValue;
+    if (value !== undefined && spec.maxMessageBytes !== undefined && Number(value) < spec.maxMessageBytes) {
+      config.logger.warn(
+        { topic: spec.topic, max_message_bytes: Number(value), wanted: spec.maxMessageBytes },
+        "event-bus: topic takes smaller records than wanted; raise its max.message.bytes or the largest events cannot be published",
       );
     }
   }

@@ -71,6 +71,12 @@ export interface BusConsumer {
 export interface TopicSpec {
   readonly topic: string;
   readonly partitions: number;
+  /**
+   * The largest record batch the topic must take (its max.message.bytes), set when it is
+   * created; the broker's default (1 MiB) when absent. An existing topic is not changed: a
+   * lower limit there is logged.
+   */
+  readonly maxMessageBytes?: number;
 }
 
 export interface EventBus {

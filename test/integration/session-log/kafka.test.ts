@@ -81,6 +81,24 @@ describe("outbox to Kafka", () => {
     }
   });
 
+  it("publishes events up to the payload limit, and batches of them bigger than Kafka's default 1 MiB", async () => {
+    // Twelve 100 KB tool outputs of one session: drained as one outbox batch, they were one
+    // 1.2 MB produce for one partition, which the broker refused whole, again and again.
+    const reader = await readTopic(log.topic);
+    try {
+      const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+      const sessionId = session!.sessionId;
+      await log.client.emitEvents({ sessionId, events: Array.from({ length: 12 }, (_, i) => userMessage(`${i}`.padEnd(100_000, "x"))) });
+      // One event as big as the default payload limit allows (1 MiB), envelope included.
+      await log.client.emitEvent({ sessionId, event: userMessage("y".repeat(1024 * 1024 - 200)) });
+      await log.client.emitEvent({ sessionId, event: userMessage("after the big ones") });
+      await reader.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 14, 30_000);
+      expectOrdered(reader.received, new Map([[sessionId, 14]]));
+    } finally {
+      await reader.close();
+    }
+  }, 60_000);
+
   it("keeps appending while Kafka is down and drains in order when it is back", async () => {
     const sessions: string[] = [];
     for (let i = 0; i < 4; i++) {

@@ -6,6 +6,7 @@
 import type { BusConsumer, EventBus } from "@metaharness/event-bus";
 import type { Logger } from "@metaharness/service-kit";
 import type { Supervisor } from "../supervisor.js";
+import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
 
 export async function wakeFromKafka(
   bus: EventBus,
@@ -14,7 +15,7 @@ export async function wakeFromKafka(
   logger: Logger,
 ): Promise<BusConsumer> {
   // The harness may start before the log has published anything.
-  await bus.ensureTopics([{ topic: opts.topic, partitions: opts.partitions }]);
+  await bus.ensureTopics([{ topic: opts.topic, partitions: opts.partitions, maxMessageBytes: SESSION_EVENTS_MAX_MESSAGE_BYTES }]);
   return bus.subscribe({
     groupId: opts.groupId,
     topics: [opts.topic],

@@ -25,6 +25,8 @@ export interface RelayOptions {
   readonly topic: string;
   /** The topic is created with this many partitions if missing (Kafka may be down at start). */
   readonly topicPartitions: number;
+  /** Created with this max.message.bytes if missing: the largest event must fit. */
+  readonly maxMessageBytes: number;
   readonly hub: AppendHub;
   readonly logger: Logger;
   readonly batchSize: number;
@@ -197,7 +199,7 @@ export class OutboxRelay {
     );
     if (rows.length === 0) return 0;
     if (this.publisher === undefined) {
-      await this.opts.bus.ensureTopics([{ topic: this.opts.topic, partitions: this.opts.topicPartitions }]);
+      await this.opts.bus.ensureTopics([{ topic: this.opts.topic, partitions: this.opts.topicPartitions, maxMessageBytes: this.opts.maxMessageBytes }]);
       this.publisher = await this.opts.bus.publisher();
     }
     await this.publisher.publish(rows.map((r) => this.toRecord(r)));
