@@ -23,6 +23,7 @@ import {
 } from "@metaharness/telemetry";
 import { isServerFault, toMhError, toStatusError, type StatusError } from "./grpc-errors.js";
 import type { Logger } from "./logger.js";
+import { UndecodableRequest } from "./undecodable.js";
 
 export interface CallContext {
   readonly metadata: Metadata;
@@ -116,6 +117,9 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, request: unkno
         deadline,
       };
       try {
+        if (request instanceof UndecodableRequest) {
+          throw new MhError("INVALID_ARGUMENT", `the request could not be decoded: ${request.reason}`);
+        }
         await hooks.body(ctx);
         span.setAttribute("rpc.grpc.status_code", 0);
       } catch (thrown) {

@@ -1,5 +1,6 @@
 /** startGrpcServer against real sockets: health, reflection, bind failures and draining shutdown. */
 import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
+import { Client, credentials, status as grpcStatus, type StatusObject } from "@grpc/grpc-js";
 import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import {
   HarnessService,
@@ -109,6 +110,32 @@ describe("startGrpcServer", () => {
         const entry = file?.messageType.find((m) => m.name === "HealthListResponse")?.nestedType[0];
         expect(entry?.name).toBe("StatusesEntry");
       }
+    }
+  });
+
+  it("answers a request it cannot decode with INVALID_ARGUMENT, not INTERNAL", async () => {
+    // WatchEventsRequest { session_id: "sesn_x", after_seq: 2^60 }: ts-proto (forceLong=number)
+    // refuses integers above 2^53-1 while decoding, before any handler runs.
+    const id = Buffer.from("sesn_x");
+    const varint = (n: bigint): number[] => {
+      const out: number[] = [];
+      for (; n >= 0x80n; n >>= 7n) out.push(Number(n & 0x7fn) | 0x80);
+      return [...out, Number(n)];
+    };
+    const request = Buffer.concat([Buffer.from([0x0a, id.length]), id, Buffer.from([0x10, ...varint(2n ** 60n)])]);
+    const client = new Client(server.address, credentials.createInsecure());
+    try {
+      const identity = (b: Buffer): Buffer => b;
+      const call = client.makeServerStreamRequest("/metaharness.v1.SessionLog/WatchEvents", identity, identity, request);
+      const status = await new Promise<StatusObject>((resolve) => {
+        call.on("data", () => undefined);
+        call.on("error", () => undefined);
+        call.on("status", resolve);
+      });
+      expect(status.code).toBe(grpcStatus.INVALID_ARGUMENT);
+      expect(status.details).toMatch(/could not be decoded/);
+    } finally {
+      client.close();
     }
   });
 

@@ -16,6 +16,7 @@ import { ReflectionService } from "@grpc/reflection";
 import { loadHealthPackageDefinition, loadPackageDefinition } from "@metaharness/proto";
 import { HealthImplementation, type ServingStatusMap } from "grpc-health-check";
 import type { Logger } from "./logger.js";
+import { decodingSafely } from "./undecodable.js";
 
 /** 16 MiB: large enough for any event payload we accept, small enough to bound memory per call. */
 export const MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -69,7 +70,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
 
   const health = new HealthImplementation(statusMap(["", ...names], "SERVING"));
   try {
-    opts.services.forEach((s) => server.addService(s.definition, implemented(s.implementation)));
+    opts.services.forEach((s) => server.addService(decodingSafely(s.definition), implemented(s.implementation)));
     health.addToServer(server);
     const described = { ...(opts.packageDefinition ?? loadPackageDefinition()), ...loadHealthPackageDefinition() };
     new ReflectionService(described).addToServer(server);
