@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
+import { clientError } from "./client-errors.js";
 import type { Db, DbSession, QueryResult, Queryable } from "./db.js";
 
 function adapt<R>(result: pg.QueryResult): QueryResult<R> {
@@ -31,7 +32,11 @@ function queryable(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
     query: async <R>(text: string, params?: readonly unknown[]) => {
       const name = params === undefined || params.length === 0 ? undefined : statementName(text);
       const values = params as unknown[] | undefined;
-      return adapt<R>(await (name === undefined ? client.query(text, values) : client.query({ name, text, values })));
+      try {
+        return adapt<R>(await (name === undefined ? client.query(text, values) : client.query({ name, text, values })));
+      } catch (err) {
+        throw clientError(err);
+      }
     },
     // Without parameters pg uses the simple query protocol, which takes several statements.
     exec: async (script: string) => {

@@ -15,6 +15,7 @@
 import { resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { Db, QueryResult, Queryable } from "./db.js";
+import { clientError } from "./client-errors.js";
 
 interface PgliteLike {
   query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
@@ -24,8 +25,12 @@ interface PgliteLike {
 function queryable(target: PgliteLike): Queryable {
   return {
     async query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const result = await target.query<R>(text, params === undefined ? undefined : [...params]);
-      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      try {
+        const result = await target.query<R>(text, params === undefined ? undefined : [...params]);
+        return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      } catch (err) {
+        throw clientError(err);
+      }
     },
     async exec(script: string): Promise<void> {
       await target.exec(script);

@@ -122,6 +122,16 @@ describe("vaults and credentials", () => {
     const first = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: "", includeArchived: false });
     expect(first.vaults.map((x) => x.displayName)).toEqual(["a"]);
     const second = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: first.nextPageToken, includeArchived: false });
+    // A NUL cannot be stored: INVALID_ARGUMENT, where Postgres's refusal was answered INTERNAL.
+    expect(await rejection(admin.createVault({ tenant: "tenant-page", displayName: "a\u0000b", metadata: {}, sessionId: "" }))).toMatchObject({
+      code: "INVALID_ARGUMENT",
+    });
+    for (const pageToken of ["garbage", "9999999999999999999"]) {
+      expect(await rejection(admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken, includeArchived: false }))).toMatchObject({
+        code: "INVALID_ARGUMENT",
+        field: "page_token",
+      });
+    }
     expect(second.vaults.map((x) => x.displayName)).toEqual(["b"]);
     await putGitToken(admin, v!.vaultId, "https://git.example.com/y", "tok-y");
     await admin.deleteVault({ vaultId: v!.vaultId });

@@ -82,6 +82,13 @@ describe("provisioning", () => {
     const repos = await rejection(provision(broker.client, sessionId, { repositories: [{ url: "https://github.com/a/b", mountPath: "b", checkout: "" }] }));
     expect(repos.code).toBe("UNIMPLEMENTED");
     expect(await rejection(broker.client.provision({ sessionId: "", resources: undefined, handKind: "" }))).toMatchObject({ field: "session_id" });
+    // Refused before a sandbox starts (its row, written last, could not hold the NUL).
+    const before = (await broker.client.listSandboxes({ sessionId, includeEnded: true })).sandboxes.length;
+    expect(await rejection(broker.client.provision({ sessionId: `${sessionId}\u0000`, resources: undefined, handKind: "" }))).toMatchObject({
+      code: "INVALID_ARGUMENT",
+      field: "session_id",
+    });
+    expect((await broker.client.listSandboxes({ sessionId, includeEnded: true })).sandboxes).toHaveLength(before);
   });
 
   it("serves default requests from the warm pool and says how limits are enforced", async () => {

@@ -157,6 +157,13 @@ describe("bad input", () => {
         "INVALID_ARGUMENT",
         "page_token",
       ],
+      [
+        // Nineteen digits, but above the largest bigint: was a Postgres error answered INTERNAL.
+        () =>
+          log.client.listSessions({ pageSize: 1, pageToken: Buffer.from("o:9999999999999999999").toString("base64url"), tenant: "", status: 0, labels: {}, orphaned: false }),
+        "INVALID_ARGUMENT",
+        "page_token",
+      ],
     ];
     for (const [call, code, field] of cases) {
       const err = await rejection(call());

@@ -100,10 +100,13 @@ export async function listVaults(
   return { vaults: page.map(toVault), nextPageToken: rows.length > size && last !== undefined ? String(last.ord) : "" };
 }
 
+const MAX_BIGINT = 2n ** 63n - 1n;
+
 /** A page token of an `ord` keyset ("0" for the first page). */
 export function ordToken(token: string): string {
   if (token === "") return "0";
-  if (!/^\d{1,19}$/.test(token)) throw invalidArgument("page_token", "is not a token this service issued");
+  // A bigint: 19 digits may still be above its largest value (a Postgres error, not a client's).
+  if (!/^\d{1,19}$/.test(token) || BigInt(token) > MAX_BIGINT) throw invalidArgument("page_token", "is not a token this service issued");
   return token;
 }
 

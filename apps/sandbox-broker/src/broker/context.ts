@@ -53,5 +53,7 @@ export function startLocalSandbox(ctx: Omit<BrokerContext, "warm" | "inflight" |
 export function requireField(value: string, field: string): string {
   if (value === "") throw new MhError("INVALID_ARGUMENT", `${field}: required`, { field });
   if (value.length > 256) throw new MhError("INVALID_ARGUMENT", `${field}: at most 256 characters`, { field });
+  // Checked before anything starts: Postgres cannot store it, and Provision writes its row last.
+  if (value.includes("\u0000")) throw new MhError("INVALID_ARGUMENT", `${field}: must not hold a NUL character`, { field });
   return value;
 }

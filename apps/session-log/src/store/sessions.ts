@@ -94,6 +94,7 @@ function encodePageToken(ord: string): string {
 function decodePageToken(token: string): string {
   const text = Buffer.from(token, "base64url").toString("utf8");
   const match = /^o:(\d{1,19})$/.exec(text);
-  if (!match?.[1]) throw invalidArgument("page_token", "not a token this service issued");
+  // A bigint: 19 digits may still be above its largest value (a Postgres error, not a client's).
+  if (!match?.[1] || BigInt(match[1]) > 2n ** 63n - 1n) throw invalidArgument("page_token", "not a token this service issued");
   return match[1];
 }
