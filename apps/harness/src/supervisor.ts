@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import type { ModelClient } from "@metaharness/model-client";
-import { WakeOutcome, type ActiveSession, type SandboxBrokerService } from "@metaharness/proto";
+import { SessionStatus, WakeOutcome, type ActiveSession, type SandboxBrokerService } from "@metaharness/proto";
 import { loggerFor, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
@@ -69,6 +69,9 @@ export class Supervisor {
     this.waking.add(sessionId);
     let got: Awaited<ReturnType<typeof LeaseKeeper.acquire>>;
     try {
+      // A terminated session takes no more input: no lease (its epoch would only go up).
+      const { session } = await this.opts.log.getSession({ sessionId });
+      if (session?.status === SessionStatus.SESSION_STATUS_TERMINATED) return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
       got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
     } finally {
       this.waking.delete(sessionId);

@@ -203,6 +203,14 @@ describe("leases", () => {
     expect((await brain.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
   });
 
+  it("answers NOTHING_TO_DO for a terminated session, taking no lease", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    const { outcome } = await brain.harnesses[0]!.supervisor.wake(sessionId);
+    expect(outcome).toBe(WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO);
+    expect((await brain.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
+  });
+
   it("lets exactly one of two instances drive a session", async () => {
     const second = await brain.addHarness();
     const sessionId = await brain.createSession();

@@ -57,6 +57,9 @@ describe("tools", () => {
     expect((await run(broker.client, sandboxId, "read", { file_path: "src/app.ts" })).output).toBe("one\ntwo\nthree\n");
     expect((await run(broker.client, sandboxId, "read", { file_path: "src/app.ts", view_range: [2, 3] })).output).toBe("two\nthree");
     expect((await run(broker.client, sandboxId, "read", { path: "/workspace/src/app.ts", offset: 2, limit: 1 })).output).toBe("two");
+    // Lines past 2^32-1 would wrap around on the way to the helper (2^32+1 read as line 1).
+    const wrapped = await run(broker.client, sandboxId, "read", { file_path: "src/app.ts", view_range: [2 ** 32 + 1, 2 ** 32 + 1] });
+    expect(wrapped).toMatchObject({ isError: true, output: expect.stringContaining("view_range lines go up to") as unknown });
 
     const edited = await run(broker.client, sandboxId, "edit", { file_path: "src/app.ts", old_string: "two", new_string: "2" });
     expect(edited).toMatchObject({ isError: false, output: "edited src/app.ts (1 replacement(s))" });

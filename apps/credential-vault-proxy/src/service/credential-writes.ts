@@ -16,7 +16,7 @@ import {
 } from "@metaharness/proto";
 import { bundleFromProto, mergeBundles, openBundle, sealBundle, secretsOf, type SecretBundle } from "../crypto/bundle.js";
 import type { MasterKeyring } from "../crypto/master-keys.js";
-import { MCP_TYPES, mcpServerUrlOf, typeOf, validateConfig, type CredentialConfig } from "../store/credential-config.js";
+import { MCP_TYPES, checkExpiry, mcpServerUrlOf, typeOf, validateConfig, type CredentialConfig } from "../store/credential-config.js";
 import {
   activeCredentialIds,
   activeMcpCredential,
@@ -161,6 +161,7 @@ function changedConfig(config: CredentialConfig, req: UpdateCredentialRequest): 
     if (req.scope !== undefined) throw invalidArgument("scope", `a ${config.$case} credential has no scope`);
     return config;
   }
+  checkExpiry(req.expiresAt, "expires_at");
   return {
     $case: "mcpOauth",
     value: { ...config.value, expiresAt: req.expiresAt ?? config.value.expiresAt, scope: req.scope ?? config.value.scope },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gitMatchScore, hostMatches, normalizeUrl } from "./credential-config.js";
+import { checkExpiry, gitMatchScore, hostMatches, normalizeUrl } from "./credential-config.js";
 
 describe("matching", () => {
   it("normalises URLs", () => {
@@ -24,5 +24,13 @@ describe("matching", () => {
     expect(hostMatches("*.example.com", "example.com")).toBe(false);
     expect(hostMatches("*.example.com", "evilexample.com")).toBe(false);
     expect(hostMatches("h:8080", "h:8081")).toBe(false);
+  });
+});
+
+describe("expiry", () => {
+  it("refuses a time no Date holds (seconds beyond +-8.64e12 on the wire), naming the field", () => {
+    expect(() => checkExpiry(new Date(Number.NaN), "mcp_oauth.expires_at")).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT", field: "mcp_oauth.expires_at" }));
+    expect(() => checkExpiry(new Date(8.64e15), "expires_at")).not.toThrow();
+    expect(() => checkExpiry(undefined, "expires_at")).not.toThrow();
   });
 });

@@ -80,6 +80,7 @@ export function validateConfig(config: CredentialConfig, secret: SecretBundle): 
     case "mcpOauth": {
       const c = config.value;
       const mcpServerUrl = normalizeUrl(c.mcpServerUrl, "mcp_oauth.mcp_server_url");
+      checkExpiry(c.expiresAt, "mcp_oauth.expires_at");
       if (secret.accessToken === undefined && secret.refreshToken === undefined) {
         throw invalidArgument("secret.access_token", "an access_token or a refresh_token is required for mcp_oauth");
       }
@@ -176,4 +177,9 @@ export function hostMatches(pattern: string, host: string): boolean {
     return h.endsWith(suffix) && h.length > suffix.length && !h.includes(":");
   }
   return p === h;
+}
+
+/** A time a Date holds: the wire carries seconds up to 2^63, which decode to an Invalid Date. */
+export function checkExpiry(at: Date | undefined, field: string): void {
+  if (at !== undefined && Number.isNaN(at.getTime())) throw invalidArgument(field, "is not a representable time");
 }

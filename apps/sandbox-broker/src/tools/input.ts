@@ -53,6 +53,9 @@ export function sandboxPath(tool: string, raw: string): string {
   return posix.resolve(WORKSPACE, raw);
 }
 
+/** The highest line number (the sandbox helper reads them as unsigned 32-bit integers). */
+const MAX_LINE = 2 ** 32 - 1;
+
 /** `[start, end]` (1-based, inclusive, end 0 or -1: to the end) from view_range or offset/limit. */
 export function lineRange(tool: string, input: Input): { start: number; end: number } | undefined {
   const range = input["view_range"];
@@ -62,6 +65,8 @@ export function lineRange(tool: string, input: Input): { start: number; end: num
     }
     const [start, end] = range as [number, number];
     if (start < 1) throw new ToolError(`${tool}: view_range starts at line 1`);
+    // Line numbers travel to the helper as 32-bit integers: larger ones would wrap around.
+    if (start > MAX_LINE || end > MAX_LINE) throw new ToolError(`${tool}: view_range lines go up to ${MAX_LINE}`);
     if (end > 0 && end < start) throw new ToolError(`${tool}: view_range ends before it starts`);
     return { start, end: end > 0 ? end : 0 };
   }
@@ -69,5 +74,7 @@ export function lineRange(tool: string, input: Input): { start: number; end: num
   const limit = optionalInt(tool, input, 1, "limit");
   if (offset === undefined && limit === undefined) return undefined;
   const start = offset ?? 1;
-  return { start, end: limit === undefined ? 0 : start + limit - 1 };
+  const end = limit === undefined ? 0 : start + limit - 1;
+  if (start > MAX_LINE || end > MAX_LINE) throw new ToolError(`${tool}: offset and limit reach past line ${MAX_LINE}`);
+  return { start, end };
 }
