@@ -3,10 +3,9 @@
  * value outside the configured bounds is an INVALID_ARGUMENT naming every field at fault (one
  * round to fix them all), and workspace paths must stay inside the workspace.
  */
-import { posix } from "node:path";
 import { MhError } from "@metaharness/errors";
 import { NetworkMode, type GitRepository, type Resources, type WorkspaceFile } from "@metaharness/proto";
-import { normalizeRepositoryUrl } from "./remotes/repository-url.js";
+import { isCheckoutName, normalizeRepositoryUrl, repositoryMountPath, workspacePath } from "@metaharness/events";
 import type { SandboxBrokerConfig } from "./config.js";
 
 export interface Limits {
@@ -50,8 +49,6 @@ const MINIMUMS: Limits = {
   lifetimeSeconds: 1,
   idleTimeoutSeconds: 1,
 };
-
-export const MAX_WORKSPACE_PATH = 4096;
 
 export function defaultLimits(config: SandboxBrokerConfig): Limits {
   return {
@@ -135,8 +132,6 @@ type Problems = Array<{ field: string; message: string }>;
 export const MAX_REPOSITORIES = 64;
 export const MAX_ALLOWED_HOSTS = 64;
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9.-]{0,252})(:\d{1,5})?$/;
-// A branch, tag or commit, never an option: git must not read it as `--upload-pack=...`.
-const CHECKOUT = /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,254}$/;
 
 /** The allowlist's hosts (lower-case), or none for NETWORK_MODE_NONE. */
 function checkNetwork(requested: Resources | undefined, prefix: string, problems: Problems): string[] {
@@ -180,28 +175,17 @@ function checkRepositories(requested: readonly GitRepository[], prefix: string, 
     const url = normalizeRepositoryUrl(repo.url);
     if (url === undefined) problems.push({ field: `${field}.url`, message: "must be an http or https URL without user info" });
     const name = (url ?? repo.url).split("/").pop()?.replace(/\.git$/, "") ?? "";
-    const path = workspacePath(repo.mountPath === "" ? name : repo.mountPath.replace(/\/+$/, ""));
+    const path = repositoryMountPath(repo.mountPath === "" ? name : repo.mountPath);
     if (typeof path !== "string") problems.push({ field: `${field}.mount_path`, message: path.problem });
     else if (seen.has(path)) problems.push({ field: `${field}.mount_path`, message: `${path} is used twice` });
     else seen.add(path);
-    if (repo.checkout !== "" && !CHECKOUT.test(repo.checkout)) {
+    if (repo.checkout !== "" && !isCheckoutName(repo.checkout)) {
       problems.push({ field: `${field}.checkout`, message: "is not a branch, tag or commit name" });
     }
     return { url: repo.url, mountPath: typeof path === "string" ? path : repo.mountPath, checkout: repo.checkout };
   });
 }
 
-/** A relative path that stays inside the workspace once normalised, or why not. */
-export function workspacePath(raw: string): string | { problem: string } {
-  if (raw === "") return { problem: "is empty" };
-  if (raw.length > MAX_WORKSPACE_PATH) return { problem: `is longer than ${MAX_WORKSPACE_PATH} characters` };
-  if (raw.includes("\0")) return { problem: "contains a NUL byte" };
-  if (raw.startsWith("/")) return { problem: "must be relative to the workspace" };
-  const normal = posix.normalize(raw);
-  if (normal === "." || normal.endsWith("/")) return { problem: "names a directory, not a file" };
-  if (normal === ".." || normal.startsWith("../")) return { problem: "leaves the workspace" };
-  return normal;
-}
 
 /**
  * Whether a sandbox with these limits can come from the warm pool: pooled ones start with the

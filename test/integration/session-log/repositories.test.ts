@@ -69,6 +69,16 @@ describe("session repositories", () => {
     expect(twice).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[1].resource_id" });
     const empty = await rejection(log.client.updateSession({ sessionId, putRepositories: [{ ...repo("d"), url: "" }], removeRepositories: [], agent: undefined }));
     expect(empty).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].url" });
+    // What the sandbox broker would refuse at every Provision of the session is refused here.
+    const put = (r: SessionRepository) => rejection(log.client.updateSession({ sessionId, putRepositories: [r], removeRepositories: [], agent: undefined }));
+    expect(await put({ ...repo("d"), url: "ftp://git.example/d.git" })).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].url" });
+    expect(await put({ ...repo("d"), url: "https://user:pw@git.example/d.git" })).toMatchObject({ field: "put_repositories[0].url" });
+    for (const mountPath of ["../d", "/abs/d", "."]) {
+      expect(await put(repo("d", mountPath))).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].mount_path" });
+    }
+    expect(await put({ ...repo("d"), checkout: "--upload-pack=x" })).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].checkout" });
+    // "app/" is where "app" is.
+    expect(await put(repo("d", "app/"))).toMatchObject({ code: "INVALID_ARGUMENT", field: "put_repositories[0].mount_path" });
     const created = await rejection(
       log.client.createSession({ sessionId: "", metadata: SessionMetadata.fromPartial({ repositories: [repo("x", "p"), repo("y", "p")] }) }),
     );

@@ -15,7 +15,7 @@ import { cloneRepositories } from "./clone.js";
 import { startEgress } from "./egress.js";
 import { startGitRelay } from "./git-relay.js";
 import type { ProxyConnection } from "./proxy-client.js";
-import { normalizeRepositoryUrl } from "./repository-url.js";
+import { normalizeRepositoryUrl } from "@metaharness/events";
 
 export type Detach = () => Promise<void>;
 

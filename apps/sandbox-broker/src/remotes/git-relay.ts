@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Logger } from "@metaharness/service-kit";
 import { SERVICE_AUTH_HEADER } from "./proxy-client.js";
 import { relay, respond } from "./relay-forward.js";
-import { normalizeRepositoryUrl } from "./repository-url.js";
+import { normalizeRepositoryUrl } from "@metaharness/events";
 import { serveOnSocket, type SocketServer } from "./socket-server.js";
 
 export const GIT_SOCKET = "git.sock";

@@ -6,6 +6,7 @@
  */
 import type { Db } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
+import { isCheckoutName, normalizeRepositoryUrl, repositoryMountPath } from "@metaharness/events";
 import { SessionMetadata, SessionStatus, type AgentConfig, type Session, type SessionRepository } from "@metaharness/proto";
 import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";
 import { notFound } from "./sessions.js";
@@ -25,13 +26,25 @@ export function checkRepositories(repositories: readonly SessionRepository[], fi
       if (value.length > MAX_TEXT) throw invalidArgument(`${at}.${name}`, `at most ${MAX_TEXT} characters`);
     }
     if (r.checkout.length > MAX_TEXT) throw invalidArgument(`${at}.checkout`, `at most ${MAX_TEXT} characters`);
+    // As the sandbox broker will check it: a repository taken here but refused there would fail
+    // every provisioning of the session.
+    if (normalizeRepositoryUrl(r.url) === undefined) throw invalidArgument(`${at}.url`, "must be an http or https URL without user info");
+    const mount = repositoryMountPath(r.mountPath);
+    if (typeof mount !== "string") throw invalidArgument(`${at}.mount_path`, mount.problem);
+    if (r.checkout !== "" && !isCheckoutName(r.checkout)) throw invalidArgument(`${at}.checkout`, "is not a branch, tag or commit name");
     const sameId = ids.get(r.resourceId);
     if (sameId !== undefined) throw invalidArgument(`${at}.resource_id`, `repeats ${field}[${sameId}].resource_id`);
-    const sameMount = mounts.get(r.mountPath);
+    const sameMount = mounts.get(mount);
     if (sameMount !== undefined) throw invalidArgument(`${at}.mount_path`, `repeats ${field}[${sameMount}].mount_path`);
     ids.set(r.resourceId, i);
-    mounts.set(r.mountPath, i);
+    mounts.set(mount, i);
   });
+}
+
+/** A mount path as compared: "app" and "app/" are one place. */
+function mountKey(path: string): string {
+  const mount = repositoryMountPath(path);
+  return typeof mount === "string" ? mount : path;
 }
 
 /** The list after `put` (replacing by resource_id, in place, or appending) and `remove`. */
@@ -47,7 +60,7 @@ export function mergeRepositories(
   const next = [...kept, ...put.filter((r) => !present.has(r.resourceId) && !removed.has(r.resourceId))];
   if (next.length > MAX_REPOSITORIES) throw invalidArgument("put_repositories", `a session has at most ${MAX_REPOSITORIES} repositories`);
   put.forEach((r, i) => {
-    const clash = next.find((o) => o.mountPath === r.mountPath && o.resourceId !== r.resourceId);
+    const clash = next.find((o) => mountKey(o.mountPath) === mountKey(r.mountPath) && o.resourceId !== r.resourceId);
     if (clash !== undefined && !removed.has(r.resourceId)) {
       throw invalidArgument(`put_repositories[${i}].mount_path`, `${r.mountPath} is already the mount path of ${clash.resourceId}`);
     }
