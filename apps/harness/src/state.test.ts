@@ -104,4 +104,24 @@ describe("the model's view", () => {
     expect(modelOrder(events).map((e) => e.type)).toEqual(["user.message", "span.model_request_start", "agent.message", "span.model_request_end", "user.message"]);
     expect(toMessages(events).map((m) => m.role)).toEqual(["user", "assistant", "user"]);
   });
+
+  it("sends every block of a tool result, with citations on all search results or on none", () => {
+    const search = (title: string, citationsEnabled: boolean) => ({
+      block: { $case: "searchResult" as const, value: { source: `kb://${title}`, title, content: [{ text: title }], citationsEnabled } },
+    });
+    const image = { block: { $case: "image" as const, value: { source: { type: "base64", mediaType: "image/png", data: "iVBORw0KGgo=", url: "", fileId: "" } } } };
+    const use1 = bash();
+    const use2 = bash();
+    const r1 = at(newEvent("agent.tool_result", { toolUseId: use1.id, content: [...text("one"), search("cited", true), image], isError: false }));
+    const r2 = at(newEvent("agent.tool_result", { toolUseId: use2.id, content: [search("plain", false)], isError: false }));
+    const messages = toMessages([user("go"), use1, r1, use2, r2]);
+    const results = messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b) => b.type === "tool_result");
+    const inner = results.flatMap((r) => (Array.isArray(r.content) ? r.content : []));
+    expect(inner.map((b) => b.type)).toEqual(["text", "search_result", "image", "search_result"]);
+    // One search result may not be cited: then none is (the API refuses a mix).
+    expect(inner.flatMap((b) => (b.type === "search_result" ? [b.citations?.enabled] : []))).toEqual([false, false]);
+    const allCited = toMessages([user("go"), use1, r1]).flatMap((m) => (Array.isArray(m.content) ? m.content : []));
+    const cited = allCited.flatMap((b) => (b.type === "tool_result" && Array.isArray(b.content) ? b.content : [])).filter((b) => b.type === "search_result");
+    expect(cited.map((b) => b.citations?.enabled)).toEqual([true]);
+  });
 });

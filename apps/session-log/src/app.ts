@@ -67,7 +67,6 @@ export async function startSessionLog(
         pollMs: config.relayPollMs,
         lingerMs: config.relayLingerMs,
         rebalanceMs: config.relayRebalanceMs,
-        maxShards: config.relayMaxShards,
       });
       relay.start();
       const started = relay;

@@ -32,18 +32,43 @@ export function requireSessionId(sessionId: string, field = "session_id"): strin
   return sessionId;
 }
 
-/** Deltas for `sessionId`, their emitted_at set; each one deliverable to every instance. */
+/**
+ * Deltas for `sessionId`, their emitted_at set, each one deliverable to every instance: a delta
+ * whose text makes it too big for a NOTIFY is cut into several, in order (a delta's text is a
+ * fragment to append, so the pieces say the same).
+ */
 export function checkDeltas(deltas: readonly EventDelta[], sessionId: string): EventDelta[] {
-  return deltas.map((d, i) => {
+  return deltas.flatMap((d, i) => {
     const at = `deltas[${i}]`;
     if (d.sessionId !== "" && d.sessionId !== sessionId) throw invalidArgument(`${at}.session_id`, `is ${d.sessionId} but the request is for ${sessionId}`);
     if (!DELTA_KINDS.has(d.kind)) throw invalidArgument(`${at}.kind`, "must be TEXT, THINKING or INPUT_JSON");
     if (d.emittedAt !== undefined && Number.isNaN(d.emittedAt.getTime())) throw invalidArgument(`${at}.emitted_at`, "is not a representable time");
     const delta = { ...d, sessionId, emittedAt: d.emittedAt ?? new Date() };
-    const size = EventDelta.encode(delta).finish().length;
-    if (size > MAX_DELTA_BYTES) throw invalidArgument(at, `is ${size} bytes encoded; at most ${MAX_DELTA_BYTES} (split the text into smaller deltas)`);
-    return delta;
+    const overhead = EventDelta.encode({ ...delta, text: "" }).finish().length;
+    if (overhead > MAX_DELTA_BYTES / 2) throw invalidArgument(`${at}.model_request_id`, `leaves no room for text (${overhead} bytes without it)`);
+    // Each piece's text stays under what is left, with room for its length prefix.
+    return splitUtf8(delta.text, MAX_DELTA_BYTES - overhead - 8).map((text) => ({ ...delta, text }));
   });
+}
+
+/** `text` in pieces of at most `maxBytes` UTF-8 bytes, never splitting a character. */
+function splitUtf8(text: string, maxBytes: number): string[] {
+  if (Buffer.byteLength(text) <= maxBytes) return [text];
+  const pieces: string[] = [];
+  let piece = "";
+  let bytes = 0;
+  for (const ch of text) {
+    const size = Buffer.byteLength(ch);
+    if (bytes + size > maxBytes) {
+      pieces.push(piece);
+      piece = "";
+      bytes = 0;
+    }
+    piece += ch;
+    bytes += size;
+  }
+  pieces.push(piece);
+  return pieces;
 }
 
 /** Nothing may follow a session.status_terminated in one batch: the session ends with it. */

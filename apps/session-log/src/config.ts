@@ -27,7 +27,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // The least time between two drains: appends arriving meanwhile ride one produce.
       relayLingerMs: env.int("MH_RELAY_LINGER_MS", { default: 10, min: 0, max: 1000 }),
       relayRebalanceMs: env.int("MH_RELAY_REBALANCE_MS", { default: 5000, min: 100, max: 600_000 }),
-      relayMaxShards: env.int("MH_RELAY_MAX_SHARDS", { default: 32, min: 1, max: 32 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
     },

@@ -72,10 +72,17 @@ export async function ensureKafkaTopics(
 /** Topics made before with a lower max.message.bytes refuse the largest records: say so. */
 async function warnOfSmallerLimits(admin: Admin, topics: readonly TopicSpec[], config: KafkaBusConfig): Promise<void> {
   if (topics.length === 0) return;
-  const { resources } = await admin.describeConfigs({
-    resources: topics.map((t) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name: t.topic, configNames: ["max.message.bytes"] })),
-    includeSynonyms: false,
-  });
+  let resources: Awaited<ReturnType<Admin["describeConfigs"]>>["resources"];
+  try {
+    ({ resources } = await admin.describeConfigs({
+      resources: topics.map((t) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name: t.topic, configNames: ["max.message.bytes"] })),
+      includeSynonyms: false,
+    }));
+  } catch (err) {
+    // Only a warning depends on it (a cluster may refuse DescribeConfigs to this principal).
+    config.logger.warn({ err, topics: topics.map((t) => t.topic) }, "event-bus: could not read the topics' max.message.bytes");
+    return;
+  }
   for (const spec of topics) {
     const value = resources.find((r) => r.resourceName === spec.topic)?.configEntries.find((e) => e.configName === "max.message.bytes")?.configValue;
     if (value !== undefined && spec.maxMessageBytes !== undefined && Number(value) < spec.maxMessageBytes) {

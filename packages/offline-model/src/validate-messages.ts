@@ -30,6 +30,23 @@ interface MessageFacts {
   readonly toolResultIds: readonly string[];
 }
 
+/**
+ * Search results take citations all or nothing: every search_result of a request (top level or
+ * in a tool_result) has them enabled, or none has.
+ */
+function checkCitationsAllOrNothing(facts: readonly MessageFacts[]): void {
+  const settings = new Set<boolean>();
+  for (const f of facts) {
+    for (const block of f.blocks) {
+      const inner = block["type"] === "tool_result" && Array.isArray(block["content"]) ? (block["content"] as unknown[]) : [block];
+      for (const b of inner) {
+        if (isObject(b) && b["type"] === "search_result") settings.add(isObject(b["citations"]) && b["citations"]["enabled"] === true);
+      }
+    }
+  }
+  if (settings.size > 1) throw invalidRequest("messages", "Citations must be enabled on all search results or on none of them");
+}
+
 /** Checks `messages`; returns how many cache_control breakpoints they hold. */
 export function validateMessages(value: unknown, thinkingOn: boolean): number {
   const list = requireArray(value, "messages");
@@ -47,6 +64,7 @@ export function validateMessages(value: unknown, thinkingOn: boolean): number {
   });
   checkRoles(facts);
   checkToolPairs(facts);
+  checkCitationsAllOrNothing(facts);
   if (thinkingOn) checkThinkingLeadsToolLoop(facts);
   return breakpoints;
 }

@@ -84,6 +84,24 @@ const cases: ReadonlyArray<readonly [string, Record<string, unknown>, string]> =
     'offline scenario "one-step" has 1 step(s), but the request already holds 1 assistant turn(s) and asks for step 1',
   ],
   ["step function throws", { ...base, messages: [user("[scenario:throws] hi")] }, 'offline scenario "throws" step 0: boom'],
+  [
+    "search results with and without citations",
+    {
+      ...base,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "search_result", source: "a", title: "A", content: [{ type: "text", text: "a" }], citations: { enabled: true } },
+            { type: "text", text: "and" },
+          ],
+        },
+        { role: "assistant", content: [toolUse] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "search_result", source: "b", title: "B", content: [{ type: "text", text: "b" }] }] }] },
+      ],
+    },
+    "Citations must be enabled on all search results or on none of them",
+  ],
 ];
 
 describe("request validation", () => {

@@ -65,3 +65,4 @@ export {
   type ShutdownOptions,
   type ShutdownStep,
 } from "./shutdown.js";
+export { UndecodableRequest } from "./undecodable.js";

@@ -141,10 +141,45 @@ export function toMessages(events: readonly Event[]): Param[] {
   }
   // The API wants the conversation to start with the user.
   while (messages[0]?.role === "assistant") messages.shift();
+  alignCitations(messages);
   return messages;
 }
 
-/** Rough token count of a request part (the API's ~4 characters per token). */
+/**
+ * The Messages API takes citations on all search results of a request or on none ("all or
+ * nothing": mixing is an error, and the log would replay the mix into every later request).
+ * They stay on only if every search result allows them.
+ */
+function alignCitations(messages: Param[]): void {
+  const results: Anthropic.SearchResultBlockParam[] = [];
+  for (const m of messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const block of m.content) {
+      if (block.type === "search_result") results.push(block);
+      if (block.type === "tool_result" && Array.isArray(block.content)) {
+        for (const inner of block.content) if (inner.type === "search_result") results.push(inner);
+      }
+    }
+  }
+  const enabled = results.every((r) => r.citations?.enabled === true);
+  for (const r of results) r.citations = { enabled };
+}
+
+/** What an image costs at most: the API scales images to ~1.15 megapixels, ~1,600 tokens. */
+const IMAGE_TOKENS = 1600;
+const IMAGE_STAND_IN = "x".repeat(IMAGE_TOKENS * 4);
+
+/**
+ * Rough token count of a request part (the API's ~4 characters per token). An image counts as
+ * what the API charges for it, not its base64 length (a 1 MB screenshot is ~1,600 tokens, not 330,000).
+ */
 export function estimateTokens(value: unknown): number {
-  return Math.ceil(JSON.stringify(value).length / 4);
+  const json = JSON.stringify(value, (_key, v: unknown) => (isBase64Image(v) ? IMAGE_STAND_IN : v));
+  return Math.ceil(json.length / 4);
+}
+
+function isBase64Image(v: unknown): boolean {
+  if (typeof v !== "object" || v === null || (v as { type?: unknown }).type !== "image") return false;
+  const source = (v as { source?: unknown }).source;
+  return typeof source === "object" && source !== null && (source as { type?: unknown }).type === "base64";
 }

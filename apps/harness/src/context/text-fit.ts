@@ -14,15 +14,30 @@ function cut(text: string, max: number): string {
 }
 
 type Block = Anthropic.ContentBlockParam;
+type Inner = Exclude<NonNullable<Anthropic.ToolResultBlockParam["content"]>, string>[number];
 
-function capBlock(block: Block, max: number): Block {
-  if (block.type === "text") return { ...block, text: cut(block.text, max) };
-  if (block.type === "tool_result") {
-    const content = block.content;
-    if (typeof content === "string") return { ...block, content: cut(content, max) };
-    if (Array.isArray(content)) return { ...block, content: content.map((c) => (c.type === "text" ? { ...c, text: cut(c.text, max) } : c)) };
+/**
+ * `block` with `f` applied to each text it carries: text blocks, tool results (as a string, or
+ * their text, search result and plain-text document blocks), search results and plain-text
+ * documents. Images and other sources are left as they are.
+ */
+function mapTexts<B extends Block | Inner>(block: B, f: (text: string) => string): B {
+  switch (block.type) {
+    case "text":
+      return { ...block, text: f(block.text) };
+    case "search_result":
+      return { ...block, content: block.content.map((c) => ({ ...c, text: f(c.text) })) };
+    case "document":
+      return block.source.type === "text" ? { ...block, source: { ...block.source, data: f(block.source.data) } } : block;
+    case "tool_result": {
+      const content = block.content;
+      if (typeof content === "string") return { ...block, content: f(content) };
+      if (Array.isArray(content)) return { ...block, content: content.map((c) => mapTexts(c, f)) };
+      return block;
+    }
+    default:
+      return block;
   }
-  return block;
 }
 
 function capAll(messages: readonly Anthropic.MessageParam[], max: number): Anthropic.MessageParam[] {
@@ -31,22 +46,19 @@ function capAll(messages: readonly Anthropic.MessageParam[], max: number): Anthr
     (m) =>
       (typeof m.content === "string"
         ? { ...m, content: cut(m.content, max) }
-        : { ...m, content: m.content.map((b) => capBlock(b, max)) }) as Anthropic.MessageParam,
+        : { ...m, content: m.content.map((b) => mapTexts(b, (t) => cut(t, max))) }) as Anthropic.MessageParam,
   );
 }
 
 function longest(messages: readonly Anthropic.MessageParam[]): number {
   let n = 0;
-  const see = (t: string): void => void (n = Math.max(n, t.length));
+  const see = (t: string): string => {
+    n = Math.max(n, t.length);
+    return t;
+  };
   for (const m of messages) {
     if (typeof m.content === "string") see(m.content);
-    else {
-      for (const b of m.content) {
-        if (b.type === "text") see(b.text);
-        else if (b.type === "tool_result" && typeof b.content === "string") see(b.content);
-        else if (b.type === "tool_result" && Array.isArray(b.content)) for (const c of b.content) if (c.type === "text") see(c.text);
-      }
-    }
+    else for (const b of m.content) mapTexts(b, see);
   }
   return n;
 }

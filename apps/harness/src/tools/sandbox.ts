@@ -10,6 +10,7 @@
  * next call provisions a fresh one.
  */
 import { MhError } from "@metaharness/errors";
+import { repositoryMountPath } from "@metaharness/events";
 import {
   SandboxState,
   type GitRepository,
@@ -77,7 +78,7 @@ export class SandboxPort {
     });
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");
     this.given.set(sandbox.sandboxId, repositoriesKey(repositories));
-    if (repositoryFailures.length > 0) this.failing.set(sandbox.sandboxId, new Set(repositoryFailures.map((f) => f.mountPath)));
+    if (repositoryFailures.length > 0) this.failing.set(sandbox.sandboxId, new Set(repositoryFailures.map((f) => mountKey(f.mountPath))));
     return sandbox.sandboxId;
   }
 
@@ -93,15 +94,16 @@ export class SandboxPort {
   private async syncRepositories(sandboxId: string, signal: AbortSignal): Promise<void> {
     const repositories = await this.setup.repositories();
     const key = repositoriesKey(repositories);
-    const listed = new Set(repositories.map((r) => r.mountPath));
-    const failing = [...(this.failing.get(sandboxId) ?? [])].filter((m) => listed.has(m));
+    // The broker reports mount paths normalised ("app/" as "app"): compare them so.
+    const listed = new Set(repositories.map((r) => mountKey(r.mountPath)));
+    const failing = [...(this.failing.get(sandboxId) ?? [])].filter((m) => listed.has(mountKey(m)));
     if (this.given.get(sandboxId) === key && failing.length === 0) return;
-    const still = new Set(failing);
+    const still = new Set(failing.map(mountKey));
     if (repositories.length > 0) {
       try {
         const res = await this.broker.addRepositories({ sandboxId, sessionId: this.sessionId, repositories }, { signal, deadlineMs: CALL_DEADLINE_MS });
-        for (const r of res.added) still.delete(r.mountPath);
-        for (const f of res.repositoryFailures) still.add(f.mountPath);
+        for (const r of res.added) still.delete(mountKey(r.mountPath));
+        for (const f of res.repositoryFailures) still.add(mountKey(f.mountPath));
       } catch (err) {
         if (MhError.from(err).code === "CANCELLED") throw err;
         return;
@@ -163,4 +165,10 @@ export class SandboxPort {
 /** What identifies a list of repositories for syncRepositories: mount paths, URLs and checkouts. */
 function repositoriesKey(repositories: readonly GitRepository[]): string {
   return repositories.map((r) => `${r.mountPath}\u0000${r.url}\u0000${r.checkout}`).join("\n");
+}
+
+/** A mount path as the broker names it: normalised ("app/" is "app"). */
+function mountKey(path: string): string {
+  const mount = repositoryMountPath(path);
+  return typeof mount === "string" ? mount : path;
 }

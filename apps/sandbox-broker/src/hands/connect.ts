@@ -6,7 +6,7 @@
 import type { handleBidiStreamingCall } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { ConnectHandRequest, ConnectHandResponse, HandRegistration } from "@metaharness/proto";
-import { toStatusError, type Logger } from "@metaharness/service-kit";
+import { UndecodableRequest, toStatusError, type Logger } from "@metaharness/service-kit";
 import { ConnectedHand, type HandRegistry } from "./registry.js";
 
 const NAME = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -43,8 +43,12 @@ export function connectHandHandler(
       call.emit("error", toStatusError(err, undefined));
     };
 
-    call.on("data", (req: ConnectHandRequest) => {
+    call.on("data", (req: ConnectHandRequest | UndecodableRequest) => {
       if (over) return;
+      if (req instanceof UndecodableRequest) {
+        fail(new MhError("INVALID_ARGUMENT", `a message could not be decoded: ${req.reason}`));
+        return;
+      }
       const m = req.message;
       try {
         if (hand === undefined) {

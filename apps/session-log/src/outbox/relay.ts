@@ -41,8 +41,6 @@ export interface RelayOptions {
   readonly lingerMs: number;
   /** Try to take shards nobody holds this often. */
   readonly rebalanceMs: number;
-  /** At most this many shards per relay, to spread load over several relays. */
-  readonly maxShards: number;
 }
 
 interface OutboxRow {
@@ -52,8 +50,7 @@ interface OutboxRow {
 }
 
 export class OutboxRelay {
-  /** Said once that MH_RELAY_MAX_SHARDS leaves shards without a relay. */
-  private warnedCap = false;
+
   private client: DbSession | undefined;
   private publisher: BusPublisher | undefined;
   private readonly held = new Set<number>();
@@ -168,16 +165,8 @@ export class OutboxRelay {
       "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1",
       [RELAY_APP_NAME],
     );
-    const relays = Math.max(1, live[0]?.n ?? 1);
-    const share = Math.ceil(OUTBOX_SHARDS / relays);
-    // The cap spreads load; it must not leave shards without a relay (their sessions would never
-    // reach Kafka): with too few relays for it, each takes its share.
-    const capped = this.opts.maxShards * relays >= OUTBOX_SHARDS;
-    if (!capped && !this.warnedCap) {
-      this.warnedCap = true;
-      this.opts.logger.warn({ relays, max_shards: this.opts.maxShards, shards: OUTBOX_SHARDS }, "MH_RELAY_MAX_SHARDS is too low for this many relays; taking more shards");
-    }
-    const target = capped ? Math.min(this.opts.maxShards, share) : share;
+    // An even share: a cap below it would leave shards, and their sessions, without a relay.
+    const target = Math.ceil(OUTBOX_SHARDS / Math.max(1, live[0]?.n ?? 1));
     for (const shard of [...this.held].sort((a, b) => b - a)) {
       if (this.held.size <= target) break;
       await client.query("SELECT pg_advisory_unlock($1, $2)", [SHARD_LOCK_CLASS, shard]);
