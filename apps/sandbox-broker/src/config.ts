@@ -47,6 +47,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        * after each failure, up to 32 times this.
        */
       repositoryRetryMs: env.int("MH_REPOSITORY_RETRY_MS", { default: 30_000, min: 100, max: 3_600_000 }),
+      /**
+       * How long a retry holds the tool call that asked for it (AddRepositories) before the call
+       * goes on without the repository; the clone goes on for a later call to find.
+       */
+      repositoryRetryWaitMs: env.int("MH_REPOSITORY_RETRY_WAIT_MS", { default: 10_000, min: 100, max: 3_600_000 }),
       /** Bytes one request from a sandbox (a git push, an egress upload) may carry. */
       remoteMaxRequestBytes: env.int("MH_REMOTE_MAX_REQUEST_BYTES", { default: 512 * MiB, min: 1024 }),
       /** Connections a sandbox may hold open to its git and egress relays at once. */

@@ -20,6 +20,8 @@ const TOKEN = "ghs_gittest_4c1d2b3a9e8f7a6b5c4d";
 const RETRY_MS = 1_000;
 /** How long a clone may take (the tests' repositories clone in well under a second). */
 const CLONE_TIMEOUT_MS = 5_000;
+/** How long a retry holds the call that asked for it. */
+const RETRY_WAIT_MS = 1_000;
 
 let log: TestLog;
 let vault: TestVault;
@@ -38,6 +40,7 @@ beforeAll(async () => {
     MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
     MH_REPOSITORY_RETRY_MS: String(RETRY_MS),
     MH_GIT_CLONE_TIMEOUT_MS: String(CLONE_TIMEOUT_MS),
+    MH_REPOSITORY_RETRY_WAIT_MS: String(RETRY_WAIT_MS),
   });
 });
 afterAll(async () => {
@@ -266,7 +269,7 @@ describe("git repositories", () => {
     expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
   });
 
-  it("clean up after a clone cut off at its deadline, so that the retry can clone", async () => {
+  it("clean up after a clone cut off at its deadline; a retry of a hanging host holds a call only so long", async () => {
     // A host in front of the git server that, at first, never answers.
     let hang = true;
     const host = createServer((req, res) => {
@@ -292,9 +295,22 @@ describe("git repositories", () => {
       const sandboxId = res.sandbox!.sandboxId;
       expect((await sh(sandboxId, "ls -A", sessionId)).out).toBe("");
 
-      hang = false;
+      // The retry hangs too: it holds the call RETRY_WAIT_MS, not the clone's deadline, and goes on.
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
-      expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [app], repositoryFailures: [] });
+      const t0 = Date.now();
+      expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [], repositoryFailures: [] });
+      expect(Date.now() - t0).toBeLessThan(CLONE_TIMEOUT_MS - 1_000);
+
+      // The host answers again: once that retry has timed out (and cleaned up) and the doubled
+      // wait has passed, a call clones it.
+      hang = false;
+      const deadline = Date.now() + 4 * CLONE_TIMEOUT_MS;
+      let added: unknown[] = [];
+      while (added.length === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        ({ added } = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] }));
+      }
+      expect(added).toEqual([app]);
       expect((await sh(sandboxId, "cat slow/README.md", sessionId)).out).toBe("hello from the server");
     } finally {
       host.closeAllConnections();

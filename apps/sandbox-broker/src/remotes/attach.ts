@@ -110,45 +110,75 @@ export class SandboxRemotes {
   /**
    * Clones the repositories not tried here yet (by mount path), and those whose last attempt
    * failed long enough ago (MH_REPOSITORY_RETRY_MS, doubling); returns those this call cloned and
-   * those that failed. Waits for clones of the same repositories other calls have under way.
+   * those that failed. Waits for clones of the same repositories other calls have under way. A
+   * retry (of a host that failed before, and may hang again) holds the call at most
+   * MH_REPOSITORY_RETRY_WAIT_MS: then the call returns without it, and it goes on cloning for a
+   * later call to find.
    */
   async addRepositories(repositories: readonly GitRepository[]): Promise<{ added: GitRepository[]; failures: RepositoryFailure[] }> {
     const now = Date.now();
     const due = (t: Attempt | undefined, url: string): boolean => t === undefined || t.url !== url || (t.retryAt !== undefined && t.retryAt <= now);
-    const fresh = repositories.filter((r) => due(this.tried.get(r.mountPath), r.url));
+    const isRetry = (r: GitRepository): boolean => this.tried.get(r.mountPath)?.url === r.url;
+    const todo = repositories.filter((r) => due(this.tried.get(r.mountPath), r.url));
     const underWay = repositories.flatMap((r) => {
       const t = this.tried.get(r.mountPath);
-      return t !== undefined && !due(t, r.url) ? [t.outcome] : [];
+      return t !== undefined && !due(t, r.url) ? [{ outcome: t.outcome, retry: t.failures > 0 }] : [];
     });
-    if (fresh.length > 0) {
-      const run = this.cloneFresh(fresh);
-      fresh.forEach((r, i) => {
-        const before = this.tried.get(r.mountPath);
-        const outcome = run.then((results) => results[i] ?? { ok: true as const });
-        const attempt: Attempt = { url: r.url, outcome, failures: before?.url === r.url ? before.failures : 0, retryAt: undefined };
-        this.tried.set(r.mountPath, attempt);
-        outcome.then(
-          (result) => {
-            if (result.ok) return;
-            attempt.failures += 1;
-            attempt.retryAt = Date.now() + this.ctx.config.repositoryRetryMs * Math.min(MAX_BACKOFF, 2 ** (attempt.failures - 1));
-          },
-          // Could not start (proxy, relay): forget the attempt, so a later call tries again.
-          () => {
-            if (this.tried.get(r.mountPath) === attempt) this.tried.delete(r.mountPath);
-          },
-        );
-      });
-      await Promise.all(underWay.map((p) => p.catch(() => undefined)));
-      const results = await run;
-      this.ensureOpen();
-      const failures = results.flatMap((r) => (r.ok ? [] : [r.failure]));
-      const failed = new Set(failures.map((f) => f.mountPath));
-      return { added: fresh.filter((r) => !failed.has(r.mountPath)), failures };
-    }
-    await Promise.all(underWay.map((p) => p.catch(() => undefined)));
+    const firsts = todo.filter((r) => !isRetry(r));
+    const retries = todo.filter(isRetry);
+    const firstRun = this.start(firsts);
+    const retryRun = this.start(retries);
+    await Promise.all(underWay.map((u) => (u.retry ? this.atMostRetryWait(u.outcome) : u.outcome).catch(() => undefined)));
+    const done = [...firsts.map((r, i) => ({ r, at: i, run: firstRun })), ...retries.map((r, i) => ({ r, at: i, run: retryRun }))];
+    const [firstResults, retryResults] = await Promise.all([firstRun, this.atMostRetryWait(retryRun)]);
     this.ensureOpen();
-    return { added: [], failures: [] };
+    const added: GitRepository[] = [];
+    const failures: RepositoryFailure[] = [];
+    for (const { r, at, run } of done) {
+      const result = (run === firstRun ? firstResults : retryResults)?.[at];
+      if (result === undefined) continue; // a retry still cloning
+      if (result.ok) added.push(r);
+      else failures.push(result.failure);
+    }
+    return { added, failures };
+  }
+
+  /** Starts cloning `group` and records each attempt; resolves to one result per repository. */
+  private start(group: readonly GitRepository[]): Promise<CloneResult[]> {
+    if (group.length === 0) return Promise.resolve([]);
+    const run = this.cloneFresh(group);
+    group.forEach((r, i) => {
+      const before = this.tried.get(r.mountPath);
+      const outcome = run.then((results) => results[i] ?? { ok: true as const });
+      const attempt: Attempt = { url: r.url, outcome, failures: before?.url === r.url ? before.failures : 0, retryAt: undefined };
+      this.tried.set(r.mountPath, attempt);
+      outcome.then(
+        (result) => {
+          if (result.ok) {
+            attempt.failures = 0;
+            return;
+          }
+          attempt.failures += 1;
+          attempt.retryAt = Date.now() + this.ctx.config.repositoryRetryMs * Math.min(MAX_BACKOFF, 2 ** (attempt.failures - 1));
+        },
+        // Could not start (proxy, relay): forget the attempt, so a later call tries again.
+        () => {
+          if (this.tried.get(r.mountPath) === attempt) this.tried.delete(r.mountPath);
+        },
+      );
+    });
+    return run;
+  }
+
+  /** `work`'s result, or undefined once MH_REPOSITORY_RETRY_WAIT_MS has passed (it goes on). */
+  private async atMostRetryWait<T>(work: Promise<T>): Promise<T | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.ctx.config.repositoryRetryWaitMs)));
+    try {
+      return await Promise.race([work, waited]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async cloneFresh(fresh: readonly GitRepository[]): Promise<CloneResult[]> {
