@@ -84,6 +84,21 @@ afterAll(async () => {
 const idOf = (r: unknown): string => (r as { id: string }).id;
 const repository = (name = "app", extra: object = {}) => ({ type: "github_repository" as const, url: `${git.url}/org/${name}.git`, ...extra });
 
+/** The session's events once it has gone idle `n` times. */
+async function untilIdles(id: string, n: number): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const events = (await sdk.beta.sessions.events.list(id)).data;
+    if (events.filter((e) => e.type === "session.status_idle").length >= n) return events;
+    if (Date.now() > deadline) throw new Error(`session ${id} never went idle ${n} times`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** What each agent.tool_result of `events` holds, as JSON. */
+const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]): string[] =>
+  events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
+
 async function untilIdle(id: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -259,17 +274,7 @@ describe("a session with a github_repository resource", () => {
       resources: [repository("app", { authorization_token: TOKEN })],
       initial_events: [{ type: "user.message", content: [{ type: "text", text: "List." }] }],
     });
-    const idles = async (n: number) => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const events = (await sdk.beta.sessions.events.list(session.id)).data;
-        if (events.filter((e) => e.type === "session.status_idle").length >= n) return events;
-        if (Date.now() > deadline) throw new Error(`session ${session.id} never went idle ${n} times`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
-    const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]) =>
-      events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
+    const idles = (n: number) => untilIdles(session.id, n);
     const [before] = listings(await idles(1));
     expect(before).toContain("app");
     expect(before).not.toContain("lib");
@@ -293,17 +298,7 @@ describe("a session with a github_repository resource", () => {
       resources: [repository("app", { authorization_token: TOKEN }), repository("lib", { authorization_token: "ghs_not_the_token" })],
       initial_events: [{ type: "user.message", content: [{ type: "text", text: "List." }] }],
     });
-    const idles = async (n: number) => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const events = (await sdk.beta.sessions.events.list(session.id)).data;
-        if (events.filter((e) => e.type === "session.status_idle").length >= n) return events;
-        if (Date.now() > deadline) throw new Error(`session ${session.id} never went idle ${n} times`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
-    const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]) =>
-      events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
+    const idles = (n: number) => untilIdles(session.id, n);
     const first = await idles(1);
     const failedAt = Date.now();
     expect(listings(first)[0]).not.toContain("lib");
