@@ -26,10 +26,10 @@ import { registerEnvironmentKeyRoutes } from "./routes/environment-keys.js";
 import { registerEnvironmentRoutes } from "./routes/environments.js";
 import { registerEventRoutes } from "./routes/events.js";
 import { registerMetaRoutes } from "./routes/meta.js";
-import { registerNotImplementedRoutes } from "./routes/not-implemented.js";
 import { registerResourceRoutes } from "./routes/resources.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerStreamRoute } from "./routes/stream.js";
+import { registerThreadRoutes } from "./routes/threads.js";
 import { registerVaultRoutes } from "./routes/vaults.js";
 import { registerWorkRoutes } from "./routes/work.js";
 import { AgentStore } from "./store/agents.js";
@@ -157,7 +157,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     registerStreamRoute(ctx);
     registerVaultRoutes(ctx);
     registerCredentialRoutes(ctx);
-    registerNotImplementedRoutes(ctx);
+    registerThreadRoutes(ctx);
     registerMetaRoutes(ctx, db);
     registerUiRoutes(app, ctx, { principals, ...(config.ui ?? loadUiConfig()) });
 

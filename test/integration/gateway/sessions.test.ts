@@ -105,6 +105,59 @@ describe("sessions", () => {
     expect(done.stats.duration_seconds).toBeGreaterThanOrEqual(0);
   });
 
+  it("serves each session's primary thread: the session seen as a thread, with its events", async () => {
+    const session = await a.sdk.beta.sessions.create({
+      agent: agentId,
+      environment_id: environmentId,
+      initial_events: [{ type: "user.message", content: [{ type: "text", text: "hi" }] }],
+    });
+    const done = await untilIdle(a.sdk, session.id);
+    const threads = [];
+    for await (const t of a.sdk.beta.sessions.threads.list(session.id)) threads.push(t);
+    expect(threads).toHaveLength(1);
+    const [thread] = threads;
+    expect(thread).toMatchObject({
+      type: "session_thread",
+      session_id: session.id,
+      parent_thread_id: null,
+      workflow_run_id: null,
+      status: "idle",
+      created_at: done.created_at,
+      agent: { type: "agent", id: agentId, name: done.agent.name, model: done.agent.model },
+      usage: { output_tokens: done.usage.output_tokens },
+    });
+    expect(thread!.id).toMatch(/^sthr_/);
+    expect(thread!.agent).not.toHaveProperty("multiagent");
+    expect(await a.sdk.beta.sessions.threads.retrieve(thread!.id, { session_id: session.id })).toEqual(thread);
+    expect((await a.sdk.beta.sessions.threads.list(session.id, { statuses: ["running"] })).data).toEqual([]);
+    // Its events are the session's, in the same order.
+    const threadEvents = [];
+    for await (const e of a.sdk.beta.sessions.threads.events.list(thread!.id, { session_id: session.id })) threadEvents.push(e.id);
+    const sessionEvents = [];
+    for await (const e of a.sdk.beta.sessions.events.list(session.id)) sessionEvents.push(e.id);
+    expect(threadEvents).toEqual(sessionEvents);
+    expect(threadEvents.length).toBeGreaterThan(3);
+    // Its stream is the session's: a message sent now comes back on it.
+    const stream = await a.sdk.beta.sessions.threads.events.stream(thread!.id, { session_id: session.id });
+    await a.sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "again" }] }] });
+    const seen: string[] = [];
+    for await (const e of stream) {
+      seen.push(e.type);
+      if (e.type === "session.status_idle") break;
+    }
+    expect(seen).toContain("user.message");
+    expect(seen).toContain("agent.message");
+    // No other thread; the primary one is archived with its session, not alone.
+    await expect(a.sdk.beta.sessions.threads.retrieve("sthr_other", { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(a.sdk.beta.sessions.threads.events.list("sthr_other", { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    const archive = await a.sdk.beta.sessions.threads.archive(thread!.id, { session_id: session.id }).catch((e: unknown) => e);
+    expect(archive).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((archive as Error).message).toContain("thread_id");
+    // Another tenant sees none of it.
+    await expect(b.sdk.beta.sessions.threads.list(session.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(b.sdk.beta.sessions.threads.retrieve(thread!.id, { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+  });
+
   it("applies agent_with_overrides to the snapshot only", async () => {
     const session = await a.sdk.beta.sessions.create({
       agent: { type: "agent_with_overrides", id: agentId, system: "[scenario:hello] overridden", tools: [] },

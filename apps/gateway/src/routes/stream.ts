@@ -6,7 +6,7 @@
  * duplicate. `event_deltas[]` opts into token previews.
  */
 import type { BetaManagedAgentsDeltaType } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../auth/principals.js";
 import { revokedToken } from "../auth/authenticate.js";
 import { type ApiError, invalidRequest } from "../errors/api-error.js";
@@ -19,13 +19,18 @@ import { pump } from "../stream/pump.js";
 import { SseWriter } from "../stream/sse.js";
 import type { RouteContext } from "./context.js";
 
+export interface StreamQuery {
+  event_deltas?: BetaManagedAgentsDeltaType[];
+  after_seq?: number;
+}
+
 interface StreamRoute {
   Params: { session_id: string };
-  Querystring: { event_deltas?: BetaManagedAgentsDeltaType[]; after_seq?: number };
+  Querystring: StreamQuery;
 }
 
 /** `?after_seq=` wins over `Last-Event-ID`; neither: undefined (start live). */
-function resumeFrom(req: FastifyRequest<StreamRoute>): number | undefined {
+function resumeFrom(req: FastifyRequest<{ Querystring: StreamQuery }>): number | undefined {
   if (req.query.after_seq !== undefined) return req.query.after_seq;
   const value = headerValue(req, "last-event-id");
   if (value === undefined || value.trim() === "") return undefined;
@@ -55,37 +60,48 @@ export function registerStreamRoute(ctx: RouteContext): void {
       accepts: ["api_key", "work_token"],
       stream: true,
     },
-    async (req, reply) => {
-      const record = await ctx.sessions.require(req.tenant, req.params.session_id);
-      const live = await logSession(ctx, record.id);
-      const resume = resumeFrom(req);
-      if (resume !== undefined && resume > live.lastSeq) {
-        throw invalidRequest(req.query.after_seq === undefined ? "Last-Event-ID" : "after_seq", `${resume} is beyond the session's last event (${live.lastSeq})`);
-      }
-      const lease = ctx.streams.acquire(req.tenant);
-      const gone = new AbortController();
-      // The response's close (not the request's, which fires once its body is read) means the
-      // client went away.
-      reply.raw.once("close", () => gone.abort());
-      const writer = new SseWriter(reply.raw);
-      void reply.hijack();
-      writer.open(req.id);
-      try {
-        await pump({
-          log: ctx.log,
-          sessionId: record.id,
-          afterSeq: resume ?? live.lastSeq,
-          previews: new Previews(new Set(req.query.event_deltas ?? [])),
-          writer,
-          signal: AbortSignal.any([lease.signal, gone.signal]),
-          heartbeatMs: ctx.heartbeatMs,
-          revoked: revokedCheck(ctx, req.principal),
-          requestId: req.id,
-          logger: req.log,
-        });
-      } finally {
-        lease.release();
-      }
-    },
+    (req, reply) => streamSession(ctx, req, reply, req.params.session_id),
   );
+}
+
+/**
+ * The SSE stream of session `sessionId` (its primary thread's too, routes/threads.ts): live from
+ * now, or resumed after a seq.
+ */
+export async function streamSession(
+  ctx: RouteContext,
+  req: FastifyRequest<{ Querystring: StreamQuery }>,
+  reply: FastifyReply,
+  sessionId: string,
+): Promise<void> {
+  const record = await ctx.sessions.require(req.tenant, sessionId);
+  const live = await logSession(ctx, record.id);
+  const resume = resumeFrom(req);
+  if (resume !== undefined && resume > live.lastSeq) {
+    throw invalidRequest(req.query.after_seq === undefined ? "Last-Event-ID" : "after_seq", `${resume} is beyond the session's last event (${live.lastSeq})`);
+  }
+  const lease = ctx.streams.acquire(req.tenant);
+  const gone = new AbortController();
+  // The response's close (not the request's, which fires once its body is read) means the
+  // client went away.
+  reply.raw.once("close", () => gone.abort());
+  const writer = new SseWriter(reply.raw);
+  void reply.hijack();
+  writer.open(req.id);
+  try {
+    await pump({
+      log: ctx.log,
+      sessionId: record.id,
+      afterSeq: resume ?? live.lastSeq,
+      previews: new Previews(new Set(req.query.event_deltas ?? [])),
+      writer,
+      signal: AbortSignal.any([lease.signal, gone.signal]),
+      heartbeatMs: ctx.heartbeatMs,
+      revoked: revokedCheck(ctx, req.principal),
+      requestId: req.id,
+      logger: req.log,
+    });
+  } finally {
+    lease.release();
+  }
 }
