@@ -140,8 +140,15 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     watchEvents: serverStream(`${NAME}/WatchEvents`, logger, async (req, stream) => {
       const sessionId = requireSessionId(req.sessionId);
       checkTypes(req.types);
-      // Fails fast with NOT_FOUND instead of waiting for a session that does not exist.
-      await getSession(db, sessionId);
+      // Fails fast with NOT_FOUND instead of waiting for a session that does not exist, and with
+      // OUT_OF_RANGE for a position it has not reached: seqs are dense, so no event will ever be
+      // numbered at or below a seq it already passed (a client's mistake, not a wait).
+      const session = await getSession(db, sessionId);
+      if (req.afterSeq > session.lastSeq) {
+        throw new MhError("OUT_OF_RANGE", `after_seq ${req.afterSeq} is beyond session ${sessionId}'s last event (${session.lastSeq})`, {
+          field: "after_seq",
+        });
+      }
       await watchEvents(
         { db, hub, deltas: deps.deltas, recheckMs: deps.watchRecheckMs },
         { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas },

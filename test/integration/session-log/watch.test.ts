@@ -177,10 +177,14 @@ describe("WatchEvents", () => {
     }
   });
 
-  it("answers NOT_FOUND for an unknown session instead of waiting", async () => {
+  it("answers NOT_FOUND for an unknown session and OUT_OF_RANGE past its last event, instead of waiting", async () => {
     await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0 }, () => true)).rejects.toMatchObject({
       code: "NOT_FOUND",
     });
+    // A position the session has not reached: an answer, not a wait for events that cannot come.
+    const sessionId = await newSession();
+    await log.client.emitEvent({ sessionId, event: userMessage("one") });
+    await expect(collect(log.client, { sessionId, afterSeq: 5 }, () => true)).rejects.toMatchObject({ code: "OUT_OF_RANGE", field: "after_seq" });
   });
 });
 
