@@ -40,6 +40,12 @@ export function repositoryMountPath(raw: string): string | { problem: string } {
   return workspacePath(raw.replace(/\/+$/, ""));
 }
 
+/** A mount path as compared: normalised when it is one ("app/" is "app"), else as it is. */
+export function mountPathKey(raw: string): string {
+  const mount = repositoryMountPath(raw);
+  return typeof mount === "string" ? mount : raw;
+}
+
 /** A branch, tag or commit name git cannot mistake for an option. */
 export function isCheckoutName(checkout: string): boolean {
   return CHECKOUT.test(checkout);

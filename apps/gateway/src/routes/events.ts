@@ -35,7 +35,7 @@ function oneAnswer(event: Event): Event {
   return isValidEventId(id) ? { ...event, id } : event;
 }
 
-type EventListQuery = {
+export type EventListQuery = {
   limit?: number;
   page?: string;
   order?: "asc" | "desc";
@@ -45,6 +45,23 @@ type EventListQuery = {
   "created_at[lt]"?: string;
   "created_at[lte]"?: string;
 };
+
+/** One page of a session's events (its primary thread's too, routes/threads.ts), as the query asks. */
+export async function listEvents(ctx: RouteContext, sessionId: string, q: EventListQuery): Promise<PageCursorResponse<ManagedAgentsEventJson>> {
+  const cursor = decodeCursor("events", q.page, isSeqPosition);
+  const page = await readEventPage(ctx.log, {
+    sessionId,
+    order: q.order ?? "asc",
+    limit: pageLimit(q.limit, EVENT_PAGE),
+    after: cursor?.position,
+    types: q.types ?? [],
+    time: { gt: timeFilter(q, "gt"), gte: timeFilter(q, "gte"), lt: timeFilter(q, "lt"), lte: timeFilter(q, "lte") },
+  });
+  return {
+    data: page.events.map(toManagedAgentsJson),
+    next_page: page.next === undefined ? null : encodeCursor("events", page.next),
+  };
+}
 
 export function registerEventRoutes(ctx: RouteContext): void {
   const { router, sessions } = ctx;
@@ -60,23 +77,7 @@ export function registerEventRoutes(ctx: RouteContext): void {
       schema: { params: sessionParams, querystring: listEventsQuery },
       accepts: KEY_OR_WORKER,
     },
-    async (req): Promise<PageCursorResponse<ManagedAgentsEventJson>> => {
-      const q = req.query;
-      const session = await sessions.require(req.tenant, req.params.session_id);
-      const cursor = decodeCursor("events", q.page, isSeqPosition);
-      const page = await readEventPage(ctx.log, {
-        sessionId: session.id,
-        order: q.order ?? "asc",
-        limit: pageLimit(q.limit, EVENT_PAGE),
-        after: cursor?.position,
-        types: q.types ?? [],
-        time: { gt: timeFilter(q, "gt"), gte: timeFilter(q, "gte"), lt: timeFilter(q, "lt"), lte: timeFilter(q, "lte") },
-      });
-      return {
-        data: page.events.map(toManagedAgentsJson),
-        next_page: page.next === undefined ? null : encodeCursor("events", page.next),
-      };
-    },
+    async (req) => listEvents(ctx, (await sessions.require(req.tenant, req.params.session_id)).id, req.query),
   );
 
   router.add<{ Params: SessionParams; Body: SendBody }>(

@@ -8,16 +8,14 @@
 import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { BetaManagedAgentsSessionThread, BetaManagedAgentsSessionThreadStatus } from "@anthropic-ai/sdk/resources/beta/sessions/threads/threads";
-import { toManagedAgentsJson, type ManagedAgentsEventJson } from "@metaharness/events";
 import { ApiError, invalidRequest } from "../errors/api-error.js";
-import { decodeCursor, encodeCursor, EVENT_PAGE, isSeqPosition, pageLimit } from "../http/pagination.js";
 import { obj, pageQuery, pathParams } from "../schemas/common.js";
 import { streamEventsQuery } from "../schemas/events.js";
 import { sessionParams, SESSION_STATUSES } from "../schemas/sessions.js";
-import { readEventPage } from "../sessions/event-page.js";
 import { viewSession } from "../sessions/live.js";
 import type { SessionRecord } from "../store/sessions.js";
 import type { RouteContext } from "./context.js";
+import { listEvents } from "./events.js";
 import { streamSession, type StreamQuery } from "./stream.js";
 
 const threadParams = pathParams("session_id", "thread_id");
@@ -132,19 +130,7 @@ export function registerThreadRoutes(ctx: RouteContext): void {
       schema: { params: threadParams, querystring: threadEventsQuery },
       accepts: KEY_OR_WORKER,
     },
-    async (req): Promise<PageCursorResponse<ManagedAgentsEventJson>> => {
-      const record = await requireThread(req.tenant, req.params);
-      const cursor = decodeCursor("events", req.query.page, isSeqPosition);
-      const page = await readEventPage(ctx.log, {
-        sessionId: record.id,
-        order: "asc",
-        limit: pageLimit(req.query.limit, EVENT_PAGE),
-        after: cursor?.position,
-        types: [],
-        time: {},
-      });
-      return { data: page.events.map(toManagedAgentsJson), next_page: page.next === undefined ? null : encodeCursor("events", page.next) };
-    },
+    async (req) => listEvents(ctx, (await requireThread(req.tenant, req.params)).id, { limit: req.query.limit, page: req.query.page }),
   );
 
   router.add<{ Params: ThreadPath; Querystring: StreamQuery }>(

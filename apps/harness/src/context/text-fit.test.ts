@@ -34,5 +34,8 @@ describe("fitting a window to its budget", () => {
     const image = (bytes: number) => ({ type: "image", source: { type: "base64", media_type: "image/png", data: "A".repeat(bytes) } });
     expect(estimateTokens(image(1_000_000))).toBe(estimateTokens(image(10)));
     expect(estimateTokens(image(1_000_000))).toBeLessThan(2_000);
+    // As a log event holds it (content.proto), which the window's cut sizes.
+    const stored = (bytes: number) => ({ block: { $case: "image", value: { source: { type: "base64", mediaType: "image/png", data: "A".repeat(bytes) } } } });
+    expect(estimateTokens(stored(1_000_000))).toBeLessThan(2_000);
   });
 });

@@ -10,7 +10,7 @@
  * next call provisions a fresh one.
  */
 import { MhError } from "@metaharness/errors";
-import { repositoryMountPath } from "@metaharness/events";
+import { mountPathKey as mountKey } from "@metaharness/events";
 import {
   SandboxState,
   type GitRepository,
@@ -167,8 +167,3 @@ function repositoriesKey(repositories: readonly GitRepository[]): string {
   return repositories.map((r) => `${r.mountPath}\u0000${r.url}\u0000${r.checkout}`).join("\n");
 }
 
-/** A mount path as the broker names it: normalised ("app/" is "app"). */
-function mountKey(path: string): string {
-  const mount = repositoryMountPath(path);
-  return typeof mount === "string" ? mount : path;
-}

@@ -6,7 +6,7 @@
  */
 import type { Db } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
-import { isCheckoutName, normalizeRepositoryUrl, repositoryMountPath } from "@metaharness/events";
+import { isCheckoutName, mountPathKey as mountKey, normalizeRepositoryUrl, repositoryMountPath } from "@metaharness/events";
 import { SessionMetadata, SessionStatus, type AgentConfig, type Session, type SessionRepository } from "@metaharness/proto";
 import { SESSION_COLUMNS, sessionFromRow, type SessionRow } from "./rows.js";
 import { notFound } from "./sessions.js";
@@ -41,11 +41,6 @@ export function checkRepositories(repositories: readonly SessionRepository[], fi
   });
 }
 
-/** A mount path as compared: "app" and "app/" are one place. */
-function mountKey(path: string): string {
-  const mount = repositoryMountPath(path);
-  return typeof mount === "string" ? mount : path;
-}
 
 /** The list after `put` (replacing by resource_id, in place, or appending) and `remove`. */
 export function mergeRepositories(
