@@ -5,3 +5,4 @@ export { startSessionLog, type SessionLogHandle } from "./app.js";
 export { loadConfig, type SessionLogConfig } from "./config.js";
 export { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";
+export { RELAY_SESSION_SETTINGS } from "./outbox/relay.js";

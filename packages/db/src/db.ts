@@ -16,6 +16,9 @@ export interface Queryable {
 }
 
 /** One connection kept for session-level state (advisory locks), e.g. by the outbox relay. */
+/** Postgres parameters by name, e.g. { synchronous_commit: "off" }. */
+export type SessionSettings = Readonly<Record<string, string>>;
+
 export interface DbSession extends Queryable {
   close(): Promise<void>;
 }
@@ -23,8 +26,12 @@ export interface DbSession extends Queryable {
 export interface Db extends Queryable {
   /** Runs `fn` in one transaction: committed if it resolves, rolled back if it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** `name` shows in pg_stat_activity.application_name, where relays count each other. */
-  openSession(name: string, onError: (err: Error) => void): Promise<DbSession>;
+  /**
+   * A dedicated connection. `name` shows in pg_stat_activity.application_name, where relays count
+   * each other; `settings` are Postgres parameters set for this connection alone (set_config).
+   * The embedded store has a single connection shared by everything, so there they do not apply.
+   */
+  openSession(name: string, onError: (err: Error) => void, settings?: SessionSettings): Promise<DbSession>;
   /**
    * Calls `onNotify` with each NOTIFY payload on `channel`; `onLost` when the listening connection
    * fails (the caller reconnects by listening again). Resolves to the function that stops it.

@@ -68,11 +68,26 @@ export function createPgDb(connectionString: string, poolSize: number, onIdleErr
         client.release();
       }
     },
-    async openSession(name, onError): Promise<DbSession> {
-      const client = new pg.Client({ connectionString, application_name: name });
+    async openSession(name, onError, settings = {}): Promise<DbSession> {
+      // TCP keepalives from 10 s idle, so a session whose server vanished errors out after the
+      // system's probes (and its holder reopens it) instead of waiting on its socket for good.
+      const client = new pg.Client({ connectionString, application_name: name, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
       client.on("error", onError);
       await client.connect();
-      return { ...queryable(client), close: () => client.end().catch(() => undefined) };
+      const session = { ...queryable(client), close: () => client.end().catch(() => undefined) };
+      const names = Object.keys(settings);
+      if (names.length > 0) {
+        try {
+          await session.query("SELECT set_config(k, v, false) FROM unnest($1::text[], $2::text[]) AS s(k, v)", [
+            names,
+            names.map((k) => settings[k]),
+          ]);
+        } catch (err) {
+          await session.close();
+          throw err;
+        }
+      }
+      return session;
     },
     async listen(channel, onNotify, onLost) {
       const client = new pg.Client({ connectionString });

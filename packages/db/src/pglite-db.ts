@@ -90,6 +90,7 @@ function wrap(db: PGlite, end: () => Promise<void>): Db {
     query: <R>(text: string, params?: readonly unknown[]) => base.query<R>(text, params),
     exec: (script: string) => base.exec(script),
     transaction: (fn) => db.transaction((tx) => fn(queryable(tx))),
+    // One connection for everything: session settings would change it for every caller.
     openSession: () => Promise.resolve({ ...base, close: () => Promise.resolve() }),
     async listen(channel, onNotify) {
       const unlisten = await db.listen(channel, onNotify);

@@ -18,6 +18,24 @@ const SHARD_LOCK_CLASS = 0x6d68;
 const MAX_BACKOFF_MS = 5000;
 // Relays find each other by this name in pg_stat_activity to share the shards fairly.
 const RELAY_APP_NAME = "mh-outbox-relay";
+/**
+ * The relay's connection, as Postgres sees it:
+ * - Its only writes are DELETEs of published rows. One lost in a Postgres crash makes the relay
+ *   publish those events again, which at-least-once delivery already allows (consumers dedupe by
+ *   session and seq), so its commits do not wait for a WAL flush. Waiting made every drain an
+ *   fsync beside the appends' own: without it EmitEvent's p99 fell by a quarter (median of three
+ *   A/B pairs, 16 sessions at 500 events/s: 18.1 to 13.5 ms).
+ * - Its shard locks last as long as the connection. If the relay's host vanishes without closing
+ *   it, Postgres's own keepalives end the connection, and free the shards for the other relays,
+ *   within ~30 s instead of the system default (over two hours).
+ */
+export const RELAY_SESSION_SETTINGS = {
+  synchronous_commit: "off",
+  tcp_keepalives_idle: "10",
+  tcp_keepalives_interval: "5",
+  tcp_keepalives_count: "4",
+  tcp_user_timeout: "30000",
+} as const;
 
 export interface RelayOptions {
   readonly db: Db;
@@ -151,8 +169,10 @@ export class OutboxRelay {
    */
   private async ensureShards(): Promise<void> {
     if (this.client === undefined) {
-      this.client = await this.opts.db.openSession(RELAY_APP_NAME, (err) =>
-        this.opts.logger.warn({ err }, "outbox relay connection error"),
+      this.client = await this.opts.db.openSession(
+        RELAY_APP_NAME,
+        (err) => this.opts.logger.warn({ err }, "outbox relay connection error"),
+        RELAY_SESSION_SETTINGS,
       );
       this.held.clear();
       this.lastRebalance = 0;
