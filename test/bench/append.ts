@@ -14,7 +14,8 @@
  * - open loop (16 sessions on a fixed schedule at a stated total rate, latency counted from when
  *   each append was due): how long an append takes when sessions append at that pace.
  * A grpc.health.v1 Check on the same server, under the same loads, is the floor any unary call
- * pays on this machine (transport, HTTP/2, event loops), measured side by side.
+ * pays on this machine (transport, HTTP/2, event loops), measured side by side; the same Check on
+ * a process with nothing but grpc-js is the floor of the stack itself, without any of our code.
  * Targets: EmitEvent p99 < 10 ms at 16 sessions (checked under both loads); batched appends
  * >= 5,000 events/s in total. A separate run at 16 sessions samples what Postgres backends wait
  * on (kept out of the measured rows, since sampling costs a little CPU).
@@ -33,6 +34,7 @@ import {
   type Cell,
   type Table,
 } from "./lib/report.js";
+import { startGrpcAlone } from "./lib/grpc-alone.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 import { summarize, type Summary } from "./lib/stats.js";
 
@@ -59,7 +61,7 @@ interface Level {
 }
 
 async function measured<T>(
-  bench: BenchLog,
+  pid: number | undefined,
   label: string,
   eventsPerCall: number,
   opts: Omit<ClosedLoopOptions<T>, "warmupMs" | "measureMs">,
@@ -69,7 +71,7 @@ async function measured<T>(
   const window = { warmupMs: WARMUP_MS, measureMs };
   const [result, observed] = await Promise.all([
     closedLoop({ ...opts, ...window }),
-    observe(window.warmupMs, window.measureMs, { servicePid: bench.pid, waitsOf }),
+    observe(window.warmupMs, window.measureMs, { servicePid: pid, waitsOf }),
   ]);
   return {
     label,
@@ -82,7 +84,7 @@ async function measured<T>(
 async function singleEvents(bench: BenchLog, sessions: number, waitsOf?: string, measureMs?: number): Promise<Level> {
   const ids = await bench.newSessions(sessions);
   return measured(
-    bench,
+    bench.pid,
     `${sessions} sessions`,
     1,
     {
@@ -99,7 +101,7 @@ async function singleEvents(bench: BenchLog, sessions: number, waitsOf?: string,
 
 async function batches(bench: BenchLog): Promise<Level> {
   const ids = await bench.newSessions(BATCH_SESSIONS);
-  return measured(bench, `${BATCH_SESSIONS} sessions x${BATCH_SIZE}`, BATCH_SIZE, {
+  return measured(bench.pid, `${BATCH_SESSIONS} sessions x${BATCH_SIZE}`, BATCH_SIZE, {
     workers: BATCH_SESSIONS,
     prepare: (w) => ({ sessionId: ids[w] ?? "", events: Array.from({ length: BATCH_SIZE }, benchEvent) }),
     op: async (_w, request) => {
@@ -108,27 +110,34 @@ async function batches(bench: BenchLog): Promise<Level> {
   });
 }
 
+/** A server's health Check, and the process that answers it. */
+interface Floor {
+  readonly name: string;
+  readonly pid: number | undefined;
+  check(): Promise<void>;
+}
+
 /** The floor: health checks in a closed loop of `callers`. */
-async function floorClosed(bench: BenchLog, callers: number): Promise<Level> {
-  return measured(bench, `${callers} callers`, 1, {
+async function floorClosed(floor: Floor, callers: number): Promise<Level> {
+  return measured(floor.pid, `${callers} callers${floor.name}`, 1, {
     workers: callers,
     prepare: () => undefined,
-    op: () => bench.healthCheck(),
+    op: () => floor.check(),
   });
 }
 
-async function open(label: string, bench: BenchLog, rate: number, op: (w: number) => Promise<void>): Promise<Level> {
+async function open(label: string, pid: number | undefined, rate: number, op: (w: number) => Promise<void>): Promise<Level> {
   const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
   const [result, observed] = await Promise.all([
     openLoop({ workers: OPEN_SESSIONS, rate, ...window, prepare: () => undefined, op: (w) => op(w) }),
-    observe(window.warmupMs + 50, window.measureMs, { servicePid: bench.pid }),
+    observe(window.warmupMs + 50, window.measureMs, { servicePid: pid }),
   ]);
   return { label, latency: summarize(result.latencies), eventsPerSecond: result.opsPerSecond, observed };
 }
 
 async function openAppends(bench: BenchLog, rate: number): Promise<Level> {
   const ids = await bench.newSessions(OPEN_SESSIONS);
-  return open(`EmitEvent @${rate.toLocaleString("en-US")}/s`, bench, rate, async (w) => {
+  return open(`EmitEvent @${rate.toLocaleString("en-US")}/s`, bench.pid, rate, async (w) => {
     await bench.client.emitEvent({ sessionId: ids[w] ?? "", event: benchEvent() });
   });
 }
@@ -159,14 +168,23 @@ export const appendBench: Bench = {
   title: "EmitEvent / EmitEvents latency and throughput over gRPC",
   async run() {
     const bench = await startBenchLog();
+    const alone = await startGrpcAlone().catch(async (err: unknown) => {
+      await bench.stop();
+      throw err;
+    });
     try {
+      const ours: Floor = { name: "", pid: bench.pid, check: () => bench.healthCheck() };
+      const bare: Floor = { name: ", grpc-js alone", pid: alone.pid, check: () => alone.check() };
       const floor: Level[] = [];
-      for (const callers of [1, 16]) floor.push(await floorClosed(bench, callers));
+      for (const callers of [1, 16]) floor.push(await floorClosed(ours, callers));
+      floor.push(await floorClosed(bare, 16));
       const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
       const opened: Level[] = [];
       for (const rate of OPEN_RATES) {
-        opened.push(await open(`health @${rate.toLocaleString("en-US")}/s`, bench, rate, () => bench.healthCheck()));
+        const at = `@${rate.toLocaleString("en-US")}/s`;
+        opened.push(await open(`grpc-js alone ${at}`, alone.pid, rate, () => alone.check()));
+        opened.push(await open(`health ${at}`, bench.pid, rate, () => bench.healthCheck()));
         opened.push(await openAppends(bench, rate));
       }
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
@@ -180,7 +198,7 @@ export const appendBench: Bench = {
         title: this.title,
         tables: [
           {
-            title: "floor: grpc.health.v1 Check on the same server, closed loop",
+            title: "floor: grpc.health.v1 Check on the same server (and on grpc-js alone), closed loop",
             columns: ["concurrency", ...LATENCY_COLUMNS, "calls/s"],
             rows: floor.map(row),
           },
@@ -221,6 +239,7 @@ export const appendBench: Bench = {
           `${WARMUP_MS / 1000} s warm-up then ${MEASURE_MS / 1000} s measured per row; the service runs as its own process (dist/main.js), the gRPC client in the bench process`,
           `service defaults: Postgres pool ${poolSize} connections, outbox relay on (publishing to Kafka meanwhile)`,
           "event: agent.message with ~200 characters of text",
+          "grpc-js alone: a process with nothing but a grpc-js server answering the health Check (lib/grpc-alone-server.ts), called by the same client: the least a unary call costs on this machine with this stack",
           "closed loop: mean latency = sessions / throughput (Little's law), so latency at 16 and 64 sessions tracks the throughput ceiling",
           "Lock:object on pg_database objid=0 is the lock NOTIFY takes at commit: it serialises the commits (and WAL flushes) of every transaction that notifies",
         ],
@@ -237,6 +256,7 @@ export const appendBench: Bench = {
         },
       };
     } finally {
+      await alone.stop();
       await bench.stop();
     }
   },

@@ -152,7 +152,7 @@ function benchLog(p: Parts): BenchLog {
 }
 
 /** grpc.health.v1.Health/Check with an empty request (service ""), its answer left undecoded. */
-function healthClient(address: string): { check(): Promise<void>; close(): void } {
+export function healthClient(address: string): { check(): Promise<void>; close(): void } {
   const identity = (b: Buffer): Buffer => b;
   const Ctor = grpc.makeGenericClientConstructor(
     {

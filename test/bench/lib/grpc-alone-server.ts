@@ -1,0 +1,31 @@
+/**
+ * A gRPC server with nothing of ours in it: grpc-js answering grpc.health.v1.Health/Check with
+ * SERVING from bytes it never decodes, on 127.0.0.1 at the port given as argv[2]. Run as its own
+ * process by grpc-alone.ts, it is the least any unary call can cost on this machine with this
+ * stack (Node's HTTP/2 and grpc-js), measured beside the session log's calls.
+ */
+import * as grpc from "@grpc/grpc-js";
+
+const identity = (b: Buffer): Buffer => b;
+/** HealthCheckResponse { status: SERVING } */
+const SERVING = Buffer.from([0x08, 0x01]);
+
+const server = new grpc.Server();
+server.addService(
+  {
+    check: {
+      path: "/grpc.health.v1.Health/Check",
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  },
+  { check: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) => callback(null, SERVING) },
+);
+server.bindAsync(`127.0.0.1:${process.argv[2] ?? "0"}`, grpc.ServerCredentials.createInsecure(), (err) => {
+  if (err) throw err;
+});
+process.once("SIGTERM", () => server.forceShutdown());
