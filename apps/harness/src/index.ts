@@ -5,5 +5,6 @@ export { startHarness, LOOPS, type HarnessHandle } from "./app.js";
 export { loadConfig, type HarnessConfig } from "./config.js";
 export { nextStep, unansweredToolUses, usageOf, type NextStep } from "./state.js";
 export type { HarnessLoop, LoopContext } from "./loop/harness-loop.js";
-export { SessionEvents } from "./loop/session-events.js";
+export { SessionEvents, type ViewContext } from "./loop/session-events.js";
+export { LogPort } from "./log-port.js";
 export { toMessages } from "./context/messages.js";

@@ -52,10 +52,14 @@ export class LogPort {
     return page.events;
   }
 
-  /** Appends atomically under the lease; returns the events as stored (with seqs). */
-  async emit(events: Event[], leaseEpoch: number): Promise<Event[]> {
+  /**
+   * Appends atomically under the lease; returns the events as stored (with seqs). With
+   * `expectedSeq`, only if the session's last event is still that one (else FAILED_PRECONDITION
+   * on expected_seq).
+   */
+  async emit(events: Event[], leaseEpoch: number, expectedSeq?: number): Promise<Event[]> {
     if (events.length === 0) return [];
-    const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch });
+    const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq });
     return res.events;
   }
 

@@ -9,6 +9,9 @@ import { MhError } from "@metaharness/errors";
 import type { Event } from "@metaharness/proto";
 import type { LoopContext } from "./harness-loop.js";
 
+/** What a view needs of its loop: the log, the lease it writes under, when to stop, where to log. */
+export type ViewContext = Pick<LoopContext, "log" | "leaseEpoch" | "signal" | "logger">;
+
 export class SessionEvents {
   readonly events: Event[] = [];
   private readonly following = new AbortController();
@@ -16,12 +19,12 @@ export class SessionEvents {
   private readonly waiters = new Set<() => void>();
 
   private constructor(
-    private readonly ctx: LoopContext,
+    private readonly ctx: ViewContext,
     private readonly onInterrupt: () => void,
   ) {}
 
   /** Reads the history and starts following the log; close() when the loop ends. */
-  static async open(ctx: LoopContext, onInterrupt: () => void): Promise<SessionEvents> {
+  static async open(ctx: ViewContext, onInterrupt: () => void): Promise<SessionEvents> {
     const view = new SessionEvents(ctx, onInterrupt);
     view.merge(await ctx.log.readAfter(0));
     const stop = (): void => view.following.abort();
@@ -36,7 +39,25 @@ export class SessionEvents {
 
   /** Appends under the lease and merges the stored events. */
   async append(...events: Event[]): Promise<void> {
-    this.merge(await this.ctx.log.emit(events, this.ctx.leaseEpoch));
+    await this.mergeStored(await this.ctx.log.emit(events, this.ctx.leaseEpoch));
+  }
+
+  /**
+   * Appends only if the log still ends at `seenSeq` (what a decision was taken on): for the
+   * events that end a turn, which must not land after input the decision did not see (the idle
+   * would mark it answered, and no harness would ever take it up). False, with the view brought
+   * up to date, when something was appended since: the caller decides again.
+   */
+  async appendAt(seenSeq: number, ...events: Event[]): Promise<boolean> {
+    try {
+      await this.mergeStored(await this.ctx.log.emit(events, this.ctx.leaseEpoch, seenSeq));
+      return true;
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code !== "FAILED_PRECONDITION" || e.field !== "expected_seq") throw err;
+      this.merge(await this.ctx.log.readAfter(this.lastSeq()));
+      return false;
+    }
   }
 
   /** Resolves once the view holds an event after `afterSeq`, or when `signal` aborts. */
@@ -58,23 +79,57 @@ export class SessionEvents {
     await this.follower;
   }
 
+  /**
+   * Merges what an append stored. Its seqs may lie past events the follower has not delivered
+   * yet (a client's append committed just before ours): those are read first, or merging past
+   * them would drop them from the view for good.
+   */
+  private async mergeStored(stored: readonly Event[]): Promise<void> {
+    const first = stored[0];
+    if (first !== undefined && first.seq > this.lastSeq() + 1) this.merge(await this.ctx.log.readAfter(this.lastSeq()));
+    this.merge(stored);
+  }
+
   private merge(events: readonly Event[]): void {
     const before = this.lastSeq();
     for (const e of events) if (e.seq > this.lastSeq()) this.events.push(e);
     if (this.lastSeq() > before) for (const done of [...this.waiters]) done();
   }
 
+  /**
+   * Follows the log until close(), from the view's last event each time the stream ends or fails
+   * (a session-log restart): without it the loop would stop seeing interrupts and workers' results.
+   */
   private async follow(): Promise<void> {
     const signal = this.following.signal;
-    try {
-      for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal)) {
-        if (event === undefined) continue;
-        this.merge([event]);
-        if (event.payload?.$case === "userInterrupt") this.onInterrupt();
+    for (let failures = 0; !signal.aborted; failures++) {
+      try {
+        for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal)) {
+          failures = 0;
+          if (event === undefined) continue;
+          this.merge([event]);
+          if (event.payload?.$case === "userInterrupt") this.onInterrupt();
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        if (failures === 0) this.ctx.logger.warn({ err: MhError.from(err), sessionId: this.ctx.log.sessionId }, "following the log failed; following again");
       }
-    } catch (err) {
-      const e = MhError.from(err);
-      if (e.code !== "CANCELLED" && !signal.aborted) this.ctx.logger.warn({ err: e }, "stopped following the log");
+      await delay(Math.min(MAX_REFOLLOW_MS, 50 * 2 ** failures), signal);
     }
   }
+}
+
+const MAX_REFOLLOW_MS = 2000;
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
 }

@@ -52,13 +52,14 @@ class Driver {
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")));
     try {
       while (!this.ctx.signal.aborted) {
+        const seen = this.lastSeq();
         const step = nextStep(this.events, this.budget, this.workerTools);
         // One span per step: its log appends, model request and tool calls are its children (the
         // gRPC clients carry the context), and the events it appends carry its trace id.
         const more = await withSpan(
           `harness.${step.kind}`,
           { "mh.session_id": this.ctx.log.sessionId, "mh.lease_epoch": this.ctx.leaseEpoch, "mh.last_seq": this.lastSeq() },
-          (span) => this.perform(step, span),
+          (span) => this.perform(step, seen, span),
         );
         if (!more) return;
       }
@@ -80,6 +81,12 @@ class Driver {
     await this.view.append(...events);
   }
 
+  /** Appends events that end the turn, unless the log moved past `seen` (see appendAt). */
+  private async appendAt(seen: number, ...events: Event[]): Promise<boolean> {
+    if (this.view === undefined) throw new MhError("INTERNAL", "append before the session's events were read");
+    return this.view.appendAt(seen, ...events);
+  }
+
   private async ensureRunning(): Promise<void> {
     await this.append(...this.runningIfIdle());
   }
@@ -89,32 +96,39 @@ class Driver {
     return lastStatus(this.events)?.payload?.$case === "sessionStatusRunning" ? [] : [running()];
   }
 
-  /** Performs one step; false when the session has nothing more to do for now. */
-  private async perform(step: NextStep, span: Span): Promise<boolean> {
+  /**
+   * Performs one step, decided on the log up to `seen`; false when the session has nothing more
+   * to do for now. A step that ends the turn appends only if nothing arrived since `seen`, and
+   * otherwise goes round again (true) to decide with what arrived.
+   */
+  private async perform(step: NextStep, seen: number, span: Span): Promise<boolean> {
     switch (step.kind) {
       case "stop":
         return false;
       case "done": {
         const status = lastStatus(this.events);
-        if (status?.payload?.$case !== "sessionStatusIdle") await this.append(idle(StopReasonType.STOP_REASON_TYPE_END_TURN));
+        if (status?.payload?.$case !== "sessionStatusIdle") return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)));
         // User input that needed no work (an interrupt while idle): acknowledge it, so the log no
         // longer says the session awaits a harness.
-        else if (userInputAfter(this.events, status)) await this.append(idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN));
+        if (userInputAfter(this.events, status)) {
+          return !(await this.appendAt(seen, idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN)));
+        }
         return false;
       }
       case "wait": {
         const status = lastStatus(this.events);
         const ids = status?.payload?.$case === "sessionStatusIdle" ? status.payload.value.stopReason?.eventIds ?? [] : [];
         if (ids.join() !== step.eventIds.join() || userInputAfter(this.events, status)) {
-          await this.append(idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds));
+          return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds)));
         }
         return false;
       }
       case "budget":
-        await this.append(idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED));
+        await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED));
         return true;
       case "interrupt":
-        await this.append(
+        await this.appendAt(
+          seen,
           ...step.unanswered.map((t) => toolResult(t.event.id, "interrupted by the user before it finished", true)),
           idle(StopReasonType.STOP_REASON_TYPE_INTERRUPTED),
         );
@@ -208,7 +222,11 @@ class Driver {
         onInputJsonDelta: (t, i) => deltas.inputJson(t, i),
         onAttemptDiscarded: () => undefined,
         onRetry: ({ error, delayMs }) => {
-          retries.push(this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING)));
+          const notice = this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING));
+          // Awaited below, once the stream ends; until then a refusal (the lease taken over, the
+          // session terminated) must not count as unhandled, which would end the whole process.
+          notice.catch(() => undefined);
+          retries.push(notice);
         },
       });
       await Promise.all(retries);
@@ -222,9 +240,11 @@ class Driver {
         "mh.model.stop_reason": message.stop_reason ?? "",
       });
       const response = responseEvents(message, start.id, this.routes);
-      // A final answer closes the turn in the same append, unless input arrived while it streamed.
+      // A final answer closes the turn in the same append, unless input arrived while it streamed
+      // (or arrives before the append lands): then the next step answers it.
+      const seen = this.lastSeq();
       const final = message.stop_reason !== "tool_use" && !this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));
-      await this.append(...response, ...(final ? [idle(StopReasonType.STOP_REASON_TYPE_END_TURN)] : []));
+      if (!final || !(await this.appendAt(seen, ...response, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)))) await this.append(...response);
     } catch (err) {
       await Promise.allSettled(retries);
       await deltas.flush();
@@ -237,11 +257,9 @@ class Driver {
       }
       const type = err instanceof ModelError ? err.errorType : "unknown_error";
       this.ctx.logger.warn({ err: e, sessionId: this.ctx.log.sessionId }, "model request failed; ending the turn");
-      await this.append(
-        end,
-        sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED),
-        idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED),
-      );
+      const failure = [end, sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED)];
+      const seen = this.lastSeq();
+      if (!(await this.appendAt(seen, ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
     }
   }
 }

@@ -1,0 +1,92 @@
+/**
+ * A harness loop's view of its session (SessionEvents), on the real session log: it never loses
+ * an event that a client appended just before the harness's own append, a turn-ending append
+ * does not land after input its decision did not see, and the view follows the log again after
+ * the session log behind it restarts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import { StopReasonType } from "@metaharness/proto";
+import { LogPort, SessionEvents, type ViewContext } from "@metaharness/harness";
+import { createLogger } from "@metaharness/service-kit";
+import { freePort } from "../../support/process.js";
+import { newSession, startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
+import { agentMessage, userMessage } from "../../support/events.js";
+
+let log: TestLog;
+
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+});
+
+afterAll(async () => {
+  await log.stop();
+});
+
+const logger = createLogger({ service: "test", level: "silent" });
+
+async function context(client: LogClient, sessionId: string, stop: AbortSignal): Promise<ViewContext> {
+  const { lease } = await client.acquireLease({ sessionId, holder: "test-harness", ttlMs: 60_000 });
+  return { log: new LogPort(client, sessionId), leaseEpoch: lease?.epoch ?? 0, signal: stop, logger };
+}
+
+const idleEndTurn = () => newEvent("session.status_idle", { stopReason: { type: StopReasonType.STOP_REASON_TYPE_END_TURN, eventIds: [] } });
+
+async function types(sessionId: string): Promise<string[]> {
+  const { events } = await log.client.getEvents({ sessionId, position: { $case: "afterSeq", value: 0 }, limit: 100, types: [] });
+  return events.map((e) => e.type);
+}
+
+describe("a harness's view of its session", () => {
+  it("reads what a client appended just before the harness's own append, instead of skipping it", async () => {
+    const sessionId = await newSession(log.client);
+    const view = await SessionEvents.open(await context(log.client, sessionId, new AbortController().signal), () => undefined);
+    // Not following: the client's message can only reach the view through the harness's append.
+    await view.close();
+    await log.client.emitEvents({ sessionId, events: [userMessage("are you there?")] });
+    await view.append(agentMessage("yes"));
+    expect(view.events.map((e) => [e.seq, e.type])).toEqual([
+      [1, "user.message"],
+      [2, "agent.message"],
+    ]);
+  });
+
+  it("does not end a turn after input its decision did not see, and gives the view that input", async () => {
+    const sessionId = await newSession(log.client);
+    const stop = new AbortController();
+    const view = await SessionEvents.open(await context(log.client, sessionId, stop.signal), () => undefined);
+    try {
+      await view.append(userMessage("first"), agentMessage("answered"));
+      const seen = view.lastSeq();
+      await log.client.emitEvents({ sessionId, events: [userMessage("second")] });
+      expect(await view.appendAt(seen, idleEndTurn())).toBe(false);
+      expect(await types(sessionId)).toEqual(["user.message", "agent.message", "user.message"]);
+      expect(view.events.map((e) => e.type)).toEqual(["user.message", "agent.message", "user.message"]);
+      // Decided again on what the view now holds, it lands.
+      expect(await view.appendAt(view.lastSeq(), idleEndTurn())).toBe(true);
+      expect((await types(sessionId)).at(-1)).toBe("session.status_idle");
+    } finally {
+      stop.abort();
+      await view.close();
+    }
+  });
+
+  it("follows the log again when the session log behind it restarts", async () => {
+    const sessionId = await newSession(log.client);
+    const port = await freePort();
+    const first = await log.startReplica({ MH_GRPC_PORT: String(port) });
+    const stop = new AbortController();
+    const view = await SessionEvents.open(await context(first.client, sessionId, stop.signal), () => undefined);
+    try {
+      await log.client.emitEvents({ sessionId, events: [userMessage("before the restart")] });
+      await expect.poll(() => view.events.length).toBe(1);
+      await first.handle.stop();
+      await log.startReplica({ MH_GRPC_PORT: String(port) });
+      await log.client.emitEvents({ sessionId, events: [userMessage("after the restart")] });
+      await expect.poll(() => view.events.map((e) => e.seq), { timeout: 15_000 }).toEqual([1, 2]);
+    } finally {
+      stop.abort();
+      await view.close();
+    }
+  }, 30_000);
+});
