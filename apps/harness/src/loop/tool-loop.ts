@@ -135,21 +135,31 @@ class Driver {
         return true;
       case "run-tools":
         await this.ensureRunning();
-        await this.runTools(step.tools);
+        await this.runTools(step.tools, seen);
         return true;
       case "await-hands":
         await this.ensureRunning();
-        await this.awaitHands(step.tools);
+        await this.awaitHands(step.tools, seen);
         return true;
       case "call-model":
-        await this.callModel(span);
+        await this.callModel(span, seen);
         return true;
     }
   }
 
-  private async runTools(tools: readonly PendingToolUse[]): Promise<void> {
+  /**
+   * The abort controller of a step decided on the log up to `seen`: already aborted if an
+   * interrupt arrived since (while the step's first append was on its way, the previous step's
+   * controller was the one the interrupt aborted).
+   */
+  private newStep(seen: number): AbortController {
     this.step = new AbortController();
-    const signal = AbortSignal.any([this.step.signal, this.ctx.signal]);
+    if (this.events.some((e) => e.seq > seen && e.payload?.$case === "userInterrupt")) this.step.abort(new MhError("CANCELLED", "interrupted"));
+    return this.step;
+  }
+
+  private async runTools(tools: readonly PendingToolUse[], seen: number): Promise<void> {
+    const signal = AbortSignal.any([this.newStep(seen).signal, this.ctx.signal]);
     for (const tool of tools) {
       if (signal.aborted) return;
       if (tool.confirmation === "deny") {
@@ -172,7 +182,7 @@ class Driver {
    * log decide again. A call that waited `workerToolTimeoutMs` since it could run is answered
    * with an error, so a session without a polling worker ends its turn instead of hanging.
    */
-  private async awaitHands(tools: readonly PendingToolUse[]): Promise<void> {
+  private async awaitHands(tools: readonly PendingToolUse[], seen: number): Promise<void> {
     const timeoutMs = this.ctx.workerToolTimeoutMs ?? DEFAULT_WORKER_TOOL_TIMEOUT_MS;
     const now = Date.now();
     const due = (t: PendingToolUse): number => (t.readyAt?.getTime() ?? now) + timeoutMs;
@@ -183,9 +193,9 @@ class Driver {
       await this.append(...overdue.map((t) => toolResult(t.event.id, why, true)));
       return;
     }
-    this.step = new AbortController();
+    const step = this.newStep(seen);
     const wait = Math.min(...tools.map(due)) - now;
-    await this.view?.changed(this.lastSeq(), AbortSignal.any([this.step.signal, this.ctx.signal, AbortSignal.timeout(wait)]));
+    await this.view?.changed(this.lastSeq(), AbortSignal.any([step.signal, this.ctx.signal, AbortSignal.timeout(wait)]));
   }
 
   private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {
@@ -203,13 +213,12 @@ class Driver {
     return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal);
   }
 
-  private async callModel(span: Span): Promise<void> {
+  private async callModel(span: Span, seen: number): Promise<void> {
     const start = newEvent("span.model_request_start", { model: this.ctx.session.metadata?.agent?.model || this.ctx.model.model });
     // One append on the path to the first token: the status (if it changes) and the span start.
     await this.append(...this.runningIfIdle(), start);
     const startSeq = this.lastSeq();
-    this.step = new AbortController();
-    const signal = AbortSignal.any([this.step.signal, this.ctx.signal]);
+    const signal = AbortSignal.any([this.newStep(seen).signal, this.ctx.signal]);
     const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger);
     const tools = [...[...this.routes.values()].map((r) => r.definition), ...this.strategy.ownTools];
     const params = this.strategy.build({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
