@@ -110,7 +110,8 @@ export async function startSandboxBroker(
     const live = new LiveSandboxes({ pool, events, logger });
     cleanups.push(() => live.endAll(SandboxState.SANDBOX_STATE_RELEASED, SHUTDOWN_REASON));
     const base = { config, pool, logger, launcher, live, hands, events, incarnation, proxy };
-    const warm = new WarmPool(config.warmPoolSize, (id) => startLocalSandbox(base, id, defaultLimits(config)), logger);
+    const warmRoom = (): number => Math.min(config.warmPoolSize, config.maxSandboxes - live.size);
+    const warm = new WarmPool(warmRoom, (id) => startLocalSandbox(base, id, defaultLimits(config)), logger);
     warm.fill();
     cleanups.push(() => warm.stop());
     const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites };

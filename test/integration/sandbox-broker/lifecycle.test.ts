@@ -111,6 +111,28 @@ describe("provisioning", () => {
   });
 });
 
+describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
+  it("counts warm sandboxes: taking from the pool never runs more than the cap", async () => {
+    const capped = await startTestBroker({
+      MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+      MH_MAX_SANDBOXES: "2",
+      MH_WARM_POOL_SIZE: "2",
+    });
+    try {
+      await eventually(() => Promise.resolve(capped.handle.warmPool.available === 2 ? true : undefined), "the warm pool to fill");
+      for (let i = 0; i < 2; i++) expect((await capped.client.provision({ sessionId, resources: undefined, handKind: "" })).warm).toBe(true);
+      const third = await rejection(capped.client.provision({ sessionId, resources: undefined, handKind: "" }));
+      expect(third.code).toBe("RESOURCE_EXHAUSTED");
+      expect(third.message).toContain("MH_MAX_SANDBOXES");
+      // Nor does the pool start more behind the sessions' two (it refills a few ms after a take).
+      await new Promise((r) => setTimeout(r, 300));
+      expect(capped.handle.warmPool.available).toBe(0);
+    } finally {
+      await capped.stop();
+    }
+  });
+});
+
 describe("transfer", () => {
   it("only the holding session may transfer; the old holder loses access", async () => {
     const id = await provision(broker.client, sessionId);

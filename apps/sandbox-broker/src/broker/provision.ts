@@ -77,12 +77,13 @@ export function isLocal(runtime: SandboxRuntime): runtime is LocalSandbox {
 }
 
 async function localSandbox(ctx: BrokerContext, spec: SandboxSpec): Promise<Acquired> {
+  // Before the warm pool too: a pooled sandbox becomes a session's, and counts from then on.
+  if (ctx.live.size >= ctx.config.maxSandboxes) {
+    throw new MhError("RESOURCE_EXHAUSTED", `this broker runs ${ctx.config.maxSandboxes} sandboxes already (MH_MAX_SANDBOXES)`);
+  }
   if (fitsWarmPool(spec.limits, ctx.config)) {
     const pooled = ctx.warm.take();
     if (pooled !== undefined) return { id: pooled.id, runtime: pooled.runtime, handId: "", warm: true };
-  }
-  if (ctx.live.size >= ctx.config.maxSandboxes) {
-    throw new MhError("RESOURCE_EXHAUSTED", `this broker runs ${ctx.config.maxSandboxes} sandboxes already (MH_MAX_SANDBOXES)`);
   }
   const id = newSandboxId();
   return { id, runtime: await startLocalSandbox(ctx, id, spec.limits), handId: "", warm: false };

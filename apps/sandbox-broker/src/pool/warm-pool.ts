@@ -2,7 +2,9 @@
  * The warm pool: N bubblewrap sandboxes with the default limits, started ahead of need, so a
  * Provision that asks for the defaults takes one (no spawn, no wait for the agent) and pays only
  * for recording it. Pooled sandboxes belong to no session and are not in Postgres until taken.
- * A pooled sandbox that dies is replaced; a failing start backs off instead of spinning.
+ * A pooled sandbox that dies is replaced; a failing start backs off instead of spinning. The pool
+ * counts against the broker's cap (MH_MAX_SANDBOXES): it holds at most what the cap leaves over
+ * the sessions' sandboxes, so taking from it never lets the broker run more than the cap.
  */
 import type { Logger } from "@metaharness/service-kit";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
@@ -24,14 +26,15 @@ export class WarmPool {
   private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly size: number,
+    /** How many sandboxes the pool may hold now: its size, less what the cap does not leave. */
+    private readonly size: () => number,
     private readonly start: (id: string) => Promise<LocalSandbox>,
     private readonly logger: Logger,
   ) {}
 
   /** Begins filling; returns at once. */
   fill(): void {
-    while (!this.stopped && this.ready.length + this.starting.size < this.size) {
+    while (!this.stopped && this.ready.length + this.starting.size < this.size()) {
       const id = newSandboxId();
       const started: Promise<void> = this.start(id).then(
         (runtime) => {
