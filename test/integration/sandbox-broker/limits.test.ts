@@ -3,12 +3,32 @@
  * throttled, the enforcement named in Describe), and the prlimit fallback where it does not
  * (forced here with MH_CGROUP_MODE=none), which must still contain a memory bomb.
  */
+import { existsSync, readFileSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 
 const MiB = 1024 * 1024;
 const BUSY_FOR_ONE_SECOND =
   "bash -c 'while :; do :; done' & pid=$!; sleep 1; ticks=$(cut -d' ' -f14 /proc/$pid/stat); kill $pid; echo $ticks";
+
+/** The cgroup directories (one per v1 hierarchy, or the v2 one) the broker made for a sandbox. */
+async function cgroupDirs(sandboxId: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > 6) return;
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const path = join(dir, e.name);
+      if (e.name === sandboxId) out.push(path);
+      else await walk(path, depth + 1);
+    }
+  };
+  await walk("/sys/fs/cgroup", 0);
+  return out;
+}
 
 let broker: TestBroker;
 let fallback: TestBroker;
@@ -28,6 +48,25 @@ describe("limits", () => {
     expect(res.sandbox?.limits).toBe(broker.handle.limits);
     expect(broker.handle.limits).toMatch(/cgroup|prlimit/);
     expect(fallback.handle.limits).toContain("prlimit fallback: memory, pids");
+  });
+
+  it("a sandbox's memory limit covers swap too, where the kernel accounts swap", async () => {
+    const id = await provision(broker.client, "sesn_limits", { memoryBytes: 64 * MiB });
+    const dirs = await cgroupDirs(id);
+    const memory = dirs.find((d) => existsSync(join(d, "memory.limit_in_bytes")) || existsSync(join(d, "memory.max")));
+    if (memory === undefined) {
+      expect(broker.handle.limits).not.toMatch(/cgroup.*memory/); // no memory cgroup here: prlimit
+      return;
+    }
+    if (existsSync(join(memory, "memory.memsw.limit_in_bytes"))) {
+      // The group's limit is the sandbox's memory plus its tmpfs budgets (files in RAM count too).
+      const limit = Number(readFileSync(join(memory, "memory.limit_in_bytes"), "utf8"));
+      expect(limit).toBeGreaterThanOrEqual(64 * MiB);
+      expect(limit).toBeLessThan(2 ** 40);
+      expect(Number(readFileSync(join(memory, "memory.memsw.limit_in_bytes"), "utf8"))).toBe(limit);
+    } else if (existsSync(join(memory, "memory.swap.max"))) {
+      expect(readFileSync(join(memory, "memory.swap.max"), "utf8").trim()).toBe("0");
+    }
   });
 
   it("a busy loop gets no more than its CPU share", async () => {

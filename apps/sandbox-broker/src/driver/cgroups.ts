@@ -211,7 +211,13 @@ class Layout implements CgroupLayout {
 async function writeLimit(version: 1 | 2, dir: string, c: Controller, limits: CgroupLimits): Promise<void> {
   const quota = Math.max(1000, Math.round((limits.cpuMillis * CPU_PERIOD_US) / 1000));
   if (version === 1) {
-    if (c === "memory") await writeFile(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
+    if (c === "memory") {
+      await writeFile(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
+      // Memory and swap together under the same limit, as memory.swap.max 0 does on v2: else a
+      // sandbox over its limit swaps (host swap without bound) instead of being OOM-killed. The
+      // file exists only where the kernel accounts swap.
+      await writeFile(join(dir, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes)).catch(() => undefined);
+    }
     if (c === "pids") await writeFile(join(dir, "pids.max"), String(limits.maxProcesses));
     if (c === "cpu") {
       await writeFile(join(dir, "cpu.cfs_period_us"), String(CPU_PERIOD_US));
