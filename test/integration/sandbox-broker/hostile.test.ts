@@ -91,6 +91,14 @@ describe("hostile code is contained", () => {
     expect(tool.output).toContain("Read-only file system");
     const disk = await run(broker.client, id, "bash", { command: "head -c 32000000 /dev/zero > big; echo rc=$?" });
     expect(disk.output).toContain("No space left on device");
+    // Nor is /dev a way round the disk limit: read-only but for its devices, and shared memory
+    // bounded like /tmp.
+    const dev = await run(broker.client, id, "bash", {
+      command: "(echo x > /dev/evil) 2>&1; echo ok > /dev/null && echo devices; head -c 200000000 /dev/zero > /dev/shm/big; echo rc=$?",
+    });
+    expect(dev.output).toContain("Read-only file system");
+    expect(dev.output).toContain("devices");
+    expect(dev.output).toContain("No space left on device");
   });
 
   it("the broker's environment and host processes are invisible", async () => {

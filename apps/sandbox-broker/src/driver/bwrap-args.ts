@@ -152,6 +152,17 @@ export function bwrapArgs(spec: BwrapSpec): string[] {
     "/proc",
     "--dev",
     "/dev",
+    // --dev's tmpfs is the sandbox's to write and unbounded (half the host's RAM): shared memory
+    // gets its own tmpfs the size of /tmp, and the rest of /dev is read-only (device nodes such
+    // as /dev/null still take writes).
+    "--size",
+    String(spec.tmpBytes),
+    "--perms",
+    "1777",
+    "--tmpfs",
+    "/dev/shm",
+    "--remount-ro",
+    "/dev",
     "--size",
     String(spec.tmpBytes),
     "--perms",
