@@ -2,7 +2,11 @@
  * Hostile code against real bubblewrap: each attack is contained and comes back as a tool
  * result, while the broker and a bystander sandbox keep working.
  */
-import { readFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SandboxState } from "@metaharness/proto";
 import { eventually, provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
@@ -125,6 +129,21 @@ describe("hostile code is contained", () => {
     expect(res.output).toContain("no-netns");
     const status = await readFile(`/proc/${broker.handle.pidOf(id)}/status`, "utf8");
     if (process.getuid?.() === 0) expect(status).toMatch(/^Uid:\s+65534\s/m);
+  });
+
+  it("no other local user reaches a sandbox's run directory, where its credential sockets live", async () => {
+    if (process.getuid?.() !== 0) return; // setpriv to another user needs root
+    const id = await hostile();
+    const bases = (await readdir(tmpdir())).filter((n) => n.startsWith("mhrun-")).map((n) => join(tmpdir(), n));
+    const runDir = bases.map((b) => join(b, id)).find((d) => existsSync(d));
+    expect(runDir).toBeDefined();
+    const as = (uid: number, ...cmd: string[]) =>
+      spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", ...cmd], { encoding: "utf8" });
+    // Another user can neither list the sandboxes nor open one's directory...
+    expect(as(1000, "ls", dirname(runDir!)).stderr).toContain("Permission denied");
+    expect(as(1000, "ls", runDir!).stderr).toContain("Permission denied");
+    // ...which the sandbox's own host user still reaches (bwrap binds it from there).
+    expect(as(65534, "ls", runDir!).status).toBe(0);
   });
 
   it("there is no network: connections fail, only loopback exists", async () => {

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import { chmod, copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -82,15 +82,21 @@ export class SandboxRuntimeDir {
       await chmod(join(path, name), 0o755);
     }
     const runBase = await mkdtemp(join(tmpdir(), runPrefix));
-    await chmod(runBase, 0o755);
+    // Passable, not listable: the sandboxes' names are nobody else's business.
+    await chmod(runBase, 0o711);
     return new SandboxRuntimeDir(path, runBase);
   }
 
-  /** A fresh, empty run directory for sandbox `name` (the sandbox sees it read-only). */
-  async runDir(name: string): Promise<string> {
+  /**
+   * A fresh, empty run directory for sandbox `name` (the sandbox sees it read-only), open to its
+   * host user alone: the sockets in it carry the session's credentials out (git, egress), so no
+   * other local user may reach them. `owner` is the sandbox's host uid (undefined: the broker's own).
+   */
+  async runDir(name: string, owner: number | undefined): Promise<string> {
     const dir = join(this.runBase, name);
-    await mkdir(dir, { mode: 0o755 });
-    await chmod(dir, 0o755);
+    await mkdir(dir, { mode: 0o700 });
+    await chmod(dir, 0o700);
+    if (owner !== undefined) await chown(dir, owner, SANDBOX_GID);
     return dir;
   }
 

@@ -109,7 +109,7 @@ export class Launcher {
             cpuMillis: limits.cpuMillis,
             joinerUid: this.drop === "spawn" ? SANDBOX_UID : undefined,
           });
-    const runDir = await this.runtime.runDir(name);
+    const runDir = await this.runtime.runDir(name, this.drop === "none" ? undefined : SANDBOX_UID);
     const command = [
       ...this.prlimitArgs(limits),
       ...(this.drop === "setpriv" ? setprivArgs() : []),

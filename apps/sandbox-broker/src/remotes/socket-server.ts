@@ -36,7 +36,8 @@ export async function serveOnSocket(
     server.listen(path, () => resolve());
   });
   // The sandbox runs as another user: it must be able to connect (it cannot create or replace
-  // anything in the read-only directory the socket is in).
+  // anything in the read-only directory the socket is in). No one else can: that directory is
+  // open to the sandbox's user alone (SandboxRuntimeDir.runDir).
   await chmod(path, 0o666);
   let closing: Promise<void> | undefined;
   return {
