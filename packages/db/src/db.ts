@@ -15,10 +15,10 @@ export interface Queryable {
   exec(script: string): Promise<void>;
 }
 
-/** One connection kept for session-level state (advisory locks), e.g. by the outbox relay. */
 /** Postgres parameters by name, e.g. { synchronous_commit: "off" }. */
 export type SessionSettings = Readonly<Record<string, string>>;
 
+/** One connection kept for session-level state (advisory locks), e.g. by the outbox relay. */
 export interface DbSession extends Queryable {
   close(): Promise<void>;
 }

@@ -5,24 +5,14 @@
  * stack (Node's HTTP/2 and grpc-js), measured beside the session log's calls.
  */
 import * as grpc from "@grpc/grpc-js";
+import { HEALTH_CHECK } from "./health-method.js";
 
-const identity = (b: Buffer): Buffer => b;
 /** HealthCheckResponse { status: SERVING } */
 const SERVING = Buffer.from([0x08, 0x01]);
 
 const server = new grpc.Server();
 server.addService(
-  {
-    check: {
-      path: "/grpc.health.v1.Health/Check",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: identity,
-      requestDeserialize: identity,
-      responseSerialize: identity,
-      responseDeserialize: identity,
-    },
-  },
+  HEALTH_CHECK,
   { check: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) => callback(null, SERVING) },
 );
 server.bindAsync(`127.0.0.1:${process.argv[2] ?? "0"}`, grpc.ServerCredentials.createInsecure(), (err) => {

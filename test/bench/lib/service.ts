@@ -18,6 +18,7 @@ import { createTestDatabase } from "../../support/postgres.js";
 import { startProcess } from "../../support/process.js";
 import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
+import { HEALTH_CHECK } from "./health-method.js";
 
 /** ~200 characters of text: the size of a short agent message, used by every benchmark. */
 export const EVENT_TEXT =
@@ -154,20 +155,7 @@ function benchLog(p: Parts): BenchLog {
 /** grpc.health.v1.Health/Check with an empty request (service ""), its answer left undecoded. */
 export function healthClient(address: string): { check(): Promise<void>; close(): void } {
   const identity = (b: Buffer): Buffer => b;
-  const Ctor = grpc.makeGenericClientConstructor(
-    {
-      check: {
-        path: "/grpc.health.v1.Health/Check",
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      },
-    },
-    "Health",
-  );
+  const Ctor = grpc.makeGenericClientConstructor(HEALTH_CHECK, "Health");
   const client = new Ctor(address, grpc.credentials.createInsecure());
   const empty = Buffer.alloc(0);
   return {

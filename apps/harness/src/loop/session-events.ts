@@ -5,6 +5,7 @@
  * `changed` lets a step wait for what others append (a worker's tool results). Shared by every
  * HarnessLoop.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { MhError } from "@metaharness/errors";
 import type { Event } from "@metaharness/proto";
 import type { LoopContext } from "./harness-loop.js";
@@ -114,22 +115,10 @@ export class SessionEvents {
         if (signal.aborted) return;
         if (failures === 0) this.ctx.logger.warn({ err: MhError.from(err), sessionId: this.ctx.log.sessionId }, "following the log failed; following again");
       }
-      await delay(Math.min(MAX_REFOLLOW_MS, 50 * 2 ** failures), signal);
+      // Ends early, without throwing, when close() aborts.
+      await sleep(Math.min(MAX_REFOLLOW_MS, 50 * 2 ** failures), undefined, { signal }).catch(() => undefined);
     }
   }
 }
 
 const MAX_REFOLLOW_MS = 2000;
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
-}

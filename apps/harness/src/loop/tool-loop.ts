@@ -251,9 +251,9 @@ class Driver {
       const response = responseEvents(message, start.id, this.routes);
       // A final answer closes the turn in the same append, unless input arrived while it streamed
       // (or arrives before the append lands): then the next step answers it.
-      const seen = this.lastSeq();
+      const decidedAt = this.lastSeq();
       const final = message.stop_reason !== "tool_use" && !this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));
-      if (!final || !(await this.appendAt(seen, ...response, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)))) await this.append(...response);
+      if (!final || !(await this.appendAt(decidedAt, ...response, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)))) await this.append(...response);
     } catch (err) {
       await Promise.allSettled(retries);
       await deltas.flush();
@@ -267,8 +267,7 @@ class Driver {
       const type = err instanceof ModelError ? err.errorType : "unknown_error";
       this.ctx.logger.warn({ err: e, sessionId: this.ctx.log.sessionId }, "model request failed; ending the turn");
       const failure = [end, sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED)];
-      const seen = this.lastSeq();
-      if (!(await this.appendAt(seen, ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
+      if (!(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
     }
   }
 }
