@@ -5,9 +5,9 @@
  * which start it in-process on port 0.
  */
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, promisify, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { migrate, openDb, type Db } from "@metaharness/db";
-import { ServiceTokens } from "./auth/service-tokens.js";
+import { ROLES } from "./auth/policy.js";
 import type { CredentialProxyConfig } from "./config.js";
 import { loadMasterKeyring, type MasterKeyring } from "./crypto/master-keys.js";
 import { forwardEgress } from "./egress/egress-forward.js";
@@ -55,7 +55,7 @@ export async function startCredentialProxy(
     const keyring = await loadMasterKeyring(config.masterKeyFile, config.previousMasterKeyFiles, (w) =>
       logger.warn({ file: w.file }, `master key file ${w.problem}`),
     );
-    const serviceTokens = await ServiceTokens.load(config.serviceTokensFile);
+    const serviceTokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),

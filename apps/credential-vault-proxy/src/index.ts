@@ -5,7 +5,6 @@ export { startCredentialProxy, type CredentialProxyHandle, type StartOptions } f
 export { loadConfig, type CredentialProxyConfig } from "./config.js";
 export { newMasterKeyText, masterKeyFrom, MASTER_KEY_BYTES } from "./crypto/master-keys.js";
 export { SERVICE_AUTH_HEADER } from "./http/remote-server.js";
-export { ROLES, MIN_TOKEN_CHARS, type Role } from "./auth/service-tokens.js";
-export { POLICY } from "./auth/policy.js";
+export { POLICY, ROLES, type Role } from "./auth/policy.js";
 export type { Refresher, Refreshed } from "./mcp/oauth-refresh.js";
 export { refreshGrant } from "./mcp/oauth-refresh.js";

@@ -5,13 +5,16 @@
  * returns one. The record is keyed by the generated service definition, so a new RPC does not
  * compile until it is given its roles here.
  */
-import { MhError } from "@metaharness/errors";
 import type { CredentialVaultProxyService } from "@metaharness/proto";
-import type { Caller, Role } from "./service-tokens.js";
+import type { Policy } from "@metaharness/service-kit";
+
+/** The roles a service token file of the proxy may give its callers. */
+export const ROLES = ["admin", "harness", "broker"] as const;
+export type Role = (typeof ROLES)[number];
 
 export type RpcName = keyof CredentialVaultProxyService;
 
-export const POLICY: Readonly<Record<RpcName, readonly Role[]>> = {
+export const POLICY: Policy<RpcName, Role> = {
   createVault: ["admin"],
   getVault: ["admin"],
   listVaults: ["admin"],
@@ -32,9 +35,3 @@ export const POLICY: Readonly<Record<RpcName, readonly Role[]>> = {
   closeSandboxRemotes: ["broker"],
   openEgress: ["broker"],
 };
-
-export function authorize(rpc: RpcName, caller: Caller): void {
-  if (!POLICY[rpc].includes(caller.role)) {
-    throw new MhError("PERMISSION_DENIED", `${caller.name} (role ${caller.role}) may not call ${rpc}`);
-  }
-}

@@ -9,8 +9,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { MhError } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit";
-import { POLICY } from "../auth/policy.js";
-import type { ServiceTokens } from "../auth/service-tokens.js";
+import type { ServiceTokens } from "@metaharness/service-kit";
+import { POLICY, type Role } from "../auth/policy.js";
 import { reply } from "./forward.js";
 
 export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
@@ -21,7 +21,7 @@ export type RemoteRoute = (req: IncomingMessage, res: ServerResponse, url: URL) 
 export interface RemoteServerOptions {
   readonly host: string;
   readonly port: number;
-  readonly tokens: ServiceTokens;
+  readonly tokens: ServiceTokens<Role>;
   readonly git: RemoteRoute;
   readonly egress: RemoteRoute;
   readonly logger: Logger;

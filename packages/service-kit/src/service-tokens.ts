@@ -1,67 +1,81 @@
 /**
- * Who may call the proxy: each calling service presents its own token (gRPC metadata
- * `authorization: Bearer <token>`, or the same header on the remote HTTP endpoint). Tokens come
- * from a file (MH_SERVICE_TOKENS_FILE), are kept only as SHA-256 digests, and map to a named
- * caller with one role. An unknown or missing token is UNAUTHENTICATED.
+ * Who may call a service: each calling service presents its own token (gRPC metadata
+ * `authorization: Bearer <token>`, or the same value in an HTTP header). A service reads the
+ * tokens it accepts from a file (MH_SERVICE_TOKENS_FILE), keeps only their SHA-256 digests, and
+ * maps each to a named caller with one of the roles that service knows; an unknown or missing
+ * token is UNAUTHENTICATED, a role the policy does not list for an RPC PERMISSION_DENIED.
+ * A caller should hold a different token for each service it calls, so that no service can
+ * replay what it was sent to another.
  *
  * File format: {"services":[{"name":"gateway","role":"admin","token":"<at least 32 chars>"}]}
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import type { Metadata } from "@grpc/grpc-js";
 import { MhError } from "@metaharness/errors";
 
-export const ROLES = ["admin", "harness", "broker"] as const;
-export type Role = (typeof ROLES)[number];
-
-export interface Caller {
+export interface Caller<R extends string = string> {
   readonly name: string;
-  readonly role: Role;
+  readonly role: R;
 }
 
 export const MIN_TOKEN_CHARS = 32;
 
 const digest = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex");
 
-export class ServiceTokens {
-  private constructor(private readonly byDigest: ReadonlyMap<string, Caller>) {}
+export class ServiceTokens<R extends string = string> {
+  private constructor(private readonly byDigest: ReadonlyMap<string, Caller<R>>) {}
 
-  static async load(file: string): Promise<ServiceTokens> {
+  /** The tokens in `file`, each with one of `roles` (any other role refuses the whole file). */
+  static async load<R extends string>(file: string, roles: readonly R[]): Promise<ServiceTokens<R>> {
     let parsed: unknown;
     try {
       parsed = JSON.parse(await readFile(file, "utf8"));
     } catch (err) {
       throw new MhError("FAILED_PRECONDITION", `service tokens file ${file} cannot be read as JSON`, { cause: err });
     }
-    return ServiceTokens.from(parsed, file);
+    return ServiceTokens.from(parsed, roles, file);
   }
 
-  static from(parsed: unknown, source = "service tokens"): ServiceTokens {
+  static from<R extends string>(parsed: unknown, roles: readonly R[], source = "service tokens"): ServiceTokens<R> {
     const services = typeof parsed === "object" && parsed !== null ? (parsed as { services?: unknown }).services : undefined;
     if (!Array.isArray(services)) throw new MhError("FAILED_PRECONDITION", `${source}: expected {"services": [...]}`);
-    const byDigest = new Map<string, Caller>();
+    const byDigest = new Map<string, Caller<R>>();
     services.forEach((entry: unknown, i) => {
       const e = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
       const { name, role, token } = e;
       if (typeof name !== "string" || name === "") throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].name is required`);
-      if (typeof role !== "string" || !(ROLES as readonly string[]).includes(role)) {
-        throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].role must be one of ${ROLES.join(", ")}`);
+      if (typeof role !== "string" || !(roles as readonly string[]).includes(role)) {
+        throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].role must be one of ${roles.join(", ")}`);
       }
       if (typeof token !== "string" || token.length < MIN_TOKEN_CHARS) {
         throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].token must have at least ${MIN_TOKEN_CHARS} characters`);
       }
       const key = digest(token);
       if (byDigest.has(key)) throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}] reuses another service's token`);
-      byDigest.set(key, { name, role: role as Role });
+      byDigest.set(key, { name, role: role as R });
     });
     return new ServiceTokens(byDigest);
   }
 
   /** The caller an `authorization` value names ("Bearer <token>"); UNAUTHENTICATED otherwise. */
-  authenticate(authorization: string | undefined): Caller {
+  authenticate(authorization: string | undefined): Caller<R> {
     const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]+)$/.exec(authorization.trim());
     if (match?.[1] === undefined) throw new MhError("UNAUTHENTICATED", "a service token is required (authorization: Bearer <token>)");
     const caller = this.byDigest.get(digest(match[1]));
     if (caller === undefined) throw new MhError("UNAUTHENTICATED", "the service token is not known");
     return caller;
   }
+
+  /** The caller of a gRPC call, by its `authorization` metadata. */
+  callerOf(metadata: Metadata): Caller<R> {
+    const [value] = metadata.get("authorization");
+    return this.authenticate(value === undefined ? undefined : typeof value === "string" ? value : value.toString("utf8"));
+  }
 }
+
+/**
+ * Which roles may call which RPC, written once per service. Keyed by the generated service's
+ * method names, so a new RPC does not compile until it is given its roles.
+ */
+export type Policy<Rpc extends string, R extends string> = Readonly<Record<Rpc, readonly R[]>>;

@@ -1,0 +1,63 @@
+/**
+ * Handlers that authenticate and authorize before anything else runs: the caller's service token
+ * (metadata `authorization`) must be known and its role among `allowed`, or the call ends with
+ * UNAUTHENTICATED or PERMISSION_DENIED without touching the handler. The handler's context names
+ * the caller, and so does its logger.
+ */
+import type { handleBidiStreamingCall, handleUnaryCall } from "@grpc/grpc-js";
+import { MhError } from "@metaharness/errors";
+import { toMhError, toStatusError } from "./grpc-errors.js";
+import { unary, type CallContext } from "./grpc-handlers.js";
+import type { Logger } from "./logger.js";
+import type { Caller, ServiceTokens } from "./service-tokens.js";
+
+export interface GuardedContext<R extends string> extends CallContext {
+  readonly caller: Caller<R>;
+}
+
+export interface Guard<R extends string> {
+  readonly tokens: ServiceTokens<R>;
+  readonly logger: Logger;
+}
+
+function admit<R extends string>(guard: Guard<R>, allowed: readonly R[], name: string, metadata: Parameters<ServiceTokens<R>["callerOf"]>[0]): Caller<R> {
+  const caller = guard.tokens.callerOf(metadata);
+  if (!allowed.includes(caller.role)) {
+    throw new MhError("PERMISSION_DENIED", `${caller.name} (role ${caller.role}) may not call ${name}`);
+  }
+  return caller;
+}
+
+/** `unary` for callers whose role is in `allowed`. `name` is the full method name, as for `unary`. */
+export function guardedUnary<Req, Res, R extends string>(
+  name: string,
+  guard: Guard<R>,
+  allowed: readonly R[],
+  fn: (req: Req, ctx: GuardedContext<R>) => Promise<Res>,
+): handleUnaryCall<Req, Res> {
+  return unary<Req, Res>(name, guard.logger, async (req, ctx) => {
+    const caller = admit(guard, allowed, name, ctx.metadata);
+    return fn(req, { ...ctx, caller, logger: ctx.logger.child({ caller: caller.name }) });
+  });
+}
+
+/** A bidirectional stream handler that only callers whose role is in `allowed` reach. */
+export function guardedBidi<Req, Res, R extends string>(
+  name: string,
+  guard: Guard<R>,
+  allowed: readonly R[],
+  handler: (caller: Caller<R>) => handleBidiStreamingCall<Req, Res>,
+): handleBidiStreamingCall<Req, Res> {
+  return (call) => {
+    let caller: Caller<R>;
+    try {
+      caller = admit(guard, allowed, name, call.metadata);
+    } catch (err) {
+      const refused = toMhError(err);
+      guard.logger.warn({ rpc: name, code: refused.code, error: refused.message }, "rpc refused");
+      call.emit("error", toStatusError(refused, undefined));
+      return;
+    }
+    handler(caller)(call);
+  };
+}
