@@ -45,9 +45,12 @@ secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n'; }
 umask 077
 sec="$STACK_DIR/secrets"
 [[ -s $sec/master.key ]] || head -c 32 /dev/urandom | base64 >"$sec/master.key"
-for name in gateway harness broker; do secret >"$sec/$name.token"; done
+# Each caller holds one token per service it calls (the harness one for the proxy, another for the
+# broker), so no service can replay what it was shown to another.
+for name in gateway harness broker harness-broker; do secret >"$sec/$name.token"; done
 printf '{"services":[{"name":"gateway","role":"admin","token":"%s"},{"name":"harness","role":"harness","token":"%s"},{"name":"sandbox-broker","role":"broker","token":"%s"}]}\n' \
   "$(<"$sec/gateway.token")" "$(<"$sec/harness.token")" "$(<"$sec/broker.token")" >"$sec/services.json"
+printf '{"services":[{"name":"harness","role":"harness","token":"%s"}]}\n' "$(<"$sec/harness-broker.token")" >"$sec/broker-services.json"
 api_key="mh-$(secret)"
 umask 022
 
@@ -85,7 +88,8 @@ start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main
   MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS=true
 start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" \
   MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" MH_SESSION_LOG_ADDR="$log_addr" \
-  MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker.token"
+  MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker.token" \
+  MH_SERVICE_TOKENS_FILE="$sec/broker-services.json"
 
 model=()
 if [[ -n ${ANTHROPIC_API_KEY:-} ]]; then
@@ -100,7 +104,7 @@ for (( i = 0; i < STACK_HARNESSES; i++ )); do
   port=$(( PORT_HARNESS + i ))
   start "harness-$((i + 1))" "$port" apps/harness/dist/main.js "${common[@]}" "${model[@]}" \
     MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" MH_SESSION_LOG_ADDR="$log_addr" \
-    MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
+    MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/harness-broker.token" MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
     MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/harness.token"
 done
 

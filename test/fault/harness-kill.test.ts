@@ -41,6 +41,7 @@ async function startDoomed(): Promise<ServiceProcess> {
       MH_MODEL: "claude-offline-test",
       MH_INSTANCE_ID: "doomed",
       MH_SANDBOX_BROKER_ADDR: brain.broker!.address,
+      MH_SANDBOX_BROKER_TOKEN_FILE: brain.broker!.tokens.tokenFile.harness,
       MH_LOG_LEVEL: "warn",
       // Only the explicit Wake below gives it sessions.
       MH_SWEEP_MS: "600000",

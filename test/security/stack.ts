@@ -18,7 +18,8 @@ import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../support/oauth-server.js";
 import { createTestDatabase } from "../support/postgres.js";
-import { brokerEnv } from "../support/sandbox-broker.js";
+import { BROKER_ROLES, brokerEnv } from "../support/sandbox-broker.js";
+import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
 import { freePort, startTestVault, type TestVault } from "../support/vault.js";
 import { captureTopic, type TopicCapture } from "./capture.js";
@@ -114,18 +115,21 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
 
     const brokerDb = await createTestDatabase("mh_security_sbx");
     stops.push(() => brokerDb.drop());
+    const brokerTokens = await writeServiceTokens(BROKER_ROLES);
+    stops.push(() => brokerTokens.dispose());
     const brokerHandle = await startSandboxBroker(
       brokerConfig(
         brokerEnv(brokerDb.url, `sec-${randomBytes(4).toString("hex")}`, {
           MH_SESSION_LOG_ADDR: `127.0.0.1:${logHandle.port}`,
           MH_CREDENTIAL_PROXY_ADDR: vault.address,
           MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker,
+          MH_SERVICE_TOKENS_FILE: brokerTokens.file,
         }),
       ),
       logs.logger("sandbox-broker"),
     );
     stops.push(() => brokerHandle.stop());
-    const rawBroker = createClient(SandboxBrokerClient, `127.0.0.1:${brokerHandle.port}`);
+    const rawBroker = createClient(SandboxBrokerClient, `127.0.0.1:${brokerHandle.port}`, { bearerToken: brokerTokens.tokens.admin });
     stops.push(() => Promise.resolve(rawBroker.close()));
 
     const targets: Targets = {
@@ -142,6 +146,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
         MH_GRPC_PORT: "0",
         MH_SESSION_LOG_ADDR: `127.0.0.1:${logHandle.port}`,
         MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${brokerHandle.port}`,
+        MH_SANDBOX_BROKER_TOKEN_FILE: brokerTokens.tokenFile.harness,
         MH_CREDENTIAL_PROXY_ADDR: vault.address,
         MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness,
         MH_MODEL_BASE_URL: model.url,

@@ -61,7 +61,7 @@ export async function startBrain(opts: {
         MH_MODEL_BASE_URL: model.url,
         MH_MODEL: "claude-offline-test",
         MH_MODEL_RETRY_INITIAL_MS: "20",
-        ...(broker === undefined ? {} : { MH_SANDBOX_BROKER_ADDR: broker.address }),
+        ...(broker === undefined ? {} : { MH_SANDBOX_BROKER_ADDR: broker.address, MH_SANDBOX_BROKER_TOKEN_FILE: broker.tokens.tokenFile.harness }),
         MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
         ...opts.env,
         ...env,

@@ -1,7 +1,8 @@
 /**
  * Starts the real sandbox broker (real bubblewrap, real cgroups, a fresh database of the real
- * Postgres) in-process on port 0, or as its own process for crash tests, and gives promise
- * clients to it. Cleanup runs even when setup fails half-way.
+ * Postgres) in-process on port 0, or as its own process for crash tests, with a service token for
+ * each of its roles, and gives promise clients to it (by default an admin's, which may do what a
+ * harness does for any session). Cleanup runs even when setup fails half-way.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -17,12 +18,18 @@ import {
   type StartOptions,
 } from "@metaharness/sandbox-broker";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
+import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
+export type BrokerRole = "harness" | "hand" | "admin";
+export const BROKER_ROLES: readonly BrokerRole[] = ["harness", "hand", "admin"];
 
 export interface RunningBroker {
   readonly handle: SandboxBrokerHandle;
+  /** An admin's client. */
   readonly client: BrokerClient;
+  /** A client presenting `who`'s token (a role's, none, or any token). */
+  clientAs(who: BrokerRole | "none" | { token: string }): BrokerClient;
   readonly address: string;
   readonly config: SandboxBrokerConfig;
 }
@@ -30,6 +37,8 @@ export interface RunningBroker {
 export interface TestBroker extends RunningBroker {
   readonly db: TestDatabase;
   readonly brokerId: string;
+  /** The broker's MH_SERVICE_TOKENS_FILE and each role's token. */
+  readonly tokens: ServiceTokenFiles<BrokerRole>;
   /** Another broker life on the same database and broker id (after a stop or a crash). */
   start(env?: Record<string, string>, options?: StartOptions): Promise<RunningBroker>;
   stop(): Promise<void>;
@@ -41,23 +50,31 @@ export async function startTestBroker(env: Record<string, string> = {}, options:
   const db = await createTestDatabase("mh_sbx_test");
   const brokerId = `test-${randomBytes(4).toString("hex")}`;
   const stops: Array<() => Promise<void>> = [() => db.drop()];
+  const tokens = await writeServiceTokens(BROKER_ROLES);
+  stops.push(() => tokens.dispose());
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
   };
   const start = async (extra: Record<string, string> = {}, opts: StartOptions = options): Promise<RunningBroker> => {
-    const config = loadConfig(brokerEnv(db.url, brokerId, { ...env, ...extra }));
+    const config = loadConfig(brokerEnv(db.url, brokerId, { MH_SERVICE_TOKENS_FILE: tokens.file, ...env, ...extra }));
     const handle = await startSandboxBroker(config, logger ?? createLogger({ service: "sandbox-broker", level: config.logLevel }), opts);
     const address = `127.0.0.1:${handle.port}`;
-    const raw = createClient(SandboxBrokerClient, address);
+    const raws: Array<{ close(): void }> = [];
     stops.push(async () => {
-      raw.close();
+      for (const raw of raws) raw.close();
       await handle.stop();
     });
-    return { handle, client: promisify(raw, SandboxBrokerService), address, config };
+    const clientAs = (who: BrokerRole | "none" | { token: string }): BrokerClient => {
+      const token = who === "none" ? undefined : typeof who === "string" ? tokens.tokens[who] : who.token;
+      const raw = createClient(SandboxBrokerClient, address, token === undefined ? {} : { bearerToken: token });
+      raws.push(raw);
+      return promisify(raw, SandboxBrokerService);
+    };
+    return { handle, client: clientAs("admin"), clientAs, address, config };
   };
   try {
     const first = await start();
-    return { ...first, db, brokerId, start, stop };
+    return { ...first, db, brokerId, tokens, start, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -82,8 +99,8 @@ export interface BrokerProcess {
   crash(): Promise<void>;
 }
 
-/** The broker as its own process (dist/main.js), for tests that kill it. */
-export async function spawnBrokerProcess(env: Record<string, string>): Promise<BrokerProcess> {
+/** The broker as its own process (dist/main.js), for tests that kill it; `token` is its client's. */
+export async function spawnBrokerProcess(env: Record<string, string>, token: string): Promise<BrokerProcess> {
   const child = spawn(process.execPath, [MAIN_JS], {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...env, MH_LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -102,7 +119,7 @@ export async function spawnBrokerProcess(env: Record<string, string>): Promise<B
       });
     });
     const address = `127.0.0.1:${port}`;
-    const raw = createClient(SandboxBrokerClient, address);
+    const raw = createClient(SandboxBrokerClient, address, { bearerToken: token });
     return {
       address,
       client: promisify(raw, SandboxBrokerService),

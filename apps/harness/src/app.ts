@@ -6,7 +6,7 @@ import { MhError } from "@metaharness/errors";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, promisify, readServiceToken, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
 import type { HarnessConfig } from "./config.js";
 import { externalProcessLoop } from "./loop/external-process.js";
 import { toolLoop } from "./loop/tool-loop.js";
@@ -37,7 +37,11 @@ export async function startHarness(
     const log = promisify(rawLog, SessionLogService);
     let broker;
     if (config.brokerAddress !== undefined) {
-      const rawBroker = createClient(SandboxBrokerClient, config.brokerAddress);
+      if (config.brokerTokenFile === undefined) {
+        throw new MhError("FAILED_PRECONDITION", "MH_SANDBOX_BROKER_ADDR needs MH_SANDBOX_BROKER_TOKEN_FILE (this harness's service token for the broker)");
+      }
+      const token = await readServiceToken(config.brokerTokenFile);
+      const rawBroker = createClient(SandboxBrokerClient, config.brokerAddress, { bearerToken: token });
       cleanups.push(() => Promise.resolve(rawBroker.close()));
       broker = promisify(rawBroker, SandboxBrokerService);
     }

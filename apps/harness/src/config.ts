@@ -12,6 +12,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       instanceId: env.optional(env.string("MH_INSTANCE_ID")),
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       brokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),
+      // This harness's service token for the broker (not the one it shows the proxy).
+      brokerTokenFile: env.optional(env.string("MH_SANDBOX_BROKER_TOKEN_FILE", { pattern: /^\/\S+$/ })),
       // The credential vault proxy (MCP tools) and the file holding this harness's service token for it.
       credentialProxyAddress: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
       credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),

@@ -8,7 +8,8 @@ import { migrate, openDb } from "@metaharness/db";
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
-import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { ROLES } from "./auth/policy.js";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
 import { LiveSandboxes } from "./broker/live.js";
 import { Reaper } from "./broker/reaper.js";
@@ -54,6 +55,8 @@ export async function startSandboxBroker(
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
   try {
+    // First: a broker that cannot tell its callers apart must not open its port.
+    const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
     const pool = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
@@ -124,7 +127,7 @@ export async function startSandboxBroker(
       host: config.host,
       port: config.port,
       logger,
-      services: [{ name: "metaharness.v1.SandboxBroker", definition: SandboxBrokerService, implementation: sandboxBrokerService(ctx, logger) }],
+      services: [{ name: "metaharness.v1.SandboxBroker", definition: SandboxBrokerService, implementation: sandboxBrokerService(ctx, { tokens, logger }) }],
     });
     cleanups.push(() => {
       draining = server.shutdown(10_000);

@@ -31,6 +31,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        * lost and cleans up after itself. One running broker per id.
        */
       brokerId: env.string("MH_BROKER_ID", { default: hostname(), pattern: /^[A-Za-z0-9._-]{1,64}$/ }),
+      /**
+       * The service tokens the broker accepts, each with its role (harness, hand, admin); see
+       * auth/policy.ts. Required: whoever reaches the port could otherwise run code in any sandbox.
+       */
+      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
       /** Where sandbox events go; unset: nowhere (the broker works without a session log). */
       sessionLogAddr: env.optional(env.string("MH_SESSION_LOG_ADDR")),
       /**

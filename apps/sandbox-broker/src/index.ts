@@ -3,6 +3,7 @@
  */
 export { startSandboxBroker, RESTART_REASON, SHUTDOWN_REASON, type SandboxBrokerHandle, type StartOptions } from "./app.js";
 export { loadConfig, type SandboxBrokerConfig } from "./config.js";
+export { POLICY, ROLES, type Role } from "./auth/policy.js";
 export { INTERRUPTED_OUTPUT } from "./db/calls.js";
 export { NO_EVENTS, SessionLogSink, type SandboxEventSink } from "./events/sink.js";
 export { TOOL_NAMES } from "./tools/index.js";

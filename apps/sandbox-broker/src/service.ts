@@ -1,10 +1,12 @@
 /**
  * The metaharness.v1.SandboxBroker gRPC service: each method mapped onto the operation that
- * implements it. Errors become statuses in the service-kit wrappers; tool failures never do.
+ * implements it, behind the caller's service token and the policy (auth/policy.ts). Errors become
+ * statuses in the service-kit wrappers; tool failures never do.
  */
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
-import type { SandboxBrokerServer } from "@metaharness/proto";
-import { unary, type Logger } from "@metaharness/service-kit";
+import { SandboxBrokerService, type SandboxBrokerServer } from "@metaharness/proto";
+import { guardedBidi, guardedUnary, type Guard, type GuardedContext } from "@metaharness/service-kit";
+import { POLICY, requireSessionFor, type Role, type RpcName } from "./auth/policy.js";
 import type { BrokerContext } from "./broker/context.js";
 import { execute } from "./broker/execute.js";
 import { describe, list, release, transfer } from "./broker/manage.js";
@@ -12,18 +14,38 @@ import { provision } from "./broker/provision.js";
 import { addRepositories } from "./broker/repositories.js";
 import { connectHandHandler } from "./hands/connect.js";
 
-const NAME = "metaharness.v1.SandboxBroker";
+type Definition<R extends RpcName> = (typeof SandboxBrokerService)[R];
+type Request<R extends RpcName> = Definition<R> extends { requestDeserialize: (b: Buffer) => infer Q } ? Q : never;
+type Response<R extends RpcName> = Definition<R> extends { responseSerialize: (v: infer S) => Buffer } ? S : never;
 
-export function sandboxBrokerService(ctx: BrokerContext, logger: Logger): UntypedServiceImplementation {
+export function sandboxBrokerService(ctx: BrokerContext, guard: Guard<Role>): UntypedServiceImplementation {
+  const rpc = <R extends Exclude<RpcName, "connectHand">>(
+    name: R,
+    fn: (req: Request<R>, call: GuardedContext<Role>) => Promise<Response<R>>,
+  ) => guardedUnary<Request<R>, Response<R>, Role>(SandboxBrokerService[name].path.slice(1), guard, POLICY[name], fn);
   const impl: SandboxBrokerServer = {
-    provision: unary(`${NAME}/Provision`, logger, (req) => provision(ctx, req)),
-    addRepositories: unary(`${NAME}/AddRepositories`, logger, (req) => addRepositories(ctx, req)),
-    execute: unary(`${NAME}/Execute`, logger, (req, call) => execute(ctx, req, call.signal)),
-    release: unary(`${NAME}/Release`, logger, (req) => release(ctx, req)),
-    listSandboxes: unary(`${NAME}/ListSandboxes`, logger, (req) => list(ctx, req)),
-    describeSandbox: unary(`${NAME}/DescribeSandbox`, logger, (req) => describe(ctx, req)),
-    transfer: unary(`${NAME}/Transfer`, logger, (req) => transfer(ctx, req)),
-    connectHand: connectHandHandler(ctx.hands, logger.child({ rpc: `${NAME}/ConnectHand` })),
+    provision: rpc("provision", (req) => provision(ctx, req)),
+    addRepositories: rpc("addRepositories", (req, call) => {
+      requireSessionFor(call.caller, req.sessionId);
+      return addRepositories(ctx, req);
+    }),
+    execute: rpc("execute", (req, call) => {
+      requireSessionFor(call.caller, req.sessionId);
+      return execute(ctx, req, call.signal);
+    }),
+    release: rpc("release", (req, call) => {
+      requireSessionFor(call.caller, req.sessionId);
+      return release(ctx, req);
+    }),
+    listSandboxes: rpc("listSandboxes", (req, call) => {
+      requireSessionFor(call.caller, req.sessionId);
+      return list(ctx, req);
+    }),
+    describeSandbox: rpc("describeSandbox", (req) => describe(ctx, req)),
+    transfer: rpc("transfer", (req) => transfer(ctx, req)),
+    connectHand: guardedBidi(SandboxBrokerService.connectHand.path.slice(1), guard, POLICY.connectHand, (caller) =>
+      connectHandHandler(ctx.hands, guard.logger.child({ rpc: "metaharness.v1.SandboxBroker/ConnectHand", caller: caller.name })),
+    ),
   };
   return impl;
 }

@@ -5,17 +5,27 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxBrokerClient, SandboxBrokerService } from "@metaharness/proto";
 import { createClient, createLogger, promisify } from "@metaharness/service-kit";
 import { loadConfig, startSandboxBroker, type SandboxBrokerHandle } from "@metaharness/sandbox-broker";
-import { provision, run, type BrokerClient } from "../../support/sandbox-broker.js";
+import { BROKER_ROLES, provision, run, type BrokerClient, type BrokerRole } from "../../support/sandbox-broker.js";
+import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";
 
 let handle: SandboxBrokerHandle;
 let client: BrokerClient;
+let tokens: ServiceTokenFiles<BrokerRole>;
 beforeAll(async () => {
-  const config = loadConfig({ MH_DATABASE_URL: "pglite:memory", MH_GRPC_PORT: "0", MH_LOG_LEVEL: "silent", MH_BROKER_ID: "embedded" });
+  tokens = await writeServiceTokens(BROKER_ROLES);
+  const config = loadConfig({
+    MH_DATABASE_URL: "pglite:memory",
+    MH_GRPC_PORT: "0",
+    MH_LOG_LEVEL: "silent",
+    MH_BROKER_ID: "embedded",
+    MH_SERVICE_TOKENS_FILE: tokens.file,
+  });
   handle = await startSandboxBroker(config, createLogger({ service: "sandbox-broker", level: "silent" }));
-  client = promisify(createClient(SandboxBrokerClient, `127.0.0.1:${handle.port}`), SandboxBrokerService);
+  client = promisify(createClient(SandboxBrokerClient, `127.0.0.1:${handle.port}`, { bearerToken: tokens.tokens.admin }), SandboxBrokerService);
 });
 afterAll(async () => {
   await handle?.stop();
+  await tokens?.dispose();
 });
 
 describe("sandbox broker on PGlite", () => {

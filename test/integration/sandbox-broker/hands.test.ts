@@ -48,7 +48,7 @@ describe("external hands", () => {
     expect(missing).toMatchObject({ code: "FAILED_PRECONDITION", field: "hand_kind" });
 
     device = spawn(process.execPath, [KV_DEVICE_JS], {
-      env: { MH_SANDBOX_BROKER_ADDR: broker.address, MH_HAND_ID: "kv-lab-1", MH_LOG_LEVEL: "silent" },
+      env: { MH_SANDBOX_BROKER_ADDR: broker.address, MH_HAND_TOKEN_FILE: broker.tokens.tokenFile.hand, MH_HAND_ID: "kv-lab-1", MH_LOG_LEVEL: "silent" },
       stdio: "ignore",
     });
     const kv = await provisionHand("kv-device");
@@ -91,13 +91,13 @@ describe("external hands", () => {
   });
 
   it("refuses a second hand with the same id, and reports a hand that does not answer in time", async () => {
-    const first = startKvDevice({ address: broker.address, handId: "kv-twin" });
+    const first = startKvDevice({ address: broker.address, token: broker.tokens.tokens.hand, handId: "kv-twin" });
     await provisionHand("kv-device");
-    const twin = startKvDevice({ address: broker.address, handId: "kv-twin" });
+    const twin = startKvDevice({ address: broker.address, token: broker.tokens.tokens.hand, handId: "kv-twin" });
     expect(await twin.closed).toContain("already connected");
     first.close();
 
-    const silent = createClient(SandboxBrokerClient, broker.address).connectHand();
+    const silent = createClient(SandboxBrokerClient, broker.address, { bearerToken: broker.tokens.tokens.hand }).connectHand();
     const register: ConnectHandRequest = { message: { $case: "register", value: { kind: "mute", handId: "mute-1", tools: ["ping"] } } };
     silent.write(register);
     silent.on("error", () => undefined);

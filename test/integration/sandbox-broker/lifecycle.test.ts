@@ -174,7 +174,8 @@ describe("broker restarts", () => {
     // Its own broker id: a broker that starts marks every READY sandbox of its id as lost.
     const brokerId = `crash-${randomBytes(3).toString("hex")}`;
     const crashing = await spawnBrokerProcess(
-      brokerEnv(broker.db.url, brokerId, { MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}` }),
+      brokerEnv(broker.db.url, brokerId, { MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, MH_SERVICE_TOKENS_FILE: broker.tokens.file }),
+      broker.tokens.tokens.admin,
     );
     const { sandbox } = await crashing.client.provision({ sessionId, resources: undefined, handKind: "" });
     const id = sandbox!.sandboxId;

@@ -138,6 +138,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_SESSION_LOG_ADDR: logAddr,
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
       MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.broker,
+      MH_SERVICE_TOKENS_FILE: secrets.brokerServiceTokensFile,
       MH_BROKER_ID: brokerId(opts.dataDir),
       MH_LOG_LEVEL: level,
     });
@@ -161,6 +162,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_GRPC_PORT: "0",
       MH_SESSION_LOG_ADDR: logAddr,
       MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${broker.port}`,
+      MH_SANDBOX_BROKER_TOKEN_FILE: secrets.tokenFile.harnessToBroker,
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
       MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.harness,
       MH_KAFKA_WAKE: "true",

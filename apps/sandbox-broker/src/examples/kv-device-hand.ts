@@ -15,6 +15,8 @@ export const KV_TOOLS = ["kv_get", "kv_set", "kv_list"] as const;
 export interface KvDeviceOptions {
   /** The broker, "host:port". */
   readonly address: string;
+  /** This hand's service token for the broker (a token the broker gives the role "hand"). */
+  readonly token: string;
   readonly handId?: string;
   readonly logger?: Logger;
 }
@@ -65,7 +67,7 @@ export function answer(store: Map<string, string>, name: string, input: Record<s
 export function startKvDevice(opts: KvDeviceOptions): KvDeviceHandle {
   const handId = opts.handId ?? `kv-${randomBytes(4).toString("hex")}`;
   const store = new Map<string, string>();
-  const client = createClient(SandboxBrokerClient, opts.address);
+  const client = createClient(SandboxBrokerClient, opts.address, { bearerToken: opts.token });
   const call = client.connectHand();
   let resolveClosed!: (why: string) => void;
   const closed = new Promise<string>((resolve) => (resolveClosed = resolve));

@@ -1,21 +1,23 @@
 /**
  * The kv device as a process: `node dist/examples/kv-device.js` (or `npm run kv-device -w
- * @metaharness/sandbox-broker`) with MH_SANDBOX_BROKER_ADDR=host:port. It stays connected until
+ * @metaharness/sandbox-broker`) with MH_SANDBOX_BROKER_ADDR=host:port and MH_HAND_TOKEN_FILE (its
+ * service token, which the broker gives the role "hand"). It stays connected until
  * SIGTERM/SIGINT, and exits 1 if the broker goes away.
  */
-import { createLogger, env, installShutdown, readConfig } from "@metaharness/service-kit";
+import { createLogger, env, installShutdown, readConfig, readServiceToken } from "@metaharness/service-kit";
 import { startKvDevice } from "./kv-device-hand.js";
 
 const config = readConfig(
   {
     address: env.string("MH_SANDBOX_BROKER_ADDR", { default: "127.0.0.1:50052" }),
+    tokenFile: env.string("MH_HAND_TOKEN_FILE", { pattern: /^\/\S+$/ }),
     handId: env.optional(env.string("MH_HAND_ID", { pattern: /^[A-Za-z0-9._:-]{1,128}$/ })),
     logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
   },
   process.env,
 );
 const logger = createLogger({ service: "kv-device", level: config.logLevel });
-const device = startKvDevice({ address: config.address, handId: config.handId, logger });
+const device = startKvDevice({ address: config.address, token: await readServiceToken(config.tokenFile), handId: config.handId, logger });
 const shutdown = installShutdown(logger, [
   {
     name: "kv-device",

@@ -1,0 +1,35 @@
+/**
+ * Who may call the broker, which runs code: every RPC needs a service token (MH_SERVICE_TOKENS_FILE)
+ * whose role the policy lists for it. A harness provisions and uses sandboxes, always naming the
+ * session it acts for; an external hand connects and does nothing else; an admin (an operator)
+ * may do what a harness does for any session, and see every sandbox. The record is keyed by the generated service, so a new RPC does not compile until
+ * it is given its roles here.
+ */
+import { invalidArgument } from "@metaharness/errors";
+import type { SandboxBrokerService } from "@metaharness/proto";
+import type { Caller, Policy } from "@metaharness/service-kit";
+
+/** The roles a service token file of the broker may give its callers. */
+export const ROLES = ["harness", "hand", "admin"] as const;
+export type Role = (typeof ROLES)[number];
+
+export type RpcName = keyof SandboxBrokerService;
+
+export const POLICY: Policy<RpcName, Role> = {
+  provision: ["harness", "admin"],
+  addRepositories: ["harness", "admin"],
+  execute: ["harness", "admin"],
+  release: ["harness", "admin"],
+  listSandboxes: ["harness", "admin"],
+  describeSandbox: ["admin"],
+  transfer: ["admin"],
+  connectHand: ["hand"],
+};
+
+/**
+ * A harness acts for one session at a time, so it names it: an empty session_id (which skips the
+ * holder check, or lists every session's sandboxes) is an operator's request.
+ */
+export function requireSessionFor(caller: Caller<Role>, sessionId: string, field = "session_id"): void {
+  if (caller.role !== "admin" && sessionId === "") throw invalidArgument(field, `is required for a ${caller.role} caller`);
+}
