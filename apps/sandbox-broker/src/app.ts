@@ -113,7 +113,7 @@ export async function startSandboxBroker(
     const live = new LiveSandboxes({ pool, events, logger });
     cleanups.push(() => live.endAll(SandboxState.SANDBOX_STATE_RELEASED, SHUTDOWN_REASON));
     const base = { config, pool, logger, launcher, live, hands, events, incarnation, proxy };
-    const warmRoom = (): number => Math.min(config.warmPoolSize, config.maxSandboxes - live.size);
+    const warmRoom = (): number => Math.min(config.warmPoolSize, config.maxSandboxes - live.committed);
     const warm = new WarmPool(warmRoom, (id) => startLocalSandbox(base, id, defaultLimits(config)), logger);
     warm.fill();
     cleanups.push(() => warm.stop());

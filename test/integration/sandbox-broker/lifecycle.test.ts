@@ -131,6 +131,23 @@ describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
       await capped.stop();
     }
   });
+
+  it("holds the cap under concurrent Provisions, the pool giving up its place to a new sandbox", async () => {
+    const capped = await startTestBroker({ MH_MAX_SANDBOXES: "3", MH_WARM_POOL_SIZE: "1" });
+    try {
+      await eventually(() => Promise.resolve(capped.handle.warmPool.available === 1 ? true : undefined), "the warm pool to fill");
+      // Not the defaults: each starts a new sandbox, all at once.
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 5 }, () => provision(capped.client, sessionId, { memoryBytes: 256 * 1024 * 1024 })),
+      );
+      const refused = outcomes.filter((o) => o.status === "rejected").map((o) => (o.reason as { code: string }).code);
+      expect([outcomes.length - refused.length, refused]).toEqual([3, ["RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"]]);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(capped.handle.warmPool.available).toBe(0);
+    } finally {
+      await capped.stop();
+    }
+  });
 });
 
 describe("transfer", () => {

@@ -4,6 +4,7 @@
  * forgets it, once, whoever asks first (a Release, the reaper, shutdown, or the sandbox dying).
  */
 import type { Queryable } from "@metaharness/db";
+import { MhError } from "@metaharness/errors";
 import { SandboxState } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import { endSandbox } from "../db/sandboxes.js";
@@ -35,6 +36,8 @@ export function endedMessage(sandboxId: string, state: SandboxState, reason: str
 export class LiveSandboxes {
   private readonly sandboxes = new Map<string, LiveSandbox>();
   private readonly ending = new Map<string, Promise<void>>();
+  /** Places under the cap held by Provisions still under way. */
+  private reserved = 0;
 
   constructor(
     private readonly deps: { readonly pool: Queryable; readonly events: SandboxEventSink; readonly logger: Logger },
@@ -55,6 +58,29 @@ export class LiveSandboxes {
 
   get size(): number {
     return this.sandboxes.size;
+  }
+
+  /** Sandboxes running, and being provisioned: what the cap (MH_MAX_SANDBOXES) counts. */
+  get committed(): number {
+    return this.sandboxes.size + this.reserved;
+  }
+
+  /**
+   * Holds one place under the cap of `max` for a sandbox being provisioned, from before its
+   * runtime starts (or is taken from the warm pool) until it is live or has failed; returns the
+   * function that gives the place back. Without it, concurrent Provisions, and the warm pool's
+   * refill, would all see the room the first one is about to fill. RESOURCE_EXHAUSTED when full.
+   */
+  reserve(max: number): () => void {
+    if (this.committed >= max) {
+      throw new MhError("RESOURCE_EXHAUSTED", `this broker runs ${max} sandboxes already (MH_MAX_SANDBOXES)`);
+    }
+    this.reserved++;
+    let held = true;
+    return () => {
+      if (held) this.reserved--;
+      held = false;
+    };
   }
 
   /** Ends sandbox `id` (idempotent; the first caller's state and reason win). */

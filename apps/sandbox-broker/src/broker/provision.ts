@@ -24,10 +24,26 @@ interface Acquired {
 }
 
 export async function provision(ctx: BrokerContext, req: ProvisionRequest): Promise<ProvisionResponse> {
-  const started = performance.now();
   const sessionId = requireField(req.sessionId, "session_id");
   const spec = resolveSpec(req.resources, ctx.config);
-  const acquired = req.handKind !== "" ? bindHand(ctx, req.handKind) : await localSandbox(ctx, spec);
+  if (req.handKind !== "") return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
+  // A local sandbox holds its place under the cap from now until it is live (or has failed).
+  const unreserve = ctx.live.reserve(ctx.config.maxSandboxes);
+  try {
+    const started = performance.now();
+    return await provisionOn(ctx, sessionId, spec, await localSandbox(ctx, spec), started);
+  } finally {
+    unreserve();
+  }
+}
+
+async function provisionOn(
+  ctx: BrokerContext,
+  sessionId: string,
+  spec: SandboxSpec,
+  acquired: Acquired,
+  started: number,
+): Promise<ProvisionResponse> {
   const { id, runtime } = acquired;
   const log = ctx.logger.child({ sandbox_id: id, session_id: sessionId });
   let remotes: SandboxRemotes | undefined;
@@ -77,14 +93,12 @@ export function isLocal(runtime: SandboxRuntime): runtime is LocalSandbox {
 }
 
 async function localSandbox(ctx: BrokerContext, spec: SandboxSpec): Promise<Acquired> {
-  // Before the warm pool too: a pooled sandbox becomes a session's, and counts from then on.
-  if (ctx.live.size >= ctx.config.maxSandboxes) {
-    throw new MhError("RESOURCE_EXHAUSTED", `this broker runs ${ctx.config.maxSandboxes} sandboxes already (MH_MAX_SANDBOXES)`);
-  }
   if (fitsWarmPool(spec.limits, ctx.config)) {
     const pooled = ctx.warm.take();
     if (pooled !== undefined) return { id: pooled.id, runtime: pooled.runtime, handId: "", warm: true };
   }
+  // A new sandbox: the pool gives up a place it holds if the cap leaves none over.
+  await ctx.warm.trim();
   const id = newSandboxId();
   return { id, runtime: await startLocalSandbox(ctx, id, spec.limits), handId: "", warm: false };
 }

@@ -70,6 +70,13 @@ export class WarmPool {
     return this.ready.length;
   }
 
+  /** Stops ready sandboxes the pool may no longer hold (the cap's room shrank); started ones over it are stopped as they come up. */
+  async trim(): Promise<void> {
+    const over = this.ready.length + this.starting.size - Math.max(0, this.size());
+    const surplus = this.ready.splice(0, Math.max(0, Math.min(over, this.ready.length)));
+    await Promise.all(surplus.map((p) => p.runtime.stop("the warm pool shrank under the broker's cap")));
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
@@ -81,6 +88,10 @@ export class WarmPool {
   private async onStarted(pooled: Pooled): Promise<void> {
     if (this.stopped) {
       await pooled.runtime.stop("the broker shut down");
+      return;
+    }
+    if (this.ready.length + this.starting.size >= this.size()) {
+      await pooled.runtime.stop("the warm pool shrank under the broker's cap");
       return;
     }
     this.ready.push(pooled);
