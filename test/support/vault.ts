@@ -158,8 +158,8 @@ export async function putGitToken(admin: VaultClient, vaultId: string, urlPrefix
 }
 
 /** A vault for a tenant (empty by default). */
-export async function newVault(admin: VaultClient, displayName = "test"): Promise<string> {
-  const { vault } = await admin.createVault({ tenant: "", displayName, metadata: {}, sessionId: "" });
+export async function newVault(admin: VaultClient, displayName = "test", tenant = ""): Promise<string> {
+  const { vault } = await admin.createVault({ tenant, displayName, metadata: {}, sessionId: "" });
   return vault!.vaultId;
 }
 

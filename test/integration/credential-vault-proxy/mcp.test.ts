@@ -3,7 +3,7 @@
  * OAuth token endpoint: calls carry the session's token, an expired token is refreshed once, N
  * concurrent calls (in one instance, and across two) cause one refresh, a token the server
  * revoked is refreshed on the 401, a server echoing the token gets it scrubbed, and a session
- * can only use the vaults it names.
+ * can only use the vaults it names, of its own tenant.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialType } from "@metaharness/proto";
@@ -36,8 +36,11 @@ afterAll(async () => {
 });
 
 /** A session whose one vault holds an mcp_oauth credential for the test server; `expired` backdates it. */
-async function sessionWithToken(expired: boolean): Promise<{ sessionId: string; vaultId: string; credentialId: string; accessToken: string }> {
-  const vaultId = await newVault(admin);
+async function sessionWithToken(
+  expired: boolean,
+  tenant = "",
+): Promise<{ sessionId: string; vaultId: string; credentialId: string; accessToken: string }> {
+  const vaultId = await newVault(admin, "test", tenant);
   const pair = oauth.issue(expired ? -10 : 3600);
   const { credential } = await admin.putCredential({
     vaultId,
@@ -58,14 +61,14 @@ async function sessionWithToken(expired: boolean): Promise<{ sessionId: string; 
     secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: "client-secret-xyz-123" },
     metadata: {},
   });
-  const sessionId = await createSession([vaultId]);
+  const sessionId = await createSession([vaultId], tenant);
   return { sessionId, vaultId, credentialId: credential!.credentialId, accessToken: pair.accessToken };
 }
 
-async function createSession(vaultIds: string[]): Promise<string> {
+async function createSession(vaultIds: string[], tenant = ""): Promise<string> {
   const { session } = await log.client.createSession({
     sessionId: "",
-    metadata: { agentId: "", agentVersion: 0, tenant: "", labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined, environment: undefined, repositories: [] },
+    metadata: { agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined, environment: undefined, repositories: [] },
   });
   return session!.sessionId;
 }
@@ -140,6 +143,18 @@ describe("MCP through the proxy", () => {
     expect((await rejection(add(stranger, 1, 2))).code).toBe("FAILED_PRECONDITION");
     const named = await createSession([vaultId]);
     expect((await add(named, 1, 2)).text).toEqual(["3"]);
+  });
+
+  it("uses only vaults of the session's own tenant, no tenant being a tenant of its own", async () => {
+    const theirs = await sessionWithToken(false, "tenant-a");
+    expect((await add(theirs.sessionId, 1, 2)).text).toEqual(["3"]);
+    const untenanted = await sessionWithToken(false);
+    // A session made straight over gRPC, without a tenant, naming a tenant's vault; and a
+    // tenant's session naming an untenanted vault, or another tenant's.
+    for (const [tenant, vaultId] of [["", theirs.vaultId], ["tenant-a", untenanted.vaultId], ["tenant-b", theirs.vaultId]] as const) {
+      const named = await createSession([vaultId], tenant);
+      expect([tenant, (await rejection(add(named, 1, 2))).code]).toEqual([tenant, "FAILED_PRECONDITION"]);
+    }
   });
 
   it("keeps working after a master key rotation", async () => {

@@ -69,8 +69,10 @@ export class SessionVaults {
     const tenant = session.metadata?.tenant ?? "";
     const named = session.metadata?.vaultIds ?? [];
     const vaults = await vaultsByIds(this.db, named);
-    // Another session's own vault is never usable, whoever names it.
-    const usable = vaults.filter((v) => v.sessionId === "" && (tenant === "" || v.tenant === "" || v.tenant === tenant));
+    // Another session's own vault is never usable, whoever names it. Tenants are compared exactly:
+    // "no tenant" is a tenant of its own, so a session made without one (straight over gRPC)
+    // cannot name a tenant's vault, and a tenant's session cannot name an untenanted one.
+    const usable = vaults.filter((v) => v.sessionId === "" && v.tenant === tenant);
     if (usable.length < named.length) {
       this.logger.warn(
         { session_id: sessionId, named: named.length, usable: usable.length },
