@@ -35,7 +35,8 @@ describe("streamMessage", () => {
     expect(deltas.every(([, index]) => index === 0)).toBe(true);
     expect(deltas[0]?.[2]).toBeLessThan(ended - 20); // the first delta came well before the end
     expect(result.ttftMs).toBeGreaterThanOrEqual(118);
-    expect(result.ttftMs).toBeLessThan(120 + 80);
+    // The first delta's time, not the whole stream's: no wall-clock bound, which a loaded machine breaks.
+    expect(result.ttftMs).toBeLessThanOrEqual(deltas[0]?.[2] ?? 0);
     expect(result.attempts).toBe(1);
     expect(result.message.content).toEqual([{ type: "text", text: TEXT, citations: null }]);
     expect(result.message.model).toBe("claude-offline-test");
