@@ -45,12 +45,21 @@ secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n'; }
 umask 077
 sec="$STACK_DIR/secrets"
 [[ -s $sec/master.key ]] || head -c 32 /dev/urandom | base64 >"$sec/master.key"
-# Each caller holds one token per service it calls (the harness one for the proxy, another for the
-# broker), so no service can replay what it was shown to another.
-for name in gateway harness broker harness-broker; do secret >"$sec/$name.token"; done
-printf '{"services":[{"name":"gateway","role":"admin","token":"%s"},{"name":"harness","role":"harness","token":"%s"},{"name":"sandbox-broker","role":"broker","token":"%s"}]}\n' \
-  "$(<"$sec/gateway.token")" "$(<"$sec/harness.token")" "$(<"$sec/broker.token")" >"$sec/services.json"
-printf '{"services":[{"name":"harness","role":"harness","token":"%s"}]}\n' "$(<"$sec/harness-broker.token")" >"$sec/broker-services.json"
+# Each guarded service reads a tokens file naming its callers and their roles; a caller holds one
+# token per service it calls (<caller>-<service>.token), so no service can replay what it was shown
+# to another.
+tokens_file() { # tokens_file <service> <caller>:<role>...
+  local service=$1 entries="" caller role pair; shift
+  for pair in "$@"; do
+    caller=${pair%%:*} role=${pair#*:}
+    secret >"$sec/$caller-$service.token"
+    entries+="${entries:+,}{\"name\":\"$caller\",\"role\":\"$role\",\"token\":\"$(<"$sec/$caller-$service.token")\"}"
+  done
+  printf '{"services":[%s]}\n' "$entries" >"$sec/$service-services.json"
+}
+tokens_file log gateway:admin harness:harness broker:broker proxy:proxy
+tokens_file proxy gateway:admin harness:harness broker:broker
+tokens_file broker harness:harness
 api_key="mh-$(secret)"
 umask 022
 
@@ -79,16 +88,19 @@ log_addr="127.0.0.1:$PORT_LOG"
 proxy_addr="127.0.0.1:$PORT_PROXY"
 
 start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" \
-  MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS"
+  MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
+  MH_SERVICE_TOKENS_FILE="$sec/log-services.json"
 # The stack's upstreams (the tests' and demo's MCP servers, token endpoints and git remotes) run on
 # this machine, so the proxy may connect to private addresses here; a real deployment leaves it off.
 start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main.js "${common[@]}" \
   MH_GRPC_PORT="$PORT_PROXY" MH_REMOTE_HTTP_PORT="$PORT_PROXY_REMOTE" MH_DATABASE_URL="$MH_DATABASE_URL" \
-  MH_SESSION_LOG_ADDR="$log_addr" MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/services.json" \
+  MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/proxy-log.token" \
+  MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/proxy-services.json" \
   MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS=true
 start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" \
-  MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" MH_SESSION_LOG_ADDR="$log_addr" \
-  MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker.token" \
+  MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" \
+  MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/broker-log.token" \
+  MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker-proxy.token" \
   MH_SERVICE_TOKENS_FILE="$sec/broker-services.json"
 
 model=()
@@ -103,17 +115,20 @@ fi
 for (( i = 0; i < STACK_HARNESSES; i++ )); do
   port=$(( PORT_HARNESS + i ))
   start "harness-$((i + 1))" "$port" apps/harness/dist/main.js "${common[@]}" "${model[@]}" \
-    MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" MH_SESSION_LOG_ADDR="$log_addr" \
-    MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/harness-broker.token" MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
-    MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/harness.token"
+    MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" \
+    MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/harness-log.token" \
+    MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/harness-broker.token" \
+    MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
+    MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/harness-proxy.token"
 done
 
 # The gateway's Wake goes to the first harness; every instance also takes wakes from Kafka, so
 # sessions go on when that one is down.
 start gateway "$PORT_HTTP" apps/gateway/dist/main.js "${common[@]}" \
-  MH_HTTP_PORT="$PORT_HTTP" MH_DATABASE_URL="$MH_DATABASE_URL" MH_SESSION_LOG_ADDR="$log_addr" \
+  MH_HTTP_PORT="$PORT_HTTP" MH_DATABASE_URL="$MH_DATABASE_URL" \
+  MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/gateway-log.token" \
   MH_HARNESS_ADDR="127.0.0.1:$PORT_HARNESS" MH_GATEWAY_API_KEYS="$api_key:local" \
-  MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/gateway.token"
+  MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/gateway-proxy.token"
 
 log "stack up in $(elapsed "$t0"): logs in $STACK_DIR/logs, stop with infra/stack/down.sh"
 echo "MH_URL=http://127.0.0.1:$PORT_HTTP"

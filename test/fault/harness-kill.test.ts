@@ -36,7 +36,7 @@ async function startDoomed(): Promise<ServiceProcess> {
   return startProcess(
     "harness",
     {
-      MH_SESSION_LOG_ADDR: `127.0.0.1:${brain.log.handle.port}`,
+      ...brain.log.reach("harness"),
       MH_MODEL_BASE_URL: brain.model.url,
       MH_MODEL: "claude-offline-test",
       MH_INSTANCE_ID: "doomed",

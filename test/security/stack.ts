@@ -20,6 +20,7 @@ import { startOAuthServer, type OAuthServer } from "../support/oauth-server.js";
 import { createTestDatabase } from "../support/postgres.js";
 import { BROKER_ROLES, brokerEnv } from "../support/sandbox-broker.js";
 import { writeServiceTokens } from "../support/service-tokens.js";
+import { LOG_ROLES, type LogRole } from "../support/session-log.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
 import { freePort, startTestVault, type TestVault } from "../support/vault.js";
 import { captureTopic, type TopicCapture } from "./capture.js";
@@ -71,8 +72,12 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     stops.push(() => logDb.drop());
     stops.push(() => deleteTopic(topicName));
     const logPort = await freePort();
+    const logTokens = await writeServiceTokens(LOG_ROLES);
+    stops.push(() => logTokens.dispose());
+    const logAs = (role: LogRole) => ({ MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile[role] });
     const logHandle: SessionLogHandle = await startSessionLog(
       logConfig({
+        MH_SERVICE_TOKENS_FILE: logTokens.file,
         MH_DATABASE_URL: logDb.url,
         MH_GRPC_PORT: String(logPort),
         MH_KAFKA_BROKERS: KAFKA_BROKERS,
@@ -86,11 +91,11 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     stops.push(() => logHandle.stop());
     const topic = await captureTopic(topicName);
     stops.push(() => topic.close());
-    const rawLog = createClient(SessionLogClient, `127.0.0.1:${logHandle.port}`);
+    const rawLog = createClient(SessionLogClient, `127.0.0.1:${logHandle.port}`, { bearerToken: logTokens.tokens.admin });
     stops.push(() => Promise.resolve(rawLog.close()));
 
     const vault = await startTestVault({
-      sessionLogAddr: `127.0.0.1:${logHandle.port}`,
+      sessionLog: logAs("proxy"),
       logger: logs.logger("credential-vault-proxy"),
       env: { MH_EGRESS_UPSTREAM_SCHEME: "http" },
     });
@@ -120,7 +125,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     const brokerHandle = await startSandboxBroker(
       brokerConfig(
         brokerEnv(brokerDb.url, `sec-${randomBytes(4).toString("hex")}`, {
-          MH_SESSION_LOG_ADDR: `127.0.0.1:${logHandle.port}`,
+          ...logAs("broker"),
           MH_CREDENTIAL_PROXY_ADDR: vault.address,
           MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker,
           MH_SERVICE_TOKENS_FILE: brokerTokens.file,
@@ -144,7 +149,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     const harness: HarnessHandle = await startHarness(
       harnessConfig({
         MH_GRPC_PORT: "0",
-        MH_SESSION_LOG_ADDR: `127.0.0.1:${logHandle.port}`,
+        ...logAs("harness"),
         MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${brokerHandle.port}`,
         MH_SANDBOX_BROKER_TOKEN_FILE: brokerTokens.tokenFile.harness,
         MH_CREDENTIAL_PROXY_ADDR: vault.address,

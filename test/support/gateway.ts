@@ -11,6 +11,8 @@ import type { Scenario } from "@metaharness/offline-model";
 import { createLogger, type Logger } from "@metaharness/service-kit";
 import { startBrain, type Brain } from "./harness.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
+import { writeServiceTokens } from "./service-tokens.js";
+import { LOG_ROLES } from "./session-log.js";
 import { freePort, startTestVault, type TestVault } from "./vault.js";
 
 /** Two tenants, so every test can check isolation. */
@@ -64,16 +66,23 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // The proxy asks the session log about sessions and the harness asks the proxy: the log's port
     // is chosen first so that both can be named before they start.
     const logPort = await freePort();
+    const logTokens = await writeServiceTokens(LOG_ROLES);
+    stops.push(() => logTokens.dispose());
     const vault =
       opts.vault === false
         ? undefined
-        : await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}`, logger: opts.logger?.("credential-vault-proxy"), ...(opts.vaultEnv === undefined ? {} : { env: opts.vaultEnv }) });
+        : await startTestVault({
+            sessionLog: { MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile.proxy },
+            logger: opts.logger?.("credential-vault-proxy"),
+            ...(opts.vaultEnv === undefined ? {} : { env: opts.vaultEnv }),
+          });
     if (vault !== undefined) stops.push(() => vault.stop());
     const brokerEnv: Record<string, string> =
       vault === undefined ? { ...opts.brokerEnv } : { ...opts.brokerEnv, MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
     const brain = await startBrain({
       scenarios: opts.scenarios,
       logEnv: { MH_GRPC_PORT: String(logPort) },
+      logTokens,
       env: {
         ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness }),
         ...opts.harnessEnv,
@@ -87,7 +96,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const config = loadConfig({
       MH_HTTP_PORT: "0",
       MH_DATABASE_URL: db.url,
-      MH_SESSION_LOG_ADDR: `127.0.0.1:${brain.log.handle.port}`,
+      ...brain.log.reach("admin"),
       MH_HARNESS_ADDR: `127.0.0.1:${brain.harnesses[0]!.port}`,
       MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b`,
       MH_GATEWAY_SSE_HEARTBEAT_MS: "200",

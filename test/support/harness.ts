@@ -7,7 +7,8 @@ import { HarnessClient, HarnessService, type AgentConfig, type Event, type Sessi
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
-import { startTestLog, type TestLog } from "./session-log.js";
+import { startTestLog, type LogRole, type TestLog } from "./session-log.js";
+import type { ServiceTokenFiles } from "./service-tokens.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
@@ -31,6 +32,8 @@ export async function startBrain(opts: {
   scenarios: Scenario[];
   env?: Record<string, string>;
   logEnv?: Record<string, string>;
+  /** The session log's tokens, made beforehand by a caller that names them to another service first. */
+  logTokens?: ServiceTokenFiles<LogRole>;
   /**
    * Start a sandbox broker that reports to this log, and point the harness at it; an object: the
    * broker's settings besides (e.g. its credential vault proxy, for git remotes and egress).
@@ -40,7 +43,10 @@ export async function startBrain(opts: {
   logger?: (service: string) => Logger;
 }): Promise<Brain> {
   const logger = (service: string) => opts.logger?.(service);
-  const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv }, { logger: logger("session-log") });
+  const log = await startTestLog(
+    { MH_RELAY_ENABLED: "false", ...opts.logEnv },
+    { logger: logger("session-log"), ...(opts.logTokens === undefined ? {} : { tokens: opts.logTokens }) },
+  );
   const stops: Array<() => Promise<void>> = [() => log.stop()];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
@@ -50,14 +56,14 @@ export async function startBrain(opts: {
     stops.push(() => model.close());
     let broker: TestBroker | undefined;
     if (opts.broker !== undefined && opts.broker !== false) {
-      broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, ...(opts.broker === true ? {} : opts.broker) }, {}, logger("sandbox-broker"));
+      broker = await startTestBroker({ ...log.reach("broker"), ...(opts.broker === true ? {} : opts.broker) }, {}, logger("sandbox-broker"));
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];
     const addHarness = async (env: Record<string, string> = {}): Promise<HarnessHandle> => {
       const config = loadConfig({
         MH_GRPC_PORT: "0",
-        MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+        ...log.reach("harness"),
         MH_MODEL_BASE_URL: model.url,
         MH_MODEL: "claude-offline-test",
         MH_MODEL_RETRY_INITIAL_MS: "20",

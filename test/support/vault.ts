@@ -51,7 +51,8 @@ export interface TestVault {
 }
 
 export async function startTestVault(opts: {
-  sessionLogAddr: string;
+  /** MH_SESSION_LOG_ADDR and MH_SESSION_LOG_TOKEN_FILE (a token of the log's role proxy). */
+  sessionLog: Record<string, string>;
   env?: Record<string, string>;
   logger?: Logger;
   options?: StartOptions;
@@ -78,7 +79,7 @@ export async function startTestVault(opts: {
       MH_DATABASE_URL: db.url,
       MH_GRPC_PORT: "0",
       MH_REMOTE_HTTP_PORT: "0",
-      MH_SESSION_LOG_ADDR: opts.sessionLogAddr,
+      ...opts.sessionLog,
       MH_MASTER_KEY_FILE: masterKeyFile,
       MH_SERVICE_TOKENS_FILE: join(dir, "services.json"),
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",

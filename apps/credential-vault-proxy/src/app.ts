@@ -5,7 +5,7 @@
  * which start it in-process on port 0.
  */
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { ROLES } from "./auth/policy.js";
 import type { CredentialProxyConfig } from "./config.js";
@@ -65,7 +65,7 @@ export async function startCredentialProxy(
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
     await reportKeys(db, keyring, logger);
 
-    const rawLog = createClient(SessionLogClient, config.sessionLogAddr);
+    const rawLog = createClient(SessionLogClient, config.sessionLogAddr, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
     cleanups.push(() => Promise.resolve(rawLog.close()));
     const vaults = new SessionVaults(promisify(rawLog, SessionLogService), db, config.sessionCacheMs, logger);
     const credentials = new SessionCredentials(db, vaults, keyring);

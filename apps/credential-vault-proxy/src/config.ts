@@ -17,6 +17,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 10, min: 2, max: 500 }),
       /** Where a session's vault ids come from (SessionMetadata.vault_ids). */
       sessionLogAddr: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      // This proxy's service token for the session log (role proxy).
+      sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),
 
       /** The active master key: 32 random bytes, base64 or hex, in a file only this service reads. */
       masterKeyFile: env.string("MH_MASTER_KEY_FILE", { pattern: /^\/\S+$/ }),

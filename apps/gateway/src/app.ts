@@ -89,7 +89,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
 
     let log = deps.log;
     if (log === undefined) {
-      const raw = createClient(SessionLogClient, config.sessionLogAddress);
+      const raw = createClient(SessionLogClient, config.sessionLogAddress, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
       cleanups.push(() => Promise.resolve(raw.close()));
       log = promisify(raw, SessionLogService);
     }

@@ -32,7 +32,7 @@ export async function startHarness(
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
   try {
-    const rawLog = createClient(SessionLogClient, config.sessionLogAddress);
+    const rawLog = createClient(SessionLogClient, config.sessionLogAddress, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
     cleanups.push(() => Promise.resolve(rawLog.close()));
     const log = promisify(rawLog, SessionLogService);
     let broker;

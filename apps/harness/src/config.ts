@@ -11,6 +11,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       port: env.port("MH_GRPC_PORT", { default: 50052 }),
       instanceId: env.optional(env.string("MH_INSTANCE_ID")),
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      // This harness's service token for the session log (role harness).
+      sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),
       brokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),
       // This harness's service token for the broker (not the one it shows the proxy).
       brokerTokenFile: env.optional(env.string("MH_SANDBOX_BROKER_TOKEN_FILE", { pattern: /^\/\S+$/ })),

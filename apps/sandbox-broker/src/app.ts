@@ -8,7 +8,7 @@ import { migrate, openDb } from "@metaharness/db";
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
-import { Cleanups, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { ROLES } from "./auth/policy.js";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
 import { LiveSandboxes } from "./broker/live.js";
@@ -47,6 +47,15 @@ export interface StartOptions {
   readonly events?: SandboxEventSink;
 }
 
+/** Where sandbox events go: the session log at MH_SESSION_LOG_ADDR, if set, with this broker's token for it. */
+async function sessionLogSink(config: SandboxBrokerConfig, logger: Logger): Promise<SandboxEventSink> {
+  if (config.sessionLogAddr === undefined) return NO_EVENTS;
+  if (config.sessionLogTokenFile === undefined) {
+    throw new MhError("FAILED_PRECONDITION", "MH_SESSION_LOG_ADDR needs MH_SESSION_LOG_TOKEN_FILE (this broker's service token for the log)");
+  }
+  return new SessionLogSink(config.sessionLogAddr, await readServiceToken(config.sessionLogTokenFile), logger);
+}
+
 export async function startSandboxBroker(
   config: SandboxBrokerConfig,
   logger: Logger,
@@ -66,8 +75,7 @@ export async function startSandboxBroker(
     const applied = await migrate(pool, "sandbox-broker", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
 
-    const events =
-      options.events ?? (config.sessionLogAddr === undefined ? NO_EVENTS : new SessionLogSink(config.sessionLogAddr, logger));
+    const events = options.events ?? (await sessionLogSink(config, logger));
     cleanups.push(() => events.close(5_000));
 
     let proxy: ProxyConnection | undefined;

@@ -38,6 +38,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
       /** Where sandbox events go; unset: nowhere (the broker works without a session log). */
       sessionLogAddr: env.optional(env.string("MH_SESSION_LOG_ADDR")),
+      // This broker's service token for the session log (role broker); needed with the address.
+      sessionLogTokenFile: env.optional(env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ })),
       /**
        * The credential vault proxy, for git repositories and ALLOWLIST egress, and the file holding
        * this broker's service token for it. Unset: Provision refuses repositories and ALLOWLIST.

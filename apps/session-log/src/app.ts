@@ -5,7 +5,8 @@
  */
 import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
-import { Cleanups, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { ROLES } from "./auth/policy.js";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { OutboxRelay } from "./outbox/relay.js";
@@ -33,6 +34,8 @@ export async function startSessionLog(
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
   try {
+    // First: a log that cannot tell its callers apart must not open its port.
+    const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
@@ -86,6 +89,7 @@ export async function startSessionLog(
             hub,
             deltas,
             logger,
+            guard: { tokens, logger },
             maxPayloadBytes: config.maxPayloadBytes,
             watchRecheckMs: config.watchRecheckMs,
           }),

@@ -15,6 +15,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
         protocols: ["postgres", "postgresql", "pglite"],
       }),
+      /**
+       * The service tokens it accepts, each with its role (admin, harness, broker, proxy); see
+       * auth/policy.ts. Required: the log holds every session's whole history.
+       */
+      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 20, min: 2, max: 500 }),
       maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 }),
       watchRecheckMs: env.int("MH_WATCH_RECHECK_MS", { default: 5000, min: 100, max: 600_000 }),

@@ -6,3 +6,4 @@ export { loadConfig, type SessionLogConfig } from "./config.js";
 export { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";
 export { RELAY_SESSION_SETTINGS } from "./outbox/relay.js";
+export { POLICY, ROLES, type Role } from "./auth/policy.js";

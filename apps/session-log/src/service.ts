@@ -12,7 +12,9 @@ import {
   type SessionLogServer,
 } from "@metaharness/proto";
 import { currentTraceContext } from "@metaharness/telemetry";
-import { serverStream, unary, type Logger } from "@metaharness/service-kit";
+import type { handleUnaryCall } from "@grpc/grpc-js";
+import { guardedServerStream, guardedUnary, type Guard, type GuardedContext, type Logger } from "@metaharness/service-kit";
+import { POLICY, type Role, type RpcName } from "./auth/policy.js";
 import type { Db } from "@metaharness/db";
 import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, requireSessionId } from "./checks.js";
 import type { AppendResult } from "./store/append.js";
@@ -35,6 +37,8 @@ export interface ServiceDeps {
   readonly hub: AppendHub;
   readonly deltas: DeltaHub;
   readonly logger: Logger;
+  /** The service tokens it accepts; every RPC checks its caller's role against auth/policy.ts. */
+  readonly guard: Guard<Role>;
   readonly maxPayloadBytes: number;
   readonly watchRecheckMs: number;
 }
@@ -43,6 +47,8 @@ const NAME = "metaharness.v1.SessionLog";
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
+  const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
+    guardedUnary(`${NAME}/${name[0]?.toUpperCase() ?? ""}${name.slice(1)}`, deps.guard, POLICY[name], fn);
   const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix });
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
@@ -66,7 +72,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
   };
 
   const impl: SessionLogServer = {
-    createSession: unary(`${NAME}/CreateSession`, logger, async (req) => {
+    createSession: rpc("createSession", async (req) => {
       if (req.sessionId !== "" && !isValidSessionId(req.sessionId)) {
         throw invalidArgument("session_id", 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
       }
@@ -76,7 +82,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };
     }),
 
-    updateSession: unary(`${NAME}/UpdateSession`, logger, async (req) => {
+    updateSession: rpc("updateSession", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
       checkMetadataEnums({ agent: req.agent, environment: undefined }, "");
       const session = await updateSession(db, sessionId, {
@@ -91,11 +97,11 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return { session };
     }),
 
-    getSession: unary(`${NAME}/GetSession`, logger, async (req) => ({
+    getSession: rpc("getSession", async (req) => ({
       session: await getSession(db, requireSessionId(req.sessionId)),
     })),
 
-    listSessions: unary(`${NAME}/ListSessions`, logger, async (req) =>
+    listSessions: rpc("listSessions", async (req) =>
       listSessions(db, {
         pageSize: req.pageSize,
         pageToken: req.pageToken,
@@ -106,7 +112,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       }),
     ),
 
-    emitEvent: unary(`${NAME}/EmitEvent`, logger, async (req) => {
+    emitEvent: rpc("emitEvent", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
       const event = prepare(sessionId, req.event, "event");
       const result = await append(sessionId, [event], req.expectedSeq, req.leaseEpoch);
@@ -115,7 +121,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return storedEmitEventResponse(stored, body, result.duplicates > 0);
     }),
 
-    emitEvents: unary(`${NAME}/EmitEvents`, logger, async (req) => {
+    emitEvents: rpc("emitEvents", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
       if (req.events.length === 0) throw invalidArgument("events", "at least one event is required");
       if (req.events.length > MAX_BATCH) throw invalidArgument("events", `at most ${MAX_BATCH} events per batch`);
@@ -132,12 +138,12 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),
 
-    getEvents: unary(`${NAME}/GetEvents`, logger, async (req) => {
+    getEvents: rpc("getEvents", async (req) => {
       const slice = await readStoredSlice(db, sliceRequest(req));
       return storedGetEventsResponse(slice.bodies, slice.lastSeq, slice.hasMore);
     }),
 
-    watchEvents: serverStream(`${NAME}/WatchEvents`, logger, async (req, stream) => {
+    watchEvents: guardedServerStream(`${NAME}/WatchEvents`, deps.guard, POLICY.watchEvents, async (req, stream) => {
       const sessionId = requireSessionId(req.sessionId);
       checkTypes(req.types);
       // Fails fast with NOT_FOUND instead of waiting for a session that does not exist, and with
@@ -157,7 +163,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       );
     }),
 
-    publishDeltas: unary(`${NAME}/PublishDeltas`, logger, async (req) => {
+    publishDeltas: rpc("publishDeltas", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
       if (req.deltas.length > MAX_DELTAS) throw invalidArgument("deltas", `at most ${MAX_DELTAS} per call`);
       const bytes = req.deltas.reduce((n, d) => n + Buffer.byteLength(d.text), 0);
@@ -167,15 +173,15 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return Promise.resolve({});
     }),
 
-    acquireLease: unary(`${NAME}/AcquireLease`, logger, async (req) => ({
+    acquireLease: rpc("acquireLease", async (req) => ({
       lease: await acquireLease(db, requireSessionId(req.sessionId), req.holder, req.ttlMs),
     })),
 
-    renewLease: unary(`${NAME}/RenewLease`, logger, async (req) => ({
+    renewLease: rpc("renewLease", async (req) => ({
       lease: await renewLease(db, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),
     })),
 
-    releaseLease: unary(`${NAME}/ReleaseLease`, logger, async (req) => {
+    releaseLease: rpc("releaseLease", async (req) => {
       await releaseLease(db, requireSessionId(req.sessionId), req.holder, req.epoch);
       return {};
     }),

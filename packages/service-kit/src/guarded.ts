@@ -4,10 +4,10 @@
  * UNAUTHENTICATED or PERMISSION_DENIED without touching the handler. The handler's context names
  * the caller, and so does its logger.
  */
-import type { handleBidiStreamingCall, handleUnaryCall } from "@grpc/grpc-js";
+import type { handleBidiStreamingCall, handleServerStreamingCall, handleUnaryCall } from "@grpc/grpc-js";
 import { MhError } from "@metaharness/errors";
 import { toMhError, toStatusError } from "./grpc-errors.js";
-import { unary, type CallContext } from "./grpc-handlers.js";
+import { serverStream, unary, type CallContext, type ServerStreamWriter } from "./grpc-handlers.js";
 import type { Logger } from "./logger.js";
 import type { Caller, ServiceTokens } from "./service-tokens.js";
 
@@ -38,6 +38,19 @@ export function guardedUnary<Req, Res, R extends string>(
   return unary<Req, Res>(name, guard.logger, async (req, ctx) => {
     const caller = admit(guard, allowed, name, ctx.metadata);
     return fn(req, { ...ctx, caller, logger: ctx.logger.child({ caller: caller.name }) });
+  });
+}
+
+/** `serverStream` for callers whose role is in `allowed`. */
+export function guardedServerStream<Req, Res, R extends string>(
+  name: string,
+  guard: Guard<R>,
+  allowed: readonly R[],
+  fn: (req: Req, stream: ServerStreamWriter<Res>, ctx: GuardedContext<R>) => Promise<void>,
+): handleServerStreamingCall<Req, Res> {
+  return serverStream<Req, Res>(name, guard.logger, async (req, stream, ctx) => {
+    const caller = admit(guard, allowed, name, ctx.metadata);
+    await fn(req, stream, { ...ctx, caller, logger: ctx.logger.child({ caller: caller.name }) });
   });
 }
 

@@ -67,4 +67,4 @@ export {
 } from "./shutdown.js";
 export { UndecodableRequest } from "./undecodable.js";
 export { MIN_TOKEN_CHARS, ServiceTokens, type Caller, type Policy } from "./service-tokens.js";
-export { guardedBidi, guardedUnary, type Guard, type GuardedContext } from "./guarded.js";
+export { guardedBidi, guardedServerStream, guardedUnary, type Guard, type GuardedContext } from "./guarded.js";

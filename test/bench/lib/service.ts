@@ -17,6 +17,7 @@ import { agentMessage } from "../../support/events.js";
 import { createTestDatabase } from "../../support/postgres.js";
 import { startProcess } from "../../support/process.js";
 import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
+import { writeServiceTokens } from "../../support/service-tokens.js";
 import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
 import { HEALTH_CHECK } from "./health-method.js";
 
@@ -77,7 +78,9 @@ async function inProcessLog(env: Record<string, string>): Promise<BenchLog> {
 async function processLog(env: Record<string, string>, nodeArgs: readonly string[]): Promise<BenchLog> {
   const db = await createTestDatabase();
   const topic = `mh-bench-events-${randomBytes(4).toString("hex")}`;
+  const tokens = await writeServiceTokens(["admin"] as const);
   const serviceEnv: Record<string, string> = {
+    MH_SERVICE_TOKENS_FILE: tokens.file,
     MH_DATABASE_URL: db.url,
     MH_KAFKA_BROKERS: KAFKA_BROKERS,
     MH_KAFKA_TOPIC: topic,
@@ -96,7 +99,7 @@ async function processLog(env: Record<string, string>, nodeArgs: readonly string
         health.close();
       }
     }, nodeArgs);
-    const client = createClient(SessionLogClient, `127.0.0.1:${service.port}`);
+    const client = createClient(SessionLogClient, `127.0.0.1:${service.port}`, { bearerToken: tokens.tokens.admin });
     return benchLog({
       dbUrl: db.url,
       topic,
@@ -111,10 +114,12 @@ async function processLog(env: Record<string, string>, nodeArgs: readonly string
         await service.kill("SIGTERM");
         await db.drop();
         await deleteTopic(topic);
+        await tokens.dispose();
       },
     });
   } catch (err) {
     await db.drop();
+    await tokens.dispose();
     throw err;
   }
 }

@@ -22,7 +22,7 @@ let calls = 0;
 
 beforeAll(async () => {
   log = await startTestLog({ MH_RELAY_ENABLED: "false" });
-  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}`, env: { MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS: "false" } });
+  vault = await startTestVault({ sessionLog: log.reach("proxy"), env: { MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS: "false" } });
   mcp = await startMcpServer(() => {
     calls += 1;
     return true;

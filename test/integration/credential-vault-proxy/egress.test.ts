@@ -35,7 +35,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, HOST, resolve));
   origin = `${HOST}:${(upstream.address() as AddressInfo).port}`;
   log = await startTestLog({ MH_RELAY_ENABLED: "false" });
-  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}`, env: { MH_EGRESS_UPSTREAM_SCHEME: "http" } });
+  vault = await startTestVault({ sessionLog: log.reach("proxy"), env: { MH_EGRESS_UPSTREAM_SCHEME: "http" } });
   broker = await startTestBroker({ MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker });
 });
 afterAll(async () => {

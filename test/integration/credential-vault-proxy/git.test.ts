@@ -30,14 +30,14 @@ let broker: TestBroker;
 
 beforeAll(async () => {
   log = await startTestLog({ MH_RELAY_ENABLED: "false" });
-  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}` });
+  vault = await startTestVault({ sessionLog: log.reach("proxy") });
   git = await startGitServer({ username: "x-access-token", token: TOKEN });
   await git.seed("org/app.git", { "README.md": "hello from the server\n" });
   await git.seed("org/secret.git", { "SECRET.md": "not for this sandbox\n" });
   broker = await startTestBroker({
     MH_CREDENTIAL_PROXY_ADDR: vault.address,
     MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker,
-    MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+    ...log.reach("broker"),
     MH_REPOSITORY_RETRY_MS: String(RETRY_MS),
     MH_GIT_CLONE_TIMEOUT_MS: String(CLONE_TIMEOUT_MS),
     MH_REPOSITORY_RETRY_WAIT_MS: String(RETRY_WAIT_MS),

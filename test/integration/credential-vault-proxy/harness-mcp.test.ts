@@ -11,6 +11,8 @@ import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
+import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";
+import { LOG_ROLES, type LogRole } from "../../support/session-log.js";
 import { freePort, metadataWithVaults, newVault, startTestVault, type TestVault } from "../../support/vault.js";
 
 const scenarios = [
@@ -24,17 +26,20 @@ let brain: Brain;
 let vault: TestVault;
 let oauth: OAuthServer;
 let mcp: TestMcpServer;
+let logTokens: ServiceTokenFiles<LogRole>;
 
 beforeAll(async () => {
   // The proxy asks the session log about sessions, and the harness asks the proxy: the log's port
   // is chosen first so both can be named before they start.
   const logPort = await freePort();
-  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${logPort}` });
+  logTokens = await writeServiceTokens(LOG_ROLES);
+  vault = await startTestVault({ sessionLog: { MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile.proxy } });
   oauth = await startOAuthServer({ clientId: "mh", clientSecret: "s3cret-client", method: "client_secret_post" });
   mcp = await startMcpServer((t) => oauth.isValid(t));
   brain = await startBrain({
     scenarios,
     logEnv: { MH_GRPC_PORT: String(logPort) },
+    logTokens,
     env: { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness },
   });
 });
@@ -43,6 +48,7 @@ afterAll(async () => {
   await mcp?.close();
   await oauth?.close();
   await vault?.stop();
+  await logTokens?.dispose();
 });
 
 const ended = (e: Event[]): boolean => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN;

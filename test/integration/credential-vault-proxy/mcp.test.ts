@@ -22,7 +22,7 @@ let harness: VaultClient;
 
 beforeAll(async () => {
   log = await startTestLog({ MH_RELAY_ENABLED: "false" });
-  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}` });
+  vault = await startTestVault({ sessionLog: log.reach("proxy") });
   oauth = await startOAuthServer({ clientId: "mh-client", clientSecret: "client-secret-xyz-123", method: "client_secret_basic", delayMs: 150 });
   mcp = await startMcpServer((t) => oauth.isValid(t));
   admin = vault.client("admin");

@@ -24,7 +24,7 @@ let admin: VaultClient;
 
 beforeAll(async () => {
   log = await startTestLog({ MH_RELAY_ENABLED: "false" });
-  vault = await startTestVault({ sessionLogAddr: `127.0.0.1:${log.handle.port}` });
+  vault = await startTestVault({ sessionLog: log.reach("proxy") });
   admin = vault.client("admin");
 });
 afterAll(async () => {

@@ -22,7 +22,7 @@ let sessionId: string;
 beforeAll(async () => {
   log = await startTestLog({ MH_RELAY_ENABLED: "false" });
   sessionId = (await log.client.createSession({ sessionId: "", metadata: undefined })).session!.sessionId;
-  broker = await startTestBroker({ MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}` });
+  broker = await startTestBroker(log.reach("broker"));
 });
 afterAll(async () => {
   device?.kill("SIGKILL");

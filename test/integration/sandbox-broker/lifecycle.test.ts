@@ -31,7 +31,7 @@ beforeAll(async () => {
   const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
   sessionId = session!.sessionId;
   broker = await startTestBroker({
-    MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+    ...log.reach("broker"),
     MH_REAP_INTERVAL_MS: "100",
     MH_WARM_POOL_SIZE: "2",
   });
@@ -114,7 +114,7 @@ describe("provisioning", () => {
 describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
   it("counts warm sandboxes: taking from the pool never runs more than the cap", async () => {
     const capped = await startTestBroker({
-      MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`,
+      ...log.reach("broker"),
       MH_MAX_SANDBOXES: "2",
       MH_WARM_POOL_SIZE: "2",
     });
@@ -191,7 +191,7 @@ describe("broker restarts", () => {
     // Its own broker id: a broker that starts marks every READY sandbox of its id as lost.
     const brokerId = `crash-${randomBytes(3).toString("hex")}`;
     const crashing = await spawnBrokerProcess(
-      brokerEnv(broker.db.url, brokerId, { MH_SESSION_LOG_ADDR: `127.0.0.1:${log.handle.port}`, MH_SERVICE_TOKENS_FILE: broker.tokens.file }),
+      brokerEnv(broker.db.url, brokerId, { ...log.reach("broker"), MH_SERVICE_TOKENS_FILE: broker.tokens.file }),
       broker.tokens.tokens.admin,
     );
     const { sandbox } = await crashing.client.provision({ sessionId, resources: undefined, handKind: "" });

@@ -8,6 +8,7 @@ import { newEvent } from "@metaharness/events";
 import { Event, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, createLogger, promisify } from "@metaharness/service-kit";
 import { loadConfig, startSessionLog, type SessionLogHandle } from "@metaharness/session-log";
+import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";
 import type { LogClient } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
@@ -15,11 +16,14 @@ let handle: SessionLogHandle;
 let client: LogClient;
 let bus: EventBus;
 let consumer: BusConsumer;
+let tokens: ServiceTokenFiles<"admin">;
 const published: Event[] = [];
 
 beforeAll(async () => {
   bus = createMemoryBus();
+  tokens = await writeServiceTokens(["admin"] as const);
   const config = loadConfig({
+    MH_SERVICE_TOKENS_FILE: tokens.file,
     MH_DATABASE_URL: "pglite:memory",
     MH_GRPC_PORT: "0",
     MH_RELAY_POLL_MS: "100",
@@ -36,12 +40,13 @@ beforeAll(async () => {
       return Promise.resolve();
     },
   });
-  client = promisify(createClient(SessionLogClient, `127.0.0.1:${handle.port}`), SessionLogService);
+  client = promisify(createClient(SessionLogClient, `127.0.0.1:${handle.port}`, { bearerToken: tokens.tokens.admin }), SessionLogService);
 });
 afterAll(async () => {
   await consumer?.close();
   await handle?.stop();
   await bus?.close();
+  await tokens?.dispose();
 });
 
 describe("session-log on PGlite and the in-process bus", () => {

@@ -129,7 +129,7 @@ describe("WatchEvents", () => {
       code: "INVALID_ARGUMENT",
       field: "deltas[1].kind",
     });
-    await expect(publishRaw(`127.0.0.1:${log.handle.port}`, sessionId, Timestamp.encode({ seconds: 1e13, nanos: 0 }).finish())).rejects.toMatchObject({
+    await expect(publishRaw(`127.0.0.1:${log.handle.port}`, log.tokens.tokens.harness, sessionId, Timestamp.encode({ seconds: 1e13, nanos: 0 }).finish())).rejects.toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,
       details: expect.stringContaining("deltas[0].emitted_at") as unknown,
     });
@@ -192,7 +192,7 @@ describe("WatchEvents", () => {
  * PublishDeltas with one TEXT delta whose emitted_at is `timestamp` as encoded: no Date holds
  * some times the wire can carry (seconds up to 2^63), so this request cannot be made from one.
  */
-function publishRaw(address: string, sessionId: string, timestamp: Uint8Array): Promise<void> {
+function publishRaw(address: string, token: string, sessionId: string, timestamp: Uint8Array): Promise<void> {
   const head = Buffer.from(EventDelta.encode({ sessionId: "", modelRequestId: "sevt_req", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "x", emittedAt: undefined }).finish());
   const delta = Buffer.concat([head, Buffer.from([0x32, timestamp.length]), timestamp]);
   const id = Buffer.from(sessionId);
@@ -200,7 +200,9 @@ function publishRaw(address: string, sessionId: string, timestamp: Uint8Array): 
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   const identity = (b: Buffer): Buffer => b;
   return new Promise<void>((resolve, reject) => {
-    client.makeUnaryRequest("/metaharness.v1.SessionLog/PublishDeltas", identity, identity, request, (err) => {
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", `Bearer ${token}`);
+    client.makeUnaryRequest("/metaharness.v1.SessionLog/PublishDeltas", identity, identity, request, metadata, (err) => {
       client.close();
       if (err) reject(err);
       else resolve();

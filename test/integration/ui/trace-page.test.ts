@@ -252,7 +252,7 @@ describe("the trace page", () => {
         const config = loadConfig({
           MH_HTTP_PORT: "0",
           MH_DATABASE_URL: stack!.db.url,
-          MH_SESSION_LOG_ADDR: `127.0.0.1:${stack!.brain.log.handle.port}`,
+          ...stack!.brain.log.reach("admin"),
           MH_HARNESS_ADDR: `127.0.0.1:${stack!.brain.harnesses[0]!.port}`,
           MH_LOG_LEVEL: "silent",
         });

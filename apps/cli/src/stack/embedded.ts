@@ -103,9 +103,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const store = opts.dataDir === undefined ? "PGlite in memory" : `PGlite in ${opts.dataDir}`;
     const dbUrl = await databaseUrl(opts.dataDir);
 
+    const secrets = await writeDevSecrets(opts.dataDir);
+    stops.push({ name: "secrets", run: () => secrets.dispose() });
     const logConfig = sessionLogConfig({
       MH_GRPC_PORT: "0",
       MH_DATABASE_URL: dbUrl,
+      MH_SERVICE_TOKENS_FILE: secrets.tokensFile.log,
       MH_RELAY_POLL_MS: "50",
       MH_LOG_LEVEL: level,
     });
@@ -113,15 +116,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     stops.push({ name: "session log", run: () => log.stop() });
     const logAddr = `127.0.0.1:${log.port}`;
 
-    const secrets = await writeDevSecrets(opts.dataDir);
-    stops.push({ name: "secrets", run: () => secrets.dispose() });
     const vaultConfig = credentialProxyConfig({
       MH_GRPC_PORT: "0",
       MH_REMOTE_HTTP_PORT: "0",
       MH_DATABASE_URL: dbUrl,
       MH_SESSION_LOG_ADDR: logAddr,
+      MH_SESSION_LOG_TOKEN_FILE: secrets.tokenFile("log", "proxy"),
       MH_MASTER_KEY_FILE: secrets.masterKeyFile,
-      MH_SERVICE_TOKENS_FILE: secrets.serviceTokensFile,
+      MH_SERVICE_TOKENS_FILE: secrets.tokensFile.proxy,
       // Everything of `mh dev` is on this machine, the demo's git server and MCP servers included.
       MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS: "true",
       MH_LOG_LEVEL: level,
@@ -136,9 +138,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_GRPC_PORT: "0",
       MH_DATABASE_URL: dbUrl,
       MH_SESSION_LOG_ADDR: logAddr,
+      MH_SESSION_LOG_TOKEN_FILE: secrets.tokenFile("log", "broker"),
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
-      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.broker,
-      MH_SERVICE_TOKENS_FILE: secrets.brokerServiceTokensFile,
+      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile("proxy", "broker"),
+      MH_SERVICE_TOKENS_FILE: secrets.tokensFile.broker,
       MH_BROKER_ID: brokerId(opts.dataDir),
       MH_LOG_LEVEL: level,
     });
@@ -161,10 +164,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const brainConfig = harnessConfig({
       MH_GRPC_PORT: "0",
       MH_SESSION_LOG_ADDR: logAddr,
+      MH_SESSION_LOG_TOKEN_FILE: secrets.tokenFile("log", "harness"),
       MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${broker.port}`,
-      MH_SANDBOX_BROKER_TOKEN_FILE: secrets.tokenFile.harnessToBroker,
+      MH_SANDBOX_BROKER_TOKEN_FILE: secrets.tokenFile("broker", "harness"),
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
-      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.harness,
+      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile("proxy", "harness"),
       MH_KAFKA_WAKE: "true",
       MH_LOG_LEVEL: level,
       ...modelEnv,
@@ -177,9 +181,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_HTTP_PORT: String(opts.port ?? 0),
       MH_DATABASE_URL: dbUrl,
       MH_SESSION_LOG_ADDR: logAddr,
+      MH_SESSION_LOG_TOKEN_FILE: secrets.tokenFile("log", "gateway"),
       MH_HARNESS_ADDR: `127.0.0.1:${harness.port}`,
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
-      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile.gateway,
+      MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile("proxy", "gateway"),
       MH_GATEWAY_API_KEYS: `${opts.apiKey}:local`,
       MH_LOG_LEVEL: level,
     });

@@ -79,9 +79,11 @@ export class SessionLogSink implements SandboxEventSink {
 
   constructor(
     address: string,
+    /** This broker's service token for the log. */
+    token: string,
     private readonly logger: Logger,
   ) {
-    this.raw = createClient(SessionLogClient, address);
+    this.raw = createClient(SessionLogClient, address, { bearerToken: token });
     this.client = promisify(this.raw, SessionLogService);
   }
 

@@ -1,0 +1,31 @@
+/**
+ * Who may call the session log, which holds every session's whole history: every RPC needs a
+ * service token (MH_SERVICE_TOKENS_FILE) whose role the policy lists for it. An admin (the
+ * gateway, a backend using the gRPC API) may do everything; a harness reads sessions, appends,
+ * watches, streams deltas and holds leases; the sandbox broker appends its sandbox events; the
+ * credential vault proxy reads a session's metadata (its vaults and tenant). The record is keyed
+ * by the generated service, so a new RPC does not compile until it is given its roles here.
+ */
+import type { SessionLogService } from "@metaharness/proto";
+import type { Policy } from "@metaharness/service-kit";
+
+/** The roles a service token file of the session log may give its callers. */
+export const ROLES = ["admin", "harness", "broker", "proxy"] as const;
+export type Role = (typeof ROLES)[number];
+
+export type RpcName = keyof SessionLogService;
+
+export const POLICY: Policy<RpcName, Role> = {
+  createSession: ["admin"],
+  updateSession: ["admin"],
+  getSession: ["admin", "harness", "proxy"],
+  listSessions: ["admin", "harness"],
+  emitEvent: ["admin", "harness", "broker"],
+  emitEvents: ["admin", "harness", "broker"],
+  getEvents: ["admin", "harness"],
+  watchEvents: ["admin", "harness"],
+  publishDeltas: ["admin", "harness"],
+  acquireLease: ["admin", "harness"],
+  renewLease: ["admin", "harness"],
+  releaseLease: ["admin", "harness"],
+};
