@@ -60,6 +60,7 @@ tokens_file() { # tokens_file <service> <caller>:<role>...
 tokens_file log gateway:admin harness:harness broker:broker proxy:proxy
 tokens_file proxy gateway:admin harness:harness broker:broker
 tokens_file broker harness:harness
+tokens_file harness gateway:admin
 api_key="mh-$(secret)"
 umask 022
 
@@ -115,7 +116,7 @@ fi
 for (( i = 0; i < STACK_HARNESSES; i++ )); do
   port=$(( PORT_HARNESS + i ))
   start "harness-$((i + 1))" "$port" apps/harness/dist/main.js "${common[@]}" "${model[@]}" \
-    MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" \
+    MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" MH_SERVICE_TOKENS_FILE="$sec/harness-services.json" \
     MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/harness-log.token" \
     MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/harness-broker.token" \
     MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
@@ -127,7 +128,7 @@ done
 start gateway "$PORT_HTTP" apps/gateway/dist/main.js "${common[@]}" \
   MH_HTTP_PORT="$PORT_HTTP" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/gateway-log.token" \
-  MH_HARNESS_ADDR="127.0.0.1:$PORT_HARNESS" MH_GATEWAY_API_KEYS="$api_key:local" \
+  MH_HARNESS_ADDR="127.0.0.1:$PORT_HARNESS" MH_HARNESS_TOKEN_FILE="$sec/gateway-harness.token" MH_GATEWAY_API_KEYS="$api_key:local" \
   MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/gateway-proxy.token"
 
 log "stack up in $(elapsed "$t0"): logs in $STACK_DIR/logs, stop with infra/stack/down.sh"

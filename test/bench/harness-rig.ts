@@ -65,7 +65,7 @@ export async function startRig(): Promise<Rig> {
     const first = brain.harnesses[0];
     if (first === undefined) throw new Error("the brain started no harness");
     const second = await brain.addHarness({ MH_EAGER_SANDBOX: "true" });
-    const raw = createClient(HarnessClient, `127.0.0.1:${second.port}`);
+    const raw = createClient(HarnessClient, `127.0.0.1:${second.port}`, { bearerToken: brain.harnessTokens.tokens.admin });
     closers.push(() => raw.close());
     return {
       brain,

@@ -37,6 +37,7 @@ async function startDoomed(): Promise<ServiceProcess> {
     "harness",
     {
       ...brain.log.reach("harness"),
+      MH_SERVICE_TOKENS_FILE: brain.harnessTokens.file,
       MH_MODEL_BASE_URL: brain.model.url,
       MH_MODEL: "claude-offline-test",
       MH_INSTANCE_ID: "doomed",
@@ -47,7 +48,7 @@ async function startDoomed(): Promise<ServiceProcess> {
       MH_SWEEP_MS: "600000",
     },
     async (port) => {
-      const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${port}`), HarnessService);
+      const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${port}`, { bearerToken: brain.harnessTokens.tokens.admin }), HarnessService);
       await rpc.listActive({}, { deadlineMs: 500 });
     },
   );
@@ -60,7 +61,7 @@ async function killAt(
 ): Promise<{ sessionId: string; killedAt: number }> {
   const doomed = await startDoomed();
   try {
-    const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${doomed.port}`), HarnessService);
+    const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${doomed.port}`, { bearerToken: brain.harnessTokens.tokens.admin }), HarnessService);
     // Between the append and the doomed instance's lease, the survivor's sweeper (every 250 ms)
     // may find the session orphaned and take it; then this session proves nothing, and the turn
     // starts again on a new one. A few tries make the race's loss (a loaded machine) harmless.

@@ -122,6 +122,8 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     stops.push(() => brokerDb.drop());
     const brokerTokens = await writeServiceTokens(BROKER_ROLES);
     stops.push(() => brokerTokens.dispose());
+    const harnessTokens = await writeServiceTokens(["admin"] as const);
+    stops.push(() => harnessTokens.dispose());
     const brokerHandle = await startSandboxBroker(
       brokerConfig(
         brokerEnv(brokerDb.url, `sec-${randomBytes(4).toString("hex")}`, {
@@ -150,6 +152,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
       harnessConfig({
         MH_GRPC_PORT: "0",
         ...logAs("harness"),
+        MH_SERVICE_TOKENS_FILE: harnessTokens.file,
         MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${brokerHandle.port}`,
         MH_SANDBOX_BROKER_TOKEN_FILE: brokerTokens.tokenFile.harness,
         MH_CREDENTIAL_PROXY_ADDR: vault.address,
@@ -160,7 +163,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
       logs.logger("harness"),
     );
     stops.push(() => harness.stop());
-    const rawHarness = createClient(HarnessClient, `127.0.0.1:${harness.port}`);
+    const rawHarness = createClient(HarnessClient, `127.0.0.1:${harness.port}`, { bearerToken: harnessTokens.tokens.admin });
     stops.push(() => Promise.resolve(rawHarness.close()));
 
     return {

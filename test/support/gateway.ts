@@ -98,6 +98,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_DATABASE_URL: db.url,
       ...brain.log.reach("admin"),
       MH_HARNESS_ADDR: `127.0.0.1:${brain.harnesses[0]!.port}`,
+      MH_HARNESS_TOKEN_FILE: brain.harnessTokens.tokenFile.admin,
       MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b`,
       MH_GATEWAY_SSE_HEARTBEAT_MS: "200",
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",

@@ -8,7 +8,7 @@ import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harne
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { startTestLog, type LogRole, type TestLog } from "./session-log.js";
-import type { ServiceTokenFiles } from "./service-tokens.js";
+import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
@@ -19,8 +19,10 @@ export interface Brain {
   readonly broker: TestBroker | undefined;
   readonly model: OfflineModel;
   readonly harnesses: HarnessHandle[];
-  /** gRPC client of the first harness instance. */
+  /** gRPC client of the first harness instance (an admin's). */
   readonly rpc: HarnessRpc;
+  /** The harnesses' MH_SERVICE_TOKENS_FILE and the admin's token (the gateway's). */
+  readonly harnessTokens: ServiceTokenFiles<"admin">;
   addHarness(env?: Record<string, string>): Promise<HarnessHandle>;
   createSession(agent?: Partial<AgentConfig>, harness?: string): Promise<string>;
   /** Events of the session, waiting until `until` holds for them (or `timeoutMs`). */
@@ -54,6 +56,8 @@ export async function startBrain(opts: {
   try {
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
+    const harnessTokens = await writeServiceTokens(["admin"] as const);
+    stops.push(() => harnessTokens.dispose());
     let broker: TestBroker | undefined;
     if (opts.broker !== undefined && opts.broker !== false) {
       broker = await startTestBroker({ ...log.reach("broker"), ...(opts.broker === true ? {} : opts.broker) }, {}, logger("sandbox-broker"));
@@ -64,6 +68,7 @@ export async function startBrain(opts: {
       const config = loadConfig({
         MH_GRPC_PORT: "0",
         ...log.reach("harness"),
+        MH_SERVICE_TOKENS_FILE: harnessTokens.file,
         MH_MODEL_BASE_URL: model.url,
         MH_MODEL: "claude-offline-test",
         MH_MODEL_RETRY_INITIAL_MS: "20",
@@ -78,7 +83,7 @@ export async function startBrain(opts: {
       return h;
     };
     const first = await addHarness();
-    const raw = createClient(HarnessClient, `127.0.0.1:${first.port}`);
+    const raw = createClient(HarnessClient, `127.0.0.1:${first.port}`, { bearerToken: harnessTokens.tokens.admin });
     stops.push(() => Promise.resolve(raw.close()));
     return {
       log,
@@ -86,6 +91,7 @@ export async function startBrain(opts: {
       model,
       harnesses,
       rpc: promisify(raw, HarnessService),
+      harnessTokens,
       addHarness,
       async createSession(agent = {}, harness = "") {
         const metadata: SessionMetadata = {

@@ -95,7 +95,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     }
     let harness = deps.harness;
     if (harness === undefined) {
-      const raw = createClient(HarnessClient, config.harnessAddress);
+      const raw = createClient(HarnessClient, config.harnessAddress, { bearerToken: await readServiceToken(config.harnessTokenFile) });
       cleanups.push(() => Promise.resolve(raw.close()));
       harness = promisify(raw, HarnessService);
     }

@@ -52,6 +52,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       // This gateway's service token for the session log (role admin).
       sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),
+      // This gateway's service token for the harness (role admin there).
+      harnessTokenFile: env.string("MH_HARNESS_TOKEN_FILE", { pattern: /^\/\S+$/ }),
       harnessAddress: env.string("MH_HARNESS_ADDR", { default: "127.0.0.1:50052" }),
       // The credential vault proxy (vaults, and the tokens of sessions' repositories) and the file
       // holding this gateway's service token for it (role admin). Without them, vault routes say so.

@@ -6,7 +6,7 @@ import { MhError } from "@metaharness/errors";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, readServiceToken, startGrpcServer, unary, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, guardedUnary, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { HarnessConfig } from "./config.js";
 import { externalProcessLoop } from "./loop/external-process.js";
 import { toolLoop } from "./loop/tool-loop.js";
@@ -22,6 +22,9 @@ export interface HarnessHandle {
   stop(): Promise<void>;
 }
 
+/** Who may call the harness's API: it wakes sessions and lists them, so an admin (the gateway, an operator) only. */
+export const ROLES = ["admin"] as const;
+
 export const LOOPS: ReadonlyMap<string, HarnessLoop> = new Map([[toolLoop.name, toolLoop], [externalProcessLoop.name, externalProcessLoop]]);
 
 export async function startHarness(
@@ -32,6 +35,9 @@ export async function startHarness(
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
   try {
+    // First: a harness that cannot tell its callers apart must not open its port.
+    const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
+    const guard = { tokens, logger };
     const rawLog = createClient(SessionLogClient, config.sessionLogAddress, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
     cleanups.push(() => Promise.resolve(rawLog.close()));
     const log = promisify(rawLog, SessionLogService);
@@ -97,11 +103,11 @@ export async function startHarness(
           name: "metaharness.v1.Harness",
           definition: HarnessService,
           implementation: {
-            wake: unary("metaharness.v1.Harness/Wake", logger, async (req: { sessionId: string }) => {
+            wake: guardedUnary("metaharness.v1.Harness/Wake", guard, ROLES, async (req: { sessionId: string }) => {
               const { outcome, holder } = await supervisor.wake(req.sessionId);
               return { outcome, leaseHolder: holder };
             }),
-            listActive: unary("metaharness.v1.Harness/ListActive", logger, () =>
+            listActive: guardedUnary("metaharness.v1.Harness/ListActive", guard, ROLES, () =>
               Promise.resolve({ instanceId: supervisor.instanceId, sessions: supervisor.list() }),
             ),
           },

@@ -10,6 +10,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
       port: env.port("MH_GRPC_PORT", { default: 50052 }),
       instanceId: env.optional(env.string("MH_INSTANCE_ID")),
+      // The service tokens its gRPC API (Wake, ListActive) accepts: admins only (the gateway, an operator).
+      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       // This harness's service token for the session log (role harness).
       sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),

@@ -254,6 +254,7 @@ describe("the trace page", () => {
           MH_DATABASE_URL: stack!.db.url,
           ...stack!.brain.log.reach("admin"),
           MH_HARNESS_ADDR: `127.0.0.1:${stack!.brain.harnesses[0]!.port}`,
+          MH_HARNESS_TOKEN_FILE: stack!.brain.harnessTokens.tokenFile.admin,
           MH_LOG_LEVEL: "silent",
         });
         gateways.push(await startGateway({ ...config, ui: loadUiConfig(ui) }, createLogger({ service: "gateway", level: "silent" })));

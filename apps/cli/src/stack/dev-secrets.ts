@@ -1,6 +1,6 @@
 /**
  * The files the embedded stack's guarded services need: the credential vault proxy's master key,
- * and for each guarded service (session log, proxy, sandbox broker) the service tokens file it
+ * and for each guarded service (session log, proxy, sandbox broker, harness) the service tokens file it
  * reads, with one token per caller. A caller holds a different token for each service it calls,
  * so no service can replay what it was shown to another. Secrets are files, never settings (as in
  * a distributed deployment), written 0600 in a directory only this user reads. With a data
@@ -19,6 +19,7 @@ const CALLERS = {
   log: { gateway: "admin", harness: "harness", broker: "broker", proxy: "proxy" },
   proxy: { gateway: "admin", harness: "harness", broker: "broker" },
   broker: { harness: "harness" },
+  harness: { gateway: "admin" },
 } as const;
 
 type Service = keyof typeof CALLERS;
