@@ -1,9 +1,12 @@
 /**
  * The session log as the harness sees it: read the whole history (paged), follow it live, append
  * under the lease epoch, and publish ephemeral deltas. Every write carries the epoch, so a harness
- * whose lease was taken over is refused (ABORTED) on its next write and stops.
+ * whose lease was taken over is refused (ABORTED) on its next write and stops. An append the log
+ * could not take (it restarts, it is overloaded) is sent again, unchanged, for a few seconds
+ * instead of ending the turn: see `emit`.
  */
-import { MhError } from "@metaharness/errors";
+import { setTimeout as sleep } from "node:timers/promises";
+import { MhError, type CodeName } from "@metaharness/errors";
 import type { Event, EventDelta, Session, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 
@@ -11,10 +14,21 @@ export type SessionLogClient = PromiseClient<typeof SessionLogService>;
 
 const PAGE = 1000;
 
+/**
+ * Failures of the log itself, not of the request: the same append may succeed a moment later.
+ * RETRYABLE_CODES less ABORTED, which from the log means the lease was taken over: never retried.
+ */
+const TRANSIENT: ReadonlySet<CodeName> = new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]);
+/** How long an append is retried: a restart of the log; longer than the lease's TTL, so the lease decides. */
+export const APPEND_RETRY_MS = 5_000;
+const FIRST_RETRY_MS = 50;
+const MAX_RETRY_MS = 1_000;
+
 export class LogPort {
   constructor(
     readonly client: SessionLogClient,
     readonly sessionId: string,
+    private readonly appendRetryMs = APPEND_RETRY_MS,
   ) {}
 
   async session(): Promise<Session> {
@@ -55,12 +69,23 @@ export class LogPort {
   /**
    * Appends atomically under the lease; returns the events as stored (with seqs). With
    * `expectedSeq`, only if the session's last event is still that one (else FAILED_PRECONDITION
-   * on expected_seq).
+   * on expected_seq). A transient failure is retried with backoff for `appendRetryMs`. That is
+   * safe because the events keep their ids: if an earlier attempt was written and only its answer
+   * was lost, the log returns that append's seqs as duplicates and writes nothing (and checks
+   * `expectedSeq` only when something is new); the lease epoch is checked on every attempt.
    */
   async emit(events: Event[], leaseEpoch: number, expectedSeq?: number): Promise<Event[]> {
     if (events.length === 0) return [];
-    const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq });
-    return res.events;
+    const until = Date.now() + this.appendRetryMs;
+    for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
+      try {
+        const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq });
+        return res.events;
+      } catch (err) {
+        if (!TRANSIENT.has(MhError.from(err).code) || Date.now() + wait > until) throw err;
+        await sleep(wait);
+      }
+    }
   }
 
   /** Live events after `afterSeq` until `signal` aborts. */

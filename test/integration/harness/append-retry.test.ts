@@ -1,0 +1,47 @@
+/**
+ * The harness's appends outlive a restart of the session log: an append the log cannot take is
+ * sent again, unchanged, until the log is back (within a few seconds), so a turn is not lost to a
+ * rolling restart. Sending the same events again writes nothing (their ids are kept), and a
+ * refusal of the request itself (a lease taken over) is not retried.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LogPort } from "@metaharness/harness";
+import { agentMessage, textOf } from "../../support/events.js";
+import { newSession, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
+
+let log: TestLog;
+
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+describe("appends across a session log restart", () => {
+  it("are sent again until the log is back, written once, and never retried when refused", async () => {
+    const sessionId = await newSession(log.client);
+    const { lease } = await log.client.acquireLease({ sessionId, holder: "harness-a", ttlMs: 60_000 });
+    const port = new LogPort(log.clientAs("harness"), sessionId);
+    const events = [agentMessage("written while the log restarted")];
+
+    await log.handle.stop();
+    const pending = port.emit(events, lease!.epoch);
+    await new Promise((r) => setTimeout(r, 300));
+    const back = await log.startReplica({ MH_GRPC_PORT: String(log.handle.port) });
+    const stored = await pending;
+    expect(stored.map((e) => [e.seq, textOf(e)])).toEqual([[1, "written while the log restarted"]]);
+
+    // The same events again (an attempt whose answer was lost looks like this to the log).
+    expect((await port.emit(events, lease!.epoch)).map((e) => e.seq)).toEqual([1]);
+    expect((await back.client.getSession({ sessionId })).session?.lastSeq).toBe(1);
+
+    // Another holder takes the lease: the old epoch is refused, and not retried (were it retried,
+    // this port would keep at it for ten minutes and the test would time out).
+    await back.client.releaseLease({ sessionId, holder: "harness-a", epoch: lease!.epoch });
+    await back.client.acquireLease({ sessionId, holder: "harness-b", ttlMs: 60_000 });
+    const patient = new LogPort(log.clientAs("harness"), sessionId, 600_000);
+    expect((await rejection(patient.emit([agentMessage("stale")], lease!.epoch))).code).toBe("ABORTED");
+    expect((await back.client.getSession({ sessionId })).session?.lastSeq).toBe(1);
+  });
+});
