@@ -14,7 +14,7 @@ import {
 import { currentTraceContext } from "@metaharness/telemetry";
 import type { handleUnaryCall } from "@grpc/grpc-js";
 import { guardedServerStream, guardedUnary, type Guard, type GuardedContext, type Logger } from "@metaharness/service-kit";
-import { POLICY, type Role, type RpcName } from "./auth/policy.js";
+import { BROKER_EVENT_TYPES, POLICY, type Role, type RpcName } from "./auth/policy.js";
 import type { Db } from "@metaharness/db";
 import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, requireSessionId } from "./checks.js";
 import type { AppendResult } from "./store/append.js";
@@ -112,9 +112,12 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       }),
     ),
 
-    emitEvent: rpc("emitEvent", async (req) => {
+    emitEvent: rpc("emitEvent", async (req, ctx) => {
       const sessionId = requireSessionId(req.sessionId);
       const event = prepare(sessionId, req.event, "event");
+      if (ctx.caller.role === "broker" && !BROKER_EVENT_TYPES.has(event.type)) {
+        throw new MhError("PERMISSION_DENIED", `${ctx.caller.name} (role broker) may not append ${event.type} events`, { field: "event.type" });
+      }
       const result = await append(sessionId, [event], req.expectedSeq, req.leaseEpoch);
       const [stored, body] = [result.events[0], result.bodies[0]];
       if (stored === undefined || body === undefined) throw new MhError("INTERNAL", "the append returned no event");

@@ -2,8 +2,9 @@
  * Who may call the session log, which holds every session's whole history: every RPC needs a
  * service token (MH_SERVICE_TOKENS_FILE) whose role the policy lists for it. An admin (the
  * gateway, a backend using the gRPC API) may do everything; a harness reads sessions, appends,
- * watches, streams deltas and holds leases; the sandbox broker appends its sandbox events; the
- * credential vault proxy reads a session's metadata (its vaults and tenant). The record is keyed
+ * watches, streams deltas and holds leases; the sandbox broker appends its sandbox events, one at a
+ * time and of those types only (BROKER_EVENT_TYPES), so its token cannot put words in a user's
+ * mouth; the credential vault proxy reads a session's metadata (its vaults and tenant). The record is keyed
  * by the generated service, so a new RPC does not compile until it is given its roles here.
  */
 import type { SessionLogService } from "@metaharness/proto";
@@ -15,13 +16,16 @@ export type Role = (typeof ROLES)[number];
 
 export type RpcName = keyof SessionLogService;
 
+/** What the broker appends: its sandboxes' lifecycle, and a repository that would not clone (session.error). */
+export const BROKER_EVENT_TYPES: ReadonlySet<string> = new Set(["sandbox.provisioned", "sandbox.released", "sandbox.lost", "session.error"]);
+
 export const POLICY: Policy<RpcName, Role> = {
   createSession: ["admin"],
   updateSession: ["admin"],
   getSession: ["admin", "harness", "proxy"],
   listSessions: ["admin", "harness"],
   emitEvent: ["admin", "harness", "broker"],
-  emitEvents: ["admin", "harness", "broker"],
+  emitEvents: ["admin", "harness"],
   getEvents: ["admin", "harness"],
   watchEvents: ["admin", "harness"],
   publishDeltas: ["admin", "harness"],
