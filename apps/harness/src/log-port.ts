@@ -16,9 +16,12 @@ const PAGE = 1000;
 
 /**
  * Failures of the log itself, not of the request: the same append may succeed a moment later.
- * RETRYABLE_CODES less ABORTED, which from the log means the lease was taken over: never retried.
+ * Not ABORTED (from the log: the lease was taken over) nor RESOURCE_EXHAUSTED (also a message
+ * over the size limit, which no retry fixes).
  */
-const TRANSIENT: ReadonlySet<CodeName> = new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]);
+const TRANSIENT: ReadonlySet<CodeName> = new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED"]);
+/** The least time an attempt is given, even when the retry window is nearly spent. */
+const MIN_ATTEMPT_MS = 500;
 /** How long an append is retried: a restart of the log; longer than the lease's TTL, so the lease decides. */
 export const APPEND_RETRY_MS = 5_000;
 const FIRST_RETRY_MS = 50;
@@ -76,10 +79,13 @@ export class LogPort {
    */
   async emit(events: Event[], leaseEpoch: number, expectedSeq?: number): Promise<Event[]> {
     if (events.length === 0) return [];
+    // Without its id an event would be new to the log at each attempt: written twice.
+    if (events.some((e) => e.id === "")) throw new MhError("INTERNAL", "the harness appends only events with ids");
     const until = Date.now() + this.appendRetryMs;
     for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
       try {
-        const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq });
+        const deadlineMs = Math.max(MIN_ATTEMPT_MS, until - Date.now());
+        const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq }, { deadlineMs });
         return res.events;
       } catch (err) {
         if (!TRANSIENT.has(MhError.from(err).code) || Date.now() + wait > until) throw err;
