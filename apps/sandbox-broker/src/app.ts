@@ -118,12 +118,15 @@ export async function startSandboxBroker(
     // Hands hang up only after their sandboxes were released (not lost) below.
     const hands = new HandRegistry();
     cleanups.push(() => Promise.resolve(hands.closeAll(SHUTDOWN_REASON)));
-    const live = new LiveSandboxes({ pool, events, logger });
+    // The warm pool refills into any place the cap frees (it is made below: the pool's room needs `live`).
+    let refill = (): void => undefined;
+    const live = new LiveSandboxes({ pool, events, logger, onRoom: () => refill() });
     cleanups.push(() => live.endAll(SandboxState.SANDBOX_STATE_RELEASED, SHUTDOWN_REASON));
     const base = { config, pool, logger, launcher, live, hands, events, incarnation, proxy };
     const warmRoom = (): number => Math.min(config.warmPoolSize, config.maxSandboxes - live.committed);
     const warm = new WarmPool(warmRoom, (id) => startLocalSandbox(base, id, defaultLimits(config)), logger);
     warm.fill();
+    refill = () => warm.refillSoon();
     cleanups.push(() => warm.stop());
     const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites };
 

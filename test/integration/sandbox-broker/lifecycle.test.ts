@@ -120,13 +120,21 @@ describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
     });
     try {
       await eventually(() => Promise.resolve(capped.handle.warmPool.available === 2 ? true : undefined), "the warm pool to fill");
-      for (let i = 0; i < 2; i++) expect((await capped.client.provision({ sessionId, resources: undefined, handKind: "" })).warm).toBe(true);
+      const taken: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await capped.client.provision({ sessionId, resources: undefined, handKind: "" });
+        expect(res.warm).toBe(true);
+        taken.push(res.sandbox!.sandboxId);
+      }
       const third = await rejection(capped.client.provision({ sessionId, resources: undefined, handKind: "" }));
       expect(third.code).toBe("RESOURCE_EXHAUSTED");
       expect(third.message).toContain("MH_MAX_SANDBOXES");
       // Nor does the pool start more behind the sessions' two (it refills a few ms after a take).
       await new Promise((r) => setTimeout(r, 300));
       expect(capped.handle.warmPool.available).toBe(0);
+      // A released sandbox leaves room: the pool takes it back.
+      await capped.client.release({ sandboxId: taken[0]!, sessionId });
+      await eventually(() => Promise.resolve(capped.handle.warmPool.available === 1 ? true : undefined), "the pool to refill into the freed place");
     } finally {
       await capped.stop();
     }

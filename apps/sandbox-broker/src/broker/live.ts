@@ -40,7 +40,13 @@ export class LiveSandboxes {
   private reserved = 0;
 
   constructor(
-    private readonly deps: { readonly pool: Queryable; readonly events: SandboxEventSink; readonly logger: Logger },
+    private readonly deps: {
+      readonly pool: Queryable;
+      readonly events: SandboxEventSink;
+      readonly logger: Logger;
+      /** Told whenever a place under the cap frees up (a sandbox ended, a reservation ended). */
+      readonly onRoom?: () => void;
+    },
   ) {}
 
   add(sandbox: LiveSandbox): void {
@@ -78,8 +84,10 @@ export class LiveSandboxes {
     this.reserved++;
     let held = true;
     return () => {
-      if (held) this.reserved--;
+      if (!held) return;
       held = false;
+      this.reserved--;
+      this.deps.onRoom?.();
     };
   }
 
@@ -92,6 +100,7 @@ export class LiveSandboxes {
     const done = this.finish(sandbox, state, reason).finally(() => {
       this.sandboxes.delete(id);
       this.ending.delete(id);
+      this.deps.onRoom?.();
     });
     this.ending.set(id, done);
     return done;

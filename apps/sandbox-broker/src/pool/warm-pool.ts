@@ -62,8 +62,13 @@ export class WarmPool {
    */
   take(): Pooled | undefined {
     const pooled = this.ready.shift();
-    setTimeout(() => this.fill(), REFILL_DELAY_MS).unref();
+    this.refillSoon();
     return pooled;
+  }
+
+  /** Fills on a later turn of the event loop (see take), e.g. once the cap leaves room again. */
+  refillSoon(): void {
+    setTimeout(() => this.fill(), REFILL_DELAY_MS).unref();
   }
 
   get available(): number {
