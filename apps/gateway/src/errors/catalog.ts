@@ -165,7 +165,9 @@ export const ERROR_FOR_CODE: Readonly<Record<CodeName, GatewayErrorName>> = {
   INVALID_ARGUMENT: "invalid_request",
   FAILED_PRECONDITION: "invalid_request",
   OUT_OF_RANGE: "invalid_request",
-  UNAUTHENTICATED: "authentication_failed",
+  // Only a backend says UNAUTHENTICATED (our own key checks raise ApiErrors): the gateway's service
+  // token was refused, a deployment fault that the client's API key has nothing to do with.
+  UNAUTHENTICATED: "internal",
   PERMISSION_DENIED: "permission_denied",
   NOT_FOUND: "not_found",
   ALREADY_EXISTS: "conflict",
