@@ -21,8 +21,10 @@ export class LeaseKeeper {
     readonly lease: Lease,
     private readonly ttlMs: number,
     private readonly logger: Logger,
+    /** When the request that granted the lease was sent. */
+    sentAt: number,
   ) {
-    this.validUntil = Date.now() + ttlMs;
+    this.validUntil = sentAt + ttlMs;
   }
 
   /** Takes the lease, or returns the current holder's name when someone else holds it. */
@@ -34,9 +36,11 @@ export class LeaseKeeper {
     logger: Logger,
   ): Promise<LeaseKeeper | { heldBy: string }> {
     try {
+      // The log counts the TTL from when it got the request, so from when we sent it is on the safe side.
+      const sentAt = Date.now();
       const { lease } = await client.acquireLease({ sessionId, holder, ttlMs });
       if (lease === undefined) throw new MhError("INTERNAL", "AcquireLease returned no lease");
-      const keeper = new LeaseKeeper(client, sessionId, holder, lease, ttlMs, logger);
+      const keeper = new LeaseKeeper(client, sessionId, holder, lease, ttlMs, logger, sentAt);
       keeper.schedule();
       return keeper;
     } catch (err) {
@@ -74,11 +78,13 @@ export class LeaseKeeper {
   private async renew(): Promise<void> {
     if (this.controller.signal.aborted) return;
     try {
+      // As at acquire: counted from the send, not the reply, which may come late.
+      const sentAt = Date.now();
       await this.client.renewLease(
         { sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch, ttlMs: this.ttlMs },
         { deadlineMs: Math.max(200, Math.floor(this.ttlMs / 3)) },
       );
-      this.validUntil = Date.now() + this.ttlMs;
+      this.validUntil = sentAt + this.ttlMs;
       this.schedule();
     } catch (err) {
       const e = MhError.from(err);
