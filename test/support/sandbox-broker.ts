@@ -23,6 +23,8 @@ import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js"
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
 export type BrokerRole = "harness" | "hand" | "admin";
 export const BROKER_ROLES: readonly BrokerRole[] = ["harness", "hand", "admin"];
+/** The kinds the tests' hand token may register. */
+export const HAND_KINDS: readonly string[] = ["kv-device", "mute"];
 
 export interface RunningBroker {
   readonly handle: SandboxBrokerHandle;
@@ -50,7 +52,7 @@ export async function startTestBroker(env: Record<string, string> = {}, options:
   const db = await createTestDatabase("mh_sbx_test");
   const brokerId = `test-${randomBytes(4).toString("hex")}`;
   const stops: Array<() => Promise<void>> = [() => db.drop()];
-  const tokens = await writeServiceTokens(BROKER_ROLES);
+  const tokens = await writeServiceTokens(BROKER_ROLES, { hand: HAND_KINDS });
   stops.push(() => tokens.dispose());
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);

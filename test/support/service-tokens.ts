@@ -16,7 +16,11 @@ export interface ServiceTokenFiles<R extends string> {
   dispose(): Promise<void>;
 }
 
-export async function writeServiceTokens<R extends string>(roles: readonly R[]): Promise<ServiceTokenFiles<R>> {
+/** One caller per role; `scopes` narrows a role's caller (its entry's "scopes"). */
+export async function writeServiceTokens<R extends string>(
+  roles: readonly R[],
+  scopes: Partial<Record<R, readonly string[]>> = {},
+): Promise<ServiceTokenFiles<R>> {
   const dir = await mkdtemp(join(tmpdir(), "mh-service-tokens-"));
   const tokens = {} as Record<R, string>;
   const tokenFile = {} as Record<R, string>;
@@ -26,7 +30,7 @@ export async function writeServiceTokens<R extends string>(roles: readonly R[]):
     await writeFile(tokenFile[role], `${tokens[role]}\n`, { mode: 0o600 });
   }
   const file = join(dir, "services.json");
-  const services = roles.map((role) => ({ name: `test-${role}`, role, token: tokens[role] }));
+  const services = roles.map((role) => ({ name: `test-${role}`, role, token: tokens[role], ...(scopes[role] === undefined ? {} : { scopes: scopes[role] }) }));
   await writeFile(file, JSON.stringify({ services }), { mode: 0o600 });
   return { file, tokens, tokenFile, dispose: () => rm(dir, { recursive: true, force: true }) };
 }

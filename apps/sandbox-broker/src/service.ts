@@ -44,7 +44,7 @@ export function sandboxBrokerService(ctx: BrokerContext, guard: Guard<Role>): Un
     describeSandbox: rpc("describeSandbox", (req) => describe(ctx, req)),
     transfer: rpc("transfer", (req) => transfer(ctx, req)),
     connectHand: guardedBidi(SandboxBrokerService.connectHand.path.slice(1), guard, POLICY.connectHand, (caller) =>
-      connectHandHandler(ctx.hands, guard.logger.child({ rpc: "metaharness.v1.SandboxBroker/ConnectHand", caller: caller.name })),
+      connectHandHandler(ctx.hands, guard.logger.child({ rpc: "metaharness.v1.SandboxBroker/ConnectHand", caller: caller.name }), caller.scopes ?? []),
     ),
   };
   return impl;

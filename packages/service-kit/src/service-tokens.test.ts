@@ -31,5 +31,11 @@ describe("ServiceTokens", () => {
     expect(() => ServiceTokens.from(entry({ token: HARNESS }), ROLES, "f.json")).toThrow("f.json: services[1] reuses another service's token");
     expect(() => ServiceTokens.from(entry({ name: "" }), ROLES, "f.json")).toThrow("f.json: services[1].name is required");
     expect(() => ServiceTokens.from([], ROLES, "f.json")).toThrow('f.json: expected {"services": [...]}');
+    expect(() => ServiceTokens.from(entry({ scopes: ["ok", ""] }), ROLES, "f.json")).toThrow("f.json: services[1].scopes must be a list of non-empty strings");
+  });
+
+  it("keeps an entry's scopes with its caller", () => {
+    const tokens = ServiceTokens.from({ services: [{ name: "kv", role: "hand", token: HAND, scopes: ["kv-device"] }] }, ROLES);
+    expect(tokens.authenticate(`Bearer ${HAND}`)).toEqual({ name: "kv", role: "hand", scopes: ["kv-device"] });
   });
 });

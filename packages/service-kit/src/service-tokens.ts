@@ -7,7 +7,9 @@
  * A caller should hold a different token for each service it calls, so that no service can
  * replay what it was sent to another.
  *
- * File format: {"services":[{"name":"gateway","role":"admin","token":"<at least 32 chars>"}]}
+ * File format: {"services":[{"name":"gateway","role":"admin","token":"<at least 32 chars>"}]};
+ * an entry may add "scopes": ["..."], what a service's policy narrows that caller to (the kinds a
+ * hand may register at the broker, say).
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -17,6 +19,8 @@ import { MhError } from "@metaharness/errors";
 export interface Caller<R extends string = string> {
   readonly name: string;
   readonly role: R;
+  /** The entry's "scopes", if it has them. */
+  readonly scopes?: readonly string[];
 }
 
 export const MIN_TOKEN_CHARS = 32;
@@ -43,7 +47,7 @@ export class ServiceTokens<R extends string = string> {
     const byDigest = new Map<string, Caller<R>>();
     services.forEach((entry: unknown, i) => {
       const e = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
-      const { name, role, token } = e;
+      const { name, role, token, scopes } = e;
       if (typeof name !== "string" || name === "") throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].name is required`);
       if (typeof role !== "string" || !(roles as readonly string[]).includes(role)) {
         throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].role must be one of ${roles.join(", ")}`);
@@ -51,9 +55,12 @@ export class ServiceTokens<R extends string = string> {
       if (typeof token !== "string" || token.length < MIN_TOKEN_CHARS) {
         throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].token must have at least ${MIN_TOKEN_CHARS} characters`);
       }
+      if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((x) => typeof x === "string" && x !== ""))) {
+        throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}].scopes must be a list of non-empty strings`);
+      }
       const key = digest(token);
       if (byDigest.has(key)) throw new MhError("FAILED_PRECONDITION", `${source}: services[${i}] reuses another service's token`);
-      byDigest.set(key, { name, role: role as R });
+      byDigest.set(key, { name, role: role as R, ...(scopes === undefined ? {} : { scopes: scopes as string[] }) });
     });
     return new ServiceTokens(byDigest);
   }

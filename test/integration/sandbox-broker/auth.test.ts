@@ -2,7 +2,7 @@
  * The broker runs code, so every call needs a service token the broker knows, with a role its
  * policy lists for that RPC: no token or an unknown one is UNAUTHENTICATED, the wrong role
  * PERMISSION_DENIED, and either way nothing is provisioned, run or registered. A harness names
- * the session it acts for. The broker does not start without its tokens file.
+ * the session it acts for; a hand registers only the kinds its token was given. The broker does not start without its tokens file.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxBrokerClient, type ConnectHandRequest } from "@metaharness/proto";
@@ -98,6 +98,14 @@ describe("sandbox broker authentication", () => {
       raw.close();
       expect([who === undefined ? "none" : "token", err.code]).toEqual([who === undefined ? "none" : "token", code === "UNAUTHENTICATED" ? 16 : 7]);
     }
+    // A hand's token registers only the kinds its entry lists (HAND_KINDS here).
+    const hand = createClient(SandboxBrokerClient, broker.address, { bearerToken: broker.tokens.tokens.hand });
+    const stream = hand.connectHand();
+    const refused = new Promise<{ code: number; details: string }>((resolve) => stream.on("error", (e: { code: number; details: string }) => resolve(e)));
+    stream.on("data", () => undefined);
+    stream.write(register);
+    expect(await refused).toMatchObject({ code: 7, details: "this hand's token may register kv-device, mute, not auth-probe" });
+    hand.close();
     // Nothing registered: a sandbox on that hand cannot be had.
     const none = await rejection(broker.client.provision({ sessionId, resources: undefined, handKind: "auth-probe" }));
     expect(none).toMatchObject({ code: "FAILED_PRECONDITION", field: "hand_kind" });

@@ -1,7 +1,8 @@
 /**
  * Who may call the broker, which runs code: every RPC needs a service token (MH_SERVICE_TOKENS_FILE)
  * whose role the policy lists for it. A harness provisions and uses sandboxes, always naming the
- * session it acts for; an external hand connects and does nothing else; an admin (an operator)
+ * session it acts for; an external hand connects and does nothing else, registering only the kinds
+ * its tokens-file entry lists in "scopes"; an admin (an operator)
  * may do what a harness does for any session, and see every sandbox. The record is keyed by the generated service, so a new RPC does not compile until
  * it is given its roles here.
  */

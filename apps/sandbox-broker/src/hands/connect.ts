@@ -22,9 +22,14 @@ function checkRegistration(r: HandRegistration): void {
   });
 }
 
+/**
+ * `kinds`: what this hand's token may register (its tokens-file entry's "scopes"); a hand is
+ * trusted with the sessions' calls to its kind, so a token serves only the kinds it was given.
+ */
 export function connectHandHandler(
   registry: HandRegistry,
   logger: Logger,
+  kinds: readonly string[],
 ): handleBidiStreamingCall<ConnectHandRequest, ConnectHandResponse> {
   return (call) => {
     let hand: ConnectedHand | undefined;
@@ -54,6 +59,11 @@ export function connectHandHandler(
         if (hand === undefined) {
           if (m?.$case !== "register") throw invalidArgument("register", "the first message must register the hand");
           checkRegistration(m.value);
+          if (!kinds.includes(m.value.kind)) {
+            throw new MhError("PERMISSION_DENIED", `this hand's token may register ${kinds.length === 0 ? "no kind" : kinds.join(", ")}, not ${m.value.kind}`, {
+              field: "register.kind",
+            });
+          }
           const connected = new ConnectedHand(m.value, (msg) => call.write(msg), () => call.end());
           registry.add(connected);
           hand = connected;
