@@ -131,6 +131,20 @@ describe("hostile code is contained", () => {
     if (process.getuid?.() === 0) expect(status).toMatch(/^Uid:\s+65534\s/m);
   });
 
+  it("system calls a tool never needs are refused (seccomp): io_uring, keyrings, bpf, perf events", async () => {
+    const id = await hostile();
+    // Each raw call prints its result and errno: EPERM (1) from the filter; the kernel itself
+    // would answer these arguments otherwise (EFAULT, EINVAL...).
+    const calls = { io_uring_setup: "425, 1, 0", keyctl: "250, 0, 0", bpf: "321, 0, 0, 0", perf_event_open: "298, 0, 0, 0, 0, 0" };
+    const script = Object.entries(calls)
+      .map(([name, args]) => `$! = 0; my $${name} = syscall(${args}); print "${name} $${name} ", $! + 0, "\\n";`)
+      .join(" ");
+    const res = await run(broker.client, id, "bash", { command: `perl -e '${script}'` });
+    expect(res.output.split("\n")).toEqual(Object.keys(calls).map((name) => `${name} -1 1`));
+    // Ordinary work goes on.
+    expect((await run(broker.client, id, "bash", { command: "echo ok | grep -c ok && git --version >/dev/null && echo git" })).output).toBe("1\ngit");
+  });
+
   it("no other local user reaches a sandbox's run directory, where its credential sockets live", async () => {
     if (process.getuid?.() !== 0) return; // setpriv to another user needs root
     const id = await hostile();

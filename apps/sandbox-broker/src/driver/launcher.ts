@@ -8,15 +8,17 @@
  * probes what works on this machine and says so once, in a log line and in every sandbox's
  * `limits`.
  */
-import { spawn, spawnSync, type ChildProcessByStdio } from "node:child_process";
+import { spawn, spawnSync, type ChildProcessByStdio, type StdioOptions } from "node:child_process";
 import { existsSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { open, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import type { Logger } from "@metaharness/service-kit";
 import { MhError } from "@metaharness/errors";
 import type { Limits } from "../resources.js";
 import { SANDBOX_GID, SANDBOX_UID, SandboxRuntimeDir, bwrapArgs } from "./bwrap-args.js";
 import { detectCgroups, type CgroupLayout, type SandboxCgroup } from "./cgroups.js";
+import { seccompProgram } from "./seccomp.js";
 
 // $1: how many cgroup.procs files follow; then the files; then the command to exec.
 const JOIN_AND_EXEC = `n=$1; shift
@@ -24,6 +26,8 @@ while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done
 exec "$@"`;
 
 const SHELL = "/bin/sh";
+/** The fd bwrap reads the seccomp program from (the spawn's fourth stdio entry). */
+const SECCOMP_FD = 3;
 const SETPRIV = "/usr/bin/setpriv";
 const STDERR_KEEP = 4096;
 
@@ -59,6 +63,8 @@ export class Launcher {
     private readonly disableUserns: boolean,
     /** How limits are enforced here, for logs and Describe. */
     readonly limitsDescription: string,
+    /** The seccomp program's file (driver/seccomp.ts), handed to each bwrap as fd 3; none on other architectures. */
+    private readonly seccompFile: string | undefined,
   ) {}
 
   static async create(opts: LauncherOptions): Promise<Launcher> {
@@ -85,12 +91,20 @@ export class Launcher {
       if (fallback.length > 0) {
         opts.logger.warn({ fallback }, "cgroups cannot enforce every sandbox limit here: using prlimit for the rest (per process, weaker)");
       }
+      const program = seccompProgram();
+      let seccompFile: string | undefined;
+      if (program === undefined) {
+        opts.logger.warn({ arch: process.arch }, "no seccomp filter is described for this architecture: sandboxes run without one");
+      } else {
+        seccompFile = join(runtime.path, "seccomp.bpf");
+        await writeFile(seccompFile, program, { mode: 0o600 });
+      }
       const description = [
         cgroups.description === "none" ? "no cgroups" : cgroups.description,
         ...(fallback.length > 0 ? [`prlimit fallback: ${fallback.join(", ")}`] : []),
         drop === "none" ? `host uid ${process.getuid?.() ?? "?"}` : `host uid ${SANDBOX_UID}`,
       ].join("; ");
-      return new Launcher(opts, runtime, cgroups, drop, disableUserns, description);
+      return new Launcher(opts, runtime, cgroups, drop, disableUserns, description, seccompFile);
     } catch (err) {
       await runtime.remove();
       throw err;
@@ -114,6 +128,7 @@ export class Launcher {
       ...this.prlimitArgs(limits),
       ...(this.drop === "setpriv" ? setprivArgs() : []),
       this.opts.bwrapPath,
+      ...(this.seccompFile === undefined ? [] : ["--seccomp", String(SECCOMP_FD)]),
       ...bwrapArgs({
         runtimeDir: this.runtime.path,
         workspaceBytes: limits.diskBytes,
@@ -124,19 +139,26 @@ export class Launcher {
     ];
     const procs = cgroup?.procsFiles ?? [];
     let child: SandboxChild;
+    // Opened by the broker for this spawn only; the sandbox's processes never see it (bwrap reads
+    // it before running the sandbox and does not pass it on).
+    const seccompFd = this.seccompFile === undefined ? undefined : await open(this.seccompFile, "r");
     try {
+      const stdio: StdioOptions = ["pipe", "pipe", "pipe", ...(seccompFd === undefined ? [] : [seccompFd.fd])];
+      // Its stdin, stdout and stderr are pipes (the fourth entry, if any, is the filter's fd).
       child = spawn(SHELL, ["-c", JOIN_AND_EXEC, "sh", String(procs.length), ...procs, ...command], {
-        stdio: ["pipe", "pipe", "pipe"],
+        stdio,
         // bwrap's init (pid 1 in the sandbox) keeps the environment and cwd it was started with,
         // readable in /proc/1: give it nothing of the broker's.
         env: {},
         cwd: "/",
         ...(this.drop === "spawn" ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
-      });
+      }) as SandboxChild;
     } catch (err) {
       await cgroup?.destroy();
       await rm(runDir, { recursive: true, force: true });
       throw err;
+    } finally {
+      await seccompFd?.close();
     }
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => {
