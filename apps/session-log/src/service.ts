@@ -6,6 +6,7 @@ import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
 import {
+  SessionLogService,
   SessionMetadata,
   type Event,
   type GetEventsRequest,
@@ -43,12 +44,10 @@ export interface ServiceDeps {
   readonly watchRecheckMs: number;
 }
 
-const NAME = "metaharness.v1.SessionLog";
-
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
   const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
-    guardedUnary(`${NAME}/${name[0]?.toUpperCase() ?? ""}${name.slice(1)}`, deps.guard, POLICY[name], fn);
+    guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
   const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix });
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
@@ -146,7 +145,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return storedGetEventsResponse(slice.bodies, slice.lastSeq, slice.hasMore);
     }),
 
-    watchEvents: guardedServerStream(`${NAME}/WatchEvents`, deps.guard, POLICY.watchEvents, async (req, stream) => {
+    watchEvents: guardedServerStream(SessionLogService.watchEvents.path.slice(1), deps.guard, POLICY.watchEvents, async (req, stream) => {
       const sessionId = requireSessionId(req.sessionId);
       checkTypes(req.types);
       // Fails fast with NOT_FOUND instead of waiting for a session that does not exist, and with
