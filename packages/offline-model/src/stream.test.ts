@@ -46,10 +46,12 @@ describe("streaming text", () => {
     const totalMs = performance.now() - started;
 
     const generationMs = (message.usage.output_tokens / TOKENS_PER_SECOND) * 1000; // 300 ms
+    // Lower bounds only: the server waits at least this long; how much longer a busy machine
+    // takes is not this test's business (timings belong in benchmarks).
     expect(firstDeltaMs).toBeGreaterThanOrEqual(TTFT_MS - 2);
-    expect(firstDeltaMs).toBeLessThan(TTFT_MS + 80);
     expect(totalMs).toBeGreaterThanOrEqual(TTFT_MS + generationMs * 0.9);
-    expect(totalMs).toBeLessThan(TTFT_MS + generationMs + 150);
+    // The deltas are spread over the generation, not sent at once after the first token.
+    expect(totalMs - (firstDeltaMs ?? totalMs)).toBeGreaterThanOrEqual(generationMs * 0.8);
   });
 
   it("raw events follow the API's order: message_start, blocks, message_delta, message_stop", async () => {

@@ -217,9 +217,11 @@ describe("serverStream", () => {
     const abort = new AbortController();
     // Opened but never iterated: nothing pulls messages.
     log.watchEvents({ sessionId: "flood", afterSeq: 0, types: [], includeDeltas: false }, { signal: abort.signal });
-    // The writes stall once the client's buffer and the HTTP/2 windows are full, not before.
+    // The writes stall once the client's buffer (16 messages, a Readable's objectMode high-water
+    // mark) and the HTTP/2 windows are full, not before. "Stalled" is a write not done within
+    // STALL_MS, so on a busy machine the last write into the windows may count as the stall.
     const stalledAt = await flood.stalledAt.promise;
-    expect(stalledAt).toBeGreaterThan(16);
+    expect(stalledAt).toBeGreaterThanOrEqual(16);
     expect(stalledAt).toBeLessThan(MAX_FLOOD / 4);
 
     abort.abort();
