@@ -64,6 +64,23 @@ tokens_file harness gateway:admin
 api_key="mh-$(secret)"
 umask 022
 
+# Mutual TLS between the services (MH_STACK_TLS=off for plaintext): a CA minted for this start and
+# one certificate per service, which it serves with and presents when it calls another; every
+# server asks its callers for one signed by that CA, on top of their token.
+tls_on=false
+if [[ ${MH_STACK_TLS:-on} != off ]]; then
+  rm -rf "$sec/tls"
+  "$MH_ROOT/infra/tls/dev-certs.sh" "$sec/tls" log proxy broker harness gateway
+  tls_on=true
+fi
+# tls <service>: sets TLS to that service's TLS settings (none with MH_STACK_TLS=off).
+tls() {
+  TLS=()
+  $tls_on || return 0
+  TLS=("MH_GRPC_TLS_CA_FILE=$sec/tls/ca.pem" "MH_GRPC_TLS_CLIENT_AUTH=require"
+       "MH_GRPC_TLS_CERT_FILE=$sec/tls/$1.pem" "MH_GRPC_TLS_KEY_FILE=$sec/tls/$1.key")
+}
+
 # start <name> <port to wait for> <main.js> [VAR=value...]: a detached process (setsid + nohup:
 # it outlives this script and a Ctrl-C in this terminal; 9>&- keeps no lock fd), then waits until
 # its port accepts connections.
@@ -88,17 +105,20 @@ common=("MH_LOG_LEVEL=${MH_LOG_LEVEL:-info}")
 log_addr="127.0.0.1:$PORT_LOG"
 proxy_addr="127.0.0.1:$PORT_PROXY"
 
-start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" \
+tls log
+start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
   MH_SERVICE_TOKENS_FILE="$sec/log-services.json"
 # The stack's upstreams (the tests' and demo's MCP servers, token endpoints and git remotes) run on
 # this machine, so the proxy may connect to private addresses here; a real deployment leaves it off.
-start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main.js "${common[@]}" \
+tls proxy
+start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_GRPC_PORT="$PORT_PROXY" MH_REMOTE_HTTP_PORT="$PORT_PROXY_REMOTE" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/proxy-log.token" \
   MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/proxy-services.json" \
   MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS=true
-start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" \
+tls broker
+start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/broker-log.token" \
   MH_BROKER_ID="mh-stack-$PORT_BROKER" MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/broker-proxy.token" \
@@ -115,7 +135,8 @@ fi
 
 for (( i = 0; i < STACK_HARNESSES; i++ )); do
   port=$(( PORT_HARNESS + i ))
-  start "harness-$((i + 1))" "$port" apps/harness/dist/main.js "${common[@]}" "${model[@]}" \
+  tls harness
+  start "harness-$((i + 1))" "$port" apps/harness/dist/main.js "${common[@]}" "${TLS[@]}" "${model[@]}" \
     MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" MH_SERVICE_TOKENS_FILE="$sec/harness-services.json" \
     MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/harness-log.token" \
     MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/harness-broker.token" \
@@ -125,7 +146,8 @@ done
 
 # The gateway's Wake goes to the first harness; every instance also takes wakes from Kafka, so
 # sessions go on when that one is down.
-start gateway "$PORT_HTTP" apps/gateway/dist/main.js "${common[@]}" \
+tls gateway
+start gateway "$PORT_HTTP" apps/gateway/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_HTTP_PORT="$PORT_HTTP" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/gateway-log.token" \
   MH_HARNESS_ADDR="127.0.0.1:$PORT_HARNESS" MH_HARNESS_TOKEN_FILE="$sec/gateway-harness.token" MH_GATEWAY_API_KEYS="$api_key:local" \

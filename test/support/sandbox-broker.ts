@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { SandboxBrokerClient, SandboxBrokerService, type ExecuteResponse } from "@metaharness/proto";
-import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, createLogger, loadGrpcTls, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import {
   loadConfig,
   startSandboxBroker,
@@ -66,9 +66,11 @@ export async function startTestBroker(env: Record<string, string> = {}, options:
       for (const raw of raws) raw.close();
       await handle.stop();
     });
+    // The tests' clients speak whatever the broker is set to (MH_GRPC_TLS_*), with its own certificate.
+    const credentials = (await loadGrpcTls(config)).client;
     const clientAs = (who: BrokerRole | "none" | { token: string }): BrokerClient => {
       const token = who === "none" ? undefined : typeof who === "string" ? tokens.tokens[who] : who.token;
-      const raw = createClient(SandboxBrokerClient, address, token === undefined ? {} : { bearerToken: token });
+      const raw = createClient(SandboxBrokerClient, address, { credentials, ...(token === undefined ? {} : { bearerToken: token }) });
       raws.push(raw);
       return promisify(raw, SandboxBrokerService);
     };

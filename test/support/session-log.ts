@@ -7,7 +7,8 @@
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import type { ChannelCredentials } from "@grpc/grpc-js";
+import { createClient, createLogger, loadGrpcTls, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { loadConfig, startSessionLog, type SessionLogConfig, type SessionLogHandle } from "@metaharness/session-log";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
@@ -84,15 +85,17 @@ export async function startTestLog(
     });
   const start = async (
     extra: Record<string, string>,
-  ): Promise<{ handle: SessionLogHandle; client: LogClient; config: SessionLogConfig }> => {
+  ): Promise<{ handle: SessionLogHandle; client: LogClient; config: SessionLogConfig; credentials: ChannelCredentials }> => {
     const config = configFor(extra);
     const handle = await startSessionLog(config, opts.logger ?? createLogger({ service: "session-log", level: config.logLevel }));
-    const raw = createClient(SessionLogClient, `127.0.0.1:${handle.port}`, { bearerToken: tokens.tokens.admin });
+    // The tests' clients speak whatever the log is set to (MH_GRPC_TLS_*), with its own certificate.
+    const credentials = (await loadGrpcTls(config)).client;
+    const raw = createClient(SessionLogClient, `127.0.0.1:${handle.port}`, { bearerToken: tokens.tokens.admin, credentials });
     stops.push(async () => {
       raw.close();
       await handle.stop();
     });
-    return { handle, client: promisify(raw, SessionLogService), config };
+    return { handle, client: promisify(raw, SessionLogService), config, credentials };
   };
   try {
     const first = await start({});
@@ -107,7 +110,10 @@ export async function startTestLog(
       reach: (role) => ({ MH_SESSION_LOG_ADDR: address, MH_SESSION_LOG_TOKEN_FILE: tokens.tokenFile[role] }),
       clientAs: (who) => {
         const token = who === "none" ? undefined : typeof who === "string" ? tokens.tokens[who] : who.token;
-        const raw = createClient(SessionLogClient, address, token === undefined ? {} : { bearerToken: token });
+        const raw = createClient(SessionLogClient, address, {
+          credentials: first.credentials,
+          ...(token === undefined ? {} : { bearerToken: token }),
+        });
         stops.push(() => Promise.resolve(raw.close()));
         return promisify(raw, SessionLogService);
       },

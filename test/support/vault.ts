@@ -16,7 +16,7 @@ import {
   type Credential,
   type SessionMetadata,
 } from "@metaharness/proto";
-import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, createLogger, loadGrpcTls, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import {
   loadConfig,
   newMasterKeyText,
@@ -95,9 +95,11 @@ export async function startTestVault(opts: {
       const handle = await startCredentialProxy(config, logger, options);
       const address = `127.0.0.1:${handle.port}`;
       const raws: Array<{ close(): void }> = [];
+      // The tests' clients speak whatever the proxy is set to (MH_GRPC_TLS_*), with its own certificate.
+      const credentials = (await loadGrpcTls(config)).client;
       const client = (role: RoleName | "none" | { token: string }): VaultClient => {
         const bearerToken = role === "none" ? undefined : typeof role === "string" ? tokens[role] : role.token;
-        const raw = createClient(CredentialVaultProxyClient, address, bearerToken === undefined ? {} : { bearerToken });
+        const raw = createClient(CredentialVaultProxyClient, address, { credentials, ...(bearerToken === undefined ? {} : { bearerToken }) });
         raws.push(raw);
         return promisify(raw, CredentialVaultProxyService);
       };

@@ -5,7 +5,7 @@
  * which start it in-process on port 0.
  */
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
-import { Cleanups, createClient, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { ROLES } from "./auth/policy.js";
 import type { CredentialProxyConfig } from "./config.js";
@@ -56,6 +56,7 @@ export async function startCredentialProxy(
       logger.warn({ file: w.file }, `master key file ${w.problem}`),
     );
     const serviceTokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
+    const tls = await loadGrpcTls(config);
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
@@ -65,7 +66,10 @@ export async function startCredentialProxy(
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
     await reportKeys(db, keyring, logger);
 
-    const rawLog = createClient(SessionLogClient, config.sessionLogAddr, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
+    const rawLog = createClient(SessionLogClient, config.sessionLogAddr, {
+      bearerToken: await readServiceToken(config.sessionLogTokenFile),
+      credentials: tls.client,
+    });
     cleanups.push(() => Promise.resolve(rawLog.close()));
     const vaults = new SessionVaults(promisify(rawLog, SessionLogService), db, config.sessionCacheMs, logger);
     const credentials = new SessionCredentials(db, vaults, keyring);
@@ -88,9 +92,10 @@ export async function startCredentialProxy(
       git: (req, res, url) => forwardGit(remoteDeps, req, res, url),
       egress: (req, res, url) => forwardEgress({ ...remoteDeps, upstreamScheme: config.egressUpstreamScheme }, req, res, url),
       logger: logger.child({ component: "remote" }),
+      tls: tls.httpsServer,
     });
     cleanups.push(() => remote.close());
-    const remoteUrl = (config.remoteAdvertisedUrl ?? `http://${config.remoteHost}:${remote.port}`).replace(/\/+$/, "");
+    const remoteUrl = (config.remoteAdvertisedUrl ?? `${tls.serving ? "https" : "http"}://${config.remoteHost}:${remote.port}`).replace(/\/+$/, "");
 
     const guard = { tokens: serviceTokens, logger };
     // Typed as the generated server: an RPC without a handler does not compile.
@@ -104,6 +109,7 @@ export async function startCredentialProxy(
       host: config.host,
       port: config.port,
       logger,
+      credentials: tls.server,
       services: [
         {
           name: "metaharness.v1.CredentialVaultProxy",
@@ -113,7 +119,7 @@ export async function startCredentialProxy(
       ],
     });
     cleanups.push(() => server.shutdown(5000));
-    logger.info({ port: server.port, remote: remoteUrl, master_key_id: keyring.active.id }, "credential-vault-proxy serving");
+    logger.info({ port: server.port, tls: tls.serving, remote: remoteUrl, master_key_id: keyring.active.id }, "credential-vault-proxy serving");
     return { port: server.port, address: server.address, remoteUrl, db, keyring, tokens, stop };
   } catch (err) {
     await stop();

@@ -3,7 +3,7 @@
  * Secrets are never settings: the master keys and the service tokens are read from files whose
  * paths are configured here, so no secret sits in the process environment or a config dump.
  */
-import { env, readConfig } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
@@ -55,6 +55,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
 
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
+      ...GRPC_TLS_ENV,
     },
     source,
   );

@@ -13,7 +13,7 @@ import {
   SessionLogService,
 } from "@metaharness/proto";
 import { MhError } from "@metaharness/errors";
-import { Cleanups, createClient, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
 import { bootstrapApiKeys } from "./auth/api-keys.js";
 import { Principals } from "./auth/principals.js";
 import type { GatewayConfig } from "./config.js";
@@ -87,15 +87,23 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     await bootstrapApiKeys(db, config.apiKeys);
     const principals = new Principals(db, config.keyCacheMs);
 
+    // The gateway serves HTTP; these are its calls to the services (TLS with MH_GRPC_TLS_CA_FILE).
+    const tls = await loadGrpcTls(config);
     let log = deps.log;
     if (log === undefined) {
-      const raw = createClient(SessionLogClient, config.sessionLogAddress, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
+      const raw = createClient(SessionLogClient, config.sessionLogAddress, {
+        bearerToken: await readServiceToken(config.sessionLogTokenFile),
+        credentials: tls.client,
+      });
       cleanups.push(() => Promise.resolve(raw.close()));
       log = promisify(raw, SessionLogService);
     }
     let harness = deps.harness;
     if (harness === undefined) {
-      const raw = createClient(HarnessClient, config.harnessAddress, { bearerToken: await readServiceToken(config.harnessTokenFile) });
+      const raw = createClient(HarnessClient, config.harnessAddress, {
+        bearerToken: await readServiceToken(config.harnessTokenFile),
+        credentials: tls.client,
+      });
       cleanups.push(() => Promise.resolve(raw.close()));
       harness = promisify(raw, HarnessService);
     }
@@ -105,7 +113,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
         throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this gateway's service token)");
       }
       const bearerToken = await readServiceToken(config.credentialProxyTokenFile);
-      const raw = createClient(CredentialVaultProxyClient, config.credentialProxyAddress, { bearerToken });
+      const raw = createClient(CredentialVaultProxyClient, config.credentialProxyAddress, { bearerToken, credentials: tls.client });
       cleanups.push(() => Promise.resolve(raw.close()));
       credentials = promisify(raw, CredentialVaultProxyService);
     }

@@ -6,7 +6,7 @@ import { MhError } from "@metaharness/errors";
 import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { Cleanups, createClient, guardedUnary, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, createClient, guardedUnary, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import type { HarnessConfig } from "./config.js";
 import { externalProcessLoop } from "./loop/external-process.js";
 import { toolLoop } from "./loop/tool-loop.js";
@@ -38,7 +38,11 @@ export async function startHarness(
     // First: a harness that cannot tell its callers apart must not open its port.
     const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
     const guard = { tokens, logger };
-    const rawLog = createClient(SessionLogClient, config.sessionLogAddress, { bearerToken: await readServiceToken(config.sessionLogTokenFile) });
+    const tls = await loadGrpcTls(config);
+    const rawLog = createClient(SessionLogClient, config.sessionLogAddress, {
+      bearerToken: await readServiceToken(config.sessionLogTokenFile),
+      credentials: tls.client,
+    });
     cleanups.push(() => Promise.resolve(rawLog.close()));
     const log = promisify(rawLog, SessionLogService);
     let broker;
@@ -47,7 +51,7 @@ export async function startHarness(
         throw new MhError("FAILED_PRECONDITION", "MH_SANDBOX_BROKER_ADDR needs MH_SANDBOX_BROKER_TOKEN_FILE (this harness's service token for the broker)");
       }
       const token = await readServiceToken(config.brokerTokenFile);
-      const rawBroker = createClient(SandboxBrokerClient, config.brokerAddress, { bearerToken: token });
+      const rawBroker = createClient(SandboxBrokerClient, config.brokerAddress, { bearerToken: token, credentials: tls.client });
       cleanups.push(() => Promise.resolve(rawBroker.close()));
       broker = promisify(rawBroker, SandboxBrokerService);
     }
@@ -56,7 +60,7 @@ export async function startHarness(
       if (config.credentialProxyTokenFile === undefined) {
         throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this harness's service token)");
       }
-      const proxy = await credentialProxyClient(config.credentialProxyAddress, config.credentialProxyTokenFile);
+      const proxy = await credentialProxyClient(config.credentialProxyAddress, config.credentialProxyTokenFile, tls.client);
       cleanups.push(() => Promise.resolve(proxy.close()));
       credentialProxy = proxy.client;
     }
@@ -98,6 +102,7 @@ export async function startHarness(
       host: config.host,
       port: config.port,
       logger,
+      credentials: tls.server,
       services: [
         {
           name: "metaharness.v1.Harness",
@@ -115,7 +120,7 @@ export async function startHarness(
       ],
     });
     cleanups.push(() => server.shutdown(5000));
-    logger.info({ port: server.port, instance: supervisor.instanceId }, "harness serving");
+    logger.info({ port: server.port, tls: tls.serving, tls_calls: tls.calling, instance: supervisor.instanceId }, "harness serving");
     return { port: server.port, supervisor, stop };
   } catch (err) {
     await stop();

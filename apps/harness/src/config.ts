@@ -1,7 +1,7 @@
 /**
  * Every setting of the harness, read from the environment in this one place.
  */
-import { env, readConfig } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
@@ -41,6 +41,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       consumerGroup: env.string("MH_KAFKA_GROUP", { default: "metaharness-harness" }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
+      ...GRPC_TLS_ENV,
     },
     source,
   );

@@ -8,7 +8,7 @@ import { migrate, openDb } from "@metaharness/db";
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SandboxBrokerService, SandboxState } from "@metaharness/proto";
-import { Cleanups, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, loadGrpcTls, readServiceToken, ServiceTokens, startGrpcServer, type GrpcTls, type Logger } from "@metaharness/service-kit";
 import { ROLES } from "./auth/policy.js";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
 import { LiveSandboxes } from "./broker/live.js";
@@ -48,12 +48,13 @@ export interface StartOptions {
 }
 
 /** Where sandbox events go: the session log at MH_SESSION_LOG_ADDR, if set, with this broker's token for it. */
-async function sessionLogSink(config: SandboxBrokerConfig, logger: Logger): Promise<SandboxEventSink> {
+async function sessionLogSink(config: SandboxBrokerConfig, tls: GrpcTls, logger: Logger): Promise<SandboxEventSink> {
   if (config.sessionLogAddr === undefined) return NO_EVENTS;
   if (config.sessionLogTokenFile === undefined) {
     throw new MhError("FAILED_PRECONDITION", "MH_SESSION_LOG_ADDR needs MH_SESSION_LOG_TOKEN_FILE (this broker's service token for the log)");
   }
-  return new SessionLogSink(config.sessionLogAddr, await readServiceToken(config.sessionLogTokenFile), logger);
+  const token = await readServiceToken(config.sessionLogTokenFile);
+  return new SessionLogSink(config.sessionLogAddr, { token, credentials: tls.client }, logger);
 }
 
 export async function startSandboxBroker(
@@ -66,6 +67,7 @@ export async function startSandboxBroker(
   try {
     // First: a broker that cannot tell its callers apart must not open its port.
     const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
+    const tls = await loadGrpcTls(config);
     const pool = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
@@ -75,7 +77,7 @@ export async function startSandboxBroker(
     const applied = await migrate(pool, "sandbox-broker", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
 
-    const events = options.events ?? (await sessionLogSink(config, logger));
+    const events = options.events ?? (await sessionLogSink(config, tls, logger));
     cleanups.push(() => events.close(5_000));
 
     let proxy: ProxyConnection | undefined;
@@ -83,7 +85,7 @@ export async function startSandboxBroker(
       if (config.credentialProxyTokenFile === undefined) {
         throw new MhError("FAILED_PRECONDITION", "MH_CREDENTIAL_PROXY_ADDR needs MH_CREDENTIAL_PROXY_TOKEN_FILE (this broker's service token)");
       }
-      const connected = await connectCredentialProxy(config.credentialProxyAddr, config.credentialProxyTokenFile);
+      const connected = await connectCredentialProxy(config.credentialProxyAddr, config.credentialProxyTokenFile, tls);
       cleanups.push(() => Promise.resolve(connected.close()));
       proxy = connected;
     }
@@ -138,13 +140,14 @@ export async function startSandboxBroker(
       host: config.host,
       port: config.port,
       logger,
+      credentials: tls.server,
       services: [{ name: "metaharness.v1.SandboxBroker", definition: SandboxBrokerService, implementation: sandboxBrokerService(ctx, { tokens, logger }) }],
     });
     cleanups.push(() => {
       draining = server.shutdown(10_000);
       return Promise.resolve();
     });
-    logger.info({ port: server.port, limits: launcher.limitsDescription, warm_pool: config.warmPoolSize }, "sandbox-broker serving");
+    logger.info({ port: server.port, tls: tls.serving, limits: launcher.limitsDescription, warm_pool: config.warmPoolSize }, "sandbox-broker serving");
     return {
       port: server.port,
       address: server.address,

@@ -5,7 +5,7 @@
  */
 import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
-import { Cleanups, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { Cleanups, loadGrpcTls, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { ROLES } from "./auth/policy.js";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
@@ -36,6 +36,7 @@ export async function startSessionLog(
   try {
     // First: a log that cannot tell its callers apart must not open its port.
     const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
+    const tls = await loadGrpcTls(config);
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
@@ -80,6 +81,7 @@ export async function startSessionLog(
       host: config.host,
       port: config.port,
       logger,
+      credentials: tls.server,
       services: [
         {
           name: "metaharness.v1.SessionLog",
@@ -97,7 +99,7 @@ export async function startSessionLog(
       ],
     });
     cleanups.push(() => server.shutdown(5000));
-    logger.info({ port: server.port, relay: config.relayEnabled }, "session-log serving");
+    logger.info({ port: server.port, tls: tls.serving, relay: config.relayEnabled }, "session-log serving");
     return { port: server.port, address: server.address, db, relay, stop };
   } catch (err) {
     await stop();

@@ -1,7 +1,7 @@
 /**
  * Every setting of the session-log service, read from the environment in this one place.
  */
-import { env, readConfig } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
 
@@ -34,6 +34,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       relayRebalanceMs: env.int("MH_RELAY_REBALANCE_MS", { default: 5000, min: 100, max: 600_000 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
+      ...GRPC_TLS_ENV,
     },
     source,
   );

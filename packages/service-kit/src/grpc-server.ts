@@ -52,6 +52,8 @@ export interface GrpcServerOptions {
   readonly packageDefinition?: PackageDefinition;
   /** Extra grpc-js options, merged over the defaults. */
   readonly serverOptions?: ServerOptions;
+  /** TLS (see grpc-tls.ts); plaintext when omitted. */
+  readonly credentials?: ServerCredentials;
 }
 
 export interface GrpcServerHandle {
@@ -74,7 +76,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     health.addToServer(server);
     const described = { ...(opts.packageDefinition ?? loadPackageDefinition()), ...loadHealthPackageDefinition() };
     new ReflectionService(described).addToServer(server);
-    const port = await bind(server, `${hostForAddress(host)}:${opts.port}`);
+    const port = await bind(server, `${hostForAddress(host)}:${opts.port}`, opts.credentials ?? ServerCredentials.createInsecure());
     const address = `${hostForAddress(host)}:${port}`;
     opts.logger.info({ address, services: names }, "grpc server listening");
 
@@ -116,9 +118,9 @@ function hostForAddress(host: string): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
 }
 
-function bind(server: Server, address: string): Promise<number> {
+function bind(server: Server, address: string, credentials: ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) =>
+    server.bindAsync(address, credentials, (err, port) =>
       err === null ? resolve(port) : reject(err),
     );
   });

@@ -65,6 +65,7 @@ export {
   type ShutdownOptions,
   type ShutdownStep,
 } from "./shutdown.js";
+export { GRPC_TLS_ENV, loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings, type HttpsClientTls, type HttpsServerTls } from "./grpc-tls.js";
 export { UndecodableRequest } from "./undecodable.js";
 export { MIN_TOKEN_CHARS, ServiceTokens, type Caller, type Policy } from "./service-tokens.js";
 export { guardedBidi, guardedServerStream, guardedUnary, type Guard, type GuardedContext } from "./guarded.js";

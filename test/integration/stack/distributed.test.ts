@@ -3,7 +3,8 @@
  * runs every service as its own process (two harnesses) against the real Postgres and Kafka.
  * Driven with the official SDK through the gateway: a session runs a bash tool in a bubblewrap
  * sandbox; one harness is killed with SIGKILL and the next turn is answered by the other (its wake
- * comes from Kafka); every event reached the Kafka topic; infra/stack/down.sh stops every process.
+ * comes from Kafka); every event reached the Kafka topic; the services speak only mutual TLS to each
+ * other; infra/stack/down.sh stops every process.
  */
 import { execFile } from "node:child_process";
 import { createServer } from "node:net";
@@ -13,6 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Anthropic from "@anthropic-ai/sdk";
+import { ListSessionsRequest, SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { createClient, loadGrpcTls, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
@@ -150,6 +153,30 @@ describe("infra/stack: every service its own process", () => {
     const unique = [...new Set(seqs())].sort((a, b) => a - b);
     expect(unique).toEqual(unique.map((_, i) => i + 1));
   }, 90_000);
+
+  it("serves gRPC only over mutual TLS: a token alone, or a TLS client without a certificate, gets nowhere", async () => {
+    const sec = join(dir, "stack", "secrets");
+    const token = (await readFile(join(sec, "gateway-log.token"), "utf8")).trim();
+    const address = `127.0.0.1:${Number(env["MH_STACK_PORT_BASE"]) + 1}`;
+    const listVia = async (tls: GrpcTls): Promise<number> => {
+      const raw = createClient(SessionLogClient, address, { bearerToken: token, credentials: tls.client });
+      try {
+        const page = await promiseClient(raw, SessionLogService).listSessions(ListSessionsRequest.fromPartial({ pageSize: 1 }), { deadlineMs: 5_000 });
+        return page.sessions.length;
+      } finally {
+        raw.close();
+      }
+    };
+    const ca = join(sec, "tls", "ca.pem");
+    const gateway = { tlsCaFile: ca, tlsCertFile: join(sec, "tls", "gateway.pem"), tlsKeyFile: join(sec, "tls", "gateway.key"), tlsClientAuth: "none" } as const;
+    expect(await listVia(await loadGrpcTls(gateway))).toBe(1);
+    await expect(listVia(PLAINTEXT)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    const noCert = await loadGrpcTls({ ...gateway, tlsCertFile: undefined, tlsKeyFile: undefined });
+    await expect(listVia(noCert)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    for (const name of ["session-log", "credential-vault-proxy", "sandbox-broker", "harness-2"]) {
+      expect(await readFile(join(dir, "stack", "logs", `${name}.log`), "utf8")).toMatch(/"tls":true/);
+    }
+  }, 30_000);
 
   it("down.sh stops every process it started", async () => {
     const pids = await Promise.all((await readdir(join(dir, "stack", "pids"))).map((f) => pidOf(f.replace(/\.pid$/, ""))));

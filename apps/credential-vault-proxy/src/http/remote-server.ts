@@ -5,11 +5,11 @@
  * remote; git requests come in origin-form (`/git/...`), egress requests in absolute-form
  * (`GET http://host/path`, as to any forward proxy). Connections and header sizes are bounded.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { MhError } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
-import type { ServiceTokens } from "@metaharness/service-kit";
+import type { HttpsServerTls, Logger, ServiceTokens } from "@metaharness/service-kit";
 import { POLICY, type Role } from "../auth/policy.js";
 import { reply } from "./forward.js";
 
@@ -25,6 +25,8 @@ export interface RemoteServerOptions {
   readonly git: RemoteRoute;
   readonly egress: RemoteRoute;
   readonly logger: Logger;
+  /** HTTPS (the service's gRPC TLS settings, see grpc-tls.ts); plain HTTP when omitted. */
+  readonly tls?: HttpsServerTls | undefined;
 }
 
 export interface RemoteServer {
@@ -33,21 +35,23 @@ export interface RemoteServer {
 }
 
 export async function startRemoteServer(opts: RemoteServerOptions): Promise<RemoteServer> {
-  const server: Server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: 0 }, (req, res) => {
+  const onRequest: RequestListener = (req, res) => {
     void handle(opts, req, res).catch((err: unknown) => {
       const e = MhError.from(err);
       opts.logger.error({ err: e, code: e.code }, "remote request failed");
       if (!res.headersSent) reply(res, e.code === "NOT_FOUND" ? 404 : 502, "the proxy could not serve this request");
       else res.destroy();
     });
-  });
+  };
+  const limits = { maxHeaderSize: 16 * 1024, requestTimeout: 0 };
+  const server: Server = opts.tls === undefined ? createServer(limits, onRequest) : createHttpsServer({ ...limits, ...opts.tls }, onRequest);
   server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  opts.logger.info({ host: opts.host, port }, "remote endpoint listening");
+  opts.logger.info({ host: opts.host, port, tls: opts.tls !== undefined }, "remote endpoint listening");
   let closing: Promise<void> | undefined;
   return {
     port,

@@ -7,6 +7,7 @@
 import { MhError } from "@metaharness/errors";
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
 import { createClient, promisify, readServiceToken, type PromiseClient } from "@metaharness/service-kit";
+import type { ChannelCredentials } from "@grpc/grpc-js";
 import type { ToolOutcome } from "./sandbox.js";
 
 export type CredentialProxyClient = PromiseClient<typeof CredentialVaultProxyService>;
@@ -36,8 +37,12 @@ export class McpPort {
   }
 }
 
-/** A client of the proxy at `address` presenting the service token read from `tokenFile`. */
-export async function credentialProxyClient(address: string, tokenFile: string): Promise<{ client: CredentialProxyClient; close(): void }> {
-  const raw = createClient(CredentialVaultProxyClient, address, { bearerToken: await readServiceToken(tokenFile) });
+/** A client of the proxy at `address` presenting the service token read from `tokenFile`, over `credentials` (TLS or not). */
+export async function credentialProxyClient(
+  address: string,
+  tokenFile: string,
+  credentials: ChannelCredentials,
+): Promise<{ client: CredentialProxyClient; close(): void }> {
+  const raw = createClient(CredentialVaultProxyClient, address, { bearerToken: await readServiceToken(tokenFile), credentials });
   return { client: promisify(raw, CredentialVaultProxyService), close: () => raw.close() };
 }

@@ -16,6 +16,7 @@ import {
   type Event,
   type RepositoryFailure,
 } from "@metaharness/proto";
+import type { ChannelCredentials } from "@grpc/grpc-js";
 import { createClient, promisify, type Logger } from "@metaharness/service-kit";
 
 export interface SandboxEventSink {
@@ -79,11 +80,11 @@ export class SessionLogSink implements SandboxEventSink {
 
   constructor(
     address: string,
-    /** This broker's service token for the log. */
-    token: string,
+    /** This broker's service token for the log, and the channel's credentials (TLS or not). */
+    link: { readonly token: string; readonly credentials: ChannelCredentials },
     private readonly logger: Logger,
   ) {
-    this.raw = createClient(SessionLogClient, address, { bearerToken: token });
+    this.raw = createClient(SessionLogClient, address, { bearerToken: link.token, credentials: link.credentials });
     this.client = promisify(this.raw, SessionLogService);
   }
 

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { ConnectHandRequest, ConnectHandResponse } from "@metaharness/proto";
 import { SandboxBrokerClient } from "@metaharness/proto";
+import type { ChannelCredentials } from "@grpc/grpc-js";
 import { createClient, type Logger } from "@metaharness/service-kit";
 
 export const KV_DEVICE_KIND = "kv-device";
@@ -19,6 +20,8 @@ export interface KvDeviceOptions {
   readonly token: string;
   readonly handId?: string;
   readonly logger?: Logger;
+  /** TLS to the broker (loadGrpcTls's `client`); plaintext when omitted. */
+  readonly credentials?: ChannelCredentials;
 }
 
 export interface KvDeviceHandle {
@@ -67,7 +70,10 @@ export function answer(store: Map<string, string>, name: string, input: Record<s
 export function startKvDevice(opts: KvDeviceOptions): KvDeviceHandle {
   const handId = opts.handId ?? `kv-${randomBytes(4).toString("hex")}`;
   const store = new Map<string, string>();
-  const client = createClient(SandboxBrokerClient, opts.address, { bearerToken: opts.token });
+  const client = createClient(SandboxBrokerClient, opts.address, {
+    bearerToken: opts.token,
+    ...(opts.credentials === undefined ? {} : { credentials: opts.credentials }),
+  });
   const call = client.connectHand();
   let resolveClosed!: (why: string) => void;
   const closed = new Promise<string>((resolve) => (resolveClosed = resolve));

@@ -4,7 +4,7 @@
  * service token, which the broker gives the role "hand"). It stays connected until
  * SIGTERM/SIGINT, and exits 1 if the broker goes away.
  */
-import { createLogger, env, installShutdown, readConfig, readServiceToken } from "@metaharness/service-kit";
+import { createLogger, env, GRPC_TLS_ENV, installShutdown, loadGrpcTls, readConfig, readServiceToken } from "@metaharness/service-kit";
 import { startKvDevice } from "./kv-device-hand.js";
 
 const config = readConfig(
@@ -13,11 +13,20 @@ const config = readConfig(
     tokenFile: env.string("MH_HAND_TOKEN_FILE", { pattern: /^\/\S+$/ }),
     handId: env.optional(env.string("MH_HAND_ID", { pattern: /^[A-Za-z0-9._:-]{1,128}$/ })),
     logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
+    // MH_GRPC_TLS_CA_FILE makes the connection TLS (and the cert/key, if the broker asks for one).
+    ...GRPC_TLS_ENV,
   },
   process.env,
 );
 const logger = createLogger({ service: "kv-device", level: config.logLevel });
-const device = startKvDevice({ address: config.address, token: await readServiceToken(config.tokenFile), handId: config.handId, logger });
+const tls = await loadGrpcTls(config);
+const device = startKvDevice({
+  address: config.address,
+  token: await readServiceToken(config.tokenFile),
+  handId: config.handId,
+  logger,
+  credentials: tls.client,
+});
 const shutdown = installShutdown(logger, [
   {
     name: "kv-device",

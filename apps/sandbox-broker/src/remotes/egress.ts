@@ -51,7 +51,7 @@ export async function startEgress(
     limits.maxConnections,
     async (incoming: IncomingMessage, res: ServerResponse) => {
       if (!/^http:\/\//i.test(incoming.url ?? "")) return respond(res, 400, "send absolute http:// URLs to this proxy");
-      const status = await relay(incoming, res, { target, dropHeaders: DROPPED, addHeaders, maxRequestBytes: limits.maxRequestBytes, absoluteForm: true });
+      const status = await relay(incoming, res, { target, dropHeaders: DROPPED, addHeaders, maxRequestBytes: limits.maxRequestBytes, absoluteForm: true, tls: proxy.tls });
       limits.logger.debug({ status }, "egress request relayed");
     },
     limits.logger,

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
-import type { Logger } from "@metaharness/service-kit";
+import type { HttpsClientTls, Logger } from "@metaharness/service-kit";
 import { SERVICE_AUTH_HEADER } from "./proxy-client.js";
 import { relay, respond } from "./relay-forward.js";
 import { normalizeRepositoryUrl } from "@metaharness/events";
@@ -23,6 +23,8 @@ export interface GitRelayOptions {
   /** Normalised repository URL -> the proxy's remote for it. */
   readonly remotes: ReadonlyMap<string, string>;
   readonly serviceAuthorization: string;
+  /** TLS to the proxy's remote endpoint (ProxyConnection's `tls`). */
+  readonly tls: HttpsClientTls | undefined;
   readonly maxRequestBytes: number;
   readonly maxConnections: number;
   readonly logger: Logger;
@@ -49,6 +51,7 @@ async function handle(opts: GitRelayOptions, req: IncomingMessage, res: ServerRe
     passHeaders: HEADERS,
     addHeaders: { [SERVICE_AUTH_HEADER]: opts.serviceAuthorization },
     maxRequestBytes: opts.maxRequestBytes,
+    tls: opts.tls,
   });
   opts.logger.debug({ repository, path, status }, "git request relayed");
 }

@@ -5,7 +5,7 @@
  * broker relays to the proxy's remote endpoint. The broker never holds a vault credential.
  */
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
-import { createClient, promisify, readServiceToken, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, readServiceToken, type GrpcTls, type HttpsClientTls, type PromiseClient } from "@metaharness/service-kit";
 
 export type CredentialProxy = PromiseClient<typeof CredentialVaultProxyService>;
 
@@ -16,11 +16,22 @@ export interface ProxyConnection {
   readonly client: CredentialProxy;
   /** `Bearer <token>`, for SERVICE_AUTH_HEADER. */
   readonly serviceAuthorization: string;
+  /** For relaying to the proxy's remote endpoint when it is https://: whom to trust, what to present. */
+  readonly tls: HttpsClientTls | undefined;
   close(): void;
 }
 
-export async function connectCredentialProxy(address: string, tokenFile: string): Promise<ProxyConnection> {
+export async function connectCredentialProxy(
+  address: string,
+  tokenFile: string,
+  tls: GrpcTls,
+): Promise<ProxyConnection> {
   const token = await readServiceToken(tokenFile);
-  const raw = createClient(CredentialVaultProxyClient, address, { bearerToken: token });
-  return { client: promisify(raw, CredentialVaultProxyService), serviceAuthorization: `Bearer ${token}`, close: () => raw.close() };
+  const raw = createClient(CredentialVaultProxyClient, address, { bearerToken: token, credentials: tls.client });
+  return {
+    client: promisify(raw, CredentialVaultProxyService),
+    serviceAuthorization: `Bearer ${token}`,
+    tls: tls.httpsClient,
+    close: () => raw.close(),
+  };
 }

@@ -6,6 +6,7 @@
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Transform, pipeline } from "node:stream";
+import type { HttpsClientTls } from "@metaharness/service-kit";
 
 export interface RelayOptions {
   readonly target: URL;
@@ -16,6 +17,8 @@ export interface RelayOptions {
   readonly maxRequestBytes: number;
   /** For absolute-form (forward proxy) requests: the path is the whole URL. */
   readonly absoluteForm?: boolean;
+  /** Whom to trust and what to present when the target is https:// (otherwise the system's roots). */
+  readonly tls?: HttpsClientTls | undefined;
 }
 
 export function relay(req: IncomingMessage, res: ServerResponse, opts: RelayOptions): Promise<number> {
@@ -26,10 +29,12 @@ export function relay(req: IncomingMessage, res: ServerResponse, opts: RelayOpti
       if (passed && value !== undefined) headers[name] = value;
     }
     Object.assign(headers, opts.addHeaders);
-    const send = opts.target.protocol === "https:" ? httpsRequest : httpRequest;
+    const secure = opts.target.protocol === "https:";
+    const send = secure ? httpsRequest : httpRequest;
+    const tls = secure ? (opts.tls ?? {}) : {};
     const upstream = opts.absoluteForm === true
-      ? send({ host: opts.target.hostname, port: opts.target.port, method: req.method ?? "GET", path: req.url ?? "/", headers })
-      : send(opts.target, { method: req.method ?? "GET", headers });
+      ? send({ host: opts.target.hostname, port: opts.target.port, method: req.method ?? "GET", path: req.url ?? "/", headers, ...tls })
+      : send(opts.target, { method: req.method ?? "GET", headers, ...tls });
     upstream.on("error", () => {
       respond(res, 502, "the credential proxy could not be reached");
       resolve(502);

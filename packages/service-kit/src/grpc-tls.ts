@@ -1,0 +1,162 @@
+/**
+ * TLS for the links between our services. Service tokens are bearer secrets: on a network other
+ * than one host's loopback they must not travel in clear, so every service reads the same four
+ * variables (spread `GRPC_TLS_ENV` into its config spec) and hands the credentials loadGrpcTls
+ * builds to startGrpcServer (`server`) and to createClient (`client`):
+ * - MH_GRPC_TLS_CERT_FILE + MH_GRPC_TLS_KEY_FILE: this service's certificate chain and key (PEM).
+ *   With them its server speaks only TLS; it also presents them when it calls a service that
+ *   asks callers for a certificate.
+ * - MH_GRPC_TLS_CA_FILE: the roots this service trusts. With it every call it makes to another
+ *   of our services is TLS, checking the server's certificate against these roots and the
+ *   address's host name (or IP); without it, calls are plaintext.
+ * - MH_GRPC_TLS_CLIENT_AUTH=require: the server also demands a certificate from every caller,
+ *   signed by those roots (mutual TLS), in addition to the caller's token.
+ * Unset, everything stays plaintext, as on a laptop where every link is loopback. Our one internal
+ * HTTP link (the broker relaying to the credential proxy's remote endpoint) follows the same
+ * settings through `httpsServer` and `httpsClient`.
+ * Files are read and checked once at start: a missing file, a key that does not match its
+ * certificate or anything that is not PEM fails the start, naming the variable.
+ */
+import { readFile } from "node:fs/promises";
+import { createSecureContext } from "node:tls";
+import { credentials, ServerCredentials, type ChannelCredentials } from "@grpc/grpc-js";
+import { MhError } from "@metaharness/errors";
+import { env } from "./env.js";
+
+const ABSOLUTE_PATH = /^\/\S+$/;
+
+/** The TLS variables, to spread into a service's config spec. */
+export const GRPC_TLS_ENV = {
+  tlsCertFile: env.optional(env.string("MH_GRPC_TLS_CERT_FILE", { pattern: ABSOLUTE_PATH })),
+  tlsKeyFile: env.optional(env.string("MH_GRPC_TLS_KEY_FILE", { pattern: ABSOLUTE_PATH })),
+  tlsCaFile: env.optional(env.string("MH_GRPC_TLS_CA_FILE", { pattern: ABSOLUTE_PATH })),
+  tlsClientAuth: env.enumOf("MH_GRPC_TLS_CLIENT_AUTH", ["none", "require"], { default: "none" }),
+} as const;
+
+/** What GRPC_TLS_ENV reads. */
+export interface GrpcTlsSettings {
+  readonly tlsCertFile: string | undefined;
+  readonly tlsKeyFile: string | undefined;
+  readonly tlsCaFile: string | undefined;
+  readonly tlsClientAuth: "none" | "require";
+}
+
+export interface GrpcTls {
+  /** For startGrpcServer: TLS when this service has a certificate, plaintext otherwise. */
+  readonly server: ServerCredentials;
+  /** For createClient: TLS when this service has roots to trust, plaintext otherwise. */
+  readonly client: ChannelCredentials;
+  /** Whether the server speaks TLS; for the start log line. */
+  readonly serving: boolean;
+  /** Whether calls to other services are TLS; for the start log line. */
+  readonly calling: boolean;
+  /** node:https server options for an internal HTTP endpoint: set when `serving`. */
+  readonly httpsServer: HttpsServerTls | undefined;
+  /** node:https request options for an internal HTTP link: set when `calling`. */
+  readonly httpsClient: HttpsClientTls | undefined;
+}
+
+export interface HttpsServerTls {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly ca?: Buffer;
+  readonly requestCert: boolean;
+  readonly rejectUnauthorized: boolean;
+}
+
+export interface HttpsClientTls {
+  readonly ca: Buffer;
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+}
+
+/** No TLS anywhere: what unset variables mean. */
+export const PLAINTEXT: GrpcTls = {
+  server: ServerCredentials.createInsecure(),
+  client: credentials.createInsecure(),
+  serving: false,
+  calling: false,
+  httpsServer: undefined,
+  httpsClient: undefined,
+};
+
+export async function loadGrpcTls(settings: GrpcTlsSettings): Promise<GrpcTls> {
+  const { tlsCertFile, tlsKeyFile, tlsCaFile, tlsClientAuth } = settings;
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    const missing = tlsCertFile === undefined ? "MH_GRPC_TLS_CERT_FILE" : "MH_GRPC_TLS_KEY_FILE";
+    throw invalid(missing, `${missing} is needed too: a certificate and its key go together`);
+  }
+  if (tlsClientAuth === "require" && (tlsCaFile === undefined || tlsCertFile === undefined)) {
+    throw invalid(
+      "MH_GRPC_TLS_CLIENT_AUTH",
+      "MH_GRPC_TLS_CLIENT_AUTH=require needs MH_GRPC_TLS_CA_FILE (to check callers) and this service's own certificate and key",
+    );
+  }
+  const ca = tlsCaFile === undefined ? undefined : await pem("MH_GRPC_TLS_CA_FILE", tlsCaFile);
+  const cert = tlsCertFile === undefined ? undefined : await pem("MH_GRPC_TLS_CERT_FILE", tlsCertFile);
+  const key = tlsKeyFile === undefined ? undefined : await pem("MH_GRPC_TLS_KEY_FILE", tlsKeyFile);
+  check(ca, cert, key);
+
+  const server =
+    cert !== undefined && key !== undefined
+      ? ServerCredentials.createSsl(
+          tlsClientAuth === "require" ? (ca ?? null) : null,
+          [{ cert_chain: cert, private_key: key }],
+          tlsClientAuth === "require",
+        )
+      : ServerCredentials.createInsecure();
+  const client = ca !== undefined ? credentials.createSsl(ca, key ?? null, cert ?? null) : credentials.createInsecure();
+  const requireCert = tlsClientAuth === "require";
+  return {
+    server,
+    client,
+    serving: cert !== undefined,
+    calling: ca !== undefined,
+    httpsServer:
+      cert !== undefined && key !== undefined
+        ? { cert, key, ...(requireCert && ca !== undefined ? { ca } : {}), requestCert: requireCert, rejectUnauthorized: requireCert }
+        : undefined,
+    httpsClient: ca !== undefined ? { ca, ...(cert !== undefined && key !== undefined ? { cert, key } : {}) } : undefined,
+  };
+}
+
+async function pem(variable: string, file: string): Promise<Buffer> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    throw invalid(variable, `${variable}: ${file} cannot be read`, err);
+  }
+  if (!bytes.includes("-----BEGIN ")) throw invalid(variable, `${variable}: ${file} is not PEM`);
+  return bytes;
+}
+
+/** Lets OpenSSL parse the files now, so a bad one fails the start instead of every handshake. */
+function check(ca: Buffer | undefined, cert: Buffer | undefined, key: Buffer | undefined): void {
+  if (ca !== undefined) {
+    try {
+      createSecureContext({ ca });
+    } catch (err) {
+      throw invalid("MH_GRPC_TLS_CA_FILE", `MH_GRPC_TLS_CA_FILE holds no usable certificate: ${messageOf(err)}`, err);
+    }
+  }
+  if (cert !== undefined && key !== undefined) {
+    try {
+      createSecureContext({ cert, key });
+    } catch (err) {
+      throw invalid(
+        "MH_GRPC_TLS_CERT_FILE",
+        `MH_GRPC_TLS_CERT_FILE and MH_GRPC_TLS_KEY_FILE are not a usable certificate and key: ${messageOf(err)}`,
+        err,
+      );
+    }
+  }
+}
+
+function invalid(field: string, message: string, cause?: unknown): MhError {
+  return new MhError("FAILED_PRECONDITION", message, { field, cause });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,36 @@
+/**
+ * Certificates for tests of TLS between services, minted by infra/tls/dev-certs.sh (openssl) into
+ * a private temporary directory: `env(name)` is the MH_GRPC_TLS_* settings of the service holding
+ * `name`'s certificate, asking its callers for theirs (mutual TLS).
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const DEV_CERTS = new URL("../../infra/tls/dev-certs.sh", import.meta.url).pathname;
+
+export interface DevCerts {
+  readonly dir: string;
+  readonly ca: string;
+  env(name: string): Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+export async function mintDevCerts(names: readonly string[]): Promise<DevCerts> {
+  const dir = await mkdtemp(join(tmpdir(), "mh-tls-"));
+  await promisify(execFile)("bash", [DEV_CERTS, join(dir, "certs"), ...names]);
+  const certs = join(dir, "certs");
+  return {
+    dir: certs,
+    ca: join(certs, "ca.pem"),
+    env: (name) => ({
+      MH_GRPC_TLS_CA_FILE: join(certs, "ca.pem"),
+      MH_GRPC_TLS_CERT_FILE: join(certs, `${name}.pem`),
+      MH_GRPC_TLS_KEY_FILE: join(certs, `${name}.key`),
+      MH_GRPC_TLS_CLIENT_AUTH: "require",
+    }),
+    dispose: () => rm(dir, { recursive: true, force: true }),
+  };
+}
