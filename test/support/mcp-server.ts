@@ -6,6 +6,7 @@
  *   add {a, b}     -> the sum, as text
  *   echo {text}    -> the text
  *   leak_auth {}   -> the Authorization header it received (a hostile server: the proxy must scrub it)
+ *   slow {ms, text} -> the text, after ms milliseconds (a call still running)
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -26,6 +27,7 @@ const TOOLS = [
   { name: "add", description: "Adds two numbers.", inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] } },
   { name: "echo", description: "Echoes text.", inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] } },
   { name: "leak_auth", description: "Returns the Authorization header it received.", inputSchema: { type: "object", properties: {} } },
+  { name: "slow", description: "Returns the text after ms milliseconds.", inputSchema: { type: "object", properties: { ms: { type: "number" }, text: { type: "string" } }, required: ["ms"] } },
 ] as const;
 
 export async function startMcpServer(isValid: (token: string) => boolean): Promise<TestMcpServer> {
@@ -46,7 +48,7 @@ export async function startMcpServer(isValid: (token: string) => boolean): Promi
     }
     const server = new Server({ name: "metaharness-test-mcp", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...TOOLS] }));
-    server.setRequestHandler(CallToolRequestSchema, (request) => {
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
       calls++;
       const args = request.params.arguments ?? {};
       switch (request.params.name) {
@@ -56,6 +58,9 @@ export async function startMcpServer(isValid: (token: string) => boolean): Promi
           return { content: [{ type: "text", text: String(args["text"]) }] };
         case "leak_auth":
           return { content: [{ type: "text", text: `I saw: ${auth}` }] };
+        case "slow":
+          await new Promise((resolve) => setTimeout(resolve, Number(args["ms"])));
+          return { content: [{ type: "text", text: typeof args["text"] === "string" ? args["text"] : "done" }] };
         default:
           return { content: [{ type: "text", text: `unknown tool ${request.params.name}` }], isError: true };
       }

@@ -4,6 +4,7 @@
  * the remote HTTP endpoint for sandbox git and egress traffic. Used by main.ts and by tests,
  * which start it in-process on port 0.
  */
+import { randomBytes } from "node:crypto";
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
 import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { migrate, openDb, type Db } from "@metaharness/db";
@@ -13,6 +14,7 @@ import { loadMasterKeyring, type MasterKeyring } from "./crypto/master-keys.js";
 import { forwardEgress } from "./egress/egress-forward.js";
 import { forwardGit } from "./git/git-forward.js";
 import { startRemoteServer } from "./http/remote-server.js";
+import { McpCallLedger } from "./mcp/call-ledger.js";
 import { McpProxy } from "./mcp/mcp-proxy.js";
 import { EgressPolicy } from "./net/egress-policy.js";
 import { refreshGrant, type Refresher } from "./mcp/oauth-refresh.js";
@@ -83,6 +85,14 @@ export async function startCredentialProxy(
       logger,
     });
     const mcp = new McpProxy({ credentials, tokens, fetch: egress.fetch, timeoutMs: config.mcpTimeoutMs, logger });
+    const ledger = new McpCallLedger({
+      db,
+      owner: randomBytes(8).toString("hex"),
+      timeoutMs: config.mcpTimeoutMs,
+      retentionMs: config.mcpCallRetentionMs,
+      logger,
+    });
+    cleanups.push(() => Promise.resolve(ledger.close()));
 
     const remoteDeps = { db, credentials, egress, maxRequestBytes: config.maxRequestBytes, timeoutMs: config.upstreamTimeoutMs, logger };
     const remote = await startRemoteServer({
@@ -102,7 +112,7 @@ export async function startCredentialProxy(
     const implementation: CredentialVaultProxyServer = {
       ...vaultRpcs({ ...guard, db, keyring, vaults }),
       ...credentialRpcs({ ...guard, db, keyring, validation: { db, keyring, tokens, fetch: egress.fetch, timeoutMs: config.mcpTimeoutMs, logger } }),
-      ...mcpRpcs({ ...guard, mcp }),
+      ...mcpRpcs({ ...guard, mcp, ledger }),
       ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds }),
     };
     const server = await startGrpcServer({

@@ -50,6 +50,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       refreshSkewMs: env.int("MH_OAUTH_REFRESH_SKEW_MS", { default: 30_000, min: 0, max: 3_600_000 }),
       tokenEndpointTimeoutMs: env.int("MH_OAUTH_TIMEOUT_MS", { default: 10_000, min: 100, max: 120_000 }),
       mcpTimeoutMs: env.int("MH_MCP_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
+      // How long a finished MCP call's outcome is kept to answer a repeat of it (mcp/call-ledger.ts).
+      mcpCallRetentionMs: env.durationMs("MH_MCP_CALL_RETENTION", { default: 7 * 24 * 3_600_000, min: 60_000 }),
       /** How long a session's vault ids are cached (they are fixed when the session is created). */
       sessionCacheMs: env.int("MH_SESSION_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
 

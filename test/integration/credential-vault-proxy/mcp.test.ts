@@ -3,8 +3,10 @@
  * OAuth token endpoint: calls carry the session's token, an expired token is refreshed once, N
  * concurrent calls (in one instance, and across two) cause one refresh, a token the server
  * revoked is refreshed on the 401, a server echoing the token gets it scrubbed, and a session
- * can only use the vaults it names, of its own tenant.
+ * can only use the vaults it names, of its own tenant. A call is made upstream at most once per
+ * session and call_id, across instances and callers that go away (the call ledger).
  */
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialType } from "@metaharness/proto";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
@@ -34,6 +36,17 @@ afterAll(async () => {
   await vault?.stop();
   await log?.stop();
 });
+
+/** One statement on the proxy's database, as an operator (or a crash) would leave it. */
+async function sql(text: string, values: unknown[]): Promise<Array<Record<string, unknown>>> {
+  const c = new pg.Client({ connectionString: vault.db.url });
+  await c.connect();
+  try {
+    return (await c.query<Record<string, unknown>>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
 
 /** A session whose one vault holds an mcp_oauth credential for the test server; `expired` backdates it. */
 async function sessionWithToken(
@@ -81,9 +94,9 @@ describe("MCP through the proxy", () => {
     const { sessionId } = await sessionWithToken(false);
     const before = oauth.refreshes;
     const { tools } = await harness.listMcpTools({ sessionId, mcpServerUrl: mcp.url });
-    expect(tools.map((t) => t.name)).toEqual(["add", "echo", "leak_auth"]);
+    expect(tools.map((t) => t.name)).toEqual(["add", "echo", "leak_auth", "slow"]);
     expect(tools[0]?.inputSchema?.["required"]).toEqual(["a", "b"]);
-    expect(await add(sessionId, 2, 3)).toEqual({ text: ["5"], isError: false });
+    expect(await add(sessionId, 2, 3)).toEqual({ text: ["5"], isError: false, replayed: false });
     expect(oauth.refreshes).toBe(before);
   });
 
@@ -130,9 +143,9 @@ describe("MCP through the proxy", () => {
 
   it("answers a tool error as a result, and unknown servers and sessions as errors", async () => {
     const { sessionId } = await sessionWithToken(false);
-    const unknown = await harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "nope", arguments: {}, callId: "" });
+    const unknown = await harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "nope", arguments: {}, callId: "toolu_nope" });
     expect(unknown.isError).toBe(true);
-    const other = await rejection(harness.callMcpTool({ sessionId, mcpServerUrl: "http://127.0.0.1:1/mcp", name: "add", arguments: {}, callId: "" }));
+    const other = await rejection(harness.callMcpTool({ sessionId, mcpServerUrl: "http://127.0.0.1:1/mcp", name: "add", arguments: {}, callId: "toolu_other" }));
     expect(other.code).toBe("FAILED_PRECONDITION");
     expect((await rejection(add("sesn_doesnotexist", 1, 2))).code).toBe("NOT_FOUND");
   });
@@ -168,5 +181,76 @@ describe("MCP through the proxy", () => {
     harness = vault.client("harness");
     admin = vault.client("admin");
     expect((await add(sessionId, 5, 6)).text).toEqual(["11"]);
+  });
+});
+
+describe("the call ledger: at most one call upstream per session and call_id", () => {
+  const slow = (sessionId: string, callId: string, ms: number, text: string, client: VaultClient = harness, signal?: AbortSignal) =>
+    client.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "slow", arguments: { ms, text }, callId }, signal === undefined ? {} : { signal });
+
+  it("answers a repeat from the ledger, and another session's same call_id on its own", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const before = mcp.calls;
+    expect(await add(sessionId, 4, 5)).toEqual({ text: ["9"], isError: false, replayed: false });
+    expect(await add(sessionId, 4, 5)).toEqual({ text: ["9"], isError: false, replayed: true });
+    expect(mcp.calls).toBe(before + 1);
+    const other = await sessionWithToken(false);
+    expect(await add(other.sessionId, 4, 5)).toMatchObject({ replayed: false });
+    expect(mcp.calls).toBe(before + 2);
+  });
+
+  it("makes concurrent repeats wait for the one call, in one instance and across two", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const replica = await vault.startReplica();
+    const before = mcp.calls;
+    const answers = await Promise.all([
+      slow(sessionId, "toolu_once", 600, "one"),
+      slow(sessionId, "toolu_once", 600, "one"),
+      slow(sessionId, "toolu_once", 600, "one", replica.client("harness")),
+    ]);
+    expect(answers.map((a) => a.text)).toEqual([["one"], ["one"], ["one"]]);
+    expect(answers.filter((a) => !a.replayed)).toHaveLength(1);
+    expect(mcp.calls).toBe(before + 1);
+  });
+
+  it("sees a call through when its caller goes away, so the harness that takes over gets its answer", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const before = mcp.calls;
+    const gone = new AbortController();
+    const first = slow(sessionId, "toolu_orphan", 800, "finished anyway", harness, gone.signal);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    gone.abort(); // the harness died mid-call
+    expect((await rejection(first)).code).toBe("CANCELLED");
+    expect(await slow(sessionId, "toolu_orphan", 800, "finished anyway")).toEqual({ text: ["finished anyway"], isError: false, replayed: true });
+    expect(mcp.calls).toBe(before + 1);
+  });
+
+  it("settles a call whose proxy died as unknown, an error result, never a second call", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    // What a proxy killed mid-call leaves: a claim that never finished, older than any call may run.
+    await sql(
+      `INSERT INTO mcp_calls (session_id, call_id, server_url, name, status, owner, started_at)
+       VALUES ($1, 'toolu_dead', $2, 'add', 'running', 'a-dead-proxy', now() - interval '1 hour')`,
+      [sessionId, mcp.url],
+    );
+    const before = mcp.calls;
+    const answer = await harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "add", arguments: { a: 1, b: 1 }, callId: "toolu_dead" });
+    expect(answer).toMatchObject({ isError: true, replayed: true });
+    expect(answer.text[0]).toMatch(/outcome of this MCP call is unknown/);
+    expect(mcp.calls).toBe(before);
+  });
+
+  it("forgets a call refused before it was sent, and refuses a call_id reused for another tool", async () => {
+    const { vaultId } = await sessionWithToken(false);
+    const stranger = await createSession([await newVault(admin)]);
+    expect((await rejection(add(stranger, 7, 7))).code).toBe("FAILED_PRECONDITION");
+    expect(await sql("SELECT 1 FROM mcp_calls WHERE session_id = $1", [stranger])).toEqual([]);
+
+    const named = await createSession([vaultId]);
+    expect((await add(named, 7, 7)).text).toEqual(["14"]);
+    const reused = await rejection(harness.callMcpTool({ sessionId: named, mcpServerUrl: mcp.url, name: "echo", arguments: { text: "x" }, callId: "toolu_7_7" }));
+    expect(reused).toMatchObject({ code: "FAILED_PRECONDITION", field: "call_id" });
+    const missing = await rejection(harness.callMcpTool({ sessionId: named, mcpServerUrl: mcp.url, name: "add", arguments: {}, callId: "" }));
+    expect(missing).toMatchObject({ code: "INVALID_ARGUMENT", field: "call_id" });
   });
 });

@@ -56,14 +56,17 @@ export class McpProxy {
     });
   }
 
+  /** `sent` is called just before each tools/call request leaves (see mcp/call-ledger.ts). */
   async callTool(
     call: { sessionId: string; serverUrl: string; name: string; args: Record<string, unknown>; callId: string },
     signal: AbortSignal,
+    sent: () => void = () => undefined,
   ): Promise<McpCallResult> {
     const log = this.deps.logger.child({ session_id: call.sessionId, call_id: call.callId, server: call.serverUrl, tool: call.name });
     const started = performance.now();
     try {
       const result = await this.withServer(call.sessionId, call.serverUrl, signal, async (client, opts, secrets) => {
+        sent();
         const res = await client.callTool({ name: call.name, arguments: call.args }, undefined, requestOptions(opts));
         const blocks: unknown[] = Array.isArray(res.content) ? res.content : [];
         return { text: blocks.map((b) => scrub(blockText(b), secrets)), isError: res.isError === true };

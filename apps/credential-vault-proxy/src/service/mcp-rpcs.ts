@@ -1,15 +1,20 @@
 /**
- * The harness's half of the service: list and call a session's MCP tools through the proxy.
+ * The harness's half of the service: list and call a session's MCP tools through the proxy. A
+ * call is made at most once per (session, call_id): mcp/call-ledger.ts.
  */
 import { invalidArgument } from "@metaharness/errors";
+import type { McpCallLedger } from "../mcp/call-ledger.js";
 import type { McpProxy } from "../mcp/mcp-proxy.js";
 import { guarded, type GuardDeps } from "./guard.js";
 
 export interface McpDeps extends GuardDeps {
   readonly mcp: McpProxy;
+  readonly ledger: McpCallLedger;
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_.\-/]{1,128}$/;
+/** A tool_use id (toolu_...), or any id of the caller's that names one call. */
+const CALL_ID = /^[\x21-\x7e]{1,256}$/;
 
 export function mcpRpcs(deps: McpDeps) {
   return {
@@ -18,10 +23,10 @@ export function mcpRpcs(deps: McpDeps) {
     })),
     callMcpTool: guarded("callMcpTool", deps, async (req, ctx) => {
       if (!TOOL_NAME.test(req.name)) throw invalidArgument("name", "is not an MCP tool name");
-      return deps.mcp.callTool(
-        { sessionId: req.sessionId, serverUrl: req.mcpServerUrl, name: req.name, args: req.arguments ?? {}, callId: req.callId },
-        ctx.signal,
-      );
+      if (!CALL_ID.test(req.callId)) throw invalidArgument("call_id", "is required: 1-256 printable characters naming this call (its tool_use id)");
+      const call = { sessionId: req.sessionId, serverUrl: req.mcpServerUrl, name: req.name, args: req.arguments ?? {}, callId: req.callId };
+      const { outcome, replayed } = await deps.ledger.run(call, ctx.signal, (signal, sent) => deps.mcp.callTool(call, signal, sent));
+      return { text: outcome.text, isError: outcome.isError, replayed };
     }),
   };
 }

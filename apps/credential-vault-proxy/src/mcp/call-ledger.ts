@@ -1,0 +1,188 @@
+/**
+ * CallMcpTool is idempotent by (session_id, call_id). A harness that dies after sending a call
+ * but before writing its result leaves the session with a tool_use and no result; the harness
+ * that takes over sends the same call again, and an MCP tool is often not safe to run twice (it
+ * files an issue, sends a message). So every call is claimed in the ledger before it goes
+ * upstream, and a repeat:
+ * - of a finished call gets its recorded outcome (replayed; nothing is sent upstream);
+ * - of a call this process is running waits for it and gets the same outcome;
+ * - of a call another process is running polls the ledger until it finishes; if that takes longer
+ *   than the upstream timeout and a margin, that process is taken for dead and the call settles
+ *   as "outcome unknown", an error result the model can read and act on, never a second call.
+ * Once sent upstream, a call is seen through to its end even if its caller goes away (a harness
+ * that died cancels its gRPC call): the repeat gets the answer instead of making the call again.
+ * An attempt that fails before it was sent (no credential, the server refused the token) is
+ * forgotten, so it can be tried again; one that failed after it was sent (timeout, connection
+ * lost) may or may not have taken effect, and is recorded as that.
+ */
+import { MhError } from "@metaharness/errors";
+import type { Db } from "@metaharness/db";
+import type { Logger } from "@metaharness/service-kit";
+import {
+  claimMcpCall,
+  finishMcpCall,
+  releaseMcpCall,
+  settleMcpCall,
+  sweepMcpCalls,
+  type McpCallKey,
+  type McpCallOutcome,
+} from "../store/mcp-calls.js";
+
+export const UNKNOWN_OUTCOME =
+  "the outcome of this MCP call is unknown: the proxy that made it stopped before it answered; check before calling again";
+/** Failures after the call was sent that leave its effect unknown (the rest are refusals). */
+const UNKNOWN_AFTER_SEND = new Set(["DEADLINE_EXCEEDED", "UNAVAILABLE", "INTERNAL", "UNKNOWN", "CANCELLED", "ABORTED"]);
+const POLL_MS = 200;
+/** Beyond the upstream timeout, how long a running call of another process is waited for. */
+const FOREIGN_SLACK_MS = 10_000;
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+export interface LedgerCall extends McpCallKey {
+  readonly serverUrl: string;
+  readonly name: string;
+}
+
+export interface LedgerAnswer {
+  readonly outcome: McpCallOutcome;
+  readonly replayed: boolean;
+}
+
+/** Makes the call upstream; calls `sent` just before the request leaves. */
+export type Attempt = (signal: AbortSignal, sent: () => void) => Promise<McpCallOutcome>;
+
+export class McpCallLedger {
+  private readonly inflight = new Map<string, Promise<McpCallOutcome>>();
+  private lastSweep = 0;
+  /** Aborts the attempts still running when the proxy stops. */
+  private readonly stopping = new AbortController();
+
+  constructor(
+    private readonly deps: {
+      readonly db: Db;
+      /** This process, as the ledger names it: random per start. */
+      readonly owner: string;
+      /** The upstream timeout: how long a call of another process may legitimately run. */
+      readonly timeoutMs: number;
+      readonly retentionMs: number;
+      readonly logger: Logger;
+    },
+  ) {}
+
+  /** The call's outcome; `signal` ends the wait (CANCELLED), never an attempt already under way. */
+  async run(call: LedgerCall, signal: AbortSignal, attempt: Attempt): Promise<LedgerAnswer> {
+    this.sweepNow();
+    const mapKey = `${call.sessionId}\u0000${call.callId}`;
+    for (;;) {
+      signal.throwIfAborted();
+      const mine = this.inflight.get(mapKey);
+      if (mine !== undefined) return { outcome: await untilAborted(mine, signal), replayed: true };
+      const claim = await this.claim(call);
+      switch (claim.kind) {
+        case "claimed":
+          return { outcome: await untilAborted(this.attempt(call, mapKey, attempt), signal), replayed: false };
+        case "done":
+          return { outcome: claim.outcome, replayed: true };
+        case "other":
+          throw new MhError(
+            "FAILED_PRECONDITION",
+            `call_id ${call.callId} was already used in session ${call.sessionId} for ${claim.name} on ${claim.serverUrl}`,
+            { field: "call_id" },
+          );
+        case "running": {
+          if (claim.runningMs > this.deps.timeoutMs + FOREIGN_SLACK_MS) {
+            const settled = await settleMcpCall(this.deps.db, call, claim.owner, { text: [UNKNOWN_OUTCOME], isError: true });
+            if (settled !== undefined) {
+              this.deps.logger.warn({ session_id: call.sessionId, call_id: call.callId, owner: claim.owner }, "mcp call of a dead proxy settled as unknown");
+              return { outcome: settled, replayed: true };
+            }
+            continue; // released meanwhile: claim it again
+          }
+          await sleep(POLL_MS, signal);
+        }
+      }
+    }
+  }
+
+  private async claim(call: LedgerCall) {
+    for (let i = 0; i < 3; i++) {
+      const claim = await claimMcpCall(this.deps.db, call, { serverUrl: call.serverUrl, name: call.name, owner: this.deps.owner });
+      if (claim !== undefined) return claim;
+    }
+    throw new MhError("INTERNAL", `call ${call.callId} of session ${call.sessionId} could be neither claimed nor read`);
+  }
+
+  /** Runs the attempt to its end, whoever waits for it, and records what came of it. */
+  private attempt(call: LedgerCall, mapKey: string, attempt: Attempt): Promise<McpCallOutcome> {
+    let sent = false;
+    const running = (async () => {
+      let outcome: McpCallOutcome;
+      try {
+        outcome = await attempt(this.stopping.signal, () => (sent = true));
+      } catch (err) {
+        const e = MhError.from(err);
+        if (!sent || !UNKNOWN_AFTER_SEND.has(e.code)) {
+          await releaseMcpCall(this.deps.db, call, this.deps.owner);
+          throw err;
+        }
+        outcome = { text: [`the MCP call was sent but got no answer (${e.code}: ${e.message}); it may or may not have taken effect`], isError: true };
+      }
+      await finishMcpCall(this.deps.db, call, outcome);
+      return outcome;
+    })();
+    this.inflight.set(mapKey, running);
+    running.catch(() => undefined); // its waiters handle the rejection
+    void running.finally(() => this.inflight.delete(mapKey)).catch(() => undefined);
+    return running;
+  }
+
+  /** Aborts the attempts still running (they settle as unknown); for the proxy's shutdown. */
+  close(): void {
+    this.stopping.abort(new MhError("UNAVAILABLE", "the credential vault proxy is stopping"));
+  }
+
+  /** Forgets old calls now and then, in the background. */
+  private sweepNow(): void {
+    const now = Date.now();
+    if (now - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now;
+    sweepMcpCalls(this.deps.db, this.deps.retentionMs).then(
+      (n) => {
+        if (n > 0) this.deps.logger.info({ deleted: n }, "old mcp call records deleted");
+      },
+      (err: unknown) => this.deps.logger.warn({ err }, "could not delete old mcp call records"),
+    );
+  }
+}
+
+/** `promise`, or CANCELLED as soon as `signal` aborts (the promise goes on). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(MhError.from(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(MhError.from(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err instanceof Error ? err : MhError.from(err));
+      },
+    );
+  });
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(MhError.from(signal.reason));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
