@@ -1,9 +1,10 @@
--- The ledger of MCP tool calls: CallMcpTool is idempotent by (session_id, call_id), the model's
--- tool_use id, so a harness that takes a session over after another died never makes the same
--- call twice. A call is claimed (status 'running', by the proxy process that runs it: owner)
--- before it goes upstream, and holds its outcome once done. A call whose attempt failed without
--- an answer is deleted, so it can be tried again. Rows finished longer ago than the retention are
--- deleted by the proxy.
+-- The ledger of MCP tool calls: CallMcpTool is idempotent by (session_id, call_id), the id of the
+-- harness's tool-use event, so a harness that takes a session over after another died never makes
+-- the same call twice. A call is claimed (status 'running', by the proxy process that runs it:
+-- owner) before it goes upstream, and holds its outcome once done. While it runs, its owner
+-- touches heartbeat_at every few seconds: a running call whose heartbeat stopped belongs to a dead
+-- proxy. A call whose attempt failed before it was sent is deleted, so it can be tried again.
+-- Rows older than the retention are deleted by the proxy.
 CREATE TABLE mcp_calls (
   session_id  text        NOT NULL,
   call_id     text        NOT NULL,
@@ -14,7 +15,9 @@ CREATE TABLE mcp_calls (
   result_text jsonb,
   is_error    boolean     NOT NULL DEFAULT false,
   started_at  timestamptz NOT NULL DEFAULT now(),
+  heartbeat_at timestamptz NOT NULL DEFAULT now(),
   finished_at timestamptz,
   PRIMARY KEY (session_id, call_id)
 );
-CREATE INDEX mcp_calls_finished ON mcp_calls (finished_at) WHERE status = 'done';
+CREATE INDEX mcp_calls_started ON mcp_calls (started_at);
+CREATE INDEX mcp_calls_running ON mcp_calls (owner) WHERE status = 'running';

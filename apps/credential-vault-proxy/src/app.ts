@@ -5,6 +5,7 @@
  * which start it in-process on port 0.
  */
 import { randomBytes } from "node:crypto";
+import { MhError } from "@metaharness/errors";
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
 import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { migrate, openDb, type Db } from "@metaharness/db";
@@ -88,11 +89,10 @@ export async function startCredentialProxy(
     const ledger = new McpCallLedger({
       db,
       owner: randomBytes(8).toString("hex"),
-      timeoutMs: config.mcpTimeoutMs,
       retentionMs: config.mcpCallRetentionMs,
       logger,
     });
-    cleanups.push(() => Promise.resolve(ledger.close()));
+    cleanups.push(() => ledger.close());
 
     const remoteDeps = { db, credentials, egress, maxRequestBytes: config.maxRequestBytes, timeoutMs: config.upstreamTimeoutMs, logger };
     const remote = await startRemoteServer({
@@ -106,6 +106,11 @@ export async function startCredentialProxy(
     });
     cleanups.push(() => remote.close());
     const remoteUrl = (config.remoteAdvertisedUrl ?? `${tls.serving ? "https" : "http"}://${config.remoteHost}:${remote.port}`).replace(/\/+$/, "");
+    if (tls.serving && !remoteUrl.startsWith("https://")) {
+      throw new MhError("FAILED_PRECONDITION", "MH_REMOTE_HTTP_URL must be https:// when the proxy serves TLS (MH_GRPC_TLS_CERT_FILE)", {
+        field: "MH_REMOTE_HTTP_URL",
+      });
+    }
 
     const guard = { tokens: serviceTokens, logger };
     // Typed as the generated server: an RPC without a handler does not compile.

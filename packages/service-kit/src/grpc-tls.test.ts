@@ -98,6 +98,8 @@ describe("loadGrpcTls", () => {
   it("reports what is plaintext and what is TLS", async () => {
     expect(await loadGrpcTls(settings(undefined, undefined))).toMatchObject({ serving: false, calling: false });
     expect(await loadGrpcTls(settings("server", join(dir, "ca.pem")))).toMatchObject({ serving: true, calling: true });
+    // A certificate without a CA file still calls over TLS (the system's roots), never in clear.
+    expect(await loadGrpcTls(settings("server", undefined))).toMatchObject({ serving: true, calling: true });
   });
 
   it("fails the start naming the variable when the files do not make sense", async () => {

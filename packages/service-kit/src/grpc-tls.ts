@@ -8,7 +8,9 @@
  *   asks callers for a certificate.
  * - MH_GRPC_TLS_CA_FILE: the roots this service trusts. With it every call it makes to another
  *   of our services is TLS, checking the server's certificate against these roots and the
- *   address's host name (or IP); without it, calls are plaintext.
+ *   address's host name (or IP). A service with a certificate but no CA file calls over TLS too,
+ *   trusting the system's roots: one set up for TLS never sends its tokens in clear. With neither,
+ *   calls are plaintext.
  * - MH_GRPC_TLS_CLIENT_AUTH=require: the server also demands a certificate from every caller,
  *   signed by those roots (mutual TLS), in addition to the caller's token.
  * Unset, everything stays plaintext, as on a laptop where every link is loopback. Our one internal
@@ -44,7 +46,7 @@ export interface GrpcTlsSettings {
 export interface GrpcTls {
   /** For startGrpcServer: TLS when this service has a certificate, plaintext otherwise. */
   readonly server: ServerCredentials;
-  /** For createClient: TLS when this service has roots to trust, plaintext otherwise. */
+  /** For createClient: TLS when this service has roots to trust or a certificate, plaintext otherwise. */
   readonly client: ChannelCredentials;
   /** Whether the server speaks TLS; for the start log line. */
   readonly serving: boolean;
@@ -65,7 +67,8 @@ export interface HttpsServerTls {
 }
 
 export interface HttpsClientTls {
-  readonly ca: Buffer;
+  /** The roots to trust; the system's when absent. */
+  readonly ca?: Buffer;
   readonly cert?: Buffer;
   readonly key?: Buffer;
 }
@@ -105,18 +108,22 @@ export async function loadGrpcTls(settings: GrpcTlsSettings): Promise<GrpcTls> {
           tlsClientAuth === "require",
         )
       : ServerCredentials.createInsecure();
-  const client = ca !== undefined ? credentials.createSsl(ca, key ?? null, cert ?? null) : credentials.createInsecure();
+  const client =
+    ca !== undefined || cert !== undefined ? credentials.createSsl(ca ?? null, key ?? null, cert ?? null) : credentials.createInsecure();
   const requireCert = tlsClientAuth === "require";
   return {
     server,
     client,
     serving: cert !== undefined,
-    calling: ca !== undefined,
+    calling: ca !== undefined || cert !== undefined,
     httpsServer:
       cert !== undefined && key !== undefined
         ? { cert, key, ...(requireCert && ca !== undefined ? { ca } : {}), requestCert: requireCert, rejectUnauthorized: requireCert }
         : undefined,
-    httpsClient: ca !== undefined ? { ca, ...(cert !== undefined && key !== undefined ? { cert, key } : {}) } : undefined,
+    httpsClient:
+      ca !== undefined || cert !== undefined
+        ? { ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined && key !== undefined ? { cert, key } : {}) }
+        : undefined,
   };
 }
 

@@ -227,10 +227,10 @@ describe("the call ledger: at most one call upstream per session and call_id", (
 
   it("settles a call whose proxy died as unknown, an error result, never a second call", async () => {
     const { sessionId } = await sessionWithToken(false);
-    // What a proxy killed mid-call leaves: a claim that never finished, older than any call may run.
+    // What a proxy killed mid-call leaves: a claim that never finished, its heartbeat long stopped.
     await sql(
-      `INSERT INTO mcp_calls (session_id, call_id, server_url, name, status, owner, started_at)
-       VALUES ($1, 'toolu_dead', $2, 'add', 'running', 'a-dead-proxy', now() - interval '1 hour')`,
+      `INSERT INTO mcp_calls (session_id, call_id, server_url, name, status, owner, started_at, heartbeat_at)
+       VALUES ($1, 'toolu_dead', $2, 'add', 'running', 'a-dead-proxy', now() - interval '1 minute', now() - interval '1 minute')`,
       [sessionId, mcp.url],
     );
     const before = mcp.calls;

@@ -6,11 +6,13 @@
  * upstream, and a repeat:
  * - of a finished call gets its recorded outcome (replayed; nothing is sent upstream);
  * - of a call this process is running waits for it and gets the same outcome;
- * - of a call another process is running polls the ledger until it finishes; if that takes longer
- *   than the upstream timeout and a margin, that process is taken for dead and the call settles
- *   as "outcome unknown", an error result the model can read and act on, never a second call.
+ * - of a call another process is running polls the ledger until it finishes; a process touches
+ *   its running calls every HEARTBEAT_MS, so one whose calls went silent for STALE_MS is taken for
+ *   dead and the call settles as "outcome unknown", an error result the model can read and act
+ *   on, never a second call.
  * Once sent upstream, a call is seen through to its end even if its caller goes away (a harness
  * that died cancels its gRPC call): the repeat gets the answer instead of making the call again.
+ * Before it is sent, the caller's cancellation (a user's interrupt) still stops it.
  * An attempt that fails before it was sent (no credential, the server refused the token) is
  * forgotten, so it can be tried again; one that failed after it was sent (timeout, connection
  * lost) may or may not have taken effect, and is recorded as that.
@@ -24,6 +26,7 @@ import {
   releaseMcpCall,
   settleMcpCall,
   sweepMcpCalls,
+  touchMcpCalls,
   type McpCallKey,
   type McpCallOutcome,
 } from "../store/mcp-calls.js";
@@ -33,8 +36,10 @@ export const UNKNOWN_OUTCOME =
 /** Failures after the call was sent that leave its effect unknown (the rest are refusals). */
 const UNKNOWN_AFTER_SEND = new Set(["DEADLINE_EXCEEDED", "UNAVAILABLE", "INTERNAL", "UNKNOWN", "CANCELLED", "ABORTED"]);
 const POLL_MS = 200;
-/** Beyond the upstream timeout, how long a running call of another process is waited for. */
-const FOREIGN_SLACK_MS = 10_000;
+/** How often a process marks the calls it runs as alive. */
+const HEARTBEAT_MS = 2_000;
+/** A running call not touched for this long belongs to a process that died. */
+const STALE_MS = 15_000;
 const SWEEP_EVERY_MS = 10 * 60_000;
 
 export interface LedgerCall extends McpCallKey {
@@ -55,14 +60,13 @@ export class McpCallLedger {
   private lastSweep = 0;
   /** Aborts the attempts still running when the proxy stops. */
   private readonly stopping = new AbortController();
+  private heartbeat: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly deps: {
       readonly db: Db;
       /** This process, as the ledger names it: random per start. */
       readonly owner: string;
-      /** The upstream timeout: how long a call of another process may legitimately run. */
-      readonly timeoutMs: number;
       readonly retentionMs: number;
       readonly logger: Logger;
     },
@@ -79,7 +83,7 @@ export class McpCallLedger {
       const claim = await this.claim(call);
       switch (claim.kind) {
         case "claimed":
-          return { outcome: await untilAborted(this.attempt(call, mapKey, attempt), signal), replayed: false };
+          return { outcome: await untilAborted(this.attempt(call, mapKey, signal, attempt), signal), replayed: false };
         case "done":
           return { outcome: claim.outcome, replayed: true };
         case "other":
@@ -89,7 +93,7 @@ export class McpCallLedger {
             { field: "call_id" },
           );
         case "running": {
-          if (claim.runningMs > this.deps.timeoutMs + FOREIGN_SLACK_MS) {
+          if (claim.silentMs > STALE_MS) {
             const settled = await settleMcpCall(this.deps.db, call, claim.owner, { text: [UNKNOWN_OUTCOME], isError: true });
             if (settled !== undefined) {
               this.deps.logger.warn({ session_id: call.sessionId, call_id: call.callId, owner: claim.owner }, "mcp call of a dead proxy settled as unknown");
@@ -111,13 +115,23 @@ export class McpCallLedger {
     throw new MhError("INTERNAL", `call ${call.callId} of session ${call.sessionId} could be neither claimed nor read`);
   }
 
-  /** Runs the attempt to its end, whoever waits for it, and records what came of it. */
-  private attempt(call: LedgerCall, mapKey: string, attempt: Attempt): Promise<McpCallOutcome> {
+  /**
+   * Runs the attempt to its end, whoever waits for it, and records what came of it. The caller's
+   * `signal` stops it only until it is sent; the proxy stopping stops it at any point.
+   */
+  private attempt(call: LedgerCall, mapKey: string, signal: AbortSignal, attempt: Attempt): Promise<McpCallOutcome> {
     let sent = false;
+    const stop = new AbortController();
+    const onStopping = (): void => stop.abort(this.stopping.signal.reason);
+    const onCancel = (): void => {
+      if (!sent) stop.abort(signal.reason);
+    };
+    this.stopping.signal.addEventListener("abort", onStopping, { once: true });
+    signal.addEventListener("abort", onCancel, { once: true });
     const running = (async () => {
       let outcome: McpCallOutcome;
       try {
-        outcome = await attempt(this.stopping.signal, () => (sent = true));
+        outcome = await attempt(stop.signal, () => (sent = true));
       } catch (err) {
         const e = MhError.from(err);
         if (!sent || !UNKNOWN_AFTER_SEND.has(e.code)) {
@@ -125,19 +139,45 @@ export class McpCallLedger {
           throw err;
         }
         outcome = { text: [`the MCP call was sent but got no answer (${e.code}: ${e.message}); it may or may not have taken effect`], isError: true };
+      } finally {
+        this.stopping.signal.removeEventListener("abort", onStopping);
+        signal.removeEventListener("abort", onCancel);
       }
-      await finishMcpCall(this.deps.db, call, outcome);
+      await finishMcpCall(this.deps.db, call, this.deps.owner, outcome);
       return outcome;
     })();
     this.inflight.set(mapKey, running);
+    this.beat();
     running.catch(() => undefined); // its waiters handle the rejection
     void running.finally(() => this.inflight.delete(mapKey)).catch(() => undefined);
     return running;
   }
 
-  /** Aborts the attempts still running (they settle as unknown); for the proxy's shutdown. */
-  close(): void {
+  /** Touches this process's running calls every HEARTBEAT_MS while it has any. */
+  private beat(): void {
+    if (this.heartbeat !== undefined) return;
+    this.heartbeat = setInterval(() => {
+      if (this.inflight.size === 0) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = undefined;
+        return;
+      }
+      touchMcpCalls(this.deps.db, this.deps.owner).catch((err: unknown) =>
+        this.deps.logger.warn({ err }, "could not mark running mcp calls as alive"),
+      );
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /**
+   * For the proxy's shutdown: aborts the attempts still running and waits until each is recorded
+   * (unknown once sent) or forgotten, before the database closes.
+   */
+  async close(): Promise<void> {
     this.stopping.abort(new MhError("UNAVAILABLE", "the credential vault proxy is stopping"));
+    await Promise.allSettled([...this.inflight.values()]);
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
   }
 
   /** Forgets old calls now and then, in the background. */

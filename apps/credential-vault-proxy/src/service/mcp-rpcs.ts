@@ -13,7 +13,7 @@ export interface McpDeps extends GuardDeps {
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_.\-/]{1,128}$/;
-/** A tool_use id (toolu_...), or any id of the caller's that names one call. */
+/** Any id of the caller's that names one call: the harness sends its tool-use event's id. */
 const CALL_ID = /^[\x21-\x7e]{1,256}$/;
 
 export function mcpRpcs(deps: McpDeps) {
@@ -23,7 +23,7 @@ export function mcpRpcs(deps: McpDeps) {
     })),
     callMcpTool: guarded("callMcpTool", deps, async (req, ctx) => {
       if (!TOOL_NAME.test(req.name)) throw invalidArgument("name", "is not an MCP tool name");
-      if (!CALL_ID.test(req.callId)) throw invalidArgument("call_id", "is required: 1-256 printable characters naming this call (its tool_use id)");
+      if (!CALL_ID.test(req.callId)) throw invalidArgument("call_id", "is required: 1-256 printable characters naming this call (the tool-use event id)");
       const call = { sessionId: req.sessionId, serverUrl: req.mcpServerUrl, name: req.name, args: req.arguments ?? {}, callId: req.callId };
       const { outcome, replayed } = await deps.ledger.run(call, ctx.signal, (signal, sent) => deps.mcp.callTool(call, signal, sent));
       return { text: outcome.text, isError: outcome.isError, replayed };

@@ -19,7 +19,8 @@ export interface McpCallOutcome {
 export type McpClaim =
   | { readonly kind: "claimed" }
   | { readonly kind: "done"; readonly outcome: McpCallOutcome }
-  | { readonly kind: "running"; readonly owner: string; readonly runningMs: number }
+  /** `silentMs`: since its owner last touched it (see touchMcpCalls). */
+  | { readonly kind: "running"; readonly owner: string; readonly silentMs: number }
   /** The call_id was used for a call of another tool or server. */
   | { readonly kind: "other"; readonly name: string; readonly serverUrl: string };
 
@@ -31,7 +32,7 @@ interface Row {
   server_url: string;
   result_text: string[] | null;
   is_error: boolean;
-  running_ms: number;
+  silent_ms: string;
 }
 
 export async function claimMcpCall(
@@ -48,10 +49,10 @@ export async function claimMcpCall(
        ON CONFLICT (session_id, call_id) DO NOTHING
        RETURNING true AS claimed)
      SELECT true AS claimed, 'running' AS status, $5 AS owner, $4 AS name, $3 AS server_url,
-            NULL::jsonb AS result_text, false AS is_error, 0 AS running_ms FROM ins
+            NULL::jsonb AS result_text, false AS is_error, 0::bigint AS silent_ms FROM ins
      UNION ALL
      SELECT false, status, owner, name, server_url, result_text, is_error,
-            (extract(epoch FROM now() - started_at) * 1000)::int
+            (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint
        FROM mcp_calls WHERE session_id = $1 AND call_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
     [key.sessionId, key.callId, call.serverUrl, call.name, call.owner],
   );
@@ -60,15 +61,21 @@ export async function claimMcpCall(
   if (row.claimed) return { kind: "claimed" };
   if (row.name !== call.name || row.server_url !== call.serverUrl) return { kind: "other", name: row.name, serverUrl: row.server_url };
   if (row.status === "done") return { kind: "done", outcome: { text: row.result_text ?? [], isError: row.is_error } };
-  return { kind: "running", owner: row.owner, runningMs: row.running_ms };
+  return { kind: "running", owner: row.owner, silentMs: Number(row.silent_ms) };
 }
 
-export async function finishMcpCall(db: Queryable, key: McpCallKey, outcome: McpCallOutcome): Promise<void> {
+/** Records the outcome of a call `owner` ran; a call settled meanwhile by another keeps that record. */
+export async function finishMcpCall(db: Queryable, key: McpCallKey, owner: string, outcome: McpCallOutcome): Promise<void> {
   await db.query(
-    `UPDATE mcp_calls SET status = 'done', result_text = $3, is_error = $4, finished_at = now()
-      WHERE session_id = $1 AND call_id = $2`,
-    [key.sessionId, key.callId, JSON.stringify(outcome.text), outcome.isError],
+    `UPDATE mcp_calls SET status = 'done', result_text = $4, is_error = $5, finished_at = now()
+      WHERE session_id = $1 AND call_id = $2 AND owner = $3 AND status = 'running'`,
+    [key.sessionId, key.callId, owner, JSON.stringify(outcome.text), outcome.isError],
   );
+}
+
+/** Marks every call `owner` is running as alive now. */
+export async function touchMcpCalls(db: Queryable, owner: string): Promise<void> {
+  await db.query("UPDATE mcp_calls SET heartbeat_at = now() WHERE owner = $1 AND status = 'running'", [owner]);
 }
 
 /** Forgets a claim whose attempt got no answer, so the call can be made again. */
@@ -106,10 +113,10 @@ export async function settleMcpCall(
   return { text: row.result_text ?? [], isError: row.is_error };
 }
 
-/** Deletes the record of calls finished more than `retentionMs` ago; returns how many. */
+/** Deletes the record of calls started more than `retentionMs` ago; returns how many. */
 export async function sweepMcpCalls(db: Queryable, retentionMs: number): Promise<number> {
   const { rowCount } = await db.query(
-    "DELETE FROM mcp_calls WHERE status = 'done' AND finished_at < now() - make_interval(secs => $1::double precision / 1000)",
+    "DELETE FROM mcp_calls WHERE started_at < now() - make_interval(secs => $1::double precision / 1000)",
     [retentionMs],
   );
   return rowCount ?? 0;

@@ -30,6 +30,12 @@ export function relay(req: IncomingMessage, res: ServerResponse, opts: RelayOpti
     }
     Object.assign(headers, opts.addHeaders);
     const secure = opts.target.protocol === "https:";
+    if (opts.tls !== undefined && !secure) {
+      // Set up for TLS: the service token and the capability must not cross the network in clear.
+      respond(res, 502, `the credential proxy's endpoint ${opts.target.origin} is not https://, and this broker only speaks TLS to it`);
+      resolve(502);
+      return;
+    }
     const send = secure ? httpsRequest : httpRequest;
     const tls = secure ? (opts.tls ?? {}) : {};
     const upstream = opts.absoluteForm === true
