@@ -39,40 +39,20 @@ if [[ -z ${MH_DATABASE_URL:-} || -z ${MH_KAFKA_BROKERS:-} ]]; then
 fi
 export MH_DATABASE_URL MH_KAFKA_BROKERS
 
-# Secrets are files, never settings. The master key is kept across restarts (the vaults in
-# Postgres stay readable); the service tokens and the API key are new at each start.
-secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n'; }
-umask 077
+# Secrets are files, never settings (infra/secrets.sh). The master key is kept across restarts
+# (the vaults in Postgres stay readable); the service tokens, the certificates and the API key are
+# new at each start. Between the services the stack speaks mutual TLS (MH_STACK_TLS=off for
+# plaintext): each serves with its own certificate and asks callers for one from the same CA, on
+# top of their token.
 sec="$STACK_DIR/secrets"
-[[ -s $sec/master.key ]] || head -c 32 /dev/urandom | base64 >"$sec/master.key"
-# Each guarded service reads a tokens file naming its callers and their roles; a caller holds one
-# token per service it calls (<caller>-<service>.token), so no service can replay what it was shown
-# to another.
-tokens_file() { # tokens_file <service> <caller>:<role>...
-  local service=$1 entries="" caller role pair; shift
-  for pair in "$@"; do
-    caller=${pair%%:*} role=${pair#*:}
-    secret >"$sec/$caller-$service.token"
-    entries+="${entries:+,}{\"name\":\"$caller\",\"role\":\"$role\",\"token\":\"$(<"$sec/$caller-$service.token")\"}"
-  done
-  printf '{"services":[%s]}\n' "$entries" >"$sec/$service-services.json"
-}
-tokens_file log gateway:admin harness:harness broker:broker proxy:proxy
-tokens_file proxy gateway:admin harness:harness broker:broker
-tokens_file broker harness:harness
-tokens_file harness gateway:admin
+rm -rf "$sec"/*.token "$sec"/*-services.json "$sec/tls"
+tls_on=true
+[[ ${MH_STACK_TLS:-on} != off ]] || tls_on=false
+MH_SECRETS_TLS=$($tls_on && echo on || echo off) "$MH_ROOT/infra/secrets.sh" "$sec"
+secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n'; }
 api_key="mh-$(secret)"
 umask 022
 
-# Mutual TLS between the services (MH_STACK_TLS=off for plaintext): a CA minted for this start and
-# one certificate per service, which it serves with and presents when it calls another; every
-# server asks its callers for one signed by that CA, on top of their token.
-tls_on=false
-if [[ ${MH_STACK_TLS:-on} != off ]]; then
-  rm -rf "$sec/tls"
-  "$MH_ROOT/infra/tls/dev-certs.sh" "$sec/tls" log proxy broker harness gateway
-  tls_on=true
-fi
 # tls <service>: sets TLS to that service's TLS settings (none with MH_STACK_TLS=off).
 tls() {
   TLS=()
@@ -105,19 +85,19 @@ common=("MH_LOG_LEVEL=${MH_LOG_LEVEL:-info}")
 log_addr="127.0.0.1:$PORT_LOG"
 proxy_addr="127.0.0.1:$PORT_PROXY"
 
-tls log
+tls session-log
 start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
   MH_SERVICE_TOKENS_FILE="$sec/log-services.json"
 # The stack's upstreams (the tests' and demo's MCP servers, token endpoints and git remotes) run on
 # this machine, so the proxy may connect to private addresses here; a real deployment leaves it off.
-tls proxy
+tls credential-vault-proxy
 start credential-vault-proxy "$PORT_PROXY" apps/credential-vault-proxy/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_GRPC_PORT="$PORT_PROXY" MH_REMOTE_HTTP_PORT="$PORT_PROXY_REMOTE" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/proxy-log.token" \
   MH_MASTER_KEY_FILE="$sec/master.key" MH_SERVICE_TOKENS_FILE="$sec/proxy-services.json" \
   MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS=true
-tls broker
+tls sandbox-broker
 start sandbox-broker "$PORT_BROKER" apps/sandbox-broker/dist/main.js "${common[@]}" "${TLS[@]}" \
   MH_GRPC_PORT="$PORT_BROKER" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/broker-log.token" \

@@ -1,0 +1,150 @@
+/**
+ * The deploy files against the code, since no CI here runs Docker or a cluster: for every service
+ * of infra/compose/compose.yaml and infra/k8s, its settings pass its own config loader (the one
+ * typed place a service reads them); every secret file it names is mounted and is one that
+ * infra/secrets.sh writes; every address it calls names a service that listens there; and the
+ * certificate of each service it reaches is valid for the name it is reached by. The Kubernetes
+ * objects are also checked against the API's schemas (kubernetes-models).
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { promisify } from "node:util";
+import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
+import { Namespace, Service } from "kubernetes-models/v1";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { configProblems, dnsNames, endpointOf, interpolate, LOADERS } from "../../support/deploy-files.js";
+
+const ROOT = new URL("../../../", import.meta.url).pathname;
+const API_KEY = "mh-deploy-files-test-key-0123456789";
+
+let secrets: string;
+beforeAll(async () => {
+  secrets = await mkdtemp(join(tmpdir(), "mh-deploy-secrets-"));
+  await promisify(execFile)("bash", [join(ROOT, "infra/secrets.sh"), secrets]);
+});
+afterAll(() => rm(secrets, { recursive: true, force: true }));
+
+/** A service as a deploy file describes it: its script, settings and mounted secrets (path in the container -> file here). */
+interface Described {
+  readonly name: string;
+  readonly script: string;
+  readonly env: Record<string, string>;
+  readonly mounted: ReadonlyMap<string, string>;
+}
+
+const ADDRESS_KEYS = /^MH_.*_ADDR$|^MH_REMOTE_HTTP_URL$|^MH_MODEL_BASE_URL$/;
+const PORT_OF: Readonly<Record<string, string>> = { grpc: "MH_GRPC_PORT", http: "MH_HTTP_PORT" };
+
+async function checkAll(services: readonly Described[], listens: (host: string, port: number) => Described | undefined): Promise<void> {
+  expect(services.map((s) => s.script).sort()).toEqual(Object.keys(LOADERS).sort());
+  for (const s of services) {
+    expect([s.name, configProblems(s.script, s.env)]).toEqual([s.name, []]);
+    for (const [key, value] of Object.entries(s.env)) {
+      if (value.startsWith("/secrets/")) {
+        const file = s.mounted.get(value);
+        expect([s.name, key, file !== undefined && existsSync(file)]).toEqual([s.name, key, true]);
+      }
+      if (!ADDRESS_KEYS.test(key)) continue;
+      const at = endpointOf(value);
+      const target = at === undefined ? undefined : listens(at.host, at.port);
+      expect([s.name, key, target?.name]).toEqual([s.name, key, at?.host]);
+      // Reached over TLS: the target's certificate must be valid for the name it is reached by.
+      const cert = target?.env["MH_GRPC_TLS_CERT_FILE"];
+      if (at !== undefined && cert !== undefined && key !== "MH_MODEL_BASE_URL") {
+        expect([s.name, key, await dnsNames(target?.mounted.get(cert) ?? "")]).toEqual([s.name, key, expect.arrayContaining([at.host])]);
+      }
+    }
+  }
+}
+
+describe("infra/compose/compose.yaml", () => {
+  it("gives every service settings its config accepts, its own secrets, and addresses that answer", async () => {
+    const dir = join(ROOT, "infra/compose");
+    const doc = parse(await readFile(join(dir, "compose.yaml"), "utf8"), { merge: true }) as {
+      services: Record<string, { command?: string[]; environment?: Record<string, string | number>; secrets?: Array<{ source: string; target: string }>; ports?: string[] }>;
+      secrets: Record<string, { file: string }>;
+    };
+    const services: Described[] = [];
+    for (const [name, svc] of Object.entries(doc.services)) {
+      const script = svc.command?.[1];
+      if (script === undefined) continue;
+      const env = Object.fromEntries(Object.entries(svc.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), { MH_API_KEY: API_KEY })]));
+      const mounted = new Map(
+        (svc.secrets ?? []).map((m) => [m.target, join(secrets, (doc.secrets[m.source]?.file ?? "").replace(/^\.\/secrets\//, ""))]),
+      );
+      services.push({ name, script, env, mounted });
+    }
+    const listens = (host: string, port: number): Described | undefined =>
+      services.find((s) => s.name === host && [s.env["MH_GRPC_PORT"], s.env["MH_HTTP_PORT"], s.env["MH_REMOTE_HTTP_PORT"], s.env["MH_OFFLINE_MODEL_PORT"]].includes(String(port)));
+    await checkAll(services, listens);
+  });
+});
+
+describe("infra/k8s", () => {
+  it("holds valid Kubernetes objects whose services pass their config, with their own secrets, reaching each other", async () => {
+    const dir = join(ROOT, "infra/k8s");
+    const kustomization = parse(await readFile(join(dir, "kustomization.yaml"), "utf8")) as {
+      resources: string[];
+      configMapGenerator: Array<{ name: string; literals: string[] }>;
+      secretGenerator: Array<{ name: string; literals?: string[]; files?: string[] }>;
+    };
+    const literals = (entries: readonly string[] = []): Record<string, string> =>
+      Object.fromEntries(entries.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const generated = (file: string): string => join(secrets, file.replace(/^secrets\//, ""));
+    const secretKeys = new Map(
+      kustomization.secretGenerator.map((g) => [
+        g.name,
+        new Map<string, string>([
+          ...Object.entries(literals(g.literals)).map(([k, v]) => [k, `literal:${v}`] as const),
+          ...(g.files ?? []).map((f) => [basename(f), generated(f)] as const),
+        ]),
+      ]),
+    );
+    for (const files of secretKeys.values()) for (const f of files.values()) if (!f.startsWith("literal:")) expect([f, existsSync(f)]).toEqual([f, true]);
+
+    const objects: Array<{ kind: string; metadata: { name: string }; spec?: unknown }> = [];
+    for (const resource of kustomization.resources) {
+      for (const doc of parseAllDocuments(await readFile(join(dir, resource), "utf8"))) objects.push(doc.toJS() as (typeof objects)[number]);
+    }
+    const models = { Deployment, StatefulSet, Service, Namespace } as const;
+    for (const o of objects) {
+      const Model = models[o.kind as keyof typeof models];
+      expect([o.kind, Model !== undefined]).toEqual([o.kind, true]);
+      expect(() => new Model(o as never).validate()).not.toThrow();
+    }
+
+    const common = literals(kustomization.configMapGenerator.find((c) => c.name === "metaharness-env")?.literals);
+    const services: Described[] = [];
+    for (const o of objects.filter((x): x is Deployment & { metadata: { name: string } } => x.kind === "Deployment")) {
+      const pod = o.spec!.template.spec!;
+      const container = pod.containers[0]!;
+      const script = container.command?.[1];
+      if (script === undefined) continue;
+      const secretName = pod.volumes?.find((v) => v.secret !== undefined)?.secret?.secretName;
+      const keys = secretName === undefined ? new Map<string, string>() : (secretKeys.get(secretName) ?? new Map<string, string>());
+      const env: Record<string, string> = container.envFrom === undefined ? {} : { ...common };
+      for (const e of container.env ?? []) {
+        const ref = e.valueFrom?.secretKeyRef;
+        const source = ref === undefined ? undefined : secretKeys.get(ref.name ?? "")?.get(ref.key);
+        env[e.name] =
+          ref === undefined ? (e.value ?? "") : source?.startsWith("literal:") === true ? source.slice(8) : (await readFile(source ?? "/nonexistent", "utf8")).trim();
+      }
+      const mounted = new Map([...keys].filter(([, f]) => !f.startsWith("literal:")).map(([k, f]) => [`/secrets/${k}`, f]));
+      services.push({ name: o.metadata.name, script, env, mounted });
+    }
+    const k8sServices = objects.filter((o): o is Service & { metadata: { name: string } } => o.kind === "Service");
+    const listens = (host: string, port: number): Described | undefined => {
+      const svc = k8sServices.find((s) => s.metadata.name === host);
+      const portName = svc?.spec?.ports?.find((p) => p.port === port)?.targetPort;
+      const target = services.find((s) => s.name === host);
+      const declared = typeof portName === "string" ? target?.env[PORT_OF[portName] ?? ""] ?? target?.env["MH_OFFLINE_MODEL_PORT"] : undefined;
+      const remote = portName === "remote" ? target?.env["MH_REMOTE_HTTP_PORT"] : undefined;
+      return (remote ?? declared) === String(port) ? target : undefined;
+    };
+    await checkAll(services, listens);
+  });
+});
