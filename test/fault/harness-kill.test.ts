@@ -5,11 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
-import { HarnessClient, HarnessService, StopReasonType, type Event } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
-import { idleReason, startBrain, type Brain } from "../support/harness.js";
-import { startProcess, type ServiceProcess } from "../support/process.js";
-import { textOf, userMessage } from "../support/events.js";
+import { StopReasonType, type Event } from "@metaharness/proto";
+import { idleReason, startBrain, startDoomedHarness, type Brain } from "../support/harness.js";
+import { textOf } from "../support/events.js";
 
 const RESUME_TARGET_MS = 2000;
 
@@ -32,48 +30,17 @@ afterAll(async () => {
   await brain?.stop();
 });
 
-async function startDoomed(): Promise<ServiceProcess> {
-  return startProcess(
-    "harness",
-    {
-      ...brain.log.reach("harness"),
-      MH_SERVICE_TOKENS_FILE: brain.harnessTokens.file,
-      MH_MODEL_BASE_URL: brain.model.url,
-      MH_MODEL: "claude-offline-test",
-      MH_INSTANCE_ID: "doomed",
-      MH_SANDBOX_BROKER_ADDR: brain.broker!.address,
-      MH_SANDBOX_BROKER_TOKEN_FILE: brain.broker!.tokens.tokenFile.harness,
-      MH_LOG_LEVEL: "warn",
-      // Only the explicit Wake below gives it sessions.
-      MH_SWEEP_MS: "600000",
-    },
-    async (port) => {
-      const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${port}`, { bearerToken: brain.harnessTokens.tokens.admin }), HarnessService);
-      await rpc.listActive({}, { deadlineMs: 500 });
-    },
-  );
-}
-
 /** Makes the doomed process own a new session's turn, then waits for `moment` and kills it. */
 async function killAt(
   moment: (events: Event[]) => boolean,
   prompt = "[scenario:long] explain",
 ): Promise<{ sessionId: string; killedAt: number }> {
-  const doomed = await startDoomed();
+  const doomed = await startDoomedHarness(brain, {
+    MH_SANDBOX_BROKER_ADDR: brain.broker!.address,
+    MH_SANDBOX_BROKER_TOKEN_FILE: brain.broker!.tokens.tokenFile.harness,
+  });
   try {
-    const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${doomed.port}`, { bearerToken: brain.harnessTokens.tokens.admin }), HarnessService);
-    // Between the append and the doomed instance's lease, the survivor's sweeper (every 250 ms)
-    // may find the session orphaned and take it; then this session proves nothing, and the turn
-    // starts again on a new one. A few tries make the race's loss (a loaded machine) harmless.
-    let sessionId = "";
-    for (let attempt = 1; ; attempt++) {
-      sessionId = await brain.createSession();
-      await brain.log.client.emitEvent({ sessionId, event: userMessage(prompt) });
-      await rpc.wake({ sessionId });
-      const holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
-      if (holder === "doomed") break;
-      if (attempt === 5) expect(holder, "the doomed instance never held a session first").toBe("doomed");
-    }
+    const sessionId = await doomed.own(() => brain.createSession(), prompt);
     await brain.waitFor(sessionId, moment, 10_000);
     await doomed.kill("SIGKILL");
     return { sessionId, killedAt: Date.now() };

@@ -10,6 +10,8 @@ import { createClient, createLogger, promisify, type Logger, type PromiseClient 
 import { startTestLog, type LogRole, type TestLog } from "./session-log.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
+import { startProcess, type ServiceProcess } from "./process.js";
+import { userMessage } from "./events.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -146,4 +148,55 @@ export function idleReason(events: readonly Event[]): number | undefined {
 
 export function types(events: readonly Event[]): string[] {
   return events.map((e) => e.type);
+}
+
+/** A harness in its own process, to be killed mid-turn: see startDoomedHarness. */
+export interface DoomedHarness extends ServiceProcess {
+  readonly rpc: HarnessRpc;
+  /**
+   * Appends `prompt` to a session from `newSession` and wakes it here, until this process holds
+   * it: the brain's own sweeper (every 250 ms) may find the session orphaned first and take it,
+   * and then it proves nothing, so the turn starts again on a new one (a few tries).
+   */
+  own(newSession: () => Promise<string>, prompt: string): Promise<string>;
+}
+
+/**
+ * A harness as its own process (dist/main.js) on `brain`, instance "doomed", taking sessions only
+ * when woken (its sweeper is off), so that a test can kill it with SIGKILL at a chosen moment.
+ */
+export async function startDoomedHarness(brain: Brain, env: Record<string, string> = {}): Promise<DoomedHarness> {
+  const child = await startProcess(
+    "harness",
+    {
+      ...brain.log.reach("harness"),
+      MH_SERVICE_TOKENS_FILE: brain.harnessTokens.file,
+      MH_MODEL_BASE_URL: brain.model.url,
+      MH_MODEL: "claude-offline-test",
+      MH_INSTANCE_ID: "doomed",
+      MH_LOG_LEVEL: "warn",
+      MH_SWEEP_MS: "600000",
+      ...env,
+    },
+    async (port) => {
+      const raw = createClient(HarnessClient, `127.0.0.1:${port}`, { bearerToken: brain.harnessTokens.tokens.admin });
+      try {
+        await promisify(raw, HarnessService).listActive({}, { deadlineMs: 500 });
+      } finally {
+        raw.close();
+      }
+    },
+  );
+  const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${child.port}`, { bearerToken: brain.harnessTokens.tokens.admin }), HarnessService);
+  const own = async (newSession: () => Promise<string>, prompt: string): Promise<string> => {
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const sessionId = await newSession();
+      await brain.log.client.emitEvent({ sessionId, event: userMessage(prompt) });
+      await rpc.wake({ sessionId });
+      const holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
+      if (holder === "doomed") return sessionId;
+    }
+    throw new Error("the doomed instance never held a session first");
+  };
+  return Object.assign(child, { rpc, own });
 }
