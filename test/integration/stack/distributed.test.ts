@@ -6,7 +6,7 @@
  * comes from Kafka); every event reached the Kafka topic; the services speak only mutual TLS to each
  * other; infra/stack/down.sh stops every process.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
@@ -14,10 +14,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Anthropic from "@anthropic-ai/sdk";
-import { ListSessionsRequest, SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { ListSessionsRequest, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, loadGrpcTls, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
+import { eventually } from "../../support/sandbox-broker.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
 import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
 
@@ -29,6 +30,8 @@ let dir = "";
 let env: Record<string, string> = {};
 let sdk: Anthropic;
 let topic: TopicReader;
+/** The session of the first test, for the later ones. */
+let firstSession = "";
 const kafkaTopic = `mh-stack-${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
@@ -91,6 +94,11 @@ async function untilIdle(sessionId: string, idles: number, timeoutMs = 30_000): 
   }
 }
 
+/** loadGrpcTls's file settings from MH_GRPC_TLS_* variables. */
+function fileSettings(vars: Record<string, string>): { tlsCaFile: string; tlsCertFile: string; tlsKeyFile: string } {
+  return { tlsCaFile: vars["MH_GRPC_TLS_CA_FILE"] ?? "", tlsCertFile: vars["MH_GRPC_TLS_CERT_FILE"] ?? "", tlsKeyFile: vars["MH_GRPC_TLS_KEY_FILE"] ?? "" };
+}
+
 /**
  * A base for up.sh's fixed offsets (+1 ... +11; the gateway and the model at +15, +16) whose ports are all free, below Linux's ephemeral
  * range (32768-60999): there an outgoing connection may hold a port between our check and the bind.
@@ -130,6 +138,7 @@ describe("infra/stack: every service its own process", () => {
     });
     const environment = await sdk.beta.environments.create({ name: `stack-${randomBytes(3).toString("hex")}` });
     const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
+    firstSession = session.id;
     await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "compute" }] }] });
     const first = await untilIdle(session.id, 1);
     const result = first.find((e) => e.type === "agent.tool_result");
@@ -175,6 +184,38 @@ describe("infra/stack: every service its own process", () => {
     await expect(listVia(noCert)).rejects.toMatchObject({ code: "UNAVAILABLE" });
     for (const name of ["session-log", "credential-vault-proxy", "sandbox-broker", "harness-2"]) {
       expect(await readFile(join(dir, "stack", "logs", `${name}.log`), "utf8")).toMatch(/"tls":true/);
+    }
+  }, 30_000);
+
+  it("an external hand connects over mutual TLS with the token the stack issued it, and serves a session", async () => {
+    const sec = join(dir, "stack", "secrets");
+    const tls = (name: string) => ({ MH_GRPC_TLS_CA_FILE: join(sec, "tls", "ca.pem"), MH_GRPC_TLS_CERT_FILE: join(sec, "tls", `${name}.pem`), MH_GRPC_TLS_KEY_FILE: join(sec, "tls", `${name}.key`) });
+    const brokerAddress = `127.0.0.1:${Number(env["MH_STACK_PORT_BASE"]) + 3}`;
+    const device = spawn(process.execPath, [join(ROOT, "apps/sandbox-broker/dist/examples/kv-device.js")], {
+      env: { PATH: process.env["PATH"] ?? "", MH_SANDBOX_BROKER_ADDR: brokerAddress, MH_HAND_TOKEN_FILE: join(sec, "hand-broker.token"), MH_HAND_ID: "stack-kv", MH_LOG_LEVEL: "silent", ...tls("hand") },
+      stdio: "ignore",
+    });
+    const raw = createClient(SandboxBrokerClient, brokerAddress, {
+      bearerToken: (await readFile(join(sec, "harness-broker.token"), "utf8")).trim(),
+      credentials: (await loadGrpcTls({ ...fileSettings(tls("harness")), tlsClientAuth: "none" })).client,
+    });
+    try {
+      const broker = promiseClient(raw, SandboxBrokerService);
+      const sandboxId = await eventually(async () => {
+        try {
+          return (await broker.provision({ sessionId: firstSession, resources: undefined, handKind: "kv-device" })).sandbox?.sandboxId;
+        } catch (err) {
+          if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
+          throw err;
+        }
+      }, "the kv device to connect");
+      const call = (name: string, input: Record<string, string>, callId: string) =>
+        broker.execute({ sandboxId, sessionId: firstSession, name, input, callId, timeoutMs: 0 });
+      expect(await call("kv_set", { key: "stack", value: "over mTLS" }, "kv-1")).toMatchObject({ isError: false });
+      expect((await call("kv_get", { key: "stack" }, "kv-2")).output).toBe("over mTLS");
+    } finally {
+      raw.close();
+      device.kill("SIGTERM");
     }
   }, 30_000);
 
