@@ -15,7 +15,7 @@
 #                               credential-vault-proxy, sandbox-broker, harness, gateway), and
 #                               one for the example hand (hand), for mutual TLS between them
 #                               (MH_GRPC_TLS_*; infra/tls/dev-certs.sh)
-# Used by infra/stack/up.sh, by the compose file's init service and, for Kubernetes, before
+# Used by infra/stack/up.sh, before `docker compose up` (infra/compose/compose.yaml) and before
 # `kubectl apply -k infra/k8s` (infra/k8s/README.md). Secrets are files, never settings.
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 <dir>" >&2; exit 2; }
