@@ -28,9 +28,13 @@ describe("traces", () => {
     await brain.rpc.wake({ sessionId });
     const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
 
+    // The step's span ends once its last append returns to the harness, which may be a moment
+    // after the test reads that event from the log.
+    const isStep = (s: ReturnType<TestTelemetry["finishedSpans"]>[number]): boolean =>
+      s.name === "harness.call-model" && s.attributes["mh.session_id"] === sessionId;
+    await expect.poll(() => tel.finishedSpans().some(isStep), { timeout: 5_000 }).toBe(true);
     const spans = tel.finishedSpans();
-    const step = spans.find((s) => s.name === "harness.call-model" && s.attributes["mh.session_id"] === sessionId);
-    expect(step).toBeDefined();
+    const step = spans.find(isStep);
     expect(step!.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
     const traceId = step!.spanContext().traceId;
     const appends = spans.filter((s) => s.spanContext().traceId === traceId && s.name === "metaharness.v1.SessionLog/EmitEvents");
