@@ -45,12 +45,11 @@ export MH_DATABASE_URL MH_KAFKA_BROKERS
 # plaintext): each serves with its own certificate and asks callers for one from the same CA, on
 # top of their token.
 sec="$STACK_DIR/secrets"
-rm -rf "$sec"/*.token "$sec"/*-services.json "$sec/tls"
+rm -rf "$sec"/*.token "$sec"/*-services.json "$sec/api-keys" "$sec/tls"
 tls_on=true
 [[ ${MH_STACK_TLS:-on} != off ]] || tls_on=false
 MH_SECRETS_TLS=$($tls_on && echo on || echo off) "$MH_ROOT/infra/secrets.sh" "$sec"
-secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n'; }
-api_key="mh-$(secret)"
+api_key=$(cut -d: -f1 "$sec/api-keys")
 umask 022
 
 # tls <service>: sets TLS to that service's TLS settings (none with MH_STACK_TLS=off).

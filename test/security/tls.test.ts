@@ -11,11 +11,11 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialVaultProxyClient, CredentialVaultProxyService, ListVaultsRequest, SessionLogClient, SessionLogService, GetSessionRequest } from "@metaharness/proto";
-import { createClient, loadGrpcTls, PLAINTEXT, promisify, type GrpcTls } from "@metaharness/service-kit";
+import { createClient, PLAINTEXT, promisify, type GrpcTls } from "@metaharness/service-kit";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { provision, run, startTestBroker, type TestBroker } from "../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../support/session-log.js";
-import { mintDevCerts, type DevCerts } from "../support/tls.js";
+import { callerTls, mintDevCerts, type DevCerts } from "../support/tls.js";
 import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVault } from "../support/vault.js";
 
 const TOKEN = "ghs_tlstest_0a1b2c3d4e5f6a7b8c9d";
@@ -48,15 +48,8 @@ afterAll(async () => {
   await certs?.dispose();
 });
 
-/** The settings of a client holding `name`'s certificate (or none) and trusting the CA. */
-function client(name: string | undefined): Promise<GrpcTls> {
-  return loadGrpcTls({
-    tlsCaFile: certs.ca,
-    tlsCertFile: name === undefined ? undefined : join(certs.dir, `${name}.pem`),
-    tlsKeyFile: name === undefined ? undefined : join(certs.dir, `${name}.key`),
-    tlsClientAuth: "none",
-  });
-}
+/** A client holding `name`'s certificate (or none), trusting the CA. */
+const client = (name: string | undefined): Promise<GrpcTls> => callerTls(certs.dir, name);
 
 describe("services over mutual TLS", () => {
   it("a sandbox clones and pushes through the broker and the proxy's https remote endpoint", async () => {

@@ -1,13 +1,14 @@
 /**
  * Certificates for tests of TLS between services, minted by infra/tls/dev-certs.sh (openssl) into
  * a private temporary directory: `env(name)` is the MH_GRPC_TLS_* settings of the service holding
- * `name`'s certificate, asking its callers for theirs (mutual TLS).
+ * `name`'s certificate, asking its callers for theirs (mutual TLS); `callerTls` is a client's.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { loadGrpcTls, type GrpcTls } from "@metaharness/service-kit";
 
 const DEV_CERTS = new URL("../../infra/tls/dev-certs.sh", import.meta.url).pathname;
 
@@ -33,4 +34,17 @@ export async function mintDevCerts(names: readonly string[]): Promise<DevCerts> 
     }),
     dispose: () => rm(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * The TLS of a caller trusting `<dir>/ca.pem` and presenting `<dir>/<name>.pem` (none when `name`
+ * is undefined): a directory as infra/tls/dev-certs.sh writes it.
+ */
+export function callerTls(dir: string, name: string | undefined): Promise<GrpcTls> {
+  return loadGrpcTls({
+    tlsCaFile: join(dir, "ca.pem"),
+    tlsCertFile: name === undefined ? undefined : join(dir, `${name}.pem`),
+    tlsKeyFile: name === undefined ? undefined : join(dir, `${name}.key`),
+    tlsClientAuth: "none",
+  });
 }

@@ -15,10 +15,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import Anthropic from "@anthropic-ai/sdk";
 import { ListSessionsRequest, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, loadGrpcTls, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
+import { createClient, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
 import { eventually } from "../../support/sandbox-broker.js";
+import { callerTls } from "../../support/tls.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
 import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
 
@@ -92,11 +93,6 @@ async function untilIdle(sessionId: string, idles: number, timeoutMs = 30_000): 
     if (Date.now() > deadline) throw new Error(`session ${sessionId} not idle ${idles} times: ${events.map((e) => e.type).join(", ")}`);
     await new Promise((r) => setTimeout(r, 200));
   }
-}
-
-/** loadGrpcTls's file settings from MH_GRPC_TLS_* variables. */
-function fileSettings(vars: Record<string, string>): { tlsCaFile: string; tlsCertFile: string; tlsKeyFile: string } {
-  return { tlsCaFile: vars["MH_GRPC_TLS_CA_FILE"] ?? "", tlsCertFile: vars["MH_GRPC_TLS_CERT_FILE"] ?? "", tlsKeyFile: vars["MH_GRPC_TLS_KEY_FILE"] ?? "" };
 }
 
 /**
@@ -176,12 +172,9 @@ describe("infra/stack: every service its own process", () => {
         raw.close();
       }
     };
-    const ca = join(sec, "tls", "ca.pem");
-    const gateway = { tlsCaFile: ca, tlsCertFile: join(sec, "tls", "gateway.pem"), tlsKeyFile: join(sec, "tls", "gateway.key"), tlsClientAuth: "none" } as const;
-    expect(await listVia(await loadGrpcTls(gateway))).toBe(1);
+    expect(await listVia(await callerTls(join(sec, "tls"), "gateway"))).toBe(1);
     await expect(listVia(PLAINTEXT)).rejects.toMatchObject({ code: "UNAVAILABLE" });
-    const noCert = await loadGrpcTls({ ...gateway, tlsCertFile: undefined, tlsKeyFile: undefined });
-    await expect(listVia(noCert)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    await expect(listVia(await callerTls(join(sec, "tls"), undefined))).rejects.toMatchObject({ code: "UNAVAILABLE" });
     for (const name of ["session-log", "credential-vault-proxy", "sandbox-broker", "harness-2"]) {
       expect(await readFile(join(dir, "stack", "logs", `${name}.log`), "utf8")).toMatch(/"tls":true/);
     }
@@ -197,7 +190,7 @@ describe("infra/stack: every service its own process", () => {
     });
     const raw = createClient(SandboxBrokerClient, brokerAddress, {
       bearerToken: (await readFile(join(sec, "harness-broker.token"), "utf8")).trim(),
-      credentials: (await loadGrpcTls({ ...fileSettings(tls("harness")), tlsClientAuth: "none" })).client,
+      credentials: (await callerTls(join(sec, "tls"), "harness")).client,
     });
     try {
       const broker = promiseClient(raw, SandboxBrokerService);
