@@ -4,6 +4,7 @@
  * that turn errors into statuses, traced typed clients, and graceful shutdown.
  */
 export { Cleanups } from "./cleanups.js";
+export { deadline, type Deadline } from "./deadline.js";
 export {
   readConfig,
   ConfigError,

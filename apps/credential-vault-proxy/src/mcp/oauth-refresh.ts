@@ -7,6 +7,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import type { McpOAuthCredential, ProbeHttpResponse } from "@metaharness/proto";
+import { deadline } from "@metaharness/service-kit";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { secretsOf, type SecretBundle } from "../crypto/bundle.js";
 import { secretOrUndefined, type Secret } from "../crypto/secret.js";
@@ -61,18 +62,20 @@ export function refreshGrant(timeoutMs: number, fetch: FetchLike): Refresher {
     }
     const where = `the token endpoint of ${config.mcpServerUrl}`;
     let response: Response;
+    // One deadline for the request and its body.
+    const until = deadline(timeoutMs, ...(signal === undefined ? [] : [signal]));
+    let read: Awaited<ReturnType<typeof readBounded>>;
     try {
-      response = await fetch(config.tokenEndpoint, {
-        method: "POST",
-        headers,
-        body,
-        redirect: "error",
-        signal: signal === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
-      });
-    } catch (err) {
-      throw egressRefusal(err) ?? new MhError("UNAVAILABLE", `${where} could not be reached`, { cause: errorName(err) });
+      try {
+        response = await fetch(config.tokenEndpoint, { method: "POST", headers, body, redirect: "error", signal: until.signal });
+      } catch (err) {
+        throw egressRefusal(err) ?? new MhError("UNAVAILABLE", `${where} could not be reached`, { cause: errorName(err) });
+      }
+      read = await readBounded(response);
+    } finally {
+      until.clear();
     }
-    const { text, cut } = await readBounded(response);
+    const { text, cut } = read;
     // An answer larger than any token response is not parsed (nor shown beyond its start).
     const json = cut ? undefined : parseJson(text);
     const answer = (): ProbeHttpResponse => captureText(response.status, response.headers.get("content-type") ?? "", text, secretsOf(secret), cut);

@@ -13,6 +13,7 @@ import { newEvent } from "@metaharness/events";
 import { withSpan, type Span } from "@metaharness/telemetry";
 import { ModelError } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
+import { deadline } from "@metaharness/service-kit";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextStrategy } from "../context/strategy.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
@@ -195,7 +196,12 @@ class Driver {
     }
     const step = this.newStep(seen);
     const wait = Math.min(...tools.map(due)) - now;
-    await this.view?.changed(this.lastSeq(), AbortSignal.any([step.signal, this.ctx.signal, AbortSignal.timeout(wait)]));
+    const until = deadline(wait, step.signal, this.ctx.signal);
+    try {
+      await this.view?.changed(this.lastSeq(), until.signal);
+    } finally {
+      until.clear();
+    }
   }
 
   private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {
