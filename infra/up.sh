@@ -4,6 +4,7 @@
 # stdout: the environment for the tests, e.g. `eval "$(infra/up.sh)"` or `infra/up.sh > .env`:
 #   MH_DATABASE_URL=postgres://metaharness:metaharness@127.0.0.1:5432/metaharness
 #   MH_KAFKA_BROKERS=127.0.0.1:9092
+#   MH_KAFKA_SECURE_LISTENERS=<repo>/.local/kafka/secure.json
 # Progress goes to stderr.
 set -euo pipefail
 MH_LOG_TAG=infra
@@ -35,3 +36,5 @@ wait "$kafka_pid" || kafka_rc=$?
 log "all services up ($(elapsed "$t0"))"
 echo "MH_DATABASE_URL=$(<"$pg_out")"
 echo "MH_KAFKA_BROKERS=$(<"$kafka_out")"
+# How the tests reach the broker's TLS and SASL listeners (set up by kafka/up.sh).
+echo "MH_KAFKA_SECURE_LISTENERS=$MH_LOCAL/kafka/secure.json"

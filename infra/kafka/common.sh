@@ -9,6 +9,9 @@ KAFKA_VERSION=3.9.1
 KAFKA_PORT="${MH_KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${MH_KAFKA_CONTROLLER_PORT:-9093}"
 KAFKA_BROKERS="127.0.0.1:${KAFKA_PORT}"
+# The secured listeners, for the tests of Kafka over TLS and SASL (see up.sh).
+KAFKA_SASL_SSL_PORT="${MH_KAFKA_SASL_SSL_PORT:-9096}"
+KAFKA_SSL_PORT="${MH_KAFKA_SSL_PORT:-9097}"
 
 KAFKA_HOME="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KAFKA_STATE="${MH_LOCAL}/kafka"
@@ -20,6 +23,11 @@ KAFKA_PIDFILE="${KAFKA_STATE}/kafka.pid"
 KAFKA_CLUSTER_ID_FILE="${KAFKA_STATE}/cluster.id"
 KAFKA_SERVER_LOG="${KAFKA_LOGS}/server.log"
 KAFKA_OUT="${KAFKA_LOGS}/kafka.out"
+KAFKA_TLS="${KAFKA_STATE}/tls"
+KAFKA_SASL_USER=metaharness
+KAFKA_SASL_PASSWORD_FILE="${KAFKA_STATE}/sasl/password"
+# What the secured listeners are and how to reach them, for the tests (JSON).
+KAFKA_SECURE_FILE="${KAFKA_STATE}/secure.json"
 
 
 # Prints the pid of this checkout's broker when it is alive; returns 1 otherwise. The command line

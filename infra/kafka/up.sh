@@ -5,6 +5,8 @@
 #
 #   MH_KAFKA_PORT             PLAINTEXT listener on 127.0.0.1 (default 9092)
 #   MH_KAFKA_CONTROLLER_PORT  KRaft controller listener on 127.0.0.1 (default 9093)
+#   MH_KAFKA_SASL_SSL_PORT    SASL_SSL listener (PLAIN, SCRAM-SHA-256/512) on 127.0.0.1 (default 9096)
+#   MH_KAFKA_SSL_PORT         SSL listener that requires a client certificate (default 9097)
 #   MH_KAFKA_START_TIMEOUT    seconds to wait for readiness (default 90)
 #   MH_KAFKA_HEAP_OPTS        JVM heap (default "-Xmx512m -Xms256m")
 set -euo pipefail
@@ -18,9 +20,29 @@ START_TIMEOUT="${MH_KAFKA_START_TIMEOUT:-90}"
 read -r -a HEAP_OPTS <<<"${MH_KAFKA_HEAP_OPTS:--Xmx512m -Xms256m}"
 t0=$(now_ms)
 
-[[ $KAFKA_PORT =~ ^[0-9]+$ && $KAFKA_CONTROLLER_PORT =~ ^[0-9]+$ ]] \
-  || die "MH_KAFKA_PORT / MH_KAFKA_CONTROLLER_PORT must be numbers"
-[[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "broker and controller ports must differ"
+PORTS=("$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_SASL_SSL_PORT" "$KAFKA_SSL_PORT")
+for p in "${PORTS[@]}"; do
+  [[ $p =~ ^[0-9]+$ ]] || die "MH_KAFKA_PORT, MH_KAFKA_CONTROLLER_PORT, MH_KAFKA_SASL_SSL_PORT and MH_KAFKA_SSL_PORT must be numbers"
+done
+(( $(printf '%s\n' "${PORTS[@]}" | sort -u | wc -l) == ${#PORTS[@]} )) || die "the broker's four ports must differ"
+
+# ---- secured listeners: a certificate from the development CA, and a SASL user ----------------------
+# The broker serves kafka.pem; the SSL listener checks clients against ca.pem (client.pem is the
+# tests' certificate). A re-issued certificate changes server.properties (its digest is in it), so
+# the broker restarts to load it.
+command -v openssl >/dev/null || apt_install openssl
+"$KAFKA_HOME/../tls/dev-certs.sh" "$KAFKA_TLS" kafka client 9>&-
+keystore="$KAFKA_TLS/kafka-keystore.pem"
+# Kafka's PEM key store: the key (PKCS#8, unencrypted) and its certificate in one file.
+if [[ "$(cat "$KAFKA_TLS/kafka.key" "$KAFKA_TLS/kafka.pem")" != "$(cat "$keystore" 2>/dev/null)" ]]; then
+  (umask 077 && cat "$KAFKA_TLS/kafka.key" "$KAFKA_TLS/kafka.pem" >"$keystore")
+fi
+keystore_digest=$(cat "$keystore" "$KAFKA_TLS/ca.pem" | sha256sum | cut -c1-16)
+if [[ ! -s $KAFKA_SASL_PASSWORD_FILE ]]; then
+  mkdir -p "$(dirname "$KAFKA_SASL_PASSWORD_FILE")"
+  (umask 077 && head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KAFKA_SASL_PASSWORD_FILE")
+fi
+sasl_password=$(<"$KAFKA_SASL_PASSWORD_FILE")
 
 server_properties() {
   cat <<EOF
@@ -29,11 +51,24 @@ server_properties() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:${KAFKA_CONTROLLER_PORT}
-listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT},CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT}
-advertised.listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT}
+listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT},CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT},SASL_SSL://127.0.0.1:${KAFKA_SASL_SSL_PORT},SSL://127.0.0.1:${KAFKA_SSL_PORT}
+advertised.listeners=PLAINTEXT://127.0.0.1:${KAFKA_PORT},SASL_SSL://127.0.0.1:${KAFKA_SASL_SSL_PORT},SSL://127.0.0.1:${KAFKA_SSL_PORT}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
+
+# The secured listeners, for the tests (key store digest ${keystore_digest}). SASL_SSL: PLAIN with
+# its one user in this file, SCRAM with the same user in the cluster's metadata (added after start).
+# SSL: a client certificate from the development CA instead of a password.
+ssl.keystore.type=PEM
+ssl.keystore.location=${keystore}
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${KAFKA_SASL_USER}="${sasl_password}";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.ssl.ssl.client.auth=required
+listener.name.ssl.ssl.truststore.type=PEM
+listener.name.ssl.ssl.truststore.location=${KAFKA_TLS}/ca.pem
 
 log.dirs=${KAFKA_DATA}
 num.partitions=3
@@ -94,6 +129,26 @@ log4j.logger.org.apache.kafka.clients.NetworkClient=ERROR
 EOF
 }
 
+# How the tests reach the secured listeners.
+secure_listeners() {
+  cat <<EOF
+{
+  "saslSslBrokers": "127.0.0.1:${KAFKA_SASL_SSL_PORT}",
+  "sslBrokers": "127.0.0.1:${KAFKA_SSL_PORT}",
+  "caFile": "${KAFKA_TLS}/ca.pem",
+  "clientCertFile": "${KAFKA_TLS}/client.pem",
+  "clientKeyFile": "${KAFKA_TLS}/client.key",
+  "username": "${KAFKA_SASL_USER}",
+  "passwordFile": "${KAFKA_SASL_PASSWORD_FILE}"
+}
+EOF
+}
+
+# The SCRAM user is in the cluster's metadata once added for this cluster id and password.
+SCRAM_MARKER="${KAFKA_STATE}/sasl/scram.added"
+scram_id() { printf '%s %s' "$(cat "$KAFKA_CLUSTER_ID_FILE" 2>/dev/null)" "$sasl_password" | sha256sum | cut -c1-16; }
+scram_current() { [[ -s $KAFKA_CLUSTER_ID_FILE && "$(cat "$SCRAM_MARKER" 2>/dev/null)" == "$(scram_id)" ]]; }
+
 conf_current() {
   [[ "$(cat "$KAFKA_CONF/server.properties" 2>/dev/null)" == "$(server_properties)" ]]
 }
@@ -114,7 +169,8 @@ write_if_changed "$KAFKA_CONF/log4j.properties" log4j_properties || true
 write_if_changed "$KAFKA_CONF/tools-log4j.properties" tools_log4j_properties || true
 
 # ---- fast path: our broker is alive, configured as wanted and answering ---------------------------
-if pid=$(kafka_pid) && conf_current && kafka_probe "$KAFKA_PORT"; then
+if pid=$(kafka_pid) && conf_current && scram_current && [[ "$(cat "$KAFKA_SECURE_FILE" 2>/dev/null)" == "$(secure_listeners)" ]] \
+   && kafka_probe "$KAFKA_PORT"; then
   log "already running on ${KAFKA_BROKERS} (pid $pid, $(elapsed "$t0"))"
   echo "$KAFKA_BROKERS"
   exit 0
@@ -187,10 +243,10 @@ fi
 
 if ! pid=$(kafka_pid); then
   rm -f "$KAFKA_PIDFILE"
-  for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+  for p in "${PORTS[@]}"; do
     if port_open "$p"; then
       ss -ltnp "sport = :$p" 2>/dev/null >&2 || true
-      die "port $p is taken by another process; stop it or set MH_KAFKA_PORT / MH_KAFKA_CONTROLLER_PORT"
+      die "port $p is taken by another process; stop it or set MH_KAFKA_PORT / MH_KAFKA_CONTROLLER_PORT / MH_KAFKA_SASL_SSL_PORT / MH_KAFKA_SSL_PORT"
     fi
   done
   log_offset=$(stat -c %s "$KAFKA_SERVER_LOG" 2>/dev/null || echo 0)
@@ -240,6 +296,21 @@ until started_in_log && kafka_probe "$KAFKA_PORT"; do
   fi
   sleep 0.25
 done
+
+# ---- 6. the SCRAM user, kept in the cluster's metadata: added once per cluster and password -------
+if ! scram_current; then
+  log "adding the SCRAM credentials of user ${KAFKA_SASL_USER}"
+  # One mechanism per request: KRaft refuses to alter a user's credentials twice in one.
+  for mechanism in SCRAM-SHA-256 SCRAM-SHA-512; do
+    java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$KAFKA_CONF/tools-log4j.properties" \
+      kafka.admin.ConfigCommand --bootstrap-server "$KAFKA_BROKERS" --alter --entity-type users --entity-name "$KAFKA_SASL_USER" \
+      --add-config "${mechanism}=[iterations=4096,password=${sasl_password}]" \
+      >"$KAFKA_LOGS/scram.log" 2>&1 9>&- \
+      || { show_tail 20 "$KAFKA_LOGS/scram.log"; die "could not add the $mechanism credentials of ${KAFKA_SASL_USER}"; }
+  done
+  scram_id >"$SCRAM_MARKER"
+fi
+write_if_changed "$KAFKA_SECURE_FILE" secure_listeners || true
 
 log "ready on ${KAFKA_BROKERS} (pid $pid, $(elapsed "$t0"))"
 echo "$KAFKA_BROKERS"

@@ -79,6 +79,25 @@ start() {
   log "$name on 127.0.0.1:$port (pid $(<"$STACK_DIR/pids/$name.pid"))"
 }
 
+# Kafka: with TLS on and the local broker's secured listeners at hand (infra/up.sh), the session
+# log publishes over SASL_SSL with SCRAM-SHA-512 and the harnesses consume with a client
+# certificate, as against a managed cluster; otherwise plaintext on MH_KAFKA_BROKERS.
+kafka_log=("MH_KAFKA_BROKERS=$MH_KAFKA_BROKERS")
+kafka_harness=("MH_KAFKA_BROKERS=$MH_KAFKA_BROKERS")
+if $tls_on && [[ -n ${MH_KAFKA_SECURE_LISTENERS:-} ]]; then
+  eval "$(node -e '
+    const s = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
+    for (const k of ["saslSslBrokers", "sslBrokers", "caFile", "clientCertFile", "clientKeyFile", "username", "passwordFile"])
+      console.log(`k_${k}=${JSON.stringify(String(s[k]))}`);
+  ' "$MH_KAFKA_SECURE_LISTENERS")" || die "cannot read $MH_KAFKA_SECURE_LISTENERS"
+  # shellcheck disable=SC2154  # the k_* variables come from the eval above
+  kafka_log=("MH_KAFKA_BROKERS=$k_saslSslBrokers" "MH_KAFKA_TLS_CA_FILE=$k_caFile" "MH_KAFKA_SASL_MECHANISM=scram-sha-512"
+             "MH_KAFKA_SASL_USERNAME=$k_username" "MH_KAFKA_SASL_PASSWORD_FILE=$k_passwordFile")
+  # shellcheck disable=SC2154
+  kafka_harness=("MH_KAFKA_BROKERS=$k_sslBrokers" "MH_KAFKA_TLS_CA_FILE=$k_caFile"
+                 "MH_KAFKA_TLS_CERT_FILE=$k_clientCertFile" "MH_KAFKA_TLS_KEY_FILE=$k_clientKeyFile")
+fi
+
 common=("MH_LOG_LEVEL=${MH_LOG_LEVEL:-info}")
 [[ -z ${MH_OTLP_ENDPOINT:-} ]] || common+=("MH_OTLP_ENDPOINT=$MH_OTLP_ENDPOINT")
 log_addr="127.0.0.1:$PORT_LOG"
@@ -86,7 +105,7 @@ proxy_addr="127.0.0.1:$PORT_PROXY"
 
 tls session-log
 start session-log "$PORT_LOG" apps/session-log/dist/main.js "${common[@]}" "${TLS[@]}" \
-  MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
+  MH_GRPC_PORT="$PORT_LOG" MH_DATABASE_URL="$MH_DATABASE_URL" "${kafka_log[@]}" \
   MH_SERVICE_TOKENS_FILE="$sec/log-services.json"
 # The stack's upstreams (the tests' and demo's MCP servers, token endpoints and git remotes) run on
 # this machine, so the proxy may connect to private addresses here; a real deployment leaves it off.
@@ -119,7 +138,7 @@ for (( i = 0; i < STACK_HARNESSES; i++ )); do
     MH_GRPC_PORT="$port" MH_INSTANCE_ID="harness-$((i + 1))" MH_SERVICE_TOKENS_FILE="$sec/harness-services.json" \
     MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/harness-log.token" \
     MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/harness-broker.token" \
-    MH_KAFKA_WAKE=true MH_KAFKA_BROKERS="$MH_KAFKA_BROKERS" \
+    MH_KAFKA_WAKE=true "${kafka_harness[@]}" \
     MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/harness-proxy.token"
 done
 

@@ -1,11 +1,16 @@
 /**
- * Reads what a real Kafka consumer receives on a topic, decoded as our events.
+ * Reads what a real Kafka consumer receives on a topic, decoded as our events: over the tests'
+ * plaintext listener, or as a service set up with `via` would (MH_KAFKA_BROKERS and the
+ * MH_KAFKA_TLS* / MH_KAFKA_SASL_* settings, e.g. from kafka-secure.ts).
  */
 import { randomBytes } from "node:crypto";
-import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
+import { createKafkaBus, KAFKA_SECURITY_ENV, loadKafkaSecurity, type BusConsumer, type EventBus } from "@metaharness/event-bus";
+import { env, readConfig } from "@metaharness/service-kit";
 import { Event } from "@metaharness/proto";
 import { KAFKA_BROKERS } from "./topics.js";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
+
+const envList = (name: string, fallback: string) => env.list(name, { default: fallback.split(",") });
 
 export interface Received {
   readonly event: Event;
@@ -22,8 +27,9 @@ export interface TopicReader {
   close(): Promise<void>;
 }
 
-export async function readTopic(topic: string): Promise<TopicReader> {
-  const bus: EventBus = createKafkaBus({ brokers: KAFKA_BROKERS.split(","), clientId: "test-reader" });
+export async function readTopic(topic: string, via: Record<string, string> = {}): Promise<TopicReader> {
+  const settings = readConfig({ brokers: envList("MH_KAFKA_BROKERS", KAFKA_BROKERS), ...KAFKA_SECURITY_ENV }, via);
+  const bus: EventBus = createKafkaBus({ brokers: settings.brokers, clientId: "test-reader", ...(await loadKafkaSecurity(settings)) });
   const received: Received[] = [];
   let notify: (() => void) | undefined;
   let consumer: BusConsumer | undefined;

@@ -3,7 +3,7 @@
  * Harness gRPC service (Wake, ListActive), the orphan sweeper and (optionally) wakes from Kafka.
  */
 import { MhError } from "@metaharness/errors";
-import { createKafkaBus, type BusConsumer, type EventBus } from "@metaharness/event-bus";
+import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type BusConsumer, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { Cleanups, createClient, guardedUnary, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
@@ -39,6 +39,7 @@ export async function startHarness(
     const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
     const guard = { tokens, logger };
     const tls = await loadGrpcTls(config);
+    const kafka = config.kafkaWake ? await loadKafkaSecurity(config) : undefined;
     const rawLog = createClient(SessionLogClient, config.sessionLogAddress, {
       bearerToken: await readServiceToken(config.sessionLogTokenFile),
       credentials: tls.client,
@@ -91,8 +92,8 @@ export async function startHarness(
     sweeper.start();
     cleanups.push(() => sweeper.stop());
 
-    if (config.kafkaWake) {
-      const bus = options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: supervisor.instanceId, logger });
+    if (kafka !== undefined) {
+      const bus = options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: supervisor.instanceId, logger, ...kafka });
       if (options.bus === undefined) cleanups.push(() => bus.close());
       const consumer: BusConsumer = await wakeFromKafka(bus, { topic: config.topic, partitions: config.topicPartitions, groupId: config.consumerGroup }, supervisor, logger);
       cleanups.push(() => consumer.close());
@@ -120,7 +121,10 @@ export async function startHarness(
       ],
     });
     cleanups.push(() => server.shutdown(5000));
-    logger.info({ port: server.port, tls: tls.serving, tls_calls: tls.calling, instance: supervisor.instanceId }, "harness serving");
+    logger.info(
+      { port: server.port, tls: tls.serving, tls_calls: tls.calling, kafka: kafka === undefined ? "off" : kafkaLinkName(kafka), instance: supervisor.instanceId },
+      "harness serving",
+    );
     return { port: server.port, supervisor, stop };
   } catch (err) {
     await stop();

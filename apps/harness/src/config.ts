@@ -2,6 +2,7 @@
  * Every setting of the harness, read from the environment in this one place.
  */
 import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
+import { KAFKA_SECURITY_ENV } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
@@ -39,6 +40,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // Used only if the topic does not exist yet; the session log creates it the same way.
       topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),
       consumerGroup: env.string("MH_KAFKA_GROUP", { default: "metaharness-harness" }),
+      // TLS and SASL to Kafka (MH_KAFKA_TLS*, MH_KAFKA_SASL_*): see the event bus's kafka-security.ts.
+      ...KAFKA_SECURITY_ENV,
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.

@@ -3,7 +3,7 @@
  * and (unless disabled) the outbox relay to Kafka. Used by main.ts and by tests, which start it
  * in-process on port 0.
  */
-import { createKafkaBus, type EventBus } from "@metaharness/event-bus";
+import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type EventBus } from "@metaharness/event-bus";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
 import { Cleanups, loadGrpcTls, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
 import { ROLES } from "./auth/policy.js";
@@ -37,6 +37,7 @@ export async function startSessionLog(
     // First: a log that cannot tell its callers apart must not open its port.
     const tokens = await ServiceTokens.load(config.serviceTokensFile, ROLES);
     const tls = await loadGrpcTls(config);
+    const kafka = config.relayEnabled ? await loadKafkaSecurity(config) : undefined;
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
@@ -55,7 +56,7 @@ export async function startSessionLog(
     let relay: OutboxRelay | undefined;
     if (config.relayEnabled) {
       const bus =
-        options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: "session-log", logger });
+        options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: "session-log", logger, ...kafka });
       if (options.bus === undefined) cleanups.push(() => bus.close());
       // Kafka may be down at start: sessions go on, and the relay creates the topic (if missing)
       // before its first publish, retrying until the broker answers.
@@ -99,7 +100,7 @@ export async function startSessionLog(
       ],
     });
     cleanups.push(() => server.shutdown(5000));
-    logger.info({ port: server.port, tls: tls.serving, relay: config.relayEnabled }, "session-log serving");
+    logger.info({ port: server.port, tls: tls.serving, relay: config.relayEnabled, kafka: kafka === undefined ? "off" : kafkaLinkName(kafka) }, "session-log serving");
     return { port: server.port, address: server.address, db, relay, stop };
   } catch (err) {
     await stop();

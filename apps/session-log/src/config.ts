@@ -2,6 +2,7 @@
  * Every setting of the session-log service, read from the environment in this one place.
  */
 import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
+import { KAFKA_SECURITY_ENV } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
 
@@ -26,6 +27,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
       topic: env.string("MH_KAFKA_TOPIC", { default: SESSION_EVENTS_TOPIC }),
       topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),
+      // TLS and SASL to Kafka (MH_KAFKA_TLS*, MH_KAFKA_SASL_*): see the event bus's kafka-security.ts.
+      ...KAFKA_SECURITY_ENV,
       relayEnabled: env.bool("MH_RELAY_ENABLED", { default: true }),
       relayBatchSize: env.int("MH_RELAY_BATCH_SIZE", { default: 500, min: 1, max: 10_000 }),
       relayPollMs: env.int("MH_RELAY_POLL_MS", { default: 500, min: 10, max: 60_000 }),

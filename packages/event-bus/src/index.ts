@@ -15,6 +15,7 @@ export type {
   TopicSpec,
 } from "./types.js";
 export { createKafkaBus, type KafkaBus } from "./kafka-bus.js";
-export type { BusRetryOptions, KafkaBusOptions } from "./kafka-options.js";
+export type { BusRetryOptions, KafkaBusOptions, KafkaSasl, KafkaSaslMechanism, KafkaTls } from "./kafka-options.js";
+export { KAFKA_SECURITY_ENV, kafkaLinkName, loadKafkaSecurity, type KafkaSecurity, type KafkaSecuritySettings } from "./kafka-security.js";
 export { createMemoryBus, type MemoryBusOptions } from "./memory-bus.js";
 export type { RetryBackoff } from "./memory-consumer.js";

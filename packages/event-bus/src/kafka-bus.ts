@@ -4,12 +4,12 @@
  * routes kafkajs's logging into the caller's BusLogger instead of the console.
  */
 import kafkajs from "kafkajs";
-import type { Kafka } from "kafkajs";
+import type { Kafka, SASLOptions } from "kafkajs";
 import { MhError } from "@metaharness/errors";
 import { KafkaConsumer } from "./kafka-consumer.js";
 import { toMhError } from "./kafka-errors.js";
 import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from "./kafka-log.js";
-import { withDefaults, type KafkaBusConfig, type KafkaBusOptions } from "./kafka-options.js";
+import { withDefaults, type KafkaBusConfig, type KafkaBusOptions, type KafkaSasl } from "./kafka-options.js";
 import { KafkaPublisher } from "./kafka-publisher.js";
 import { ensureKafkaTopics } from "./kafka-topics.js";
 import type { BusConsumer, BusPublisher, EventBus, SubscribeOptions, TopicSpec } from "./types.js";
@@ -31,6 +31,9 @@ class KafkaEventBus implements KafkaBus {
     this.kafka = new kafkajs.Kafka({
       brokers: config.brokers,
       clientId: config.clientId,
+      // kafkajs names the broker for SNI and checks its certificate against it (not for IPs).
+      ...(config.tls === undefined ? {} : { ssl: { ...config.tls } }),
+      ...(config.sasl === undefined ? {} : { sasl: saslOptions(config.sasl) }),
       connectionTimeout: config.connectionTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       enforceRequestTimeout: true,
@@ -88,6 +91,17 @@ class KafkaEventBus implements KafkaBus {
 
   private checkOpen(): void {
     if (this.closing !== undefined) throw new MhError("FAILED_PRECONDITION", "event-bus: bus is closed");
+  }
+}
+
+function saslOptions({ mechanism, username, password }: KafkaSasl): SASLOptions {
+  switch (mechanism) {
+    case "plain":
+      return { mechanism, username, password };
+    case "scram-sha-256":
+      return { mechanism, username, password };
+    case "scram-sha-512":
+      return { mechanism, username, password };
   }
 }
 

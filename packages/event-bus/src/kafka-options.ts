@@ -16,10 +16,32 @@ export interface BusRetryOptions {
   readonly maxRetryTimeMs?: number;
 }
 
+/** TLS to the brokers: their certificate is checked against `ca`, or the system's roots without it. */
+export interface KafkaTls {
+  /** The roots to trust (PEM). */
+  readonly ca?: Buffer;
+  /** This client's certificate chain and key (PEM), for brokers that ask for one (ssl.client.auth). */
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+}
+
+export type KafkaSaslMechanism = "plain" | "scram-sha-256" | "scram-sha-512";
+
+/** SASL authentication to the brokers (their listener is SASL_SSL or SASL_PLAINTEXT). */
+export interface KafkaSasl {
+  readonly mechanism: KafkaSaslMechanism;
+  readonly username: string;
+  readonly password: string;
+}
+
 export interface KafkaBusOptions {
   /** Bootstrap brokers, "host:port". */
   readonly brokers: readonly string[];
   readonly clientId: string;
+  /** TLS to every broker; plaintext without it. */
+  readonly tls?: KafkaTls;
+  /** SASL on every connection; PLAIN only together with `tls`, as it sends the password as is. */
+  readonly sasl?: KafkaSasl;
   /** Where kafkajs's warnings and errors and the bus's own events go; silent by default. */
   readonly logger?: BusLogger;
   /** TCP connect timeout per broker; default 3 000 ms. */
@@ -43,6 +65,8 @@ export interface KafkaBusOptions {
 export interface KafkaBusConfig {
   readonly brokers: string[];
   readonly clientId: string;
+  readonly tls: KafkaTls | undefined;
+  readonly sasl: KafkaSasl | undefined;
   readonly logger: BusLogger;
   readonly connectionTimeoutMs: number;
   readonly requestTimeoutMs: number;
@@ -86,11 +110,14 @@ export function withDefaults(options: KafkaBusOptions): KafkaBusConfig {
     if (!BROKER.test(b)) throw invalidArgument(`brokers[${i}]`, "must be host:port");
   });
   if (options.clientId.trim() === "") throw invalidArgument("clientId", "must not be empty");
+  checkSecurity(options);
   const retry = options.retry ?? {};
   const d = KAFKA_DEFAULTS;
   return {
     brokers: [...options.brokers],
     clientId: options.clientId,
+    tls: options.tls,
+    sasl: options.sasl,
     logger: options.logger ?? silentLogger,
     connectionTimeoutMs: positiveInt("connectionTimeoutMs", options.connectionTimeoutMs, d.connectionTimeoutMs),
     requestTimeoutMs: positiveInt("requestTimeoutMs", options.requestTimeoutMs, d.requestTimeoutMs),
@@ -105,4 +132,19 @@ export function withDefaults(options: KafkaBusOptions): KafkaBusConfig {
     maxBatchBytes: positiveInt("maxBatchBytes", options.maxBatchBytes, d.maxBatchBytes),
     joinTimeoutMs: positiveInt("joinTimeoutMs", options.joinTimeoutMs, d.joinTimeoutMs),
   };
+}
+
+const MECHANISMS: readonly string[] = ["plain", "scram-sha-256", "scram-sha-512"] satisfies KafkaSaslMechanism[];
+
+function checkSecurity({ tls, sasl }: KafkaBusOptions): void {
+  if (tls !== undefined && (tls.cert === undefined) !== (tls.key === undefined)) {
+    throw invalidArgument(tls.cert === undefined ? "tls.cert" : "tls.key", "a certificate and its key go together");
+  }
+  if (sasl === undefined) return;
+  if (!MECHANISMS.includes(sasl.mechanism)) throw invalidArgument("sasl.mechanism", `must be one of ${MECHANISMS.join(", ")}`);
+  if (sasl.username === "") throw invalidArgument("sasl.username", "must not be empty");
+  if (sasl.password === "") throw invalidArgument("sasl.password", "must not be empty");
+  if (sasl.mechanism === "plain" && tls === undefined) {
+    throw invalidArgument("sasl.mechanism", "PLAIN sends the password as is: use it over TLS, or a SCRAM mechanism");
+  }
 }

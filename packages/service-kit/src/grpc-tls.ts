@@ -19,11 +19,9 @@
  * Files are read and checked once at start: a missing file, a key that does not match its
  * certificate or anything that is not PEM fails the start, naming the variable.
  */
-import { readFile } from "node:fs/promises";
-import { createSecureContext } from "node:tls";
 import { credentials, ServerCredentials, type ChannelCredentials } from "@grpc/grpc-js";
-import { MhError } from "@metaharness/errors";
 import { env } from "./env.js";
+import { checkKeyPair, checkRoots, invalidSetting, readPem } from "./pem.js";
 
 const ABSOLUTE_PATH = /^\/\S+$/;
 
@@ -87,18 +85,19 @@ export async function loadGrpcTls(settings: GrpcTlsSettings): Promise<GrpcTls> {
   const { tlsCertFile, tlsKeyFile, tlsCaFile, tlsClientAuth } = settings;
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
     const missing = tlsCertFile === undefined ? "MH_GRPC_TLS_CERT_FILE" : "MH_GRPC_TLS_KEY_FILE";
-    throw invalid(missing, `${missing} is needed too: a certificate and its key go together`);
+    throw invalidSetting(missing, `${missing} is needed too: a certificate and its key go together`);
   }
   if (tlsClientAuth === "require" && (tlsCaFile === undefined || tlsCertFile === undefined)) {
-    throw invalid(
+    throw invalidSetting(
       "MH_GRPC_TLS_CLIENT_AUTH",
       "MH_GRPC_TLS_CLIENT_AUTH=require needs MH_GRPC_TLS_CA_FILE (to check callers) and this service's own certificate and key",
     );
   }
-  const ca = tlsCaFile === undefined ? undefined : await pem("MH_GRPC_TLS_CA_FILE", tlsCaFile);
-  const cert = tlsCertFile === undefined ? undefined : await pem("MH_GRPC_TLS_CERT_FILE", tlsCertFile);
-  const key = tlsKeyFile === undefined ? undefined : await pem("MH_GRPC_TLS_KEY_FILE", tlsKeyFile);
-  check(ca, cert, key);
+  const ca = tlsCaFile === undefined ? undefined : await readPem("MH_GRPC_TLS_CA_FILE", tlsCaFile);
+  const cert = tlsCertFile === undefined ? undefined : await readPem("MH_GRPC_TLS_CERT_FILE", tlsCertFile);
+  const key = tlsKeyFile === undefined ? undefined : await readPem("MH_GRPC_TLS_KEY_FILE", tlsKeyFile);
+  if (ca !== undefined) checkRoots("MH_GRPC_TLS_CA_FILE", ca);
+  if (cert !== undefined && key !== undefined) checkKeyPair("MH_GRPC_TLS_CERT_FILE", "MH_GRPC_TLS_KEY_FILE", cert, key);
 
   const server =
     cert !== undefined && key !== undefined
@@ -125,45 +124,4 @@ export async function loadGrpcTls(settings: GrpcTlsSettings): Promise<GrpcTls> {
         ? { ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined && key !== undefined ? { cert, key } : {}) }
         : undefined,
   };
-}
-
-async function pem(variable: string, file: string): Promise<Buffer> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (err) {
-    throw invalid(variable, `${variable}: ${file} cannot be read`, err);
-  }
-  if (!bytes.includes("-----BEGIN ")) throw invalid(variable, `${variable}: ${file} is not PEM`);
-  return bytes;
-}
-
-/** Lets OpenSSL parse the files now, so a bad one fails the start instead of every handshake. */
-function check(ca: Buffer | undefined, cert: Buffer | undefined, key: Buffer | undefined): void {
-  if (ca !== undefined) {
-    try {
-      createSecureContext({ ca });
-    } catch (err) {
-      throw invalid("MH_GRPC_TLS_CA_FILE", `MH_GRPC_TLS_CA_FILE holds no usable certificate: ${messageOf(err)}`, err);
-    }
-  }
-  if (cert !== undefined && key !== undefined) {
-    try {
-      createSecureContext({ cert, key });
-    } catch (err) {
-      throw invalid(
-        "MH_GRPC_TLS_CERT_FILE",
-        `MH_GRPC_TLS_CERT_FILE and MH_GRPC_TLS_KEY_FILE are not a usable certificate and key: ${messageOf(err)}`,
-        err,
-      );
-    }
-  }
-}
-
-function invalid(field: string, message: string, cause?: unknown): MhError {
-  return new MhError("FAILED_PRECONDITION", message, { field, cause });
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -66,6 +66,7 @@ export {
   type ShutdownOptions,
   type ShutdownStep,
 } from "./shutdown.js";
+export { checkKeyPair, checkRoots, invalidSetting, readPem } from "./pem.js";
 export { GRPC_TLS_ENV, loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings, type HttpsClientTls, type HttpsServerTls } from "./grpc-tls.js";
 export { UndecodableRequest } from "./undecodable.js";
 export { MIN_TOKEN_CHARS, ServiceTokens, type Caller, type Policy } from "./service-tokens.js";

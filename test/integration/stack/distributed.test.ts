@@ -4,7 +4,8 @@
  * Driven with the official SDK through the gateway: a session runs a bash tool in a bubblewrap
  * sandbox; one harness is killed with SIGKILL and the next turn is answered by the other (its wake
  * comes from Kafka); every event reached the Kafka topic; the services speak only mutual TLS to each
- * other; infra/stack/down.sh stops every process.
+ * other, and reach Kafka over TLS with SASL or a client certificate; infra/stack/down.sh stops
+ * every process.
  */
 import { execFile, spawn } from "node:child_process";
 import { createServer } from "node:net";
@@ -18,6 +19,7 @@ import { ListSessionsRequest, SandboxBrokerClient, SandboxBrokerService, Session
 import { createClient, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
+import { secureListeners } from "../../support/kafka-secure.js";
 import { eventually } from "../../support/sandbox-broker.js";
 import { callerTls } from "../../support/tls.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
@@ -116,6 +118,18 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
+/** The remote ports of a process's established TCP connections among the Kafka broker's listeners. */
+async function kafkaPortsOf(pid: number): Promise<number[]> {
+  const listeners = secureListeners();
+  const kafka = [KAFKA_BROKERS, listeners.saslSslBrokers, listeners.sslBrokers].map((a) => Number(a.split(":").at(-1)));
+  const { stdout } = await run("ss", ["-Htnp", "state", "established"]);
+  return stdout
+    .split("\n")
+    .filter((line) => line.includes(`pid=${pid},`))
+    .map((line) => Number(line.trim().split(/\s+/)[3]?.split(":").at(-1)))
+    .filter((p) => kafka.includes(p));
+}
+
 const pidOf = async (name: string): Promise<number> => Number(await readFile(join(dir, "stack", "pids", `${name}.pid`), "utf8"));
 /** Running, not a zombie waiting for init to reap it (kill -0 would count those). */
 const alive = async (pid: number): Promise<boolean> => {
@@ -178,6 +192,18 @@ describe("infra/stack: every service its own process", () => {
     for (const name of ["session-log", "credential-vault-proxy", "sandbox-broker", "harness-2"]) {
       expect(await readFile(join(dir, "stack", "logs", `${name}.log`), "utf8")).toMatch(/"tls":true/);
     }
+  }, 30_000);
+
+  it("reaches Kafka over TLS: the session log with SCRAM-SHA-512, the harnesses with a client certificate, never in clear", async () => {
+    const listeners = secureListeners();
+    const port = (address: string): number => Number(address.split(":").at(-1));
+    const logPorts = await kafkaPortsOf(await pidOf("session-log"));
+    const harnessPorts = await kafkaPortsOf(await pidOf("harness-2"));
+    expect(logPorts).toContain(port(listeners.saslSslBrokers));
+    expect(harnessPorts).toContain(port(listeners.sslBrokers));
+    expect([...logPorts, ...harnessPorts]).not.toContain(port(KAFKA_BROKERS));
+    expect(await readFile(join(dir, "stack", "logs", "session-log.log"), "utf8")).toContain('"kafka":"tls+scram-sha-512"');
+    expect(await readFile(join(dir, "stack", "logs", "harness-2.log"), "utf8")).toContain('"kafka":"tls+client-certificate"');
   }, 30_000);
 
   it("an external hand connects over mutual TLS with the token the stack issued it, and serves a session", async () => {
