@@ -5,6 +5,7 @@
 #   MH_DATABASE_URL=postgres://metaharness:metaharness@127.0.0.1:5432/metaharness
 #   MH_KAFKA_BROKERS=127.0.0.1:9092
 #   MH_KAFKA_SECURE_LISTENERS=<repo>/.local/kafka/secure.json
+#   MH_PG_CA_FILE=<repo>/.local/postgres/tls/ca.pem
 # Progress goes to stderr.
 set -euo pipefail
 MH_LOG_TAG=infra
@@ -35,6 +36,8 @@ wait "$kafka_pid" || kafka_rc=$?
 [[ ${MH_WITH_JAEGER:-0} != 1 ]] || "$here/jaeger/up.sh" || die "jaeger/up.sh failed (asked for by MH_WITH_JAEGER=1)"
 log "all services up ($(elapsed "$t0"))"
 echo "MH_DATABASE_URL=$(<"$pg_out")"
+# The CA that signed the Postgres server's certificate, for the tests of TLS to Postgres.
+echo "MH_PG_CA_FILE=$MH_LOCAL/postgres/tls/ca.pem"
 echo "MH_KAFKA_BROKERS=$(<"$kafka_out")"
 # How the tests reach the broker's TLS and SASL listeners (set up by kafka/up.sh).
 echo "MH_KAFKA_SECURE_LISTENERS=$MH_LOCAL/kafka/secure.json"

@@ -13,6 +13,9 @@ PG_APP_DB=metaharness
 PG_URL="postgres://${PG_APP_USER}:${PG_APP_PASSWORD}@127.0.0.1:${PG_PORT}/${PG_APP_DB}"
 
 PG_STATE="${MH_LOCAL}/postgres"
+# The development CA and the server's certificate (tls/dev-certs.sh); clients check the server
+# against ca.pem here (sslmode=verify-full). The server reads its own copy (pg_tls_dir).
+PG_TLS_SRC="${PG_STATE}/tls"
 # The data folder actually used is recorded here (see pg_choose_datadir).
 PG_DATADIR_FILE="${PG_STATE}/datadir"
 
@@ -47,3 +50,7 @@ pg_load_paths() {
   if (( ${#PG_SOCK} + 20 > 100 )); then PG_SOCK=/tmp; fi
   return 0
 }
+
+# The server's copy of its certificate and key, owned by PG_OS_USER (PostgreSQL refuses a key
+# that others can read). Needs pg_load_paths.
+pg_tls_dir() { echo "$(dirname "$PG_DATA")/tls"; }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs (once), creates (once), starts and checks the tests' PostgreSQL; safe to run any number
-# of times. Prints the connection URL on stdout; progress goes to stderr.
+# of times. Prints the connection URL on stdout; progress goes to stderr. The server also speaks
+# TLS, with a certificate from a development CA (.local/postgres/tls/ca.pem), for the tests of TLS
+# to Postgres; plaintext connections stay allowed.
 #
 #   MH_PG_PORT          TCP port on 127.0.0.1 (default 5432)
 #   MH_PG_START_TIMEOUT seconds to wait for readiness (default 60)
@@ -32,7 +34,18 @@ timezone = 'UTC'
 log_timezone = 'UTC'
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
+# TLS for clients that ask (sslmode=...); certificate digest $(cert_digest), so a re-issued one restarts the server.
+ssl = on
+ssl_cert_file = '$(pg_tls_dir)/server.pem'
+ssl_key_file = '$(pg_tls_dir)/server.key'
 EOF
+}
+
+cert_digest() { cat "$(pg_tls_dir)/server.pem" "$(pg_tls_dir)/server.key" 2>/dev/null | sha256sum | cut -c1-16; }
+# The certificate the server holds is the one dev-certs.sh keeps, and has 7 days left at least.
+cert_current() {
+  [[ -f $PG_TLS_SRC/postgres.pem ]] && openssl x509 -in "$PG_TLS_SRC/postgres.pem" -noout -checkend 604800 >/dev/null 2>&1 \
+    && cmp -s "$PG_TLS_SRC/postgres.pem" "$(pg_tls_dir)/server.pem"
 }
 
 app_psql() {
@@ -52,7 +65,7 @@ our_postmaster_ready() {
 
 # ---- fast path: already up, configured as wanted and accepting our login -----------------------
 if [[ -n $(pg_find_bin) ]] && pg_load_paths && [[ -f $PG_DATA/PG_VERSION ]] \
-  && [[ "$(cat "$PG_DATA/metaharness.conf" 2>/dev/null)" == "$(desired_conf)" ]] \
+  && cert_current && [[ "$(cat "$PG_DATA/metaharness.conf" 2>/dev/null)" == "$(desired_conf)" ]] \
   && our_postmaster_ready && app_psql -c 'select 1' >/dev/null 2>&1; then
   log "already running on 127.0.0.1:${PG_PORT} ($(elapsed "$t0"))"
   echo "$PG_URL"
@@ -98,6 +111,18 @@ mkdir -p "$PG_DATA" "$pgbase/log" "$pgbase/run"
 chmod 700 "$PG_DATA"
 if [[ $EUID -eq 0 ]]; then chown "$PG_OS_USER:" "$PG_DATA" "$pgbase/log" "$pgbase/run"; fi
 [[ $PG_SOCK == /tmp ]] || chmod 700 "$PG_SOCK"
+
+# ---- 2b. the server's certificate ------------------------------------------------------------------
+command -v openssl >/dev/null || apt_install openssl
+"$MH_ROOT/infra/tls/dev-certs.sh" "$PG_TLS_SRC" postgres 9>&-
+tls_dir=$(pg_tls_dir)
+if ! cert_current; then
+  mkdir -p "$tls_dir"
+  chmod 700 "$tls_dir"
+  install -m 600 "$PG_TLS_SRC/postgres.key" "$tls_dir/server.key"
+  install -m 644 "$PG_TLS_SRC/postgres.pem" "$tls_dir/server.pem"
+  if [[ $EUID -eq 0 ]]; then chown -R "$PG_OS_USER:" "$tls_dir"; fi
+fi
 
 # ---- 3. cluster ----------------------------------------------------------------------------------
 if [[ ! -f $PG_DATA/PG_VERSION ]]; then

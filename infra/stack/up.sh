@@ -79,6 +79,12 @@ start() {
   log "$name on 127.0.0.1:$port (pid $(<"$STACK_DIR/pids/$name.pid"))"
 }
 
+# PostgreSQL: with TLS on and the local server's CA at hand (infra/up.sh), every service checks
+# the server's certificate (sslmode=verify-full, read by node-postgres from the URL).
+if $tls_on && [[ -n ${MH_PG_CA_FILE:-} ]]; then
+  [[ $MH_DATABASE_URL == *sslmode=* ]] || MH_DATABASE_URL+="$([[ $MH_DATABASE_URL == *\?* ]] && echo '&' || echo '?')sslmode=verify-full&sslrootcert=$MH_PG_CA_FILE"
+fi
+
 # Kafka: with TLS on and the local broker's secured listeners at hand (infra/up.sh), the session
 # log publishes over SASL_SSL with SCRAM-SHA-512 and the harnesses consume with a client
 # certificate, as against a managed cluster; otherwise plaintext on MH_KAFKA_BROKERS.

@@ -2,14 +2,43 @@
  * Opens the Db a URL names: a PostgreSQL server, or embedded PGlite (in memory or in a directory;
  * see pglite-db.ts for the URL forms and how the services of one process share one instance).
  */
+import { MhError, type CodeName } from "@metaharness/errors";
 import type { Db } from "./db.js";
 import { createPgDb } from "./pg-db.js";
 import { createPgliteDb, pgliteTarget } from "./pglite-db.js";
 
+/**
+ * A server is asked once before the Db is handed out, so a service that cannot use it fails its
+ * start saying which server and why (refused, a certificate that cannot be checked, a wrong
+ * password), not with the bare error of whatever query came first.
+ */
 export async function openDb(
   url: string,
   opts: { poolSize: number; onIdleError: (err: Error) => void; pgOptions?: string },
 ): Promise<Db> {
   const embedded = pgliteTarget(url);
-  return embedded === undefined ? createPgDb(url, opts.poolSize, opts.onIdleError, opts.pgOptions) : createPgliteDb(embedded);
+  if (embedded !== undefined) return createPgliteDb(embedded);
+  const db = createPgDb(url, opts.poolSize, opts.onIdleError, opts.pgOptions);
+  try {
+    await db.query("SELECT 1");
+  } catch (err) {
+    await db.end().catch(() => undefined);
+    throw unusable(url, err);
+  }
+  return db;
+}
+
+function unusable(url: string, err: unknown): MhError {
+  // The URL's host, port and database, never its password.
+  let where = "the PostgreSQL server";
+  try {
+    const u = new URL(url);
+    where = `PostgreSQL at ${u.hostname}:${u.port === "" ? "5432" : u.port}${u.pathname}`;
+  } catch {
+    // Not a URL pg would parse either; the cause says more.
+  }
+  const sqlState = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  const code: CodeName =
+    typeof sqlState === "string" && sqlState.startsWith("28") ? "UNAUTHENTICATED" : sqlState === "3D000" ? "NOT_FOUND" : "UNAVAILABLE";
+  return new MhError(code, `${where} cannot be used: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }

@@ -68,6 +68,7 @@ export {
 } from "./shutdown.js";
 export { checkKeyPair, checkRoots, invalidSetting, readPem } from "./pem.js";
 export { GRPC_TLS_ENV, loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings, type HttpsClientTls, type HttpsServerTls } from "./grpc-tls.js";
+export { runService, type RunServiceOptions, type ServiceBasics } from "./run-service.js";
 export { UndecodableRequest } from "./undecodable.js";
 export { MIN_TOKEN_CHARS, ServiceTokens, type Caller, type Policy } from "./service-tokens.js";
 export { guardedBidi, guardedServerStream, guardedUnary, type Guard, type GuardedContext } from "./guarded.js";

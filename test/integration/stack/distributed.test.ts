@@ -4,8 +4,8 @@
  * Driven with the official SDK through the gateway: a session runs a bash tool in a bubblewrap
  * sandbox; one harness is killed with SIGKILL and the next turn is answered by the other (its wake
  * comes from Kafka); every event reached the Kafka topic; the services speak only mutual TLS to each
- * other, and reach Kafka over TLS with SASL or a client certificate; infra/stack/down.sh stops
- * every process.
+ * other, and reach Kafka (with SASL or a client certificate) and PostgreSQL over TLS;
+ * infra/stack/down.sh stops every process.
  */
 import { execFile, spawn } from "node:child_process";
 import { createServer } from "node:net";
@@ -17,6 +17,7 @@ import { promisify } from "node:util";
 import Anthropic from "@anthropic-ai/sdk";
 import { ListSessionsRequest, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
 import { secureListeners } from "../../support/kafka-secure.js";
@@ -204,6 +205,22 @@ describe("infra/stack: every service its own process", () => {
     expect([...logPorts, ...harnessPorts]).not.toContain(port(KAFKA_BROKERS));
     expect(await readFile(join(dir, "stack", "logs", "session-log.log"), "utf8")).toContain('"kafka":"tls+scram-sha-512"');
     expect(await readFile(join(dir, "stack", "logs", "harness-2.log"), "utf8")).toContain('"kafka":"tls+client-certificate"');
+  }, 30_000);
+
+  it("reaches PostgreSQL over TLS from every service, checking the server's certificate", async () => {
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ pid: number; ssl: boolean }>(
+        "SELECT a.pid, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.datname = $1 AND a.pid <> pg_backend_pid()",
+        [db.name],
+      );
+      // Pools close idle connections; the log's two LISTEN connections and its relay's stay.
+      expect(rows.length).toBeGreaterThanOrEqual(2);
+      expect(rows.filter((r) => !r.ssl)).toEqual([]);
+    } finally {
+      await admin.end();
+    }
   }, 30_000);
 
   it("an external hand connects over mutual TLS with the token the stack issued it, and serves a session", async () => {
