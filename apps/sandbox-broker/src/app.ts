@@ -13,6 +13,7 @@ import { ROLES } from "./auth/policy.js";
 import { startLocalSandbox, type BrokerContext } from "./broker/context.js";
 import { LiveSandboxes } from "./broker/live.js";
 import { Reaper } from "./broker/reaper.js";
+import { SessionEnds } from "./broker/session-ends.js";
 import type { SandboxBrokerConfig } from "./config.js";
 import { interruptAfterRestart } from "./db/calls.js";
 import { loseAfterRestart } from "./db/sandboxes.js";
@@ -135,6 +136,9 @@ export async function startSandboxBroker(
     const reaper = new Reaper(live, config.reapIntervalMs);
     reaper.start();
     cleanups.push(() => Promise.resolve(reaper.stop()));
+    const sessionEnds = new SessionEnds(live, events, config.sessionCheckMs, logger);
+    sessionEnds.start();
+    cleanups.push(() => sessionEnds.stop());
 
     const server = await startGrpcServer({
       host: config.host,

@@ -98,6 +98,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       maxSandboxes: env.int("MH_MAX_SANDBOXES", { default: 1000, min: 1, max: 100_000 }),
       warmPoolSize: env.int("MH_WARM_POOL_SIZE", { default: 0, min: 0, max: 1000 }),
       reapIntervalMs: env.int("MH_REAP_INTERVAL_MS", { default: 1000, min: 10, max: 60_000 }),
+      /** How often the session log is asked which sessions holding a sandbox here have ended (deleted). */
+      sessionCheckMs: env.int("MH_SESSION_CHECK_MS", { default: 5000, min: 100, max: 600_000 }),
       handCallTimeoutMs: env.int("MH_HAND_CALL_TIMEOUT_MS", { default: 60_000, min: 100, max: 3_600_000 }),
       /** How long a sandbox may take to answer its first frame before Provision gives up. */
       startTimeoutMs: env.int("MH_SANDBOX_START_TIMEOUT_MS", { default: 10_000, min: 100, max: 120_000 }),

@@ -1,12 +1,12 @@
 /**
- * Sandboxes as cattle: bounds-checked provisioning, transfer between sessions, idle and lifetime
- * reaping, the warm pool, and what a broker knows after it shut down or crashed (its sandboxes
+ * Sandboxes as cattle: bounds-checked provisioning, transfer between sessions, release when the
+ * session ends (is deleted), idle and lifetime reaping, the warm pool, and what a broker knows after it shut down or crashed (its sandboxes
  * are gone, its running calls were interrupted, never re-run), with events in the session log.
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { payloadOf } from "@metaharness/events";
+import { newEvent, payloadOf } from "@metaharness/events";
 import { NetworkMode, SandboxState } from "@metaharness/proto";
 import { INTERRUPTED_OUTPUT, RESTART_REASON, SHUTDOWN_REASON } from "@metaharness/sandbox-broker";
 import {
@@ -33,6 +33,7 @@ beforeAll(async () => {
   broker = await startTestBroker({
     ...log.reach("broker"),
     MH_REAP_INTERVAL_MS: "100",
+    MH_SESSION_CHECK_MS: "200",
     MH_WARM_POOL_SIZE: "2",
   });
 });
@@ -40,6 +41,10 @@ afterAll(async () => {
   await broker?.stop();
   await log?.stop();
 });
+
+async function newSession(): Promise<string> {
+  return (await log.client.createSession({ sessionId: "", metadata: undefined })).session!.sessionId;
+}
 
 async function state(id: string): Promise<{ state: SandboxState; reason: string }> {
   const { sandbox } = await broker.client.describeSandbox({ sandboxId: id });
@@ -161,7 +166,7 @@ describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
 describe("transfer", () => {
   it("only the holding session may transfer; the old holder loses access", async () => {
     const id = await provision(broker.client, sessionId);
-    const other = "sesn_other";
+    const other = await newSession();
     const wrong = await rejection(broker.client.transfer({ sandboxId: id, fromSession: "sesn_nobody", toSession: other }));
     expect(wrong).toMatchObject({ code: "FAILED_PRECONDITION", field: "from_session" });
     const moved = await broker.client.transfer({ sandboxId: id, fromSession: sessionId, toSession: other });
@@ -173,6 +178,22 @@ describe("transfer", () => {
     expect((await rejection(broker.client.release({ sandboxId: id, sessionId }))).code).toBe("PERMISSION_DENIED");
     await broker.client.release({ sandboxId: id, sessionId: other });
     expect(await state(id)).toEqual({ state: SandboxState.SANDBOX_STATE_RELEASED, reason: `released by session ${other}` });
+  });
+});
+
+describe("a session that ends", () => {
+  it("has its sandboxes released at the next check, saying why; other sessions keep theirs", async () => {
+    const doomed = await newSession();
+    const sandboxes = [await provision(broker.client, doomed), await provision(broker.client, doomed)];
+    const kept = await provision(broker.client, sessionId);
+    // What deleting a session through the gateway appends.
+    await log.client.emitEvent({ sessionId: doomed, event: newEvent("session.status_terminated", {}) });
+    for (const id of sandboxes) {
+      await eventually(async () => ((await state(id)).state === SandboxState.SANDBOX_STATE_RELEASED ? true : undefined), `${id} to be released`);
+      expect(await state(id)).toEqual({ state: SandboxState.SANDBOX_STATE_RELEASED, reason: "its session ended" });
+    }
+    expect((await state(kept)).state).toBe(SandboxState.SANDBOX_STATE_READY);
+    expect((await run(broker.client, kept, "bash", { command: "echo still here" })).output).toBe("still here");
   });
 });
 

@@ -87,8 +87,9 @@ describe("session log authentication", () => {
     await expectUntouched();
     const provisioned = newEvent("sandbox.provisioned", { sandboxId: "sbx_auth", driver: "bubblewrap", durationMs: 12 }, { id: "sbx_auth:provisioned" });
     expect((await broker.emitEvent({ sessionId, event: provisioned })).event?.seq).toBe(2);
-    // And the proxy reads a session.
+    // And the proxy and the broker read a session.
     expect((await log.clientAs("proxy").getSession({ sessionId })).session?.lastSeq).toBe(2);
+    expect((await broker.getSession({ sessionId })).session?.lastSeq).toBe(2);
   });
 
   it("does not start without its service tokens file", () => {

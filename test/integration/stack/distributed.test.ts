@@ -255,6 +255,28 @@ describe("infra/stack: every service its own process", () => {
     }
   }, 30_000);
 
+  it("deleting a session through the gateway releases its sandboxes on the broker", async () => {
+    const sec = join(dir, "stack", "secrets");
+    const raw = createClient(SandboxBrokerClient, `127.0.0.1:${Number(env["MH_STACK_PORT_BASE"]) + 3}`, {
+      bearerToken: (await readFile(join(sec, "harness-broker.token"), "utf8")).trim(),
+      credentials: (await callerTls(join(sec, "tls"), "harness")).client,
+    });
+    try {
+      const broker = promiseClient(raw, SandboxBrokerService);
+      const held = (await broker.listSandboxes({ sessionId: firstSession, includeEnded: false })).sandboxes;
+      expect(held.length).toBeGreaterThan(0);
+      await sdk.beta.sessions.delete(firstSession);
+      const ended = await eventually(async () => {
+        const all = (await broker.listSandboxes({ sessionId: firstSession, includeEnded: true })).sandboxes;
+        const mine = all.filter((s) => held.some((h) => h.sandboxId === s.sandboxId));
+        return mine.every((s) => s.reason !== "") ? mine : undefined;
+      }, "the deleted session's sandboxes to be released", 20_000);
+      expect(ended.map((s) => s.reason)).toEqual(held.map(() => "its session ended"));
+    } finally {
+      raw.close();
+    }
+  }, 30_000);
+
   it("down.sh stops every process it started", async () => {
     const pids = await Promise.all((await readdir(join(dir, "stack", "pids"))).map((f) => pidOf(f.replace(/\.pid$/, ""))));
     expect(pids.length).toBeGreaterThanOrEqual(6);

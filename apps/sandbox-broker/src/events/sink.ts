@@ -1,9 +1,11 @@
 /**
- * Where the broker reports what happens to sandboxes: sandbox.provisioned / released / lost in
+ * The broker's link to the session log. It reports what happens to sandboxes: sandbox.provisioned / released / lost in
  * the owning session's log, and a repository that did not clone as a session.error of type
  * repository_*_error (retrying: the session goes on without it). Behind this small interface so the broker runs without a session log
  * (NO_EVENTS) and tests can point it at a real one in-process. Reporting never blocks or fails a
- * sandbox operation: events queue (bounded) and go out in order, with retries.
+ * sandbox operation: events queue (bounded) and go out in order, with retries. It also tells
+ * whether a session has ended, so the sandboxes of a deleted session do not wait for their idle
+ * timeout (SessionEnds).
  */
 import { createHash } from "node:crypto";
 import { MhError } from "@metaharness/errors";
@@ -12,6 +14,7 @@ import {
   RepositoryFailureKind,
   RetryStatus,
   SessionLogClient,
+  SessionStatus,
   SessionLogService,
   type Event,
   type RepositoryFailure,
@@ -25,6 +28,11 @@ export interface SandboxEventSink {
   lost(sessionId: string, sandboxId: string, reason: string): void;
   /** A repository that did not clone into the sandbox (reported once per sandbox and repository). */
   repositoryFailed(sessionId: string, sandboxId: string, failure: RepositoryFailure): void;
+  /**
+   * Whether the session has ended: terminated (as a deleted session is) or unknown to the log.
+   * Undefined when the log cannot say now (unreachable), or there is no log.
+   */
+  sessionEnded(sessionId: string): Promise<boolean | undefined>;
   /** Sends what is queued (up to `timeoutMs`) and stops. */
   close(timeoutMs: number): Promise<void>;
 }
@@ -34,6 +42,7 @@ export const NO_EVENTS: SandboxEventSink = {
   released: () => undefined,
   lost: () => undefined,
   repositoryFailed: () => undefined,
+  sessionEnded: () => Promise.resolve(undefined),
   close: () => Promise.resolve(),
 };
 
@@ -105,6 +114,15 @@ export class SessionLogSink implements SandboxEventSink {
     this.enqueue(sessionId, repositoryErrorEvent(sessionId, sandboxId, failure));
   }
 
+  async sessionEnded(sessionId: string): Promise<boolean | undefined> {
+    try {
+      const { session } = await this.client.getSession({ sessionId }, { deadlineMs: 5_000 });
+      return session?.status === SessionStatus.SESSION_STATUS_TERMINATED;
+    } catch (err) {
+      return MhError.from(err).code === "NOT_FOUND" ? true : undefined;
+    }
+  }
+
   async close(timeoutMs: number): Promise<void> {
     this.closed = true;
     const timer = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref());
@@ -149,6 +167,11 @@ export class SessionLogSink implements SandboxEventSink {
         return;
       } catch (err) {
         const e = MhError.from(err);
+        if (e.code === "FAILED_PRECONDITION" && e.field === "session_id") {
+          // The session was terminated (deleted): its log takes nothing more, and needs nothing.
+          log.debug("session terminated: sandbox event not recorded");
+          return;
+        }
         if (!e.retryable || attempt >= ATTEMPTS || this.closed) {
           log.warn({ code: e.code, error: e.message, attempt }, "could not record a sandbox event in the session log");
           return;

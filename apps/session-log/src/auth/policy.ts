@@ -4,7 +4,8 @@
  * gateway, a backend using the gRPC API) may do everything; a harness reads sessions, appends,
  * watches, streams deltas and holds leases; the sandbox broker appends its sandbox events, one at a
  * time and of those types only (BROKER_EVENT_TYPES), so its token cannot put words in a user's
- * mouth; the credential vault proxy reads a session's metadata (its vaults and tenant). The record is keyed
+ * mouth, and reads a session's status (to release the sandboxes of a deleted one); the
+ * credential vault proxy reads a session's metadata (its vaults and tenant). The record is keyed
  * by the generated service, so a new RPC does not compile until it is given its roles here.
  */
 import type { SessionLogService } from "@metaharness/proto";
@@ -22,7 +23,7 @@ export const BROKER_EVENT_TYPES: ReadonlySet<string> = new Set(["sandbox.provisi
 export const POLICY: Policy<RpcName, Role> = {
   createSession: ["admin"],
   updateSession: ["admin"],
-  getSession: ["admin", "harness", "proxy"],
+  getSession: ["admin", "harness", "proxy", "broker"],
   listSessions: ["admin", "harness"],
   emitEvent: ["admin", "harness", "broker"],
   emitEvents: ["admin", "harness"],
