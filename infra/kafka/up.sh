@@ -29,20 +29,21 @@ done
 # ---- secured listeners: a certificate from the development CA, and a SASL user ----------------------
 # The broker serves kafka.pem; the SSL listener checks clients against ca.pem (client.pem is the
 # tests' certificate). A re-issued certificate changes server.properties (its digest is in it), so
-# the broker restarts to load it.
-command -v openssl >/dev/null || apt_install openssl
-"$KAFKA_HOME/../tls/dev-certs.sh" "$KAFKA_TLS" kafka client 9>&-
+# the broker restarts to load it. Made under the lock (step 1b); here only read.
 keystore="$KAFKA_TLS/kafka-keystore.pem"
-# Kafka's PEM key store: the key (PKCS#8, unencrypted) and its certificate in one file.
-if [[ "$(cat "$KAFKA_TLS/kafka.key" "$KAFKA_TLS/kafka.pem")" != "$(cat "$keystore" 2>/dev/null)" ]]; then
-  (umask 077 && cat "$KAFKA_TLS/kafka.key" "$KAFKA_TLS/kafka.pem" >"$keystore")
-fi
-keystore_digest=$(cat "$keystore" "$KAFKA_TLS/ca.pem" | sha256sum | cut -c1-16)
-if [[ ! -s $KAFKA_SASL_PASSWORD_FILE ]]; then
-  mkdir -p "$(dirname "$KAFKA_SASL_PASSWORD_FILE")"
-  (umask 077 && head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KAFKA_SASL_PASSWORD_FILE")
-fi
-sasl_password=$(<"$KAFKA_SASL_PASSWORD_FILE")
+secured_state() {
+  keystore_digest=$(cat "$keystore" "$KAFKA_TLS/ca.pem" 2>/dev/null | sha256sum | cut -c1-16)
+  sasl_password=$(cat "$KAFKA_SASL_PASSWORD_FILE" 2>/dev/null || true)
+}
+# The certificates have 7 days left at least, and the key store and password exist.
+secured_current() {
+  local f
+  for f in ca kafka client; do
+    openssl x509 -in "$KAFKA_TLS/$f.pem" -noout -checkend 604800 >/dev/null 2>&1 || return 1
+  done
+  [[ -s $keystore && -n $sasl_password ]]
+}
+secured_state
 
 server_properties() {
   cat <<EOF
@@ -144,8 +145,9 @@ secure_listeners() {
 EOF
 }
 
-# The SCRAM user is in the cluster's metadata once added for this cluster id and password.
-SCRAM_MARKER="${KAFKA_STATE}/sasl/scram.added"
+# The SCRAM user is in the cluster's metadata once added for this cluster id and password. The
+# marker lives with the data: deleting the data folder forgets the user, and the marker with it.
+SCRAM_MARKER="${KAFKA_DATA}/.metaharness-scram-user"
 scram_id() { printf '%s %s' "$(cat "$KAFKA_CLUSTER_ID_FILE" 2>/dev/null)" "$sasl_password" | sha256sum | cut -c1-16; }
 scram_current() { [[ -s $KAFKA_CLUSTER_ID_FILE && "$(cat "$SCRAM_MARKER" 2>/dev/null)" == "$(scram_id)" ]]; }
 
@@ -160,7 +162,8 @@ write_if_changed() {
   content=$("$2")
   [[ "$(cat "$file" 2>/dev/null)" != "$content" ]] || return 1
   mkdir -p "$(dirname "$file")"
-  printf '%s\n' "$content" >"$file.tmp.$$"
+  # 0600: server.properties holds the SASL user's password.
+  (umask 077 && printf '%s\n' "$content" >"$file.tmp.$$")
   mv -f "$file.tmp.$$" "$file"
 }
 
@@ -169,7 +172,7 @@ write_if_changed "$KAFKA_CONF/log4j.properties" log4j_properties || true
 write_if_changed "$KAFKA_CONF/tools-log4j.properties" tools_log4j_properties || true
 
 # ---- fast path: our broker is alive, configured as wanted and answering ---------------------------
-if pid=$(kafka_pid) && conf_current && scram_current && [[ "$(cat "$KAFKA_SECURE_FILE" 2>/dev/null)" == "$(secure_listeners)" ]] \
+if pid=$(kafka_pid) && secured_current && conf_current && scram_current && [[ "$(cat "$KAFKA_SECURE_FILE" 2>/dev/null)" == "$(secure_listeners)" ]] \
    && kafka_probe "$KAFKA_PORT"; then
   log "already running on ${KAFKA_BROKERS} (pid $pid, $(elapsed "$t0"))"
   echo "$KAFKA_BROKERS"
@@ -213,6 +216,22 @@ if [[ ! -f $KAFKA_LIBS/kafka_2.13-${KAFKA_VERSION}.jar || "$(cat "$KAFKA_LIBS/.c
   log "fetched $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars"
   libs_changed=1
 fi
+
+# ---- 1b. the secured listeners' certificates, key store and password ----------------------------
+command -v openssl >/dev/null || apt_install openssl
+"$KAFKA_HOME/../tls/dev-certs.sh" "$KAFKA_TLS" kafka client 9>&-
+# Kafka's PEM key store: the key (PKCS#8, unencrypted) and its certificate in one file.
+if [[ "$(cat "$KAFKA_TLS/kafka.key" "$KAFKA_TLS/kafka.pem")" != "$(cat "$keystore" 2>/dev/null)" ]]; then
+  (umask 077 && cat "$KAFKA_TLS/kafka.key" "$KAFKA_TLS/kafka.pem" >"$keystore.tmp.$$")
+  mv -f "$keystore.tmp.$$" "$keystore"
+fi
+if [[ ! -s $KAFKA_SASL_PASSWORD_FILE ]]; then
+  mkdir -p "$(dirname "$KAFKA_SASL_PASSWORD_FILE")"
+  (umask 077 && head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KAFKA_SASL_PASSWORD_FILE.tmp.$$")
+  mv -f "$KAFKA_SASL_PASSWORD_FILE.tmp.$$" "$KAFKA_SASL_PASSWORD_FILE"
+fi
+secured_state
+chmod 600 "$KAFKA_CONF/server.properties" 2>/dev/null || true
 
 # ---- 2. configuration ---------------------------------------------------------------------------
 conf_changed=0
@@ -300,14 +319,18 @@ done
 # ---- 6. the SCRAM user, kept in the cluster's metadata: added once per cluster and password -------
 if ! scram_current; then
   log "adding the SCRAM credentials of user ${KAFKA_SASL_USER}"
-  # One mechanism per request: KRaft refuses to alter a user's credentials twice in one.
+  # One mechanism per request: KRaft refuses to alter a user's credentials twice in one. The
+  # password goes in a file, not on a command line others can read (ps).
+  scram_config="${KAFKA_STATE}/sasl/scram.properties"
   for mechanism in SCRAM-SHA-256 SCRAM-SHA-512; do
+    # In a file the value goes without the command line's brackets.
+    (umask 077 && printf '%s=iterations=4096,password=%s\n' "$mechanism" "$sasl_password" >"$scram_config")
     java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$KAFKA_CONF/tools-log4j.properties" \
       kafka.admin.ConfigCommand --bootstrap-server "$KAFKA_BROKERS" --alter --entity-type users --entity-name "$KAFKA_SASL_USER" \
-      --add-config "${mechanism}=[iterations=4096,password=${sasl_password}]" \
-      >"$KAFKA_LOGS/scram.log" 2>&1 9>&- \
-      || { show_tail 20 "$KAFKA_LOGS/scram.log"; die "could not add the $mechanism credentials of ${KAFKA_SASL_USER}"; }
+      --add-config-file "$scram_config" >"$KAFKA_LOGS/scram.log" 2>&1 9>&- \
+      || { rm -f "$scram_config"; show_tail 20 "$KAFKA_LOGS/scram.log"; die "could not add the $mechanism credentials of ${KAFKA_SASL_USER}"; }
   done
+  rm -f "$scram_config"
   scram_id >"$SCRAM_MARKER"
 fi
 write_if_changed "$KAFKA_SECURE_FILE" secure_listeners || true

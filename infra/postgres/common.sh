@@ -53,4 +53,4 @@ pg_load_paths() {
 
 # The server's copy of its certificate and key, owned by PG_OS_USER (PostgreSQL refuses a key
 # that others can read). Needs pg_load_paths.
-pg_tls_dir() { echo "$(dirname "$PG_DATA")/tls"; }
+pg_tls_dir() { echo "$(dirname "$PG_DATA")/server-tls"; }

@@ -115,6 +115,8 @@ if [[ $EUID -eq 0 ]]; then chown "$PG_OS_USER:" "$PG_DATA" "$pgbase/log" "$pgbas
 # ---- 2b. the server's certificate ------------------------------------------------------------------
 command -v openssl >/dev/null || apt_install openssl
 "$MH_ROOT/infra/tls/dev-certs.sh" "$PG_TLS_SRC" postgres 9>&-
+# The CA's key stays with whoever runs this script (an earlier version handed it to the server's user).
+if [[ $EUID -eq 0 ]]; then chown -R 0:0 "$PG_TLS_SRC"; fi
 tls_dir=$(pg_tls_dir)
 if ! cert_current; then
   mkdir -p "$tls_dir"

@@ -81,8 +81,9 @@ start() {
 
 # PostgreSQL: with TLS on and the local server's CA at hand (infra/up.sh), every service checks
 # the server's certificate (sslmode=verify-full, read by node-postgres from the URL).
-if $tls_on && [[ -n ${MH_PG_CA_FILE:-} ]]; then
-  [[ $MH_DATABASE_URL == *sslmode=* ]] || MH_DATABASE_URL+="$([[ $MH_DATABASE_URL == *\?* ]] && echo '&' || echo '?')sslmode=verify-full&sslrootcert=$MH_PG_CA_FILE"
+if $tls_on && [[ -n ${MH_PG_CA_FILE:-} && $MH_DATABASE_URL != *sslmode=* ]]; then
+  ca_param=$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$MH_PG_CA_FILE")
+  MH_DATABASE_URL+="$([[ $MH_DATABASE_URL == *\?* ]] && echo '&' || echo '?')sslmode=verify-full&sslrootcert=$ca_param"
 fi
 
 # Kafka: with TLS on and the local broker's secured listeners at hand (infra/up.sh), the session
@@ -91,17 +92,19 @@ fi
 kafka_log=("MH_KAFKA_BROKERS=$MH_KAFKA_BROKERS")
 kafka_harness=("MH_KAFKA_BROKERS=$MH_KAFKA_BROKERS")
 if $tls_on && [[ -n ${MH_KAFKA_SECURE_LISTENERS:-} ]]; then
-  eval "$(node -e '
+  # One value per line, in this order; node fails on a missing key instead of printing "undefined".
+  secure=$(node -e '
     const s = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
-    for (const k of ["saslSslBrokers", "sslBrokers", "caFile", "clientCertFile", "clientKeyFile", "username", "passwordFile"])
-      console.log(`k_${k}=${JSON.stringify(String(s[k]))}`);
-  ' "$MH_KAFKA_SECURE_LISTENERS")" || die "cannot read $MH_KAFKA_SECURE_LISTENERS"
-  # shellcheck disable=SC2154  # the k_* variables come from the eval above
-  kafka_log=("MH_KAFKA_BROKERS=$k_saslSslBrokers" "MH_KAFKA_TLS_CA_FILE=$k_caFile" "MH_KAFKA_SASL_MECHANISM=scram-sha-512"
-             "MH_KAFKA_SASL_USERNAME=$k_username" "MH_KAFKA_SASL_PASSWORD_FILE=$k_passwordFile")
-  # shellcheck disable=SC2154
-  kafka_harness=("MH_KAFKA_BROKERS=$k_sslBrokers" "MH_KAFKA_TLS_CA_FILE=$k_caFile"
-                 "MH_KAFKA_TLS_CERT_FILE=$k_clientCertFile" "MH_KAFKA_TLS_KEY_FILE=$k_clientKeyFile")
+    for (const k of ["saslSslBrokers", "sslBrokers", "caFile", "clientCertFile", "clientKeyFile", "username", "passwordFile"]) {
+      if (typeof s[k] !== "string" || s[k] === "" || s[k].includes("\n")) throw new Error(`no ${k} in ${process.argv[1]}`);
+      console.log(s[k]);
+    }
+  ' "$MH_KAFKA_SECURE_LISTENERS") || die "cannot read the Kafka listeners from $MH_KAFKA_SECURE_LISTENERS"
+  mapfile -t k <<<"$secure"
+  kafka_log=("MH_KAFKA_BROKERS=${k[0]}" "MH_KAFKA_TLS_CA_FILE=${k[2]}" "MH_KAFKA_SASL_MECHANISM=scram-sha-512"
+             "MH_KAFKA_SASL_USERNAME=${k[5]}" "MH_KAFKA_SASL_PASSWORD_FILE=${k[6]}")
+  kafka_harness=("MH_KAFKA_BROKERS=${k[1]}" "MH_KAFKA_TLS_CA_FILE=${k[2]}"
+                 "MH_KAFKA_TLS_CERT_FILE=${k[3]}" "MH_KAFKA_TLS_KEY_FILE=${k[4]}")
 fi
 
 common=("MH_LOG_LEVEL=${MH_LOG_LEVEL:-info}")

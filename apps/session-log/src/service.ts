@@ -96,9 +96,12 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return { session };
     }),
 
-    getSession: rpc("getSession", async (req) => ({
-      session: await getSession(db, requireSessionId(req.sessionId)),
-    })),
+    getSession: rpc("getSession", async (req, ctx) => {
+      const session = await getSession(db, requireSessionId(req.sessionId));
+      // The broker, which runs untrusted code, needs a session's status, not its agent's
+      // configuration, vaults or repositories.
+      return { session: ctx.caller.role === "broker" ? { ...session, metadata: undefined } : session };
+    }),
 
     listSessions: rpc("listSessions", async (req) =>
       listSessions(db, {

@@ -40,5 +40,15 @@ function unusable(url: string, err: unknown): MhError {
   const sqlState = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
   const code: CodeName =
     typeof sqlState === "string" && sqlState.startsWith("28") ? "UNAUTHENTICATED" : sqlState === "3D000" ? "NOT_FOUND" : "UNAVAILABLE";
-  return new MhError(code, `${where} cannot be used: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new MhError(code, `${where} cannot be used: ${messageOf(err)}`, { cause: err });
+}
+
+/** An AggregateError (every address of a name refused) has an empty message: say its first. */
+function messageOf(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err.message !== "") return err.message;
+  const first: unknown = err instanceof AggregateError ? err.errors[0] : undefined;
+  if (first instanceof Error && first.message !== "") return first.message;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "string" ? code : err.name;
 }

@@ -24,6 +24,7 @@ describe("deadline", () => {
     const outcome = ended(signal, 5000);
     setTimeout(gc, 50);
     expect(await outcome).toBe("timed out after 200 ms");
+    expect((signal.reason as Error).name).toBe("TimeoutError");
   });
 
   it("aborts with a source's reason, and not at all once cleared", async () => {

@@ -5,8 +5,6 @@
  * fires loses it and the wait never ends (nodejs/node#57736; it hung a harness waiting for a
  * self-hosted worker). Here the timer holds its controller strongly until it fires or is cleared.
  */
-import { MhError } from "@metaharness/errors";
-
 export interface Deadline {
   readonly signal: AbortSignal;
   /** Stops the timer once the wait is over, so a long deadline does not linger. */
@@ -15,7 +13,8 @@ export interface Deadline {
 
 export function deadline(ms: number, ...signals: readonly AbortSignal[]): Deadline {
   const timer = new AbortController();
-  const handle = setTimeout(() => timer.abort(new MhError("DEADLINE_EXCEEDED", `timed out after ${ms} ms`)), ms);
+  // The reason AbortSignal.timeout gives, so callers that tell a timeout by its name still do.
+  const handle = setTimeout(() => timer.abort(new DOMException(`timed out after ${ms} ms`, "TimeoutError")), ms);
   // Like AbortSignal.timeout, the deadline alone does not keep the process running.
   handle.unref();
   return { signal: AbortSignal.any([...signals, timer.signal]), clear: () => clearTimeout(handle) };

@@ -89,7 +89,11 @@ describe("session log authentication", () => {
     expect((await broker.emitEvent({ sessionId, event: provisioned })).event?.seq).toBe(2);
     // And the proxy and the broker read a session.
     expect((await log.clientAs("proxy").getSession({ sessionId })).session?.lastSeq).toBe(2);
-    expect((await broker.getSession({ sessionId })).session?.lastSeq).toBe(2);
+    const seen = (await broker.getSession({ sessionId })).session;
+    expect(seen?.lastSeq).toBe(2);
+    // The broker sees the status, not the session's agent, vaults or repositories.
+    expect(seen?.metadata).toBeUndefined();
+    expect((await log.client.getSession({ sessionId })).session?.metadata).toBeDefined();
   });
 
   it("does not start without its service tokens file", () => {

@@ -10,9 +10,13 @@ import type { Logger } from "@metaharness/service-kit";
 import type { SandboxEventSink } from "../events/sink.js";
 import type { LiveSandboxes } from "./live.js";
 
+/** Sessions asked about at once: a pass over many sessions neither crawls nor floods the log. */
+const CONCURRENCY = 8;
+
 export class SessionEnds {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<number> | undefined;
+  private stopped = false;
 
   constructor(
     private readonly live: LiveSandboxes,
@@ -22,11 +26,14 @@ export class SessionEnds {
   ) {}
 
   start(): void {
+    this.stopped = false;
     this.timer ??= setInterval(() => void this.sweep(), this.intervalMs);
     this.timer.unref();
   }
 
+  /** Asks no more sessions, and waits only for the questions already out. */
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
     this.timer = undefined;
     await this.pass;
@@ -39,21 +46,27 @@ export class SessionEnds {
   }
 
   private async check(): Promise<number> {
-    const bySession = new Map<string, string[]>();
-    for (const s of this.live.all()) {
-      // A pooled sandbox belongs to no session yet.
-      if (s.ended !== undefined || s.sessionId === "") continue;
-      bySession.set(s.sessionId, [...(bySession.get(s.sessionId) ?? []), s.id]);
-    }
+    // A pooled sandbox belongs to no session yet.
+    const sessions = [...new Set(this.live.all().flatMap((s) => (s.ended === undefined && s.sessionId !== "" ? [s.sessionId] : [])))];
     let ended = 0;
-    for (const [sessionId, sandboxIds] of bySession) {
-      if ((await this.log.sessionEnded(sessionId)) !== true) continue;
-      this.logger.info({ session_id: sessionId, sandboxes: sandboxIds }, "releasing the sandboxes of an ended session");
-      for (const id of sandboxIds) {
-        ended++;
-        void this.live.end(id, SandboxState.SANDBOX_STATE_RELEASED, "its session ended");
+    const next = async (): Promise<void> => {
+      for (let sessionId = sessions.shift(); sessionId !== undefined && !this.stopped; sessionId = sessions.shift()) {
+        if ((await this.log.sessionEnded(sessionId)) === true) ended += this.endSandboxesOf(sessionId);
       }
-    }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, next));
     return ended;
+  }
+
+  /**
+   * Ends the sandboxes the session holds now: one transferred to another session while the log
+   * was asked is no longer its to lose.
+   */
+  private endSandboxesOf(sessionId: string): number {
+    const ids = this.live.all().flatMap((s) => (s.ended === undefined && s.sessionId === sessionId ? [s.id] : []));
+    if (ids.length === 0) return 0;
+    this.logger.info({ session_id: sessionId, sandboxes: ids }, "releasing the sandboxes of an ended session");
+    for (const id of ids) void this.live.end(id, SandboxState.SANDBOX_STATE_RELEASED, "its session ended");
+    return ids.length;
   }
 }

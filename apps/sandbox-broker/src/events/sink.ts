@@ -86,6 +86,8 @@ export class SessionLogSink implements SandboxEventSink {
   private draining: Promise<void> | undefined;
   private dropped = 0;
   private closed = false;
+  /** Warned once: a log older than this broker may refuse it GetSession. */
+  private mayNotRead = false;
 
   constructor(
     address: string,
@@ -119,7 +121,12 @@ export class SessionLogSink implements SandboxEventSink {
       const { session } = await this.client.getSession({ sessionId }, { deadlineMs: 5_000 });
       return session?.status === SessionStatus.SESSION_STATUS_TERMINATED;
     } catch (err) {
-      return MhError.from(err).code === "NOT_FOUND" ? true : undefined;
+      const code = MhError.from(err).code;
+      if (code === "PERMISSION_DENIED" && !this.mayNotRead) {
+        this.mayNotRead = true;
+        this.logger.warn("the session log does not let this broker read sessions (role broker needs GetSession): sandboxes of ended sessions wait for their idle timeout");
+      }
+      return code === "NOT_FOUND" ? true : undefined;
     }
   }
 

@@ -4,9 +4,10 @@
  * gateway, a backend using the gRPC API) may do everything; a harness reads sessions, appends,
  * watches, streams deltas and holds leases; the sandbox broker appends its sandbox events, one at a
  * time and of those types only (BROKER_EVENT_TYPES), so its token cannot put words in a user's
- * mouth, and reads a session's status (to release the sandboxes of a deleted one); the
- * credential vault proxy reads a session's metadata (its vaults and tenant). The record is keyed
- * by the generated service, so a new RPC does not compile until it is given its roles here.
+ * mouth, and reads a session's status, without its metadata (to release the sandboxes of a
+ * deleted one); the credential vault proxy reads a session's metadata (its vaults and tenant).
+ * The record is keyed by the generated service, so a new RPC does not compile until it is given
+ * its roles here.
  */
 import type { SessionLogService } from "@metaharness/proto";
 import type { Policy } from "@metaharness/service-kit";
