@@ -2,19 +2,23 @@
  * The offline model as a process: config from the environment, the server, graceful shutdown on
  * SIGTERM/SIGINT. `ANTHROPIC_BASE_URL=http://127.0.0.1:8790` points any Anthropic SDK at it.
  */
-import { createLogger, installShutdown } from "@metaharness/service-kit";
+import { runService } from "@metaharness/service-kit";
 import { loadConfig } from "./config.js";
 import { startOfflineModel } from "./server.js";
 
-const config = loadConfig();
-const logger = createLogger({ service: "offline-model", level: config.logLevel });
-const model = await startOfflineModel({
-  host: config.host,
-  port: config.port,
-  ttftMs: config.ttftMs,
-  tokensPerSecond: config.tokensPerSecond,
-  ...(config.scenarioFile === undefined ? {} : { scenarioFile: config.scenarioFile }),
-  ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
-  logger,
+await runService({
+  name: "offline-model",
+  loadConfig,
+  start: async (config, logger) => {
+    const model = await startOfflineModel({
+      host: config.host,
+      port: config.port,
+      ttftMs: config.ttftMs,
+      tokensPerSecond: config.tokensPerSecond,
+      ...(config.scenarioFile === undefined ? {} : { scenarioFile: config.scenarioFile }),
+      ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
+      logger,
+    });
+    return { stop: () => model.close() };
+  },
 });
-installShutdown(logger, [{ name: "offline-model", run: () => model.close() }]);

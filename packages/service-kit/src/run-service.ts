@@ -19,10 +19,10 @@ export interface RunServiceOptions<C extends ServiceBasics> {
   readonly redact?: LoggerOptions["redact"];
 }
 
-/** What every service's config has. */
+/** What every service's config has (a tool without traces, like the offline model, leaves out the endpoint). */
 export interface ServiceBasics {
   readonly logLevel: LogLevel;
-  readonly otlpEndpoint: string | undefined;
+  readonly otlpEndpoint?: string | undefined;
 }
 
 export async function runService<C extends ServiceBasics>(opts: RunServiceOptions<C>): Promise<void> {
