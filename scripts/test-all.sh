@@ -16,8 +16,10 @@ step "services (PostgreSQL, Kafka, bubblewrap, Jaeger)"
 # Jaeger is built from the Go module proxy on first use (about 6 min on 2 cores, then cached in
 # .local/); the trace tests require it here rather than skipping.
 export MH_WITH_JAEGER=1 MH_REQUIRE_JAEGER=1
+# Not `eval "$(infra/up.sh)"`: that would go on with the defaults when up.sh fails.
+services_env=$(infra/up.sh)
 set -a
-eval "$(infra/up.sh)"
+eval "$services_env"
 set +a
 
 step "build (generate contracts, compile)"

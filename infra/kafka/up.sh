@@ -32,7 +32,8 @@ done
 # the broker restarts to load it. Made under the lock (step 1b); here only read.
 keystore="$KAFKA_TLS/kafka-keystore.pem"
 secured_state() {
-  keystore_digest=$(cat "$keystore" "$KAFKA_TLS/ca.pem" 2>/dev/null | sha256sum | cut -c1-16)
+  # Missing files (a fresh checkout) read as empty: with pipefail, a failing cat would end the script.
+  keystore_digest=$({ cat "$keystore" "$KAFKA_TLS/ca.pem" 2>/dev/null || true; } | sha256sum | cut -c1-16)
   sasl_password=$(cat "$KAFKA_SASL_PASSWORD_FILE" 2>/dev/null || true)
 }
 # The certificates have 7 days left at least, and the key store and password exist.

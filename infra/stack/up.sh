@@ -35,7 +35,8 @@ mkdir -p "$STACK_DIR/pids" "$STACK_DIR/logs" "$STACK_DIR/secrets"
 chmod 700 "$STACK_DIR/secrets"
 
 if [[ -z ${MH_DATABASE_URL:-} || -z ${MH_KAFKA_BROKERS:-} ]]; then
-  eval "$("$MH_ROOT/infra/up.sh")"
+  services_env=$("$MH_ROOT/infra/up.sh") || die "infra/up.sh failed"
+  eval "$services_env"
 fi
 export MH_DATABASE_URL MH_KAFKA_BROKERS
 
