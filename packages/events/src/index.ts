@@ -20,6 +20,7 @@ export {
 export { eventTypeOf, newEvent, payloadOf, type NewEventInit } from "./event.js";
 export { MAX_WORKSPACE_PATH, isCheckoutName, mountPathKey, normalizeRepositoryUrl, repositoryMountPath, workspacePath } from "./repositories.js";
 export { SESSION_EVENTS_MAX_MESSAGE_BYTES, SESSION_EVENTS_TOPIC } from "./topic.js";
+export { SeqTracker, type SeqVerdict } from "./seq-tracker.js";
 export { REPOSITORY_ERROR_TYPES, isRepositoryError, type RepositoryErrorType } from "./errors.js";
 export {
   EVENT_ID_PREFIX,

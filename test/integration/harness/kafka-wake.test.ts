@@ -2,7 +2,8 @@
  * "Many brains" by starting more processes: harness instances consume the session-events topic as
  * one consumer group, and a user.message published by the log's outbox wakes its session on
  * whichever instance owns the session's partition. No Wake call and no sweeping here: Kafka only.
- * Also: consecutive turns of a session read the previous request's prefix from the prompt cache.
+ * The wake's span joins the trace of the append that caused it. Also: consecutive turns of a
+ * session read the previous request's prefix from the prompt cache.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
@@ -10,6 +11,8 @@ import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { KAFKA_BROKERS } from "../../support/topics.js";
+import { eventually } from "../../support/sandbox-broker.js";
+import { startTestTelemetry, withSpan } from "@metaharness/telemetry";
 import { userMessage } from "../../support/events.js";
 
 let brain: Brain;
@@ -47,6 +50,27 @@ describe("wakes from Kafka", () => {
     // 12 sessions over 6 partitions shared by 2 consumers: both take part.
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(0);
+  });
+});
+
+describe("traces", () => {
+  it("the wake is a child of the append that caused it: one trace from the user's send", async () => {
+    const tel = startTestTelemetry("kafka-wake-test");
+    try {
+      const sessionId = await brain.createSession();
+      const traceId = await withSpan("test.send", {}, async (span) => {
+        await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] traced") });
+        return span.spanContext().traceId;
+      });
+      await brain.waitFor(sessionId, ended, 30_000);
+      const wake = await eventually(
+        () => Promise.resolve(tel.finishedSpans().find((s) => s.name === "harness.kafka_wake" && s.attributes["mh.session_id"] === sessionId)),
+        "the wake's span",
+      );
+      expect(wake.spanContext().traceId).toBe(traceId);
+    } finally {
+      await tel.telemetry.shutdown();
+    }
   });
 });
 

@@ -7,6 +7,7 @@ import type { BusConsumer, EventBus } from "@metaharness/event-bus";
 import type { Logger } from "@metaharness/service-kit";
 import type { Supervisor } from "../supervisor.js";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
+import { extractFromHeaders, ROOT_CONTEXT, SpanKind, withSpan } from "@metaharness/telemetry";
 
 export async function wakeFromKafka(
   bus: EventBus,
@@ -22,12 +23,17 @@ export async function wakeFromKafka(
     fromBeginning: false,
     handler: async (msg) => {
       if (!(msg.headers["mh-event-type"] ?? "").startsWith("user.")) return;
-      try {
-        await supervisor.wake(msg.key);
-      } catch (err) {
-        // The sweeper finds the session anyway; never block the partition on one session.
-        logger.warn({ err, sessionId: msg.key }, "wake from Kafka failed");
-      }
+      // A child of whoever appended the event (the record's traceparent): in the trace, the wake
+      // follows the user's send.
+      const parent = extractFromHeaders(msg.headers, ROOT_CONTEXT);
+      await withSpan("harness.kafka_wake", { "mh.session_id": msg.key }, async () => {
+        try {
+          await supervisor.wake(msg.key);
+        } catch (err) {
+          // The sweeper finds the session anyway; never block the partition on one session.
+          logger.warn({ err, sessionId: msg.key }, "wake from Kafka failed");
+        }
+      }, { parent, kind: SpanKind.CONSUMER });
     },
   });
 }

@@ -1,0 +1,110 @@
+/**
+ * The example analytics consumer (apps/session-log/src/examples/usage-consumer.ts) against the
+ * real topic: per session it sums the model's token usage and counts tool calls from what the
+ * outbox published, counts a redelivered record once, and reports a session whose first events
+ * never arrived as a gap.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { createKafkaBus } from "@metaharness/event-bus";
+import { newEvent } from "@metaharness/events";
+import { Event, StopReasonType } from "@metaharness/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readTopic } from "../../support/kafka.js";
+import { eventually } from "../../support/sandbox-broker.js";
+import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { KAFKA_BROKERS } from "../../support/topics.js";
+
+const MAIN = join(new URL("../../../", import.meta.url).pathname, "apps/session-log/dist/examples/usage-consumer.js");
+
+let log: TestLog;
+beforeAll(async () => {
+  log = await startTestLog();
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+const modelEnd = (inputTokens: number, outputTokens: number): Event =>
+  newEvent("span.model_request_end", {
+    modelRequestStartId: "evt_start",
+    isError: false,
+    stopReason: "end_turn",
+    modelUsage: { inputTokens, outputTokens, cacheCreationInputTokens: 0, cacheReadInputTokens: 5 },
+  });
+
+describe("the usage consumer", () => {
+  it("sums each session's usage once per event, and reports a gap", async () => {
+    const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
+    const sessionId = session!.sessionId;
+    await log.client.emitEvents({
+      sessionId,
+      events: [
+        newEvent("session.status_running", {}),
+        modelEnd(100, 20),
+        newEvent("agent.tool_use", { name: "bash", input: { command: "ls" }, evaluatedPermission: 0, sandboxId: "" }),
+        modelEnd(50, 10),
+        newEvent("session.status_idle", { stopReason: { type: StopReasonType.STOP_REASON_TYPE_END_TURN, eventIds: [] } }),
+      ],
+    });
+    // Wait until the outbox published them, then add what a retrying relay and a late start look
+    // like: the second event once more, and a session seen from its fourth event.
+    const topic = await readTopic(log.topic);
+    let second: Uint8Array;
+    try {
+      await topic.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 5);
+      second = Event.encode(topic.received.find((x) => x.key === sessionId && x.event.seq === 2)!.event).finish();
+    } finally {
+      await topic.close();
+    }
+    const late = `sesn_late_${randomBytes(4).toString("hex")}`;
+    const lateEvent = Event.encode({ ...modelEnd(7, 3), sessionId: late, seq: 4 }).finish();
+    const bus = createKafkaBus({ brokers: KAFKA_BROKERS.split(","), clientId: "test-redeliver" });
+    try {
+      const publisher = await bus.publisher();
+      await publisher.publish([
+        { topic: log.topic, key: sessionId, value: second, headers: {} },
+        { topic: log.topic, key: late, value: lateEvent, headers: {} },
+      ]);
+    } finally {
+      await bus.close();
+    }
+
+    const child = spawn(process.execPath, [MAIN], {
+      env: { PATH: process.env["PATH"] ?? "", MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_TOPIC: log.topic, MH_USAGE_GROUP: `usage-${randomBytes(4).toString("hex")}`, MH_LOG_LEVEL: "warn" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const lines: Array<Record<string, unknown>> = [];
+    let buffered = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      buffered += chunk;
+      const parts = buffered.split("\n");
+      buffered = parts.pop() ?? "";
+      for (const p of parts) lines.push(JSON.parse(p) as Record<string, unknown>);
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    try {
+      await eventually(() => Promise.resolve(lines.some((l) => l["session_id"] === late) ? true : undefined), "the late session's line", 30_000);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+
+    const mine = lines.filter((l) => l["session_id"] === sessionId);
+    expect(mine.at(-1)).toEqual({
+      session_id: sessionId,
+      seq: 5,
+      model_requests: 2,
+      input_tokens: 150,
+      output_tokens: 30,
+      cache_read_input_tokens: 10,
+      tool_calls: 1,
+      status: "idle",
+    });
+    // One line per change, in seq order: the redelivered event changed nothing.
+    expect(mine.map((l) => l["seq"])).toEqual([1, 2, 3, 4, 5]);
+    expect(lines).toContainEqual({ gap: { session_id: late, from: 1, to: 3 } });
+    expect(lines.filter((l) => l["session_id"] === late).at(-1)).toMatchObject({ seq: 4, input_tokens: 7, output_tokens: 3 });
+  }, 60_000);
+});
