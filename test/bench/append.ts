@@ -34,6 +34,8 @@ import {
   type Cell,
   type Table,
 } from "./lib/report.js";
+import pg from "pg";
+import { sqlAppend } from "./lib/append-sql.js";
 import { startGrpcAlone } from "./lib/grpc-alone.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 import { summarize, type Summary } from "./lib/stats.js";
@@ -43,10 +45,12 @@ const MEASURE_MS = 6_000;
 const CONCURRENCY = [1, 16, 64] as const;
 const OPEN_SESSIONS = 16;
 /**
- * Total events/s of the open-loop rows: half the outbox target's rate, and that rate (the one the
- * target is checked at). Twice it saturated even the health-Check floor here (the client alone).
+ * Total events/s of the open-loop rows: 10 events/s per session (a busy harness: a turn appends a
+ * handful of events a second, its streamed text goes out as deltas, not appends), half the outbox
+ * target's rate, and that rate (the one the target is checked at). Twice it saturated even the
+ * health-Check floor here (the client alone).
  */
-const OPEN_RATES = [500, 1_000] as const;
+const OPEN_RATES = [160, 500, 1_000] as const;
 const CHECKED_RATE = 1_000;
 const BATCH_SESSIONS = 16;
 const BATCH_SIZE = 100;
@@ -142,6 +146,14 @@ async function openAppends(bench: BenchLog, rate: number): Promise<Level> {
   });
 }
 
+/** The same appends as openAppends, as the service's one statement, sent from here: the database's share. */
+async function openSqlAppends(bench: BenchLog, pool: pg.Pool, rate: number): Promise<Level> {
+  const ids = await bench.newSessions(OPEN_SESSIONS);
+  return open(`its SQL alone @${rate.toLocaleString("en-US")}/s`, bench.pid, rate, async (w) => {
+    await sqlAppend(pool, ids[w] ?? "", benchEvent());
+  });
+}
+
 function row(l: Level): Cell[] {
   return [l.label, ...latencyCells(l.latency), rate(l.eventsPerSecond)];
 }
@@ -172,6 +184,8 @@ export const appendBench: Bench = {
       await bench.stop();
       throw err;
     });
+    // The bench process's own connections, for the SQL-alone rows (as many as the open loop's sessions).
+    const pool = new pg.Pool({ connectionString: bench.dbUrl, max: OPEN_SESSIONS });
     try {
       const ours: Floor = { name: "", pid: bench.pid, check: () => bench.healthCheck() };
       const bare: Floor = { name: ", grpc-js alone", pid: alone.pid, check: () => alone.check() };
@@ -186,6 +200,7 @@ export const appendBench: Bench = {
         opened.push(await open(`grpc-js alone ${at}`, alone.pid, rate, () => alone.check()));
         opened.push(await open(`health ${at}`, bench.pid, rate, () => bench.healthCheck()));
         opened.push(await openAppends(bench, rate));
+        opened.push(await openSqlAppends(bench, pool, rate));
       }
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
       const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
@@ -241,6 +256,7 @@ export const appendBench: Bench = {
           "event: agent.message with ~200 characters of text",
           "grpc-js alone: a process with nothing but a grpc-js server answering the health Check (lib/grpc-alone-server.ts), called by the same client: the least a unary call costs on this machine with this stack",
           "closed loop: mean latency = sessions / throughput (Little's law), so latency at 16 and 64 sessions tracks the throughput ceiling",
+          "its SQL alone: the same appends as the service's one statement (mh_append, lib/append-sql.ts), sent by the bench process over its own connections: what the database takes of an EmitEvent",
           "Lock:object on pg_database objid=0 is the lock NOTIFY takes at commit: it serialises the commits (and WAL flushes) of every transaction that notifies",
         ],
         data: {
@@ -256,6 +272,7 @@ export const appendBench: Bench = {
         },
       };
     } finally {
+      await pool.end();
       await alone.stop();
       await bench.stop();
     }

@@ -1,0 +1,39 @@
+/**
+ * Our append statement without gRPC: one call of mh_append (migrations/003) for one event, as
+ * store/append.ts sends it, run directly from the bench process to split an EmitEvent latency
+ * into database time (this, with its commit and NOTIFY) and the service's own. Kept textually in
+ * step with store/append.ts, since the service does not export its store.
+ */
+import type { Pool } from "pg";
+import { Event } from "@metaharness/proto";
+import { shardOf } from "@metaharness/session-log";
+
+const APPEND_SQL = `SELECT req, outcome, seq, cur, body
+  FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
+                 $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
+                 $12::text, $13::text)`;
+
+/** Appends `event` (a type that changes no status: agent.message) to `sessionId`; resolves to its seq. */
+export async function sqlAppend(pool: Pool, sessionId: string, event: Event): Promise<number> {
+  const createdAt = new Date();
+  const body = Event.encode({ ...event, sessionId, createdAt, seq: 0 }).finish();
+  const { rows } = await pool.query<{ outcome: number; seq: string }>(APPEND_SQL, [
+    [sessionId],
+    [null],
+    [null],
+    [shardOf(sessionId)],
+    [1],
+    [event.id],
+    [event.type],
+    [null],
+    [null],
+    [Buffer.from(body)],
+    createdAt,
+    // Announced as appends are (the service's hub reads it as another instance's append).
+    "mh_events",
+    "bench",
+  ]);
+  const first = rows[0];
+  if (first === undefined || first.outcome !== 0) throw new Error(`mh_append outcome ${first?.outcome} for ${sessionId}`);
+  return Number(first.seq);
+}
