@@ -63,6 +63,7 @@ export async function startCredentialProxy(
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+      applicationName: "credential-vault-proxy",
     });
     cleanups.push(() => db.end());
     const applied = await migrate(db, "credential-vault-proxy", MIGRATIONS);

@@ -27,7 +27,7 @@ if (flag === "--new-key" && path !== undefined) {
   const keyring = await loadMasterKeyring(config.masterKeyFile, config.previousMasterKeyFiles, (w) =>
     logger.warn({ file: w.file }, `master key file ${w.problem}`),
   );
-  const db = await openDb(config.databaseUrl, { poolSize: 2, onIdleError: () => undefined });
+  const db = await openDb(config.databaseUrl, { poolSize: 2, onIdleError: () => undefined, applicationName: "credential-vault-proxy rotate" });
   try {
     await migrate(db, "credential-vault-proxy", new URL("../migrations/", import.meta.url));
     const result = await rotateMasterKey(db, keyring);

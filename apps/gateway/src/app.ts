@@ -78,6 +78,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
       const opened = await openDb(config.databaseUrl, {
         poolSize: config.poolSize,
         onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+        applicationName: "gateway",
       });
       cleanups.push(() => opened.end());
       db = opened;

@@ -72,6 +72,7 @@ export async function startSandboxBroker(
     const pool = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+      applicationName: "sandbox-broker",
       pgOptions: `-c synchronous_commit=${config.pgSynchronousCommit}`,
     });
     cleanups.push(() => pool.end());

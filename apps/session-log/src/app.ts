@@ -41,6 +41,7 @@ export async function startSessionLog(
     const db = await openDb(config.databaseUrl, {
       poolSize: config.poolSize,
       onIdleError: (err) => logger.warn({ err }, "idle Postgres connection failed"),
+      applicationName: "session-log",
     });
     cleanups.push(() => db.end());
     const applied = await migrate(db, "session-log", MIGRATIONS);

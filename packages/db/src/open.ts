@@ -14,11 +14,12 @@ import { createPgliteDb, pgliteTarget } from "./pglite-db.js";
  */
 export async function openDb(
   url: string,
-  opts: { poolSize: number; onIdleError: (err: Error) => void; pgOptions?: string },
+  /** `applicationName`: the service's name, shown in pg_stat_activity for its connections. */
+  opts: { poolSize: number; onIdleError: (err: Error) => void; pgOptions?: string; applicationName?: string },
 ): Promise<Db> {
   const embedded = pgliteTarget(url);
   if (embedded !== undefined) return createPgliteDb(embedded);
-  const db = createPgDb(url, opts.poolSize, opts.onIdleError, opts.pgOptions);
+  const db = createPgDb(url, opts.poolSize, opts.onIdleError, opts.pgOptions, opts.applicationName);
   try {
     await db.query("SELECT 1");
   } catch (err) {

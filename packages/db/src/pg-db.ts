@@ -45,9 +45,20 @@ function queryable(client: pg.Pool | pg.PoolClient | pg.Client): Queryable {
   };
 }
 
-/** `options`: server settings for every pooled connection, e.g. "-c synchronous_commit=off". */
-export function createPgDb(connectionString: string, poolSize: number, onIdleError: (err: Error) => void, options?: string): Db {
-  const pool = new pg.Pool({ connectionString, max: poolSize, ...(options === undefined ? {} : { options }) });
+/**
+ * `options`: server settings for every pooled connection, e.g. "-c synchronous_commit=off".
+ * `applicationName`: what pg_stat_activity shows for its connections (the service's name), so an
+ * operator sees which service holds which; an application_name in the URL wins.
+ */
+export function createPgDb(
+  connectionString: string,
+  poolSize: number,
+  onIdleError: (err: Error) => void,
+  options?: string,
+  applicationName?: string,
+): Db {
+  const named = applicationName === undefined ? {} : { application_name: applicationName };
+  const pool = new pg.Pool({ connectionString, max: poolSize, ...named, ...(options === undefined ? {} : { options }) });
   pool.on("error", onIdleError);
   const base = queryable(pool);
   return {
@@ -90,7 +101,7 @@ export function createPgDb(connectionString: string, poolSize: number, onIdleErr
       return session;
     },
     async listen(channel, onNotify, onLost) {
-      const client = new pg.Client({ connectionString });
+      const client = new pg.Client({ connectionString, ...named });
       client.on("notification", (msg) => {
         if (msg.channel === channel) onNotify(msg.payload ?? "");
       });
