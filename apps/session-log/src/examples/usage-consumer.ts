@@ -49,6 +49,11 @@ async function start(config: ReturnType<typeof loadConfig>, logger: Logger): Pro
           const mine = usage.get(msg.key) ?? emptyUsage(msg.key);
           usage.set(msg.key, mine);
           if (countEvent(mine, event)) print(mine);
+          // Nothing follows a session's termination: its figures are final, and need no memory.
+          if (event.type === "session.status_terminated") {
+            seqs.forget(msg.key);
+            usage.delete(msg.key);
+          }
           return Promise.resolve();
         },
         { parent: extractFromHeaders(msg.headers, ROOT_CONTEXT), kind: SpanKind.CONSUMER },
