@@ -35,7 +35,9 @@ import {
   type Table,
 } from "./lib/report.js";
 import pg from "pg";
+import { Event } from "@metaharness/proto";
 import { sqlAppend } from "./lib/append-sql.js";
+import { ghzBinary, ghzOpenLoop, type GhzLoad } from "./lib/ghz.js";
 import { startGrpcAlone } from "./lib/grpc-alone.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 import { summarize, type Summary } from "./lib/stats.js";
@@ -154,6 +156,35 @@ async function openSqlAppends(bench: BenchLog, pool: pg.Pool, rate: number): Pro
   });
 }
 
+/**
+ * The same open loop from ghz (a Go client, lib/ghz.ts): the client's own pauses mostly out of
+ * the figure. Its sessions are named after ghz's worker ids so each worker appends to its own.
+ */
+async function ghzOpen(label: string, bench: BenchLog, bin: string, rate: number, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
+  const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
+  const [result, observed] = await Promise.all([
+    ghzOpenLoop(bin, {
+      ...load,
+      address: `127.0.0.1:${bench.config.port}`,
+      metadata: { authorization: `Bearer ${bench.bearerToken}` },
+      rate,
+      workers: OPEN_SESSIONS,
+      ...window,
+    }),
+    observe(window.warmupMs + 50, window.measureMs, { servicePid: bench.pid }),
+  ]);
+  return { label, latency: summarize(result.latencies), eventsPerSecond: result.callsPerSecond, observed };
+}
+
+async function ghzAppends(bench: BenchLog, bin: string, rate: number): Promise<Level> {
+  const prefix = `sesn_ghz${Date.now().toString(36)}_`;
+  for (let w = 0; w < OPEN_SESSIONS; w++) await bench.client.createSession({ sessionId: `${prefix}g${w}c0`, metadata: undefined });
+  return ghzOpen(`EmitEvent @${rate.toLocaleString("en-US")}/s, Go client (ghz)`, bench, bin, rate, {
+    call: "metaharness.v1.SessionLog/EmitEvent",
+    data: { session_id: `${prefix}{{.WorkerID}}`, event: { ...(Event.toJSON(benchEvent()) as object), id: "sevt_{{newUUID}}" } },
+  });
+}
+
 function row(l: Level): Cell[] {
   return [l.label, ...latencyCells(l.latency), rate(l.eventsPerSecond)];
 }
@@ -194,6 +225,7 @@ export const appendBench: Bench = {
       floor.push(await floorClosed(bare, 16));
       const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
+      const ghz = await ghzBinary();
       const opened: Level[] = [];
       for (const rate of OPEN_RATES) {
         const at = `@${rate.toLocaleString("en-US")}/s`;
@@ -201,12 +233,15 @@ export const appendBench: Bench = {
         opened.push(await open(`health ${at}`, bench.pid, rate, () => bench.healthCheck()));
         opened.push(await openAppends(bench, rate));
         opened.push(await openSqlAppends(bench, pool, rate));
+        opened.push(await ghzOpen(`health ${at}, Go client (ghz)`, bench, ghz, rate, { call: "grpc.health.v1.Health/Check", data: {} }));
+        opened.push(await ghzAppends(bench, ghz, rate));
       }
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
       const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
       const batched = await batches(bench);
       const at16 = levels.find((l) => l.label === "16 sessions");
       const checked = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s`);
+      const checkedGo = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s, Go client (ghz)`);
       const poolSize = bench.config.poolSize;
       return {
         name: "append",
@@ -247,6 +282,12 @@ export const appendBench: Bench = {
             10,
             "ms",
           ),
+          atMost(
+            `EmitEvent p99 @16 sessions, open loop ${CHECKED_RATE.toLocaleString("en-US")} events/s, Go client (ghz)`,
+            checkedGo?.latency.p99 ?? Number.NaN,
+            10,
+            "ms",
+          ),
           atMost("EmitEvent p99 @16 sessions, closed loop (saturated)", at16?.latency.p99 ?? Number.NaN, 10, "ms"),
           atLeast(`EmitEvents x${BATCH_SIZE} @${BATCH_SESSIONS} sessions`, batched.eventsPerSecond, 5_000, "events/s"),
         ],
@@ -256,6 +297,7 @@ export const appendBench: Bench = {
           "event: agent.message with ~200 characters of text",
           "grpc-js alone: a process with nothing but a grpc-js server answering the health Check (lib/grpc-alone-server.ts), called by the same client: the least a unary call costs on this machine with this stack",
           "closed loop: mean latency = sessions / throughput (Little's law), so latency at 16 and 64 sessions tracks the throughput ceiling",
+          "Go client (ghz): the same open loop from ghz (infra/ghz/install.sh, lib/ghz.ts) on one HTTP/2 connection, timed by ghz from when it sends: the Node client's own pauses (its scavenges take 3-10 ms) are not in these rows",
           "its SQL alone: the same appends as the service's one statement (mh_append, lib/append-sql.ts), sent by the bench process over its own connections: what the database takes of an EmitEvent",
           "Lock:object on pg_database objid=0 is the lock NOTIFY takes at commit: it serialises the commits (and WAL flushes) of every transaction that notifies",
         ],

@@ -36,6 +36,8 @@ export interface BenchLog {
   /** The service's settings (its defaults plus the benchmark's environment). */
   readonly config: SessionLogConfig;
   readonly client: LogClient;
+  /** The admin token `client` presents, for other clients of the same service (e.g. lib/ghz.ts). */
+  readonly bearerToken: string;
   /** The service's process id when it runs as its own process. */
   readonly pid: number | undefined;
   /** The in-process service, when started with `inProcess`. */
@@ -68,6 +70,7 @@ async function inProcessLog(env: Record<string, string>): Promise<BenchLog> {
     config: log.config,
     address: `127.0.0.1:${log.handle.port}`,
     client: log.client,
+    bearerToken: log.tokens.tokens.admin,
     pid: undefined,
     inProcess: log,
     output: () => "",
@@ -106,6 +109,7 @@ async function processLog(env: Record<string, string>, nodeArgs: readonly string
       config: loadConfig({ ...serviceEnv, MH_GRPC_PORT: String(service.port) }),
       address: `127.0.0.1:${service.port}`,
       client: promisify(client, SessionLogService),
+      bearerToken: tokens.tokens.admin,
       pid: service.child.pid,
       inProcess: undefined,
       output: () => service.output(),
@@ -130,6 +134,7 @@ interface Parts {
   readonly config: SessionLogConfig;
   readonly address: string;
   readonly client: LogClient;
+  readonly bearerToken: string;
   readonly pid: number | undefined;
   readonly inProcess: TestLog | undefined;
   output(): string;

@@ -1,0 +1,86 @@
+/**
+ * Open-loop load from ghz, a gRPC load generator written in Go (built by infra/ghz/install.sh),
+ * for rows beside the Node client's. Why: the bench process is a Node client whose own pauses
+ * (its scavenges take 3-10 ms here) land in every latency it measures, as a harness's would; a
+ * Go client's collector runs concurrently with sub-millisecond pauses, so its rows show what the
+ * server and the machine take without most of the client's share. ghz reads the methods through
+ * the server's reflection and sends JSON-described requests.
+ */
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
+import { fileURLToPath } from "node:url";
+
+const INSTALL = fileURLToPath(new URL("../../../infra/ghz/install.sh", import.meta.url));
+
+export interface GhzLoad {
+  /** host:port of a plaintext gRPC server with reflection. */
+  readonly address: string;
+  /** "package.Service/Method" */
+  readonly call: string;
+  /** The request as JSON; ghz expands templates such as {{.WorkerID}} (g0c0, g1c0, ... with one connection). */
+  readonly data: unknown;
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** Calls per second in total, spread over `workers` (each one call at a time) on one HTTP/2 connection. */
+  readonly rate: number;
+  readonly workers: number;
+  readonly warmupMs: number;
+  readonly measureMs: number;
+}
+
+export interface GhzResult {
+  /** Latency of every call sent inside the measured window, in ms, as ghz timed it (from send). */
+  readonly latencies: number[];
+  readonly callsPerSecond: number;
+}
+
+interface GhzDetail {
+  readonly timestamp: string;
+  readonly latency: number;
+  readonly status: string;
+  readonly error: string;
+}
+
+/** Builds ghz on first use (about a minute) and returns its path. */
+export async function ghzBinary(): Promise<string> {
+  const { stdout } = await promisify(execFile)("bash", [INSTALL], { maxBuffer: 1 << 20 });
+  const path = stdout.trim().split("\n").pop();
+  if (path === undefined || path === "") throw new Error("infra/ghz/install.sh printed no path");
+  return path;
+}
+
+/** Runs the load; every call must succeed (a failed call would measure an error path). */
+export async function ghzOpenLoop(bin: string, load: GhzLoad): Promise<GhzResult> {
+  const args = [
+    "--insecure",
+    "--call", load.call,
+    "--data", JSON.stringify(load.data),
+    "--metadata", JSON.stringify(load.metadata ?? {}),
+    "--connections", "1",
+    "--concurrency", String(load.workers),
+    "--rps", String(load.rate),
+    // A count, not a duration: when a duration ends, ghz cancels the calls still in flight.
+    "--total", String(Math.round((load.rate * (load.warmupMs + load.measureMs)) / 1000)),
+    "--format", "json",
+    load.address,
+  ];
+  const out = await run(bin, args);
+  const details = (JSON.parse(out) as { details?: GhzDetail[] }).details ?? [];
+  const failed = details.filter((d) => d.status !== "OK");
+  if (failed.length > 0) throw new Error(`ghz: ${failed.length} of ${details.length} calls failed, first: ${failed[0]?.status} ${failed[0]?.error}`);
+  const start = Math.min(...details.map((d) => Date.parse(d.timestamp)));
+  const measured = details.filter((d) => Date.parse(d.timestamp) >= start + load.warmupMs);
+  return { latencies: measured.map((d) => d.latency / 1e6), callsPerSecond: (measured.length * 1000) / load.measureMs };
+}
+
+/** Runs `bin` asynchronously (the bench's event loop keeps draining the service's output meanwhile). */
+function run(bin: string, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (err += b.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`ghz exited with ${code}: ${err.trim()}`))));
+  });
+}
