@@ -76,6 +76,26 @@ describe("limits", () => {
     expect(Number(res.output)).toBeLessThan(35);
   });
 
+  it("without cgroups, one sandbox at its process limit leaves the others theirs", async () => {
+    // Every sandbox runs as the same host uid, and RLIMIT_NPROC set on the way into the sandbox
+    // counted that uid's processes in all of them: a full sandbox made forks fail in the others.
+    const [full, other] = [await provision(fallback.client, "sesn_limits", { maxProcesses: 32 }), await provision(fallback.client, "sesn_limits", { maxProcesses: 32 })];
+    const holder = run(fallback.client, full, "bash", {
+      // perl, not bash: bash retries a failed fork for seconds. Forks until refused, holds them 4 s.
+      command: "perl -e 'my $n = 0; for (1..200) { my $p = fork(); last unless defined $p; if (!$p) { sleep 4; exit 0 } $n++ } print \"$n\\n\"; sleep 3'",
+      timeout_ms: 20_000,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const meanwhile = await run(fallback.client, other, "bash", {
+      command: "perl -e 'for (1..5) { my $p = fork(); die \"fork: $!\\n\" unless defined $p; exit 0 unless $p; waitpid($p, 0) } print \"forked\\n\"'",
+    });
+    const held = await holder;
+    expect(meanwhile).toMatchObject({ isError: false, output: "forked" });
+    // The full one was still stopped at its own limit (its agent and shell count too).
+    expect(Number(held.output)).toBeGreaterThan(15);
+    expect(Number(held.output)).toBeLessThan(32);
+  });
+
   it("without cgroups, prlimit still contains a memory bomb", async () => {
     const id = await provision(fallback.client, "sesn_limits", { memoryBytes: 64 * MiB });
     const bomb = await run(fallback.client, id, "bash", { command: "perl -e '$x = q(a) x (1024*1024*1024); print length $x'" });

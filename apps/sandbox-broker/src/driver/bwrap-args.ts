@@ -21,6 +21,8 @@ export const SANDBOX_UID = 65534;
 export const SANDBOX_GID = 65534;
 export const WORKSPACE = "/workspace";
 const AGENT_IN_SANDBOX = "/opt/metaharness/sandbox-agent.pl";
+/** util-linux's prlimit, from the host's /usr (bound read-only into every sandbox). */
+const PRLIMIT = "/usr/bin/prlimit";
 const AGENT_SOURCE = new URL("../../agent/sandbox-agent.pl", import.meta.url);
 /** git's remote helper for "mh::<url>" remotes (see agent/git-remote-mh), on the sandbox's PATH. */
 const GIT_HELPER_IN_SANDBOX = "/opt/metaharness/bin/git-remote-mh";
@@ -126,6 +128,13 @@ export interface BwrapSpec {
   readonly disableUserns?: boolean;
   /** The sandbox's run directory on the host, shown read-only at /run/metaharness. */
   readonly runDir?: string;
+  /**
+   * RLIMIT_NPROC for everything inside, where no pids cgroup bounds it. Set inside the sandbox's
+   * own user namespace (by prlimit, as the command's first step), since Linux 5.14 it counts the
+   * processes of that namespace alone; set on the way in, it counted the host uid's processes in
+   * every sandbox together, so one sandbox at its limit stopped forks in all the others.
+   */
+  readonly maxProcesses?: number;
 }
 
 /** Arguments after `bwrap`: isolation, filesystem, then the agent as the sandbox's one program. */
@@ -204,6 +213,7 @@ export function bwrapArgs(spec: BwrapSpec): string[] {
     const eq = kv.indexOf("=");
     args.push("--setenv", kv.slice(0, eq), kv.slice(eq + 1));
   }
+  if (spec.maxProcesses !== undefined) args.push(PRLIMIT, `--nproc=${spec.maxProcesses}`, "--");
   args.push(...(spec.command ?? ["/usr/bin/perl", AGENT_IN_SANDBOX]));
   return args;
 }

@@ -135,6 +135,7 @@ export class Launcher {
         tmpBytes: this.opts.tmpBytes,
         disableUserns: this.disableUserns,
         runDir,
+        ...(rlimitControllers(this.cgroups).includes("pids") ? { maxProcesses: limits.maxProcesses } : {}),
       }),
     ];
     const procs = cgroup?.procsFiles ?? [];
@@ -175,15 +176,10 @@ export class Launcher {
 
   private prlimitArgs(limits: Limits): string[] {
     const missing = rlimitControllers(this.cgroups);
-    if (missing.length === 0) return [];
-    const args = ["/usr/bin/prlimit"];
     // RLIMIT_DATA bounds each process's heap and private mappings (not the group's total).
-    if (missing.includes("memory")) args.push(`--data=${limits.memoryBytes}`);
-    // RLIMIT_NPROC counts every process of the host uid, i.e. of all sandboxes together, and
-    // does not bind root at all.
-    if (missing.includes("pids")) args.push(`--nproc=${limits.maxProcesses}`);
-    args.push("--");
-    return args;
+    // RLIMIT_NPROC is set inside the sandbox instead (bwrapArgs' maxProcesses, which says why).
+    if (!missing.includes("memory")) return [];
+    return ["/usr/bin/prlimit", `--data=${limits.memoryBytes}`, "--"];
   }
 }
 
