@@ -3,7 +3,8 @@
  * SIGTERM/SIGINT. A start that fails (a bad setting, PostgreSQL out of reach, a certificate that
  * cannot be checked) ends the process with exit code 1 after one structured fatal line saying
  * what failed, instead of Node's dump of an uncaught rejection, which a log pipeline reading
- * JSON lines would not even parse.
+ * JSON lines would not even parse. Once the logger exists, the same holds for the rest of the
+ * process's life: a crash is one fatal line and exit 1, and Node's warnings are warn lines.
  */
 import { startTelemetry } from "@metaharness/telemetry";
 import { ConfigError } from "./config.js";
@@ -36,6 +37,7 @@ export async function runService<C extends ServiceBasics>(opts: RunServiceOption
   }
   const telemetry = startTelemetry({ serviceName: opts.name, otlpEndpoint: config.otlpEndpoint });
   const logger = createLogger({ service: opts.name, level: config.logLevel, ...(opts.redact === undefined ? {} : { redact: opts.redact }) });
+  reportProcessEvents(logger, opts.name);
   let app: { stop(): Promise<void> };
   try {
     app = await opts.start(config, logger);
@@ -48,6 +50,24 @@ export async function runService<C extends ServiceBasics>(opts: RunServiceOption
     { name: opts.name, run: () => app.stop() },
     { name: "telemetry", run: () => telemetry.shutdown() },
   ]);
+}
+
+/**
+ * Node's own reports in the service's log format. A warning (e.g. a deprecation that a dependency
+ * triggers, such as grpc-js naming an IP address as a TLS server name) becomes a warn line instead
+ * of Node's plain text on stderr. An exception nothing caught, or a rejection nothing handled
+ * (Node raises it as such), becomes one fatal line, then exit 1: the process's state is unknown
+ * after it, so it does not try to stop in order.
+ */
+function reportProcessEvents(logger: Logger, name: string): void {
+  process.removeAllListeners("warning");
+  process.on("warning", (warning: Error & { code?: string }) => {
+    logger.warn({ warning: { name: warning.name, code: warning.code } }, warning.message);
+  });
+  process.on("uncaughtException", (err, origin) => {
+    logger.fatal({ err, origin }, `${name} crashed: ${err.message}`);
+    process.exit(1);
+  });
 }
 
 function fail(logger: Logger, name: string, err: unknown): void {

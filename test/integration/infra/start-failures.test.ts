@@ -3,7 +3,7 @@
  * pipeline and a restarting orchestrator read), naming the setting or the server at fault: a bad
  * value, PostgreSQL refusing the connection, a server certificate it cannot check against the CA
  * it was given, Kafka settings that cannot work. With the right CA, the same service talks to
- * PostgreSQL only over TLS.
+ * PostgreSQL only over TLS. After a start, Node's warnings and a crash are log lines too.
  */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -16,6 +16,7 @@ import { mintDevCerts, type DevCerts } from "../../support/tls.js";
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const LOG_MAIN = join(ROOT, "apps/session-log/dist/main.js");
 const HARNESS_MAIN = join(ROOT, "apps/harness/dist/main.js");
+const CRASHING_MAIN = ["--import", "tsx", join(ROOT, "test/support/crashing-service-main.ts")];
 
 let db: TestDatabase;
 let tokens: ServiceTokenFiles<"admin">;
@@ -41,15 +42,16 @@ interface Ended {
  * Runs a service's main with only `env` (and PATH) until it exits; `serving`: once a line matches,
  * runs `then` while the service is up, and stops it with SIGTERM.
  */
-function runMain(main: string, env: Record<string, string>, serving?: { line: RegExp; then: () => Promise<void> }): Promise<Ended> {
+function runMain(main: string | readonly string[], env: Record<string, string>, serving?: { line: RegExp; then: () => Promise<void> }): Promise<Ended> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main], { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const argv = typeof main === "string" ? [main] : [...main];
+    const child = spawn(process.execPath, argv, { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     let seen = false;
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`${main} did not exit in 20 s:\n${out}${err}`));
+      reject(new Error(`${argv.join(" ")} did not exit in 20 s:\n${out}${err}`));
     }, 20_000);
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
@@ -121,6 +123,17 @@ describe("a start that fails", () => {
       }),
     );
     expect(msg).toMatch(/^harness could not start: MH_KAFKA_SASL_MECHANISM=plain sends the password as is/);
+  });
+});
+
+describe("after a start", () => {
+  it("Node's warnings are warn lines, and a crash is one fatal line and exit 1, never Node's plain text", async () => {
+    const ended = await runMain(CRASHING_MAIN, {});
+    expect(ended.stderr).toBe("");
+    const lines = ended.lines.map((l) => JSON.parse(l) as { level?: string; msg?: string; origin?: string; warning?: { code?: string } });
+    expect(lines.find((l) => l.level === "warn")).toMatchObject({ msg: "a warning the service did not cause", warning: { code: "MH_TEST_WARNING" } });
+    expect(fatal(ended)).toBe("crashing-service crashed: nobody handles this");
+    expect(lines.at(-1)?.origin).toBe("unhandledRejection");
   });
 });
 
