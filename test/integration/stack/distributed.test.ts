@@ -280,6 +280,23 @@ describe("infra/stack: every service its own process", () => {
     }
   }, 30_000);
 
+  it("every line a service wrote is a JSON log line, Node's own warnings included", async () => {
+    const logs = join(dir, "stack", "logs");
+    const files = await readdir(logs);
+    expect(files.length).toBeGreaterThanOrEqual(6);
+    for (const file of files) {
+      const lines = (await readFile(join(logs, file), "utf8")).split("\n").filter((l) => l !== "");
+      const plain = lines.filter((l) => {
+        try {
+          return typeof JSON.parse(l) !== "object";
+        } catch {
+          return true;
+        }
+      });
+      expect({ file, plain }).toEqual({ file, plain: [] });
+    }
+  });
+
   it("down.sh stops every process it started", async () => {
     const pids = await Promise.all((await readdir(join(dir, "stack", "pids"))).map((f) => pidOf(f.replace(/\.pid$/, ""))));
     expect(pids.length).toBeGreaterThanOrEqual(6);
