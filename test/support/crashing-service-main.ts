@@ -10,7 +10,15 @@ await runService({
   start: (_config, logger) => {
     logger.info("serving");
     setTimeout(() => process.emitWarning("a warning the service did not cause", { code: "MH_TEST_WARNING" }), 50);
-    setTimeout(() => void Promise.reject(new Error("nobody handles this")), 200);
+    if (process.env["MH_TEST_THROW"] === "null") {
+      // What is thrown need not be an Error.
+      setTimeout(() => {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the point of the test
+        throw null;
+      }, 200);
+    } else {
+      setTimeout(() => void Promise.reject(new Error("nobody handles this")), 200);
+    }
     return Promise.resolve({ stop: () => Promise.resolve() });
   },
 });

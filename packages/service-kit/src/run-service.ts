@@ -55,19 +55,27 @@ export async function runService<C extends ServiceBasics>(opts: RunServiceOption
 /**
  * Node's own reports in the service's log format. A warning (e.g. a deprecation that a dependency
  * triggers, such as grpc-js naming an IP address as a TLS server name) becomes a warn line instead
- * of Node's plain text on stderr. An exception nothing caught, or a rejection nothing handled
- * (Node raises it as such), becomes one fatal line, then exit 1: the process's state is unknown
- * after it, so it does not try to stop in order.
+ * of Node's plain text on stderr, unless warnings are turned off (--no-warnings,
+ * NODE_NO_WARNINGS=1), as Node's own printer would be. An exception nothing caught, or a rejection
+ * nothing handled (Node raises it as such), becomes one fatal line, then exit 1: the process's
+ * state is unknown after it, so it does not try to stop in order.
  */
 function reportProcessEvents(logger: Logger, name: string): void {
   process.removeAllListeners("warning");
-  process.on("warning", (warning: Error & { code?: string }) => {
-    logger.warn({ warning: { name: warning.name, code: warning.code } }, warning.message);
-  });
-  process.on("uncaughtException", (err, origin) => {
-    logger.fatal({ err, origin }, `${name} crashed: ${err.message}`);
+  if (!warningsOff()) {
+    process.on("warning", (warning: Error & { code?: string; detail?: string }) => {
+      logger.warn({ warning: { name: warning.name, code: warning.code, detail: warning.detail } }, warning.message);
+    });
+  }
+  process.on("uncaughtException", (err: unknown, origin) => {
+    // Anything can be thrown, null included.
+    logger.fatal({ err, origin }, `${name} crashed: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   });
+}
+
+function warningsOff(): boolean {
+  return process.env["NODE_NO_WARNINGS"] === "1" || process.execArgv.includes("--no-warnings") || (process.env["NODE_OPTIONS"] ?? "").split(/\s+/).includes("--no-warnings");
 }
 
 function fail(logger: Logger, name: string, err: unknown): void {

@@ -28,8 +28,14 @@ export interface GhzLoad {
 }
 
 export interface GhzResult {
-  /** Latency of every call sent inside the measured window, in ms, as ghz timed it (from send). */
+  /**
+   * Latency of every call that ended inside the measured window, in ms, as ghz times it: from
+   * when it sends. When all workers are busy ghz's pacer waits and then sends the missed calls in
+   * a burst, so a stall longer than `workers` calls' spacing is not counted as waiting, as the
+   * Node open loop (lib/load.ts) counts it.
+   */
   readonly latencies: number[];
+  /** Calls that ended in the measured window over the time they took: below `rate` if ghz fell behind. */
   readonly callsPerSecond: number;
 }
 
@@ -40,7 +46,7 @@ interface GhzDetail {
   readonly error: string;
 }
 
-/** Builds ghz on first use (about a minute) and returns its path. */
+/** Builds ghz on first use (about a minute here; needs Go) and returns its path. */
 export async function ghzBinary(): Promise<string> {
   const { stdout } = await promisify(execFile)("bash", [INSTALL], { maxBuffer: 1 << 20 });
   const path = stdout.trim().split("\n").pop();
@@ -67,9 +73,12 @@ export async function ghzOpenLoop(bin: string, load: GhzLoad): Promise<GhzResult
   const details = (JSON.parse(out) as { details?: GhzDetail[] }).details ?? [];
   const failed = details.filter((d) => d.status !== "OK");
   if (failed.length > 0) throw new Error(`ghz: ${failed.length} of ${details.length} calls failed, first: ${failed[0]?.status} ${failed[0]?.error}`);
-  const start = Math.min(...details.map((d) => Date.parse(d.timestamp)));
-  const measured = details.filter((d) => Date.parse(d.timestamp) >= start + load.warmupMs);
-  return { latencies: measured.map((d) => d.latency / 1e6), callsPerSecond: (measured.length * 1000) / load.measureMs };
+  // A call's timestamp is when it ended.
+  const ends = details.map((d) => Date.parse(d.timestamp));
+  const from = Math.min(...ends) + load.warmupMs;
+  const measured = details.filter((_, i) => (ends[i] ?? 0) >= from);
+  const spanMs = Math.max(load.measureMs, Math.max(...ends) - from);
+  return { latencies: measured.map((d) => d.latency / 1e6), callsPerSecond: (measured.length * 1000) / spanMs };
 }
 
 /** Runs `bin` asynchronously (the bench's event loop keeps draining the service's output meanwhile). */
@@ -78,9 +87,10 @@ function run(bin: string, args: readonly string[]): Promise<string> {
     const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
-    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    child.stderr.on("data", (b: Buffer) => (err += b.toString()));
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
     child.once("error", reject);
-    child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`ghz exited with ${code}: ${err.trim()}`))));
+    // "close", not "exit": its output (about 1 MB at 1,000 calls/s) may still be in the pipe at exit.
+    child.once("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`ghz exited with ${code}: ${err.trim()}`))));
   });
 }

@@ -135,6 +135,12 @@ describe("after a start", () => {
     expect(fatal(ended)).toBe("crashing-service crashed: nobody handles this");
     expect(lines.at(-1)?.origin).toBe("unhandledRejection");
   });
+
+  it("a crash with a thrown value that is not an Error is reported all the same", async () => {
+    const ended = await runMain(CRASHING_MAIN, { MH_TEST_THROW: "null" });
+    expect(ended.stderr).toBe("");
+    expect(fatal(ended)).toBe("crashing-service crashed: null");
+  });
 });
 
 describe("with the CA that signed the server's certificate", () => {

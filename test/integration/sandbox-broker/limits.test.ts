@@ -81,19 +81,25 @@ describe("limits", () => {
     // counted that uid's processes in all of them: a full sandbox made forks fail in the others.
     const [full, other] = [await provision(fallback.client, "sesn_limits", { maxProcesses: 32 }), await provision(fallback.client, "sesn_limits", { maxProcesses: 32 })];
     const holder = run(fallback.client, full, "bash", {
-      // perl, not bash: bash retries a failed fork for seconds. Forks until refused, holds them 4 s.
-      command: "perl -e 'my $n = 0; for (1..200) { my $p = fork(); last unless defined $p; if (!$p) { sleep 4; exit 0 } $n++ } print \"$n\\n\"; sleep 3'",
+      // perl, not bash: bash retries a failed fork for seconds. Forks until refused and says how
+      // many, and when (its children live 4 s from then, at least).
+      command: "perl -MTime::HiRes=time -e 'my $n = 0; for (1..200) { my $p = fork(); last unless defined $p; if (!$p) { sleep 4; exit 0 } $n++ } printf(\"%d %.3f\\n\", $n, time); sleep 3'",
       timeout_ms: 20_000,
     });
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const meanwhile = await run(fallback.client, other, "bash", {
-      command: "perl -e 'for (1..5) { my $p = fork(); die \"fork: $!\\n\" unless defined $p; exit 0 unless $p; waitpid($p, 0) } print \"forked\\n\"'",
+      command: "perl -MTime::HiRes=time -e 'for (1..5) { my $p = fork(); die \"fork: $!\\n\" unless defined $p; exit 0 unless $p; waitpid($p, 0) } printf(\"forked %.3f\\n\", time)'",
     });
-    const held = await holder;
-    expect(meanwhile).toMatchObject({ isError: false, output: "forked" });
-    // The full one was still stopped at its own limit (its agent and shell count too).
-    expect(Number(held.output)).toBeGreaterThan(15);
-    expect(Number(held.output)).toBeLessThan(32);
+    const [count, fullAt] = (await holder).output.split(" ").map(Number);
+    expect(meanwhile.isError).toBe(false);
+    const [word, forkedAt] = meanwhile.output.split(" ");
+    expect(word).toBe("forked");
+    // The other sandbox forked while the full one held every process it could.
+    expect(Number(forkedAt)).toBeGreaterThan(fullAt ?? Number.NaN);
+    expect(Number(forkedAt)).toBeLessThan((fullAt ?? Number.NaN) + 3);
+    // The full one was stopped at its own limit (its agent and shell count too).
+    expect(count).toBeGreaterThan(15);
+    expect(count).toBeLessThan(32);
   });
 
   it("without cgroups, prlimit still contains a memory bomb", async () => {
