@@ -6,8 +6,7 @@
  * server and the machine take without most of the client's share. ghz reads the methods through
  * the server's reflection and sends JSON-described requests.
  */
-import { execFile, spawn } from "node:child_process";
-import { promisify } from "node:util";
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const INSTALL = fileURLToPath(new URL("../../../infra/ghz/install.sh", import.meta.url));
@@ -46,9 +45,15 @@ interface GhzDetail {
   readonly error: string;
 }
 
-/** Builds ghz on first use (about a minute here; needs Go) and returns its path. */
+/** Builds ghz on first use (about a minute here; needs Go; its progress shows on stderr) and returns its path. */
 export async function ghzBinary(): Promise<string> {
-  const { stdout } = await promisify(execFile)("bash", [INSTALL], { maxBuffer: 1 << 20 });
+  const stdout = await new Promise<string>((resolve, reject) => {
+    const child = spawn("bash", [INSTALL], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    child.once("error", reject);
+    child.once("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`infra/ghz/install.sh exited with ${code}`))));
+  });
   const path = stdout.trim().split("\n").pop();
   if (path === undefined || path === "") throw new Error("infra/ghz/install.sh printed no path");
   return path;
