@@ -133,12 +133,21 @@ async function floorClosed(floor: Floor, callers: number): Promise<Level> {
 }
 
 async function open(label: string, pid: number | undefined, rate: number, op: (w: number) => Promise<void>): Promise<Level> {
+  return openWindow(label, pid, async (window) => {
+    const result = await openLoop({ workers: OPEN_SESSIONS, rate, ...window, prepare: () => undefined, op: (w) => op(w) });
+    return { latencies: result.latencies, perSecond: result.opsPerSecond };
+  });
+}
+
+/** One measured open-loop window, whoever drives it, with the machine observed meanwhile. */
+async function openWindow(
+  label: string,
+  pid: number | undefined,
+  drive: (window: { warmupMs: number; measureMs: number }) => Promise<{ latencies: number[]; perSecond: number }>,
+): Promise<Level> {
   const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
-  const [result, observed] = await Promise.all([
-    openLoop({ workers: OPEN_SESSIONS, rate, ...window, prepare: () => undefined, op: (w) => op(w) }),
-    observe(window.warmupMs + 50, window.measureMs, { servicePid: pid }),
-  ]);
-  return { label, latency: summarize(result.latencies), eventsPerSecond: result.opsPerSecond, observed };
+  const [result, observed] = await Promise.all([drive(window), observe(window.warmupMs + 50, window.measureMs, { servicePid: pid })]);
+  return { label, latency: summarize(result.latencies), eventsPerSecond: result.perSecond, observed };
 }
 
 async function openAppends(bench: BenchLog, rate: number): Promise<Level> {
@@ -160,20 +169,12 @@ async function openSqlAppends(bench: BenchLog, pool: pg.Pool, rate: number): Pro
  * The same open loop from ghz (a Go client, lib/ghz.ts): the client's own pauses mostly out of
  * the figure. Its sessions are named after ghz's worker ids so each worker appends to its own.
  */
-async function ghzOpen(label: string, bench: BenchLog, bin: string, rate: number, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
-  const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
-  const [result, observed] = await Promise.all([
-    ghzOpenLoop(bin, {
-      ...load,
-      address: `127.0.0.1:${bench.config.port}`,
-      metadata: { authorization: `Bearer ${bench.bearerToken}` },
-      rate,
-      workers: OPEN_SESSIONS,
-      ...window,
-    }),
-    observe(window.warmupMs + 50, window.measureMs, { servicePid: bench.pid }),
-  ]);
-  return { label, latency: summarize(result.latencies), eventsPerSecond: result.callsPerSecond, observed };
+function ghzOpen(label: string, bench: BenchLog, bin: string, rate: number, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
+  return openWindow(label, bench.pid, async (window) => {
+    const metadata = { authorization: `Bearer ${bench.bearerToken}` };
+    const result = await ghzOpenLoop(bin, { ...load, address: bench.address, metadata, rate, workers: OPEN_SESSIONS, ...window });
+    return { latencies: result.latencies, perSecond: result.callsPerSecond };
+  });
 }
 
 async function ghzAppends(bench: BenchLog, bin: string, rate: number): Promise<Level> {

@@ -1,17 +1,11 @@
 /**
  * Our append statement without gRPC: one call of mh_append (migrations/003) for one event, as
  * store/append.ts sends it, run directly from the bench process to split an EmitEvent latency
- * into database time (this, with its commit and NOTIFY) and the service's own. Kept textually in
- * step with store/append.ts, since the service does not export its store.
+ * into database time (this, with its commit and NOTIFY) and the service's own.
  */
 import type { Pool } from "pg";
 import { Event } from "@metaharness/proto";
-import { shardOf } from "@metaharness/session-log";
-
-const APPEND_SQL = `SELECT req, outcome, seq, cur, body
-  FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
-                 $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
-                 $12::text, $13::text)`;
+import { APPEND_SQL, EVENTS_CHANNEL, shardOf } from "@metaharness/session-log";
 
 /** Appends `event` (a type that changes no status: agent.message) to `sessionId`; resolves to its seq. */
 export async function sqlAppend(pool: Pool, sessionId: string, event: Event): Promise<number> {
@@ -30,7 +24,7 @@ export async function sqlAppend(pool: Pool, sessionId: string, event: Event): Pr
     [Buffer.from(body)],
     createdAt,
     // Announced as appends are (the service's hub reads it as another instance's append).
-    "mh_events",
+    EVENTS_CHANNEL,
     "bench",
   ]);
   const first = rows[0];

@@ -35,6 +35,8 @@ export interface BenchLog {
   readonly topic: string;
   /** The service's settings (its defaults plus the benchmark's environment). */
   readonly config: SessionLogConfig;
+  /** host:port of its gRPC server (plaintext). */
+  readonly address: string;
   readonly client: LogClient;
   /** The admin token `client` presents, for other clients of the same service (e.g. lib/ghz.ts). */
   readonly bearerToken: string;

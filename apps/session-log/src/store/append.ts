@@ -41,7 +41,8 @@ interface OutcomeRow {
   body: Uint8Array | null;
 }
 
-const APPEND_SQL = `SELECT req, outcome, seq, cur, body
+/** The one statement of every append batch; exported for the benchmark that times it alone. */
+export const APPEND_SQL = `SELECT req, outcome, seq, cur, body
   FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
                  $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
                  $12::text, $13::text)`;
