@@ -10,7 +10,8 @@
  * - closed loop (1, 16, 64 sessions, each appending again as soon as its previous append
  *   returns): the throughput ceiling. At saturation mean latency = sessions / throughput
  *   (Little's law), so its latency says how fast the whole machine goes, not how long one append
- *   waits at a given load;
+ *   waits at a given load. At 16 sessions also from ghz (a Go client), and against an instance
+ *   without the outbox relay, to split the ceiling into the client's, Kafka's and the rest;
  * - open loop (16 sessions on a fixed schedule at a stated total rate, latency counted from when
  *   each append was due): how long an append takes when sessions append at that pace.
  * A grpc.health.v1 Check on the same server, under the same loads, is the floor any unary call
@@ -37,7 +38,7 @@ import {
 import pg from "pg";
 import { Event } from "@metaharness/proto";
 import { sqlAppend } from "./lib/append-sql.js";
-import { ghzBinary, ghzOpenLoop, type GhzLoad } from "./lib/ghz.js";
+import { ghzBinary, ghzLoad, type GhzLoad } from "./lib/ghz.js";
 import { startGrpcAlone } from "./lib/grpc-alone.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 import { summarize, type Summary } from "./lib/stats.js";
@@ -139,7 +140,7 @@ async function open(label: string, pid: number | undefined, rate: number, op: (w
   });
 }
 
-/** One measured open-loop window, whoever drives it, with the machine observed meanwhile. */
+/** One measured window of a load that runs for it (open loop, or ghz's either loop), with the machine observed meanwhile. */
 async function openWindow(
   label: string,
   pid: number | undefined,
@@ -166,25 +167,40 @@ async function openSqlAppends(bench: BenchLog, pool: pg.Pool, rate: number): Pro
 }
 
 /**
- * The same open loop from ghz (a Go client, lib/ghz.ts): the client's own pauses mostly out of
- * the figure. Its sessions are named after ghz's worker ids so each worker appends to its own.
+ * A row from ghz (a Go client, lib/ghz.ts) with 16 workers, at `rate` or (undefined) in a closed
+ * loop: the client's own pauses mostly out of the figure.
  */
-function ghzOpen(label: string, bench: BenchLog, bin: string, rate: number, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
+function ghzRow(label: string, bench: BenchLog, bin: string, rate: number | undefined, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
   return openWindow(label, bench.pid, async (window) => {
     const metadata = { authorization: `Bearer ${bench.bearerToken}` };
-    const result = await ghzOpenLoop(bin, { ...load, address: bench.address, metadata, rate, workers: OPEN_SESSIONS, ...window });
+    const result = await ghzLoad(bin, { ...load, address: bench.address, metadata, rate, workers: OPEN_SESSIONS, ...window });
     return { latencies: result.latencies, perSecond: result.callsPerSecond };
   });
 }
 
-async function ghzAppends(bench: BenchLog, bin: string, rate: number): Promise<Level> {
+/** EmitEvent from ghz at `rate` (undefined: closed loop); sessions named after ghz's worker ids, one each. */
+async function ghzAppends(bench: BenchLog, bin: string, rate: number | undefined, label: string): Promise<Level> {
   const prefix = `sesn_ghz${Date.now().toString(36)}_`;
   for (let w = 0; w < OPEN_SESSIONS; w++) await bench.client.createSession({ sessionId: `${prefix}g${w}c0`, metadata: undefined });
-  return ghzOpen(`EmitEvent @${rate.toLocaleString("en-US")}/s, Go client (ghz, from send)`, bench, bin, rate, {
+  return ghzRow(label, bench, bin, rate, {
     call: "metaharness.v1.SessionLog/EmitEvent",
     // Ids that grow with time, as the Node client's (ULIDs): the unique index takes them in order.
     data: { session_id: `${prefix}{{.WorkerID}}`, event: { ...(Event.toJSON(benchEvent()) as object), id: "sevt_{{.TimestampUnixNano}}_{{.RequestNumber}}" } },
   });
+}
+
+/**
+ * The closed loop at 16 sessions on a second instance of the service without its outbox relay:
+ * what publishing every event to Kafka (the relay's work and the broker's) takes of the ceiling.
+ */
+async function withoutRelay(): Promise<Level> {
+  const bench = await startBenchLog({ env: { MH_RELAY_ENABLED: "false" } });
+  try {
+    const level = await singleEvents(bench, OPEN_SESSIONS);
+    return { ...level, label: `${level.label}, outbox relay off` };
+  } finally {
+    await bench.stop();
+  }
 }
 
 function row(l: Level): Cell[] {
@@ -227,8 +243,11 @@ export const appendBench: Bench = {
       const floor: Level[] = [];
       for (const callers of [1, 16]) floor.push(await floorClosed(ours, callers));
       floor.push(await floorClosed(bare, 16));
+      floor.push(await ghzRow(`${OPEN_SESSIONS} callers, Go client (ghz)`, bench, ghz, undefined, { call: "grpc.health.v1.Health/Check", data: {} }));
       const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
+      levels.push(await ghzAppends(bench, ghz, undefined, `${OPEN_SESSIONS} sessions, Go client (ghz)`));
+      levels.push(await withoutRelay());
       const opened: Level[] = [];
       for (const rate of OPEN_RATES) {
         const at = `@${rate.toLocaleString("en-US")}/s`;
@@ -236,8 +255,8 @@ export const appendBench: Bench = {
         opened.push(await open(`health ${at}`, bench.pid, rate, () => bench.healthCheck()));
         opened.push(await openAppends(bench, rate));
         opened.push(await openSqlAppends(bench, pool, rate));
-        opened.push(await ghzOpen(`health ${at}, Go client (ghz, from send)`, bench, ghz, rate, { call: "grpc.health.v1.Health/Check", data: {} }));
-        opened.push(await ghzAppends(bench, ghz, rate));
+        opened.push(await ghzRow(`health ${at}, Go client (ghz, from send)`, bench, ghz, rate, { call: "grpc.health.v1.Health/Check", data: {} }));
+        opened.push(await ghzAppends(bench, ghz, rate, `EmitEvent @${rate.toLocaleString("en-US")}/s, Go client (ghz, from send)`));
       }
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
       const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
@@ -300,6 +319,7 @@ export const appendBench: Bench = {
           "event: agent.message with ~200 characters of text",
           "grpc-js alone: a process with nothing but a grpc-js server answering the health Check (lib/grpc-alone-server.ts), called by the same client: the least a unary call costs on this machine with this stack",
           "closed loop: mean latency = sessions / throughput (Little's law), so latency at 16 and 64 sessions tracks the throughput ceiling",
+          "closed loop, Go client (ghz): the same 16 sessions appending back to back from ghz (timed from send, which is exact in a closed loop); outbox relay off: the Node client's 16 sessions on a second instance of the service without its relay, so neither the relay nor the Kafka broker works meanwhile: the share of the ceiling that publishing every event takes",
           "Go client (ghz, from send): the same open loop from ghz (infra/ghz/install.sh, lib/ghz.ts) on one HTTP/2 connection: the Node client's own pauses (its scavenges take 3-10 ms) are not in these rows; ghz times a call from when it sends, so a stall that holds all 16 workers (over 16 calls' spacing: 100 ms at 160/s, 16 ms at 1,000/s) is not counted as waiting, as the Node rows count it; its CPU shows as other load",
           "its SQL alone: the same appends as the service's one statement (mh_append, lib/append-sql.ts), sent by the bench process over its own connections: what the database takes of an EmitEvent",
           "Lock:object on pg_database objid=0 is the lock NOTIFY takes at commit: it serialises the commits (and WAL flushes) of every transaction that notifies",

@@ -1,5 +1,5 @@
 /**
- * Open-loop load from ghz, a gRPC load generator written in Go (built by infra/ghz/install.sh),
+ * Open- and closed-loop load from ghz, a gRPC load generator written in Go (built by infra/ghz/install.sh),
  * for rows beside the Node client's. Why: the bench process is a Node client whose own pauses
  * (its scavenges take 3-10 ms here) land in every latency it measures, as a harness's would; a
  * Go client's collector runs concurrently with sub-millisecond pauses, so its rows show what the
@@ -19,8 +19,11 @@ export interface GhzLoad {
   /** The request as JSON; ghz expands templates such as {{.WorkerID}} (g0c0, g1c0, ... with one connection). */
   readonly data: unknown;
   readonly metadata?: Readonly<Record<string, string>>;
-  /** Calls per second in total, spread over `workers` (each one call at a time) on one HTTP/2 connection. */
-  readonly rate: number;
+  /**
+   * Calls per second in total, spread over `workers` (each one call at a time) on one HTTP/2
+   * connection; undefined: a closed loop, each worker calling again as soon as its call returns.
+   */
+  readonly rate: number | undefined;
   readonly workers: number;
   readonly warmupMs: number;
   readonly measureMs: number;
@@ -29,9 +32,9 @@ export interface GhzLoad {
 export interface GhzResult {
   /**
    * Latency of every call that ended inside the measured window, in ms, as ghz times it: from
-   * when it sends. When all workers are busy ghz's pacer waits and then sends the missed calls in
-   * a burst, so a stall longer than `workers` calls' spacing is not counted as waiting, as the
-   * Node open loop (lib/load.ts) counts it.
+   * when it sends. In an open loop, when all workers are busy ghz's pacer waits and then sends
+   * the missed calls in a burst, so a stall longer than `workers` calls' spacing is not counted
+   * as waiting, as the Node open loop (lib/load.ts) counts it.
    */
   readonly latencies: number[];
   /** Calls that ended in the measured window over the time they took: below `rate` if ghz fell behind. */
@@ -60,7 +63,8 @@ export async function ghzBinary(): Promise<string> {
 }
 
 /** Runs the load; every call must succeed (a failed call would measure an error path). */
-export async function ghzOpenLoop(bin: string, load: GhzLoad): Promise<GhzResult> {
+export async function ghzLoad(bin: string, load: GhzLoad): Promise<GhzResult> {
+  const windowMs = load.warmupMs + load.measureMs;
   const args = [
     "--insecure",
     "--call", load.call,
@@ -68,9 +72,12 @@ export async function ghzOpenLoop(bin: string, load: GhzLoad): Promise<GhzResult
     "--metadata", JSON.stringify(load.metadata ?? {}),
     "--connections", "1",
     "--concurrency", String(load.workers),
-    "--rps", String(load.rate),
-    // A count, not a duration: when a duration ends, ghz cancels the calls still in flight.
-    "--total", String(Math.round((load.rate * (load.warmupMs + load.measureMs)) / 1000)),
+    ...(load.rate === undefined
+      ? // A closed loop has no count to give: it runs for the window, and the calls still in
+        // flight when it ends are waited for (ghz cancels them by default).
+        ["--duration", `${windowMs}ms`, "--duration-stop", "wait"]
+      : // A count, not a duration: when a duration ends, ghz cancels the calls still in flight.
+        ["--rps", String(load.rate), "--total", String(Math.round((load.rate * windowMs) / 1000))]),
     "--format", "json",
     load.address,
   ];
