@@ -134,14 +134,14 @@ async function floorClosed(floor: Floor, callers: number): Promise<Level> {
 }
 
 async function open(label: string, pid: number | undefined, rate: number, op: (w: number) => Promise<void>): Promise<Level> {
-  return openWindow(label, pid, async (window) => {
+  return measuredWindow(label, pid, async (window) => {
     const result = await openLoop({ workers: OPEN_SESSIONS, rate, ...window, prepare: () => undefined, op: (w) => op(w) });
     return { latencies: result.latencies, perSecond: result.opsPerSecond };
   });
 }
 
 /** One measured window of a load that runs for it (open loop, or ghz's either loop), with the machine observed meanwhile. */
-async function openWindow(
+async function measuredWindow(
   label: string,
   pid: number | undefined,
   drive: (window: { warmupMs: number; measureMs: number }) => Promise<{ latencies: number[]; perSecond: number }>,
@@ -171,7 +171,7 @@ async function openSqlAppends(bench: BenchLog, pool: pg.Pool, rate: number): Pro
  * loop: the client's own pauses mostly out of the figure.
  */
 function ghzRow(label: string, bench: BenchLog, bin: string, rate: number | undefined, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
-  return openWindow(label, bench.pid, async (window) => {
+  return measuredWindow(label, bench.pid, async (window) => {
     const metadata = { authorization: `Bearer ${bench.bearerToken}` };
     const result = await ghzLoad(bin, { ...load, address: bench.address, metadata, rate, workers: OPEN_SESSIONS, ...window });
     return { latencies: result.latencies, perSecond: result.callsPerSecond };

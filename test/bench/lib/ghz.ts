@@ -1,10 +1,10 @@
 /**
- * Open- and closed-loop load from ghz, a gRPC load generator written in Go (built by infra/ghz/install.sh),
- * for rows beside the Node client's. Why: the bench process is a Node client whose own pauses
- * (its scavenges take 3-10 ms here) land in every latency it measures, as a harness's would; a
- * Go client's collector runs concurrently with sub-millisecond pauses, so its rows show what the
- * server and the machine take without most of the client's share. ghz reads the methods through
- * the server's reflection and sends JSON-described requests.
+ * Open- and closed-loop load from ghz, a gRPC load generator written in Go (built by
+ * infra/ghz/install.sh), for rows beside the Node client's. Why: the bench process is a Node
+ * client whose own pauses (its scavenges take 3-10 ms here) land in every latency it measures, as
+ * a harness's would; a Go client's collector runs concurrently with sub-millisecond pauses, so its
+ * rows show what the server and the machine take without most of the client's share. ghz reads
+ * the methods through the server's reflection and sends JSON-described requests.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
