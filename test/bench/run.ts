@@ -6,6 +6,7 @@
  * missed target is a finding to read, not a failure of the run.
  */
 import { appendBench } from "./append.js";
+import { appendBatchBench } from "./append-batch.js";
 import { drainBench } from "./drain.js";
 import { harnessBench } from "./harness.js";
 import { formatFacts, machineFacts } from "./lib/machine.js";
@@ -14,7 +15,7 @@ import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 
-const BENCHES: readonly Bench[] = [appendBench, readBench, outboxBench, drainBench, sandboxProvisionBench, harnessBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, harnessBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];
