@@ -35,15 +35,20 @@ done
 JAEGER_VERSION=$(sed -nE 's/^[[:space:]]*github\.com\/jaegertracing\/jaeger (v[^ ]+).*/\1/p' "$JAEGER_HOME/go.mod")
 [[ -n $JAEGER_VERSION ]] || die "no github.com/jaegertracing/jaeger requirement in $JAEGER_HOME/go.mod"
 LDFLAGS="-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=${JAEGER_VERSION}"
+# Compiled without optimizations or inlining: this Jaeger holds the spans of tests and of one
+# developer's machine, and the build is the longest step of a cold test run. Measured on 2 cores
+# from a warm module cache: 664 CPU-seconds (358 s) against 954 with the compiler's defaults.
+GCFLAGS="all=-N -l"
 
 bin_stamp() {
-  { cat "$JAEGER_HOME/go.mod" "$JAEGER_HOME/go.sum"; echo "$LDFLAGS"; } | sha256sum | cut -d' ' -f1
+  { cat "$JAEGER_HOME/go.mod" "$JAEGER_HOME/go.sum"; echo "$LDFLAGS $GCFLAGS"; } | sha256sum | cut -d' ' -f1
 }
 
-# What a running Jaeger must have been started with to be kept: ports, config, binary, UI.
+# What a running Jaeger must have been started with to be kept: ports, config, UI, and a binary
+# built from this go.mod, go.sum and these flags (so editing them rebuilds and restarts it).
 desired_settings() {
   printf 'ports=%s\nconfig=%s\nbin=%s\nui=%s\n' "${PORTS[*]}" \
-    "$(sha256sum "$JAEGER_CONFIG" | cut -d' ' -f1)" "$(cat "$JAEGER_BIN_STAMP" 2>/dev/null)" "$UI_ASSETS"
+    "$(sha256sum "$JAEGER_CONFIG" | cut -d' ' -f1)" "$(bin_stamp)" "$UI_ASSETS"
 }
 
 print_env() {
@@ -77,7 +82,7 @@ if [[ ! -x $JAEGER_BIN || "$(cat "$JAEGER_BIN_STAMP" 2>/dev/null)" != "$(bin_sta
   # and no C compiler needed. 9>&-: the compiler must not inherit our lock.
   go_env=(GOBIN="$(dirname "$JAEGER_BIN")" GOPATH="$JAEGER_GOPATH" GOMODCACHE="$JAEGER_GOPATH/pkg/mod"
     GOCACHE="$JAEGER_GOPATH/cache" GOFLAGS="-modcacherw" GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0)
-  if ! (cd "$JAEGER_HOME" && exec env "${go_env[@]}" "$go_bin" install -trimpath -ldflags="$LDFLAGS" tool) \
+  if ! (cd "$JAEGER_HOME" && exec env "${go_env[@]}" "$go_bin" install -trimpath -gcflags="$GCFLAGS" -ldflags="$LDFLAGS" tool) \
       >"$JAEGER_LOGS/build.log" 2>&1 9>&-; then
     show_tail 30 "$JAEGER_LOGS/build.log"
     die "go install failed (log: $JAEGER_LOGS/build.log)"
