@@ -29,7 +29,8 @@ step "lint (buf, eslint)"
 npm run lint
 
 step "unit tests"
-npx turbo run test --concurrency=1
+# Two packages at a time: 1m23s-1m26s against 2m01s one at a time on a 2-core VM (all passing).
+npx turbo run test --concurrency=2
 
 step "integration tests (real PostgreSQL and Kafka)"
 npm run test:integration
