@@ -53,9 +53,10 @@ function random(seed: number): () => number {
 
 type Params = unknown[];
 
-/** One random batch over `sessions` (and one that does not exist), as store/append.ts sends it. */
+/** Event ids handed out so far (the new ones, outside the retry pool). */
 let fresh = 0;
 
+/** One random batch over `sessions` (and one that does not exist), as store/append.ts sends it. */
 function batch(rnd: () => number, sessions: readonly string[], heads: ReadonlyMap<string, number>, at: Date): Params {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const requests = 1 + Math.floor(rnd() * 6);
@@ -141,6 +142,6 @@ it("returns and stores what the per-request function does, batch after batch", a
   expect(seen.retries).toBeGreaterThan(BATCHES / 10);
   expect(seen.rejected).toBeGreaterThan(100);
   expect(seen.appended).toBeGreaterThan(1000);
-  const outcomes = await serial.pool.query<{ n: string }>("SELECT count(DISTINCT status) AS n FROM sessions WHERE last_seq > 0");
-  expect(Number(outcomes.rows[0]?.n)).toBeGreaterThan(1);
+  const statuses = await serial.pool.query<{ n: string }>("SELECT count(DISTINCT status) AS n FROM sessions WHERE last_seq > 0");
+  expect(Number(statuses.rows[0]?.n)).toBeGreaterThan(1);
 }, 300_000);
