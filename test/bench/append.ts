@@ -16,7 +16,9 @@
  *   each append was due): how long an append takes when sessions append at that pace.
  * A grpc.health.v1 Check on the same server, under the same loads, is the floor any unary call
  * pays on this machine (transport, HTTP/2, event loops), measured side by side; the same Check on
- * a process with nothing but grpc-js is the floor of the stack itself, without any of our code.
+ * a process with nothing but grpc-js is the floor of the stack itself, without any of our code;
+ * during each open-loop window the disk under Postgres is sampled too (lib/fsync-floor.ts): an
+ * append is answered after its commit's flush, so that is the floor of its latency on this disk.
  * Targets: EmitEvent p99 < 10 ms at 16 sessions (checked under both loads); batched appends
  * >= 5,000 events/s in total. A separate run at 16 sessions samples what Postgres backends wait
  * on (kept out of the measured rows, since sampling costs a little CPU).
@@ -147,7 +149,7 @@ async function measuredWindow(
   drive: (window: { warmupMs: number; measureMs: number }) => Promise<{ latencies: number[]; perSecond: number }>,
 ): Promise<Level> {
   const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
-  const [result, observed] = await Promise.all([drive(window), observe(window.warmupMs + 50, window.measureMs, { servicePid: pid })]);
+  const [result, observed] = await Promise.all([drive(window), observe(window.warmupMs + 50, window.measureMs, { servicePid: pid, fsync: true })]);
   return { label, latency: summarize(result.latencies), eventsPerSecond: result.perSecond, observed };
 }
 
@@ -203,6 +205,19 @@ async function withoutRelay(): Promise<Level> {
   }
 }
 
+/** What the disk under Postgres took to flush during each open-loop window: the least a durable commit waits. */
+function fsyncTable(levels: readonly Level[]): Table {
+  const sampled = levels.filter((l) => l.observed.fsync !== undefined);
+  return {
+    title:
+      sampled.length === 0
+        ? "durable-write floor: not sampled (Postgres is not infra/'s, so its disk is unknown here)"
+        : "durable-write floor during each open-loop window: 8 KiB write + fdatasync beside Postgres's data, every 10 ms (lib/fsync-floor.ts)",
+    columns: ["window", ...LATENCY_COLUMNS],
+    rows: sampled.map((l) => [l.label, ...latencyCells(l.observed.fsync ?? summarize([]))]),
+  };
+}
+
 function row(l: Level): Cell[] {
   return [l.label, ...latencyCells(l.latency), rate(l.eventsPerSecond)];
 }
@@ -247,7 +262,6 @@ export const appendBench: Bench = {
       const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
       levels.push(await ghzAppends(bench, ghz, undefined, `${OPEN_SESSIONS} sessions, Go client (ghz)`));
-      levels.push(await withoutRelay());
       const opened: Level[] = [];
       for (const rate of OPEN_RATES) {
         const at = `@${rate.toLocaleString("en-US")}/s`;
@@ -261,6 +275,9 @@ export const appendBench: Bench = {
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
       const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
       const batched = await batches(bench);
+      // Last: stopping the second instance drops its database, and the disk's flushes stall for
+      // 100 ms and more a few seconds later (lib/fsync-floor.ts), which lands in whatever row runs then.
+      levels.push(await withoutRelay());
       const at16 = levels.find((l) => l.label === "16 sessions");
       const checked = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s`);
       const checkedGo = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s, Go client (ghz, from send)`);
@@ -284,6 +301,7 @@ export const appendBench: Bench = {
             columns: ["call @ offered rate", ...LATENCY_COLUMNS, "done/s"],
             rows: opened.map(row),
           },
+          fsyncTable(opened),
           {
             title: `EmitEvents, ${BATCH_SIZE} events per call (latency per call)`,
             columns: ["concurrency", ...LATENCY_COLUMNS, "events/s"],
