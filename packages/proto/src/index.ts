@@ -12,3 +12,4 @@ export { protobufPackage, protobufFileName, type DeepPartial, type Exact, type M
 export { Timestamp } from "./gen/google/protobuf/timestamp.js";
 export { Struct, Value, ListValue } from "./gen/google/protobuf/struct.js";
 export { loadHealthPackageDefinition, loadPackageDefinition } from "./descriptor.js";
+export { readTraceContext } from "./envelope.js";

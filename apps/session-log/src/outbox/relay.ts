@@ -7,7 +7,7 @@
  */
 import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
 import { MhError } from "@metaharness/errors";
-import { Event } from "@metaharness/proto";
+import { readTraceContext } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { Db, DbSession } from "@metaharness/db";
 import type { AppendHub } from "../watch/hub.js";
@@ -64,6 +64,10 @@ export interface RelayOptions {
 interface OutboxRow {
   id: string;
   session_id: string;
+  /** bigint: text from pg, a number from PGlite. */
+  seq: string | number | bigint;
+  event_id: string;
+  type: string;
   body: Uint8Array;
 }
 
@@ -212,7 +216,7 @@ export class OutboxRelay {
       `WITH batch AS MATERIALIZED (
          SELECT id, session_id, seq FROM outbox WHERE shard = ANY($1::smallint[]) ORDER BY id LIMIT $2
        )
-       SELECT b.id, b.session_id, e.body
+       SELECT b.id, b.session_id, e.seq, e.event_id, e.type, e.body
          FROM batch b JOIN events e ON e.session_id = b.session_id AND e.seq = b.seq
         ORDER BY b.id`,
       [[...this.held], this.opts.batchSize],
@@ -228,16 +232,17 @@ export class OutboxRelay {
     return rows.length;
   }
 
+  /** The event as stored, its headers from its row's columns and (the trace) from its envelope, without decoding its payload. */
   private toRecord(row: OutboxRow): BusRecord {
-    const event = Event.decode(row.body);
     const headers: Record<string, string> = {
-      "mh-session-id": event.sessionId,
-      "mh-seq": String(event.seq),
-      "mh-event-type": event.type,
-      "mh-event-id": event.id,
+      "mh-session-id": row.session_id,
+      "mh-seq": String(row.seq),
+      "mh-event-type": row.type,
+      "mh-event-id": row.event_id,
     };
-    if (event.traceContext?.traceparent) headers["traceparent"] = event.traceContext.traceparent;
-    if (event.traceContext?.tracestate) headers["tracestate"] = event.traceContext.tracestate;
+    const trace = readTraceContext(row.body);
+    if (trace?.traceparent) headers["traceparent"] = trace.traceparent;
+    if (trace?.tracestate) headers["tracestate"] = trace.tracestate;
     return { topic: this.opts.topic, key: row.session_id, value: row.body, headers };
   }
 
