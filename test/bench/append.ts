@@ -18,7 +18,7 @@
  * pays on this machine (transport, HTTP/2, event loops), measured side by side; the same Check on
  * a process with nothing but grpc-js is the floor of the stack itself, without any of our code;
  * during each open-loop window the disk under Postgres is sampled too (lib/fsync-floor.ts): an
- * append is answered after its commit's flush, so that is the floor of its latency on this disk.
+ * append is answered after its commit's flush, so that is the floor of its latency on that disk.
  * Targets: EmitEvent p99 < 10 ms at 16 sessions (checked under both loads); batched appends
  * >= 5,000 events/s in total. A separate run at 16 sessions samples what Postgres backends wait
  * on (kept out of the measured rows, since sampling costs a little CPU).
@@ -40,6 +40,7 @@ import {
 import pg from "pg";
 import { Event } from "@metaharness/proto";
 import { sqlAppend } from "./lib/append-sql.js";
+import { fsyncProbeDir } from "./lib/fsync-floor.js";
 import { ghzBinary, ghzLoad, type GhzLoad } from "./lib/ghz.js";
 import { startGrpcAlone } from "./lib/grpc-alone.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
@@ -136,20 +137,24 @@ async function floorClosed(floor: Floor, callers: number): Promise<Level> {
 }
 
 async function open(label: string, pid: number | undefined, rate: number, op: (w: number) => Promise<void>): Promise<Level> {
-  return measuredWindow(label, pid, async (window) => {
+  return measuredWindow(label, pid, true, async (window) => {
     const result = await openLoop({ workers: OPEN_SESSIONS, rate, ...window, prepare: () => undefined, op: (w) => op(w) });
     return { latencies: result.latencies, perSecond: result.opsPerSecond };
   });
 }
 
-/** One measured window of a load that runs for it (open loop, or ghz's either loop), with the machine observed meanwhile. */
+/**
+ * One measured window of a load that runs for it (open loop, or ghz's either loop), with the
+ * machine observed meanwhile and, with `fsync`, the disk under Postgres sampled.
+ */
 async function measuredWindow(
   label: string,
   pid: number | undefined,
+  fsync: boolean,
   drive: (window: { warmupMs: number; measureMs: number }) => Promise<{ latencies: number[]; perSecond: number }>,
 ): Promise<Level> {
   const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
-  const [result, observed] = await Promise.all([drive(window), observe(window.warmupMs + 50, window.measureMs, { servicePid: pid, fsync: true })]);
+  const [result, observed] = await Promise.all([drive(window), observe(window.warmupMs + 50, window.measureMs, { servicePid: pid, fsync })]);
   return { label, latency: summarize(result.latencies), eventsPerSecond: result.perSecond, observed };
 }
 
@@ -173,7 +178,8 @@ async function openSqlAppends(bench: BenchLog, pool: pg.Pool, rate: number): Pro
  * loop: the client's own pauses mostly out of the figure.
  */
 function ghzRow(label: string, bench: BenchLog, bin: string, rate: number | undefined, load: Pick<GhzLoad, "call" | "data">): Promise<Level> {
-  return measuredWindow(label, bench.pid, async (window) => {
+  // The disk is sampled in the open loops only: they are the rows whose tails it explains.
+  return measuredWindow(label, bench.pid, rate !== undefined, async (window) => {
     const metadata = { authorization: `Bearer ${bench.bearerToken}` };
     const result = await ghzLoad(bin, { ...load, address: bench.address, metadata, rate, workers: OPEN_SESSIONS, ...window });
     return { latencies: result.latencies, perSecond: result.callsPerSecond };
@@ -194,14 +200,18 @@ async function ghzAppends(bench: BenchLog, bin: string, rate: number | undefined
 /**
  * The closed loop at 16 sessions on a second instance of the service without its outbox relay:
  * what publishing every event to Kafka (the relay's work and the broker's) takes of the ceiling.
+ * The instance is left idle and stopped by the caller at the very end: stopping it drops its
+ * database, and the disk's flushes stall for 100 ms and more a few seconds later
+ * (lib/fsync-floor.ts), which would land in whatever row ran then.
  */
-async function withoutRelay(): Promise<Level> {
+async function withoutRelay(): Promise<{ readonly level: Level; stop(): Promise<void> }> {
   const bench = await startBenchLog({ env: { MH_RELAY_ENABLED: "false" } });
   try {
     const level = await singleEvents(bench, OPEN_SESSIONS);
-    return { ...level, label: `${level.label}, outbox relay off` };
-  } finally {
+    return { level: { ...level, label: `${level.label}, outbox relay off` }, stop: () => bench.stop() };
+  } catch (err) {
     await bench.stop();
+    throw err;
   }
 }
 
@@ -211,8 +221,8 @@ function fsyncTable(levels: readonly Level[]): Table {
   return {
     title:
       sampled.length === 0
-        ? "durable-write floor: not sampled (Postgres is not infra/'s, so its disk is unknown here)"
-        : "durable-write floor during each open-loop window: 8 KiB write + fdatasync beside Postgres's data, every 10 ms (lib/fsync-floor.ts)",
+        ? "durable-write floor: not sampled (no data folder recorded by infra/postgres, so the disk is unknown here)"
+        : `durable-write floor during each open-loop window: 8 KiB write + fdatasync in ${fsyncProbeDir() ?? "?"} (beside the data folder infra/postgres recorded), 10 ms apart (lib/fsync-floor.ts)`,
     columns: ["window", ...LATENCY_COLUMNS],
     rows: sampled.map((l) => [l.label, ...latencyCells(l.observed.fsync ?? summarize([]))]),
   };
@@ -252,6 +262,7 @@ export const appendBench: Bench = {
     });
     // The bench process's own connections, for the SQL-alone rows (as many as the open loop's sessions).
     const pool = new pg.Pool({ connectionString: bench.dbUrl, max: OPEN_SESSIONS });
+    let relayOff: Awaited<ReturnType<typeof withoutRelay>> | undefined;
     try {
       const ours: Floor = { name: "", pid: bench.pid, check: () => bench.healthCheck() };
       const bare: Floor = { name: ", grpc-js alone", pid: alone.pid, check: () => alone.check() };
@@ -262,6 +273,8 @@ export const appendBench: Bench = {
       const levels: Level[] = [];
       for (const sessions of CONCURRENCY) levels.push(await singleEvents(bench, sessions));
       levels.push(await ghzAppends(bench, ghz, undefined, `${OPEN_SESSIONS} sessions, Go client (ghz)`));
+      relayOff = await withoutRelay();
+      levels.push(relayOff.level);
       const opened: Level[] = [];
       for (const rate of OPEN_RATES) {
         const at = `@${rate.toLocaleString("en-US")}/s`;
@@ -275,9 +288,6 @@ export const appendBench: Bench = {
       // Before the batches: they leave the relay a backlog whose draining would show in the waits.
       const diagnosis = await singleEvents(bench, DIAGNOSIS_SESSIONS, bench.dbUrl, DIAGNOSIS_MS);
       const batched = await batches(bench);
-      // Last: stopping the second instance drops its database, and the disk's flushes stall for
-      // 100 ms and more a few seconds later (lib/fsync-floor.ts), which lands in whatever row runs then.
-      levels.push(await withoutRelay());
       const at16 = levels.find((l) => l.label === "16 sessions");
       const checked = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s`);
       const checkedGo = opened.find((l) => l.label === `EmitEvent @${CHECKED_RATE.toLocaleString("en-US")}/s, Go client (ghz, from send)`);
@@ -358,6 +368,7 @@ export const appendBench: Bench = {
       await pool.end();
       await alone.stop();
       await bench.stop();
+      await relayOff?.stop();
     }
   },
 };

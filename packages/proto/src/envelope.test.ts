@@ -56,7 +56,7 @@ describe("readTraceContext", () => {
     expect(readTraceContext(body)?.tracestate).toBe("b=2");
   });
 
-  it("skips fields of every wire type it does not know", () => {
+  it("skips unknown fields of the wire types Event.encode writes", () => {
     const unknown = new BinaryWriter()
       .tag(15, WireType.Varint).uint64(2n ** 60n)
       .tag(16, WireType.Bit32).fixed32(7)

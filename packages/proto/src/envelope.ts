@@ -19,9 +19,12 @@ const LENGTH_DELIMITED = 2;
 const FIXED32 = 5;
 
 /**
- * The trace context of the encoded Event `body`, as `Event.decode(body).traceContext` gives it
- * (the last occurrence of the field wins); undefined when it has none. Throws, as decode does, on
- * bytes that are not a message.
+ * The trace context of `body`, an Event as Event.encode writes it (possibly with fields appended,
+ * as the log appends the seq): what `Event.decode(body).traceContext` gives (the last occurrence
+ * of the field wins), or undefined when it has none. Throws on bytes cut short. Made for the
+ * log's own bodies: on hand-made encodings that Event.encode never writes (groups, an end-group or
+ * zero tag, an over-long varint, a trace context whose string runs past its own length) it may
+ * throw where decode would not.
  */
 export function readTraceContext(body: Uint8Array): TraceContext | undefined {
   let found: TraceContext | undefined;

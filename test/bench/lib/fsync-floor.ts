@@ -1,12 +1,14 @@
 /**
  * The durable-write floor of a measured window: how long the disk under Postgres takes to make
  * 8 KiB durable (a write and an fdatasync, what a commit's WAL flush comes down to), sampled
- * every 10 ms beside Postgres's data folder by a process of its own (fsync-probe-main.ts). Why:
+ * 10 ms apart beside Postgres's data folder by a process of its own (fsync-probe-main.ts). Why:
  * an append is answered after its commit's WAL flush, so when the disk's flushes stall (on the
  * 2-core VM: 100 ms and more a few seconds after a database is dropped, as ext4 commits its
  * journal and discards the freed blocks) no append latency can stay under the stall, whatever the
- * code does; the row says whether a window's tail was the disk's. Only for the infra/ Postgres,
- * whose data folder infra/postgres records; against another server there is nothing to sample.
+ * code does; the row says whether a window's tail was the disk's. It samples the folder holding
+ * the data folder that infra/postgres recorded (.local/postgres/datadir): the disk of the
+ * benchmark's Postgres when that is infra/'s, as `npm run bench` expects; without that record
+ * there is nothing to sample.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -19,7 +21,11 @@ const DATADIR_FILE = fileURLToPath(new URL("../../../.local/postgres/datadir", i
 const EVERY_MS = 10;
 
 export interface FsyncProbe {
-  /** The flush times sampled between two Date.now() instants, once the probe has ended. */
+  /**
+   * The flush times sampled between two Date.now() instants, once the probe has ended; never
+   * rejects: a probe that failed (its error on stderr) gives no samples (n = 0) rather than
+   * ending the benchmark.
+   */
   between(fromMs: number, toMs: number): Promise<Summary>;
 }
 
@@ -48,11 +54,13 @@ export function startFsyncProbe(forMs: number): FsyncProbe | undefined {
       code === 0 ? resolve(JSON.parse(stdout) as Array<[number, number]>) : reject(new Error(`fsync probe exited with ${code}: ${stderr.trim()}`)),
     );
   });
-  // Settled here too, so a probe whose window is never read cannot become an unhandled rejection.
-  samples.catch(() => undefined);
+  const settled = samples.catch((err: unknown) => {
+    process.stderr.write(`fsync probe in ${dir} failed: ${String(err)}\n`);
+    return [];
+  });
   return {
     async between(fromMs, toMs) {
-      return summarize((await samples).filter(([at]) => at >= fromMs && at <= toMs).map(([, took]) => took));
+      return summarize((await settled).filter(([at]) => at >= fromMs && at <= toMs).map(([, took]) => took));
     },
   };
 }

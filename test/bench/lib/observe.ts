@@ -31,10 +31,12 @@ export async function observe(
   await sleep(forMs);
   const use = cpu.stop();
   const to = Date.now();
+  const waited = await waits?.stop();
+  // The probe runs a little past the window (it started before the warm-up); read after the rest stops.
   const fsync = await probe?.between(from, to);
   return {
     cpu: use,
-    ...(waits === undefined ? {} : { waits: await waits.stop() }),
+    ...(waited === undefined ? {} : { waits: waited }),
     ...(fsync === undefined ? {} : { fsync }),
   };
 }
