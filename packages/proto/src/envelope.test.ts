@@ -56,16 +56,26 @@ describe("readTraceContext", () => {
     expect(readTraceContext(body)?.tracestate).toBe("b=2");
   });
 
-  it("skips unknown fields of the wire types Event.encode writes", () => {
+  it("skips unknown fields of every wire type", () => {
     const unknown = new BinaryWriter()
       .tag(15, WireType.Varint).uint64(2n ** 60n)
       .tag(16, WireType.Bit32).fixed32(7)
       .tag(17, WireType.Bit64).fixed64(9n)
       .tag(18, WireType.LengthDelimited).bytes(new Uint8Array(1000))
+      .tag(19, WireType.StartGroup).tag(1, WireType.Varint).uint32(5).tag(19, WireType.EndGroup)
       .finish();
     const body = Buffer.concat([unknown, stored(event({ traceContext: { traceparent: TRACEPARENT, tracestate: "" } }), 3)]);
     expectAsDecode(body);
     expect(readTraceContext(body)?.traceparent).toBe(TRACEPARENT);
+  });
+
+  it("stops where decode stops: at an end-group or a zero tag", () => {
+    const traced = Event.encode(event({ traceContext: { traceparent: TRACEPARENT, tracestate: "" } })).finish();
+    for (const stop of [new BinaryWriter().tag(20, WireType.EndGroup).finish(), new Uint8Array([0])]) {
+      const body = Buffer.concat([Event.encode(event({ traceContext: undefined })).finish(), stop, traced]);
+      expectAsDecode(body);
+      expect(readTraceContext(body)).toBeUndefined();
+    }
   });
 
   it("throws on bytes that are not a message, as decode does", () => {

@@ -18,7 +18,8 @@ import { summarize, type Summary } from "./stats.js";
 
 const PROBE = fileURLToPath(new URL("./fsync-probe-main.ts", import.meta.url));
 const DATADIR_FILE = fileURLToPath(new URL("../../../.local/postgres/datadir", import.meta.url));
-const EVERY_MS = 10;
+/** The pause after each sample (so samples are 10 ms plus a flush apart). */
+const PAUSE_MS = 10;
 
 export interface FsyncProbe {
   /**
@@ -44,7 +45,7 @@ export function startFsyncProbe(forMs: number): FsyncProbe | undefined {
   const dir = fsyncProbeDir();
   if (dir === undefined) return undefined;
   const samples = new Promise<Array<[number, number]>>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", PROBE, dir, String(forMs), String(EVERY_MS)], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", PROBE, dir, String(forMs), String(PAUSE_MS)], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
