@@ -23,10 +23,11 @@ export function readTraceContext(body: Uint8Array): TraceContext | undefined {
   let found: TraceContext | undefined;
   while (reader.pos < reader.len) {
     const tag = reader.uint32();
+    const wireType = (tag & 7) as WireType;
     // As in the generated decode: a zero tag or an end-group ends the message.
-    if (tag === 0 || (tag & 7) === WireType.EndGroup) break;
+    if (tag === 0 || wireType === WireType.EndGroup) break;
     if (tag === TRACE_CONTEXT_TAG) found = TraceContext.decode(reader, reader.uint32());
-    else reader.skip(tag & 7, tag >>> 3);
+    else reader.skip(wireType, tag >>> 3);
   }
   return found;
 }
