@@ -7,12 +7,22 @@
  * SQL-only rows split gRPC from database time, and a health Check on the same server, timed in
  * every round, is the floor any call pays on this machine. The fast variants are interleaved round by round so drift and noise hit them alike; the
  * naive read of the 1M session (seconds each) runs afterwards, so its heap churn does not land in
- * the other samples.
+ * the other samples. The garbage-collection pauses of both processes during the interleaved rounds
+ * are printed too (lib/gc-pauses.ts): here they make much of the tail.
  */
 import pg from "pg";
 import type { Event } from "@metaharness/proto";
 import { cpuMeter, type CpuUse } from "./lib/cpu.js";
 import { explain, type PlanSummary } from "./lib/explain.js";
+import {
+  overlapsPause,
+  recordOwnPauses,
+  summarizePauses,
+  tracedPauses,
+  TRACE_GC,
+  type Pause,
+  type PauseSummary,
+} from "./lib/gc-pauses.js";
 import { naiveSlice } from "./lib/naive.js";
 import { bulkEventId, populateSession, type PopulateTimings } from "./lib/populate.js";
 import {
@@ -47,6 +57,8 @@ interface Variant {
   readonly size: number;
   readonly read: Reader;
   readonly samples: number[];
+  /** When each sample began (performance.now()), to match samples with the client's GC pauses. */
+  readonly starts: number[];
 }
 
 function position(size: number): number {
@@ -54,7 +66,7 @@ function position(size: number): number {
 }
 
 /** One timed read, checked (outside the timing) to be the slice asked for. */
-async function sample(v: Variant, sessionId: string): Promise<number> {
+async function sample(v: Variant, sessionId: string): Promise<{ start: number; elapsed: number }> {
   const after = position(v.size);
   const t0 = nowMs();
   const events = await v.read(sessionId, after);
@@ -63,7 +75,7 @@ async function sample(v: Variant, sessionId: string): Promise<number> {
   if (events.length !== SLICE || first?.seq !== after + 1 || (v.size === BIG && first.id !== bulkEventId(after + 1))) {
     throw new Error(`${v.store} on ${v.size} events read ${events.length} events from seq ${first?.seq}`);
   }
-  return elapsed;
+  return { start: t0, elapsed };
 }
 
 async function setUp(bench: BenchLog): Promise<{ big: string; small: string; populate: PopulateTimings }> {
@@ -81,15 +93,17 @@ function variants(bench: BenchLog, pool: pg.Pool): Variant[] {
   const sql: Reader = (sessionId, after) => sqlSlice(pool, sessionId, after, SLICE);
   const naive: Reader = (sessionId, after) => naiveSlice(pool, sessionId, after, SLICE);
   return [BIG, SMALL].flatMap((size) => [
-    { store: "ours (gRPC GetEvents)" as const, size, read: grpc, samples: [] },
-    { store: "ours (SQL only)" as const, size, read: sql, samples: [] },
-    { store: "naive (whole session)" as const, size, read: naive, samples: [] },
+    { store: "ours (gRPC GetEvents)" as const, size, read: grpc, samples: [], starts: [] },
+    { store: "ours (SQL only)" as const, size, read: sql, samples: [], starts: [] },
+    { store: "naive (whole session)" as const, size, read: naive, samples: [], starts: [] },
   ]);
 }
 
 interface Windows {
   readonly fast: CpuUse;
   readonly naiveBig: CpuUse;
+  /** GC pauses of the bench process and of the service during the interleaved fast reads. */
+  readonly pauses: { readonly client: Pause[]; readonly service: Pause[]; readonly ms: number };
 }
 
 /** The transport's floor: a health Check on the same server, timed in the same rounds as the reads. */
@@ -98,37 +112,81 @@ interface Floor {
   readonly samples: number[];
 }
 
-async function measure(
-  all: Variant[],
-  ids: { big: string; small: string },
-  floor: Floor,
-  servicePid: number | undefined,
-): Promise<Windows> {
+async function measure(all: Variant[], ids: { big: string; small: string }, floor: Floor, bench: BenchLog): Promise<Windows> {
   const idOf = (v: Variant): string => (v.size === BIG ? ids.big : ids.small);
   const fast = all.filter((v) => !(v.store === "naive (whole session)" && v.size === BIG));
-  let meter = cpuMeter(servicePid);
+  let meter = cpuMeter(bench.pid);
+  let clientPauses: { stop(): Pause[] } | undefined;
+  let serviceFrom = 0;
+  let measuredFrom = 0;
   for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
-    if (round === WARMUP_ROUNDS) meter = cpuMeter(servicePid);
+    if (round === WARMUP_ROUNDS) {
+      meter = cpuMeter(bench.pid);
+      clientPauses = recordOwnPauses();
+      serviceFrom = bench.output().length;
+      measuredFrom = nowMs();
+    }
     // Rotate the order each round so no variant always runs right after a given other one.
     for (let i = 0; i < fast.length; i++) {
       const v = fast[(round + i) % fast.length];
       if (v === undefined) continue;
-      const elapsed = await sample(v, idOf(v));
-      if (round >= WARMUP_ROUNDS) v.samples.push(elapsed);
+      const { start, elapsed } = await sample(v, idOf(v));
+      if (round >= WARMUP_ROUNDS) {
+        v.samples.push(elapsed);
+        v.starts.push(start);
+      }
     }
     const t0 = nowMs();
     await floor.call();
     if (round >= WARMUP_ROUNDS) floor.samples.push(nowMs() - t0);
   }
   const fastCpu = meter.stop();
+  const pauses = { client: clientPauses?.stop() ?? [], service: tracedPauses(bench.output().slice(serviceFrom)), ms: nowMs() - measuredFrom };
   const naiveBig = all.find((v) => v.store === "naive (whole session)" && v.size === BIG);
   if (naiveBig === undefined) throw new Error("no naive variant");
   for (let i = 0; i < NAIVE_BIG_WARMUP + NAIVE_BIG_SAMPLES; i++) {
-    if (i === NAIVE_BIG_WARMUP) meter = cpuMeter(servicePid);
-    const elapsed = await sample(naiveBig, ids.big);
+    if (i === NAIVE_BIG_WARMUP) meter = cpuMeter(bench.pid);
+    const { elapsed } = await sample(naiveBig, ids.big);
     if (i >= NAIVE_BIG_WARMUP) naiveBig.samples.push(elapsed);
   }
-  return { fast: fastCpu, naiveBig: meter.stop() };
+  return { fast: fastCpu, naiveBig: meter.stop(), pauses };
+}
+
+/** The target: calls slower than it are counted, with how many of them overlapped a pause of the client. */
+const SLOW_MS = 5;
+
+function pauseTables(all: Variant[], pauses: Windows["pauses"]): BenchReport["tables"] {
+  const row = (who: string, s: PauseSummary): Cell[] => [
+    who,
+    s.count,
+    s.scavenges,
+    ms(s.p50),
+    ms(s.p90),
+    ms(s.max),
+    `${s.pausedPercent.toFixed(1)}%`,
+  ];
+  const slow = all
+    .filter((v) => v.store !== "naive (whole session)")
+    .map((v): Cell[] => {
+      const over = v.samples.flatMap((elapsed, i) => (elapsed > SLOW_MS ? [{ start: v.starts[i] ?? 0, elapsed }] : []));
+      const during = over.filter((c) => overlapsPause(c.start, c.elapsed, pauses.client)).length;
+      return [v.store, v.size.toLocaleString("en-US"), v.samples.length, over.length, during];
+    });
+  return [
+    {
+      title: `GC pauses during the interleaved fast reads (${(pauses.ms / 1000).toFixed(1)} s)`,
+      columns: ["process", "pauses", "scavenges", "p50 ms", "p90 ms", "max ms", "time paused"],
+      rows: [
+        row("bench process (client)", summarizePauses(pauses.client, pauses.ms)),
+        row("service (--trace-gc)", summarizePauses(pauses.service, pauses.ms)),
+      ],
+    },
+    {
+      title: `calls over ${SLOW_MS} ms, and how many of them overlapped a GC pause of the client`,
+      columns: ["store", "session events", "n", `over ${SLOW_MS} ms`, "during a client pause"],
+      rows: slow,
+    },
+  ];
 }
 
 function planTable(plan: PlanSummary): BenchReport["tables"][number] {
@@ -185,6 +243,7 @@ function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows
         columns: ["session events", "ours p50", "naive p50", "ratio", "ours p99", "naive p99", "ratio"],
         rows: [compare(BIG), compare(SMALL)],
       },
+      ...pauseTables(all, windows.pauses),
       planTable(plan),
       cpuTable("CPU while measuring", [
         ["interleaved fast reads", windows.fast],
@@ -198,6 +257,7 @@ function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows
       `cost of the log, ours: p50 on 1M / p50 on 100 events = ${ratio(oursBig.p50, oursSmall.p50)}`,
       "naive and SQL-only run over a pg pool in the bench process, without gRPC: that favours the naive store",
       "the service runs as its own process (dist/main.js); the floor row is a grpc.health.v1 Check on its server, one per round: what any unary call pays here",
+      "GC pauses: the client's from perf_hooks (with their times, so a slow call can be matched to one), the service's from its --trace-gc lines (durations only: its clock is not ours, so its share of the slow calls is not counted)",
     ],
     data: {
       summaries,
@@ -205,6 +265,7 @@ function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows
       populate,
       plan,
       windows,
+      pauses: { client: summarizePauses(windows.pauses.client, windows.pauses.ms), service: summarizePauses(windows.pauses.service, windows.pauses.ms) },
       rounds: ROUNDS,
       naiveBigSamples: NAIVE_BIG_SAMPLES,
     },
@@ -215,13 +276,13 @@ export const readBench: Bench = {
   name: "read",
   title: "GetEvents slice vs naive full read",
   async run() {
-    const bench = await startBenchLog({ env: { MH_RELAY_ENABLED: "false" } });
+    const bench = await startBenchLog({ env: { MH_RELAY_ENABLED: "false" }, nodeArgs: [TRACE_GC] });
     const pool = new pg.Pool({ connectionString: bench.dbUrl, max: 2 });
     try {
       const { big, small, populate } = await setUp(bench);
       const all = variants(bench, pool);
       const floor: Floor = { call: () => bench.healthCheck(), samples: [] };
-      const windows = await measure(all, { big, small }, floor, bench.pid);
+      const windows = await measure(all, { big, small }, floor, bench);
       const plan = await explain(pool, SLICE_SQL, [big, MIDDLE_FROM + MIDDLE_SPAN / 2, SLICE + 1]);
       return report(all, floor, populate, windows, plan);
     } finally {
