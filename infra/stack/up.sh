@@ -63,11 +63,17 @@ tls() {
 
 # start <name> <port to wait for> <main.js> [VAR=value...]: a detached process (setsid + nohup:
 # it outlives this script and a Ctrl-C in this terminal; 9>&- keeps no lock fd), then waits until
-# its port accepts connections.
+# its port accepts connections. Node runs with the flags the service's package.json declares
+# ("metaharness": { "nodeFlags" }), as the deploy files start it.
 start() {
   local name=$1 port=$2 main=$3; shift 3
   port_open "$port" && die "port $port (for $name) is taken; set MH_STACK_PORT_BASE / MH_STACK_HTTP_PORT / MH_STACK_MODEL_PORT"
-  (exec nohup setsid env "$@" node "$MH_ROOT/$main" >"$STACK_DIR/logs/$name.log" 2>&1 9>&- </dev/null) &
+  local flags
+  flags=$(node -e 'process.stdout.write((require(process.argv[1]).metaharness?.nodeFlags ?? []).join("\n"))' \
+    "$MH_ROOT/${main%/dist/*}/package.json")
+  local -a node_flags=()
+  [[ -n $flags ]] && mapfile -t node_flags <<<"$flags"
+  (exec nohup setsid env "$@" node "${node_flags[@]}" "$MH_ROOT/$main" >"$STACK_DIR/logs/$name.log" 2>&1 9>&- </dev/null) &
   echo $! >"$STACK_DIR/pids/$name.pid"
   local deadline=$(( $(now_ms) + STACK_START_TIMEOUT * 1000 ))
   until port_open "$port"; do

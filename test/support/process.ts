@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import { nodeFlagsOf } from "./node-flags.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -31,11 +32,12 @@ export async function startProcess(
   app: string,
   env: Record<string, string>,
   ready: (port: number) => Promise<unknown>,
-  /** Flags for node itself (e.g. --cpu-prof, which NODE_OPTIONS does not allow). */
+  /** Flags for node itself besides the service's own (e.g. --cpu-prof, which NODE_OPTIONS does not allow). */
   nodeArgs: readonly string[] = [],
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, `${ROOT}apps/${app}/dist/main.js`], {
+  const main = `apps/${app}/dist/main.js`;
+  const child = spawn(process.execPath, [...nodeFlagsOf(main), ...nodeArgs, `${ROOT}${main}`], {
     env: { PATH: process.env["PATH"] ?? "", ...env, MH_GRPC_PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -4,7 +4,9 @@
  * typed place a service reads them); every secret file it names is mounted and is one that
  * infra/secrets.sh writes; every address it calls names a service that listens there; and the
  * certificate of each service it reaches is valid for the name it is reached by. The Kubernetes
- * objects are also checked against the API's schemas (kubernetes-models).
+ * objects are also checked against the API's schemas (kubernetes-models). Every place that starts
+ * a service (these files, the image's CMD, its package's start script) gives node the flags its
+ * package.json declares (support/node-flags.ts).
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -17,6 +19,7 @@ import { Namespace, Service } from "kubernetes-models/v1";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { configProblems, dnsNames, endpointOf, interpolate, LOADERS } from "../../support/deploy-files.js";
+import { nodeFlagsOf } from "../../support/node-flags.js";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const API_KEY = "mh-deploy-files-test-key-0123456789";
@@ -28,10 +31,11 @@ beforeAll(async () => {
 });
 afterAll(() => rm(secrets, { recursive: true, force: true }));
 
-/** A service as a deploy file describes it: its script, settings and mounted secrets (path in the container -> file here). */
+/** A service as a deploy file describes it: its script, node's flags, settings and mounted secrets (path in the container -> file here). */
 interface Described {
   readonly name: string;
   readonly script: string;
+  readonly flags: readonly string[];
   readonly env: Record<string, string>;
   readonly mounted: ReadonlyMap<string, string>;
 }
@@ -43,6 +47,7 @@ async function checkAll(services: readonly Described[], listens: (host: string, 
   expect(services.map((s) => s.script).sort()).toEqual(Object.keys(LOADERS).sort());
   for (const s of services) {
     expect([s.name, configProblems(s.script, s.env)]).toEqual([s.name, []]);
+    expect([s.name, s.flags]).toEqual([s.name, nodeFlagsOf(s.script)]);
     for (const [key, value] of Object.entries(s.env)) {
       if (value.startsWith("/secrets/")) {
         const file = s.mounted.get(value);
@@ -70,13 +75,14 @@ describe("infra/compose/compose.yaml", () => {
     };
     const services: Described[] = [];
     for (const [name, svc] of Object.entries(doc.services)) {
-      const script = svc.command?.[1];
+      const script = svc.command?.at(-1);
       if (script === undefined) continue;
+      const flags = svc.command?.slice(1, -1) ?? [];
       const env = Object.fromEntries(Object.entries(svc.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), { MH_API_KEY: API_KEY })]));
       const mounted = new Map(
         (svc.secrets ?? []).map((m) => [m.target, join(secrets, (doc.secrets[m.source]?.file ?? "").replace(/^\.\/secrets\//, ""))]),
       );
-      services.push({ name, script, env, mounted });
+      services.push({ name, script, flags, env, mounted });
     }
     const listens = (host: string, port: number): Described | undefined =>
       services.find((s) => s.name === host && [s.env["MH_GRPC_PORT"], s.env["MH_HTTP_PORT"], s.env["MH_REMOTE_HTTP_PORT"], s.env["MH_OFFLINE_MODEL_PORT"]].includes(String(port)));
@@ -122,8 +128,9 @@ describe("infra/k8s", () => {
     for (const o of objects.filter((x): x is Deployment & { metadata: { name: string } } => x.kind === "Deployment")) {
       const pod = o.spec!.template.spec!;
       const container = pod.containers[0]!;
-      const script = container.command?.[1];
+      const script = container.command?.at(-1);
       if (script === undefined) continue;
+      const flags = container.command?.slice(1, -1) ?? [];
       const secretName = pod.volumes?.find((v) => v.secret !== undefined)?.secret?.secretName;
       const keys = secretName === undefined ? new Map<string, string>() : (secretKeys.get(secretName) ?? new Map<string, string>());
       const env: Record<string, string> = container.envFrom === undefined ? {} : { ...common };
@@ -134,7 +141,7 @@ describe("infra/k8s", () => {
           ref === undefined ? (e.value ?? "") : source?.startsWith("literal:") === true ? source.slice(8) : (await readFile(source ?? "/nonexistent", "utf8")).trim();
       }
       const mounted = new Map([...keys].filter(([, f]) => !f.startsWith("literal:")).map(([k, f]) => [`/secrets/${k}`, f]));
-      services.push({ name: o.metadata.name, script, env, mounted });
+      services.push({ name: o.metadata.name, script, flags, env, mounted });
     }
     const k8sServices = objects.filter((o): o is Service & { metadata: { name: string } } => o.kind === "Service");
     const listens = (host: string, port: number): Described | undefined => {
@@ -146,5 +153,20 @@ describe("infra/k8s", () => {
       return (remote ?? declared) === String(port) ? target : undefined;
     };
     await checkAll(services, listens);
+  });
+});
+
+describe("node's flags outside the deploy files", () => {
+  it("are the declared ones in the image's CMD and in every service's start script", async () => {
+    const dockerfile = await readFile(join(ROOT, "infra/docker/Dockerfile"), "utf8");
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)?.[1] ?? "[]") as string[];
+    const script = cmd.at(-1) ?? "";
+    expect([cmd[0], cmd.slice(1, -1)]).toEqual(["node", nodeFlagsOf(script)]);
+    for (const main of Object.keys(LOADERS)) {
+      const dir = main.replace(/\/dist\/main\.js$/, "");
+      const pkg = JSON.parse(await readFile(join(ROOT, dir, "package.json"), "utf8")) as { scripts?: Record<string, string> };
+      const start = pkg.scripts?.["start"];
+      if (start !== undefined) expect([dir, start]).toEqual([dir, ["node", ...nodeFlagsOf(main), "dist/main.js"].join(" ")]);
+    }
   });
 });
