@@ -4,7 +4,7 @@
  */
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
-import { isEventType, isValidSessionId, newSessionId, validateEventForAppend } from "@metaharness/events";
+import { isEventType, isValidSessionId, newSessionId, validateEventForAppend, type ValidatedEvent } from "@metaharness/events";
 import {
   SessionLogService,
   SessionMetadata,
@@ -50,18 +50,21 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
   const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix });
 
-  const prepare = (sessionId: string, event: Event | undefined, field: string): Event => {
+  const prepare = (sessionId: string, event: Event | undefined, field: string): ValidatedEvent => {
     if (event === undefined) throw invalidArgument(field, "required");
     if (event.sessionId !== "" && event.sessionId !== sessionId) {
       throw invalidArgument(`${field}.session_id`, `is ${event.sessionId} but the request is for ${sessionId}`);
     }
-    const valid = validateEventForAppend(event, { maxPayloadBytes: deps.maxPayloadBytes, field });
-    return valid.traceContext?.traceparent ? valid : { ...valid, traceContext: currentTraceContext() };
+    // Encoded once, here, without the fields the log sets: the append adds session_id and
+    // created_at after these bytes and the seq after those (store/append.ts).
+    const traceContext = event.traceContext?.traceparent ? event.traceContext : currentTraceContext();
+    const unset = { ...event, traceContext, sessionId: "", seq: 0, createdAt: undefined };
+    return validateEventForAppend(unset, { maxPayloadBytes: deps.maxPayloadBytes, field });
   };
 
   const append = async (
     sessionId: string,
-    events: Event[],
+    events: ValidatedEvent[],
     expectedSeq: number | undefined,
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
@@ -116,11 +119,12 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
 
     emitEvent: rpc("emitEvent", async (req, ctx) => {
       const sessionId = requireSessionId(req.sessionId);
-      const event = prepare(sessionId, req.event, "event");
-      if (ctx.caller.role === "broker" && !BROKER_EVENT_TYPES.has(event.type)) {
-        throw new MhError("PERMISSION_DENIED", `${ctx.caller.name} (role broker) may not append ${event.type} events`, { field: "event.type" });
+      const valid = prepare(sessionId, req.event, "event");
+      const { type } = valid.event;
+      if (ctx.caller.role === "broker" && !BROKER_EVENT_TYPES.has(type)) {
+        throw new MhError("PERMISSION_DENIED", `${ctx.caller.name} (role broker) may not append ${type} events`, { field: "event.type" });
       }
-      const result = await append(sessionId, [event], req.expectedSeq, req.leaseEpoch);
+      const result = await append(sessionId, [valid], req.expectedSeq, req.leaseEpoch);
       const [stored, body] = [result.events[0], result.bodies[0]];
       if (stored === undefined || body === undefined) throw new MhError("INTERNAL", "the append returned no event");
       return storedEmitEventResponse(stored, body, result.duplicates > 0);
@@ -132,13 +136,13 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       if (req.events.length > MAX_BATCH) throw invalidArgument("events", `at most ${MAX_BATCH} events per batch`);
       const seen = new Map<string, number>();
       const events = req.events.map((e, i) => {
-        const event = prepare(sessionId, e, `events[${i}]`);
-        const first = seen.get(event.id);
+        const valid = prepare(sessionId, e, `events[${i}]`);
+        const first = seen.get(valid.event.id);
         if (first !== undefined) throw invalidArgument(`events[${i}].id`, `repeats events[${first}].id`);
-        seen.set(event.id, i);
-        return event;
+        seen.set(valid.event.id, i);
+        return valid;
       });
-      checkNothingAfterTermination(events);
+      checkNothingAfterTermination(events.map((v) => v.event));
       const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch);
       return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),

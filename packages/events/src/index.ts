@@ -37,6 +37,7 @@ export {
   DEFAULT_MAX_EVENT_BYTES,
   validateEventForAppend,
   type AppendValidationOptions,
+  type ValidatedEvent,
 } from "./validate/append.js";
 export { MAX_INPUT_DEPTH } from "./validate/struct.js";
 export { toManagedAgentsJson } from "./json/to-json.js";

@@ -15,24 +15,31 @@ describe("validateEventForAppend", () => {
   it("accepts a valid event of every type", () => {
     for (const type of EVENT_TYPES) {
       const event = newEvent(type, PAYLOADS[type]);
-      expect(validateEventForAppend(event, opts)).toEqual(event);
+      const out = validateEventForAppend(event, opts);
+      expect(out.event).toEqual(event);
+      expect(Event.decode(out.encoded)).toEqual(event);
     }
   });
 
-  it("derives the type and assigns an id, on a copy", () => {
+  it("derives the type and assigns an id, on a copy, and encodes the result once", () => {
     const event = { ...message(), id: "", type: "" };
-    const out = validateEventForAppend(event, opts);
+    const { event: out, encoded } = validateEventForAppend(event, opts);
     expect(out.type).toBe("user.message");
     expect(out.id).toMatch(/^sevt_[0-9A-Z]{26}$/);
     expect(event.id).toBe("");
-    expect(out.payload).not.toBe(event.payload);
     expect(out.payload).toEqual(event.payload);
+    expect(Event.decode(encoded)).toEqual(out);
+    // The encoding is a snapshot: what the caller changes afterwards is not in it.
+    const before = Buffer.from(encoded);
+    if (event.payload?.$case === "userMessage") event.payload.value.content = [];
+    expect(Buffer.from(encoded)).toEqual(before);
+    expect(Event.decode(encoded)).not.toEqual(out);
   });
 
   it("keeps a client-chosen id and leaves seq, created_at and session_id to the log", () => {
     const createdAt = new Date(0);
     const event = { ...message(), id: "client-1", seq: 9, sessionId: "sesn_x", createdAt };
-    const out = validateEventForAppend(event, opts);
+    const { event: out } = validateEventForAppend(event, opts);
     expect([out.id, out.seq, out.sessionId, out.createdAt]).toEqual(["client-1", 9, "sesn_x", createdAt]);
   });
 
@@ -57,7 +64,7 @@ describe("validateEventForAppend", () => {
   it("refuses an event over the size limit, saying the size and the limit", () => {
     const big = newEvent("user.message", { content: [text("x".repeat(2000))] });
     const size = Event.encode(big).finish().length;
-    expect(validateEventForAppend(big, { maxPayloadBytes: size }).id).toBe(big.id);
+    expect(validateEventForAppend(big, { maxPayloadBytes: size }).event.id).toBe(big.id);
     const err = thrown(() => validateEventForAppend(big, { maxPayloadBytes: size - 1 }));
     expect([err.code, err.field]).toEqual(["INVALID_ARGUMENT", "event.payload"]);
     expect(err.message).toContain(`${size} bytes`);
@@ -77,7 +84,7 @@ describe("validateEventForAppend", () => {
     };
     const toolUse = (input: Record<string, unknown>): Event =>
       newEvent("agent.tool_use", { name: "bash", input, evaluatedPermission: 0, sandboxId: "" });
-    const deepest = validateEventForAppend(toolUse(nested(MAX_INPUT_DEPTH)), opts);
+    const deepest = validateEventForAppend(toolUse(nested(MAX_INPUT_DEPTH)), opts).event;
     expect(Event.decode(Event.encode(deepest).finish())).toEqual(deepest);
     expect(() => Event.decode(Event.encode(toolUse(nested(MAX_INPUT_DEPTH + 1))).finish())).toThrow();
     const field = invalidField(() => validateEventForAppend(toolUse(nested(MAX_INPUT_DEPTH + 1)), opts));

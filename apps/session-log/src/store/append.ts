@@ -10,6 +10,7 @@
  */
 import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
+import type { ValidatedEvent } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
@@ -18,8 +19,11 @@ import { withSeq } from "../stored-wire.js";
 
 export interface AppendRequest {
   readonly sessionId: string;
-  /** Validated events with ids; seq, session_id and created_at are set here. */
-  readonly events: readonly Event[];
+  /**
+   * Validated events with ids, and their encodings, both without session_id, seq and created_at:
+   * those are set here, appended to the encoding (a field that comes later wins when decoded).
+   */
+  readonly events: readonly ValidatedEvent[];
   readonly expectedSeq?: number | undefined;
   readonly leaseEpoch?: number | undefined;
 }
@@ -66,8 +70,15 @@ export async function appendBatch(
 ): Promise<Array<WriteOutcome<AppendResult>>> {
   // Stamped as the batch goes out, within a round trip of its commit.
   const createdAt = new Date();
-  const events = requests.flatMap((r) => r.events.map((e) => ({ ...e, sessionId: r.sessionId, createdAt, seq: 0 })));
-  const encoded = events.map((e) => bytes(Event.encode(e).finish()));
+  const events: Event[] = [];
+  const encoded: Buffer[] = [];
+  for (const r of requests) {
+    const stamp = Event.encode(Event.fromPartial({ sessionId: r.sessionId, createdAt })).finish();
+    for (const v of r.events) {
+      events.push({ ...v.event, sessionId: r.sessionId, createdAt, seq: 0 });
+      encoded.push(Buffer.concat([v.encoded, stamp]));
+    }
+  }
   const { rows } = await db.query<OutcomeRow>(requests.length === 1 ? APPEND_SERIAL_SQL : APPEND_SQL, [
     requests.map((r) => r.sessionId),
     requests.map((r) => r.expectedSeq ?? null),
@@ -155,9 +166,4 @@ function outcomeOf(
 
 function failed(error: Error): WriteOutcome<AppendResult> {
   return { ok: false, error };
-}
-
-/** A Buffer view of the encoder's bytes (pg sends Buffers as bytea), without copying. */
-function bytes(u8: Uint8Array): Buffer {
-  return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
 }

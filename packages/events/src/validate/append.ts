@@ -19,12 +19,24 @@ export interface AppendValidationOptions {
   readonly field?: string;
 }
 
+/** An event that passed the gate, and its encoding. */
+export interface ValidatedEvent {
+  /** The normalized event: a new object, whose payload is still the caller's. */
+  readonly event: Event;
+  /**
+   * `event` encoded when it was validated (the size bound is on these bytes): a snapshot, which
+   * later changes to the caller's objects do not reach, and which the log stores without
+   * encoding the event again.
+   */
+  readonly encoded: Uint8Array;
+}
+
 /**
- * Returns a normalized copy of `event` ready to store: `type` derived from the payload when
- * empty, `id` a fresh "sevt_..." when empty. `seq`, `created_at` and `session_id` are left as
- * they are, for the log to set. Throws MhError INVALID_ARGUMENT naming the offending field.
+ * Normalizes `event` for storing: `type` derived from the payload when empty, `id` a fresh
+ * "sevt_..." when empty. `seq`, `created_at` and `session_id` are left as they are, for the log to
+ * set. Throws MhError INVALID_ARGUMENT naming the offending field.
  */
-export function validateEventForAppend(event: Event, options: AppendValidationOptions): Event {
+export function validateEventForAppend(event: Event, options: AppendValidationOptions): ValidatedEvent {
   const { maxPayloadBytes } = options;
   if (!Number.isSafeInteger(maxPayloadBytes) || maxPayloadBytes <= 0) {
     throw new RangeError(`maxPayloadBytes must be a positive integer, not ${maxPayloadBytes}`);
@@ -54,7 +66,8 @@ export function validateEventForAppend(event: Event, options: AppendValidationOp
   validatePayload(type, payload.value, `${root}.payload.${payloadFieldForType(type)}`);
 
   const normalized: Event = { ...event, type, id: event.id === "" ? newEventId() : event.id };
-  const size = encodedSize(normalized, root);
+  const encoded = encode(normalized, root);
+  const size = encoded.length;
   if (size > maxPayloadBytes) {
     const field = `${root}.payload`;
     throw new MhError(
@@ -63,12 +76,12 @@ export function validateEventForAppend(event: Event, options: AppendValidationOp
       { field, details: { size_bytes: size, limit_bytes: maxPayloadBytes } },
     );
   }
-  return structuredClone(normalized);
+  return { event: normalized, encoded };
 }
 
-function encodedSize(event: Event, root: string): number {
+function encode(event: Event, root: string): Uint8Array {
   try {
-    return Event.encode(event).finish().length;
+    return Event.encode(event).finish();
   } catch (err) {
     throw new MhError("INVALID_ARGUMENT", `${root}: cannot be encoded: ${String(err)}`, { field: root, cause: err });
   }

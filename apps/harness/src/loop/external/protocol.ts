@@ -80,7 +80,7 @@ function parseEmitted(raw: unknown): Event {
     throw fail(`emit.event.type "${type}" cannot be emitted by an agent (agent.message or agent.thinking)`);
   }
   try {
-    return validateEventForAppend(event, { maxPayloadBytes: MAX_EMIT_BYTES, field: "emit.event" });
+    return validateEventForAppend(event, { maxPayloadBytes: MAX_EMIT_BYTES, field: "emit.event" }).event;
   } catch (err) {
     throw fail(MhError.from(err).message);
   }
