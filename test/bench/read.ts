@@ -142,6 +142,8 @@ async function measure(all: Variant[], ids: { big: string; small: string }, floo
   }
   const fastCpu = meter.stop();
   const pauses = { client: clientPauses?.stop() ?? [], service: tracedPauses(bench.output().slice(serviceFrom)), ms: nowMs() - measuredFrom };
+  // Thousands of calls allocate far more than one young generation: no line means the format changed, not no pause.
+  if (pauses.service.length === 0) throw new Error(`no --trace-gc line of the service parsed in ${ROUNDS} rounds (lib/gc-pauses.ts TRACE_LINE)`);
   const naiveBig = all.find((v) => v.store === "naive (whole session)" && v.size === BIG);
   if (naiveBig === undefined) throw new Error("no naive variant");
   for (let i = 0; i < NAIVE_BIG_WARMUP + NAIVE_BIG_SAMPLES; i++) {
