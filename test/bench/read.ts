@@ -165,6 +165,7 @@ function pauseTables(all: Variant[], pauses: Windows["pauses"]): BenchReport["ta
     ms(s.p50),
     ms(s.p90),
     ms(s.max),
+    s.stepsMs.toFixed(0),
     `${s.pausedPercent.toFixed(1)}%`,
   ];
   const slow = all
@@ -177,7 +178,7 @@ function pauseTables(all: Variant[], pauses: Windows["pauses"]): BenchReport["ta
   return [
     {
       title: `GC pauses during the interleaved fast reads (${(pauses.ms / 1000).toFixed(1)} s)`,
-      columns: ["process", "pauses", "scavenges", "p50 ms", "p90 ms", "max ms", "time paused"],
+      columns: ["process", "pauses", "scavenges", "p50 ms", "p90 ms", "max ms", "marking steps ms", "time paused"],
       rows: [
         row("bench process (client)", summarizePauses(pauses.client, pauses.ms)),
         row("service (--trace-gc)", summarizePauses(pauses.service, pauses.ms)),
@@ -266,7 +267,7 @@ function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows
       floor: summarize(floor.samples),
       populate,
       plan,
-      windows,
+      windows: { fast: windows.fast, naiveBig: windows.naiveBig },
       pauses: { client: summarizePauses(windows.pauses.client, windows.pauses.ms), service: summarizePauses(windows.pauses.service, windows.pauses.ms) },
       rounds: ROUNDS,
       naiveBigSamples: NAIVE_BIG_SAMPLES,

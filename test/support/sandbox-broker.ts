@@ -17,6 +17,7 @@ import {
   type SandboxBrokerHandle,
   type StartOptions,
 } from "@metaharness/sandbox-broker";
+import { nodeFlagsOf } from "./node-flags.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 
@@ -105,7 +106,7 @@ export interface BrokerProcess {
 
 /** The broker as its own process (dist/main.js), for tests that kill it; `token` is its client's. */
 export async function spawnBrokerProcess(env: Record<string, string>, token: string): Promise<BrokerProcess> {
-  const child = spawn(process.execPath, [MAIN_JS], {
+  const child = spawn(process.execPath, [...nodeFlagsOf("apps/sandbox-broker/dist/main.js"), MAIN_JS], {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...env, MH_LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],
   });

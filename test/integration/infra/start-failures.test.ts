@@ -6,9 +6,10 @@
  * PostgreSQL only over TLS. After a start, Node's warnings and a crash are log lines too.
  */
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nodeFlagsOf } from "../../support/node-flags.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";
 import { mintDevCerts, type DevCerts } from "../../support/tls.js";
@@ -44,7 +45,8 @@ interface Ended {
  */
 function runMain(main: string | readonly string[], env: Record<string, string>, serving?: { line: RegExp; then: () => Promise<void> }): Promise<Ended> {
   return new Promise((resolve, reject) => {
-    const argv = typeof main === "string" ? [main] : [...main];
+    // A built service's main runs with the node flags it is deployed with (support/node-flags.ts).
+    const argv = typeof main === "string" ? [...nodeFlagsOf(relative(ROOT, main)), main] : [...main];
     const child = spawn(process.execPath, argv, { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";

@@ -75,6 +75,10 @@ export async function appendBatch(
   for (const r of requests) {
     const stamp = Event.encode(Event.fromPartial({ sessionId: r.sessionId, createdAt })).finish();
     for (const v of r.events) {
+      // Appending these to bytes that already held them would merge two created_at messages.
+      if (v.event.sessionId !== "" || v.event.seq !== 0 || v.event.createdAt !== undefined) {
+        throw new MhError("INTERNAL", "an event to append carries session_id, seq or created_at, which the log sets");
+      }
       events.push({ ...v.event, sessionId: r.sessionId, createdAt, seq: 0 });
       encoded.push(Buffer.concat([v.encoded, stamp]));
     }
