@@ -9,9 +9,9 @@ import { readFileSync } from "node:fs";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-/** `main` is the script's path from the repository root, e.g. "apps/session-log/dist/main.js". */
+/** `main` is the script's path, absolute or from the repository root ("apps/session-log/dist/main.js"). */
 export function nodeFlagsOf(main: string): string[] {
-  const dir = main.replace(/\/dist\/[^/]+$/, "");
+  const dir = (main.startsWith(ROOT) ? main.slice(ROOT.length) : main).replace(/\/dist\/[^/]+$/, "");
   const pkg = JSON.parse(readFileSync(`${ROOT}${dir}/package.json`, "utf8")) as { metaharness?: { nodeFlags?: unknown } };
   const flags = pkg.metaharness?.nodeFlags ?? [];
   if (!Array.isArray(flags) || !flags.every((f): f is string => typeof f === "string" && f.startsWith("--"))) {

@@ -106,7 +106,7 @@ export interface BrokerProcess {
 
 /** The broker as its own process (dist/main.js), for tests that kill it; `token` is its client's. */
 export async function spawnBrokerProcess(env: Record<string, string>, token: string): Promise<BrokerProcess> {
-  const child = spawn(process.execPath, [...nodeFlagsOf("apps/sandbox-broker/dist/main.js"), MAIN_JS], {
+  const child = spawn(process.execPath, [...nodeFlagsOf(MAIN_JS), MAIN_JS], {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...env, MH_LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -6,7 +6,7 @@
  * PostgreSQL only over TLS. After a start, Node's warnings and a crash are log lines too.
  */
 import { spawn } from "node:child_process";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nodeFlagsOf } from "../../support/node-flags.js";
@@ -46,7 +46,7 @@ interface Ended {
 function runMain(main: string | readonly string[], env: Record<string, string>, serving?: { line: RegExp; then: () => Promise<void> }): Promise<Ended> {
   return new Promise((resolve, reject) => {
     // A built service's main runs with the node flags it is deployed with (support/node-flags.ts).
-    const argv = typeof main === "string" ? [...nodeFlagsOf(relative(ROOT, main)), main] : [...main];
+    const argv = typeof main === "string" ? [...nodeFlagsOf(main), main] : [...main];
     const child = spawn(process.execPath, argv, { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
