@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
-import { SessionStatus } from "@metaharness/proto";
+import pg from "pg";
+import { Event, SessionStatus } from "@metaharness/proto";
 import { newSession as newSessionOf, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf, userMessage } from "../../support/events.js";
 
@@ -36,6 +37,26 @@ describe("EmitEvent", () => {
     expect(b.event?.createdAt).toBeInstanceOf(Date);
     const { session } = await log.client.getSession({ sessionId });
     expect(session?.lastSeq).toBe(2);
+  });
+
+  it("stores what it answers: a writer's own seq and created_at give way to the log's", async () => {
+    const sessionId = await newSession();
+    // Sub-millisecond nanos are what a merge of two created_at messages would keep from the writer's.
+    const theirs = { ...userMessage("stamped by the writer"), seq: 99, sessionId, createdAt: new Date(Date.UTC(2001, 0, 1, 0, 0, 0, 123)) };
+    const { event: answered } = await log.client.emitEvent({ sessionId, event: theirs });
+    const [listed] = (await log.client.getEvents({ sessionId, position: undefined, limit: 0, types: [] })).events;
+    const db = new pg.Client({ connectionString: log.db.url });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ body: Buffer }>("SELECT body FROM events WHERE session_id = $1", [sessionId]);
+      const stored = Event.decode(rows[0]?.body ?? new Uint8Array());
+      expect([answered?.seq, answered?.sessionId]).toEqual([1, sessionId]);
+      expect(answered?.createdAt?.getUTCFullYear()).toBeGreaterThan(2001);
+      expect(listed).toEqual(answered);
+      expect(stored).toEqual(answered);
+    } finally {
+      await db.end();
+    }
   });
 
   it("returns the first append for a repeated event id and writes nothing", async () => {
