@@ -240,11 +240,13 @@ write_if_changed "$KAFKA_CONF/server.properties" server_properties && conf_chang
 
 # ---- 3. storage, formatted once with a cluster id kept in a file -------------------------------------
 if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
-  if [[ ! -s $KAFKA_CLUSTER_ID_FILE ]]; then
-    # A Kafka Uuid is 16 random bytes in URL-safe base64 without padding (22 characters), what
-    # `kafka-storage random-uuid` prints; made here to save a JVM start.
+  # A Kafka Uuid is 16 random bytes in URL-safe base64 without padding (22 characters), what
+  # `kafka-storage random-uuid` prints; made here to save a JVM start. Like Kafka's randomUuid, it
+  # never starts with "-": the tool's argument parser reads "-t -Xyz..." as a missing value (1 id
+  # in 64 did, and a file holding one from before is remade here, as nothing was formatted with it).
+  while [[ ! -s $KAFKA_CLUSTER_ID_FILE || $(<"$KAFKA_CLUSTER_ID_FILE") == -* ]]; do
     head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$KAFKA_CLUSTER_ID_FILE"
-  fi
+  done
   cluster_id=$(<"$KAFKA_CLUSTER_ID_FILE")
   log "formatting storage $KAFKA_DATA (cluster id $cluster_id)"
   java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$KAFKA_CONF/tools-log4j.properties" \
