@@ -36,7 +36,7 @@ import {
   type Cell,
 } from "./lib/report.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
-import { SLICE_SQL, sqlSlice } from "./lib/slice-sql.js";
+import { SLICE_SQL, sliceParams, sqlSlice } from "./lib/slice-sql.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 
 const BIG = 1_000_000;
@@ -286,7 +286,7 @@ export const readBench: Bench = {
       const all = variants(bench, pool);
       const floor: Floor = { call: () => bench.healthCheck(), samples: [] };
       const windows = await measure(all, { big, small }, floor, bench);
-      const plan = await explain(pool, SLICE_SQL, [big, MIDDLE_FROM + MIDDLE_SPAN / 2, SLICE + 1]);
+      const plan = await explain(pool, SLICE_SQL, sliceParams(big, MIDDLE_FROM + MIDDLE_SPAN / 2, SLICE));
       return report(all, floor, populate, windows, plan);
     } finally {
       await pool.end();

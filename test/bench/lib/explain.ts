@@ -31,7 +31,7 @@ interface ExplainRow {
   "QUERY PLAN": Array<{ Plan: PlanNode; "Planning Time": number; "Execution Time": number }>;
 }
 
-const SHOWN = /Join|Nested Loop|Sort|Limit|Scan|Aggregate|Gather/;
+const SHOWN = /Join|Nested Loop|Sort|Limit|Scan|Aggregate|WindowAgg|Gather/;
 
 function flatten(node: PlanNode, out: PlanNode[]): PlanNode[] {
   if (SHOWN.test(node["Node Type"])) out.push(node);

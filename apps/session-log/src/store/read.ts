@@ -1,7 +1,8 @@
 /**
  * Positional reads. Every slice is one index range scan on (session_id, seq) (or
- * (session_id, type, seq) when filtered by type) bounded by LIMIT, so reading 100 events costs the
- * same in a session of 100 events as in one of a million. The session's head comes back from the
+ * (session_id, type, seq) when filtered by type) bounded by LIMIT and a byte budget
+ * (MAX_SLICE_BYTES), so reading 100 events costs the same in a session of 100 events as in one
+ * of a million. The session's head comes back from the
  * same statement, so callers see a consistent snapshot of "what exists up to last_seq". Bodies
  * are stored exactly as served, so GetEvents sends them without decoding (readStoredSlice).
  */
@@ -11,6 +12,15 @@ import { notFound } from "./sessions.js";
 
 export const MAX_SLICE = 1000;
 export const DEFAULT_SLICE = 100;
+/**
+ * The most event bytes one slice carries: a slice stops before the event that would take it
+ * over (has_more tells the rest), but always holds at least one. Why: 1000 events of up to the
+ * payload limit each would make a response of a gigabyte, and a client's receive limit (gRPC's
+ * default is 4 MiB) would refuse it every time it asked, so a reader paging through a log with
+ * large tool results would be stuck at that slice. 8 KiB under 4 MiB leaves room for the
+ * framing of 1000 events and the response's other fields.
+ */
+export const MAX_SLICE_BYTES = 4 * 1024 * 1024 - 8 * 1024;
 
 /** What a slice says of its session, read in the same statement as its events. */
 export interface SliceHead {
@@ -44,6 +54,8 @@ interface SliceRow {
   last_seq: string;
   status: SessionStatus;
   body: Uint8Array | null;
+  /** How many events the LIMIT fetched, before the byte budget cut them. */
+  fetched: string | null;
 }
 
 export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice> {
@@ -51,29 +63,46 @@ export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice
   return { events: bodies.map((b) => Event.decode(b)), ...head };
 }
 
-export async function readStoredSlice(db: Queryable, req: SliceRequest): Promise<StoredSlice> {
-  const forward = req.direction === "after";
-  const typeFilter = req.types.length > 0 ? "AND e.type = ANY($4::text[])" : "";
-  const params: unknown[] = [req.sessionId, req.position, req.limit + 1];
-  if (req.types.length > 0) params.push(req.types);
-  const { rows } = await db.query<SliceRow>(
-    `SELECT s.last_seq, s.status, e.body
+/**
+ * The slice statement: $1 session id, $2 the exclusive bound, $3 limit + 1 (the extra row tells
+ * has_more), $4 MAX_SLICE_BYTES, and with `typed` $5 the types. The byte budget is applied in the
+ * database over the LIMIT's rows in the order read, so the bodies beyond it are never sent
+ * (octet_length reads a TOASTed body's size, not the body). Exported for the benchmarks.
+ */
+export function sliceStatement(direction: SliceRequest["direction"], typed: boolean): string {
+  const order = direction === "after" ? "ASC" : "DESC";
+  return `SELECT s.last_seq, s.status, e.body, e.fetched
        FROM sessions s
        LEFT JOIN LATERAL (
-         SELECT e.body, e.seq FROM events e
-          WHERE e.session_id = s.session_id AND e.seq ${forward ? ">" : "<"} $2 ${typeFilter}
-          ORDER BY e.seq ${forward ? "ASC" : "DESC"}
-          LIMIT $3
+         SELECT w.body, w.seq, w.fetched FROM (
+           SELECT e.body, e.seq, count(*) OVER () AS fetched,
+                  row_number() OVER (ORDER BY e.seq ${order}) AS n,
+                  sum(octet_length(e.body)) OVER (ORDER BY e.seq ${order} ROWS UNBOUNDED PRECEDING) AS upto
+             FROM (
+               SELECT e.body, e.seq FROM events e
+                WHERE e.session_id = s.session_id AND e.seq ${direction === "after" ? ">" : "<"} $2
+                      ${typed ? "AND e.type = ANY($5::text[])" : ""}
+                ORDER BY e.seq ${order}
+                LIMIT $3
+             ) e
+         ) w
+          WHERE w.n = 1 OR w.upto <= $4
        ) e ON true
       WHERE s.session_id = $1
-      ORDER BY e.seq ${forward ? "ASC" : "DESC"}`,
-    params,
-  );
+      ORDER BY e.seq ${order}`;
+}
+
+export async function readStoredSlice(db: Queryable, req: SliceRequest): Promise<StoredSlice> {
+  const typed = req.types.length > 0;
+  const params: unknown[] = [req.sessionId, req.position, req.limit + 1, MAX_SLICE_BYTES];
+  if (typed) params.push(req.types);
+  const { rows } = await db.query<SliceRow>(sliceStatement(req.direction, typed), params);
   const first = rows[0];
   if (first === undefined) throw notFound(req.sessionId);
   const bodies = rows.flatMap((r) => (r.body === null ? [] : [r.body]));
-  const hasMore = bodies.length > req.limit;
   const page = bodies.slice(0, req.limit);
-  if (!forward) page.reverse();
+  // Beyond the page lie the LIMIT's extra row, or the rows the byte budget left out.
+  const hasMore = Number(first.fetched ?? 0) > page.length;
+  if (req.direction === "before") page.reverse();
   return { bodies: page, lastSeq: Number(first.last_seq), hasMore, status: first.status };
 }

@@ -1,0 +1,82 @@
+/**
+ * A slice carries at most MAX_SLICE_BYTES of events (4 MiB less 8 KiB): one of 100 large events
+ * would otherwise exceed any client's receive limit (gRPC's default is 4 MiB) on every try, and a
+ * reader paging through the log would be stuck there. It stops before the event that would take
+ * it over, with has_more set, both ways, and always holds at least one event, however large.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Event, GetEventsResponse } from "@metaharness/proto";
+import { MAX_SLICE_BYTES } from "@metaharness/session-log";
+import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
+import { agentMessage, textOf } from "../../support/events.js";
+
+const GRPC_DEFAULT_RECEIVE_LIMIT = 4 * 1024 * 1024;
+const LARGE = 900 * 1024;
+/** Over MAX_SLICE_BYTES alone, as a log configured for payloads this large can hold. */
+const HUGE = 5 * 1024 * 1024;
+
+let log: TestLog;
+let sessionId: string;
+/** Each event's text, by seq - 1: one small, 9 large, one huge, one small. */
+const texts = ["first", ...Array.from({ length: 9 }, (_, i) => `${i}`.repeat(LARGE)), "h".repeat(HUGE), "last"];
+
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false", MH_MAX_PAYLOAD_BYTES: String(6 * 1024 * 1024) });
+  sessionId = await newSession(log.client);
+  // Several calls: a request is at most 16 MiB.
+  for (const batch of [texts.slice(0, 5), texts.slice(5, 10), texts.slice(10)]) {
+    await log.client.emitEvents({ sessionId, events: batch.map((t) => agentMessage(t)) });
+  }
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+const read = (position: { $case: "afterSeq" | "beforeSeq"; value: number }): Promise<GetEventsResponse> =>
+  log.client.getEvents({ sessionId, position, limit: 100, types: [] });
+const seqs = (events: Event[]): number[] => events.map((e) => e.seq);
+
+describe("a slice's byte budget", () => {
+  it("cuts a forward slice before the event that would take it over, and paging reads every event once, in order", async () => {
+    const first = await read({ $case: "afterSeq", value: 0 });
+    expect(seqs(first.events)).toEqual([1, 2, 3, 4, 5]);
+    expect(first.hasMore).toBe(true);
+    expect(GetEventsResponse.encode(first).finish().length).toBeLessThanOrEqual(GRPC_DEFAULT_RECEIVE_LIMIT);
+
+    const seen: Event[] = [];
+    let after = 0;
+    for (let page = 0; page < 20; page++) {
+      const r = await read({ $case: "afterSeq", value: after });
+      seen.push(...r.events);
+      after = r.events.at(-1)?.seq ?? after;
+      if (!r.hasMore) break;
+    }
+    expect(seqs(seen)).toEqual(texts.map((_, i) => i + 1));
+    expect(seen.map(textOf)).toEqual(texts);
+  });
+
+  it("cuts a backward slice keeping the events nearest before_seq", async () => {
+    const r = await read({ $case: "beforeSeq", value: 11 });
+    expect(seqs(r.events)).toEqual([7, 8, 9, 10]);
+    expect(r.hasMore).toBe(true);
+    expect(GetEventsResponse.encode(r).finish().length).toBeLessThanOrEqual(GRPC_DEFAULT_RECEIVE_LIMIT);
+  });
+
+  it("holds one event larger than the budget alone, both ways", async () => {
+    const forward = await read({ $case: "afterSeq", value: 10 });
+    expect(seqs(forward.events)).toEqual([11]);
+    expect(forward.hasMore).toBe(true);
+    const backward = await read({ $case: "beforeSeq", value: 12 });
+    expect(seqs(backward.events)).toEqual([11]);
+    expect(backward.hasMore).toBe(true);
+    expect(textOf(forward.events[0])).toHaveLength(HUGE);
+  });
+
+  it("fills the budget: a cut slice's events fit in it, and with the next event they would not", async () => {
+    const r = await read({ $case: "afterSeq", value: 0 });
+    const next = await read({ $case: "afterSeq", value: 5 });
+    const bytes = (events: Event[]): number => events.reduce((n, e) => n + Event.encode(e).finish().length, 0);
+    expect(bytes(r.events)).toBeLessThanOrEqual(MAX_SLICE_BYTES);
+    expect(bytes([...r.events, ...next.events.slice(0, 1)])).toBeGreaterThan(MAX_SLICE_BYTES);
+  });
+});
