@@ -54,8 +54,6 @@ interface SliceRow {
   last_seq: string;
   status: SessionStatus;
   body: Uint8Array | null;
-  /** How many events the LIMIT fetched, before the byte budget cut them. */
-  fetched: string | null;
 }
 
 export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice> {
@@ -65,28 +63,29 @@ export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice
 
 /**
  * The slice statement: $1 session id, $2 the exclusive bound, $3 limit + 1 (the extra row tells
- * has_more), $4 MAX_SLICE_BYTES, and with `typed` $5 the types. The byte budget is applied in the
- * database over the LIMIT's rows in the order read, so the bodies beyond it are never sent
- * (octet_length reads a TOASTed body's size, not the body). Exported for the benchmarks.
+ * has_more), $4 MAX_SLICE_BYTES, and with `typed` $5 the types. One row per event the LIMIT
+ * fetched, in the order read, whose body is null once the running sum of sizes passes the budget
+ * (never the first's); one row with a null body when there are none. The budget is applied in the
+ * database so the bodies beyond it are never sent, and octet_length reads a TOASTed body's size,
+ * not the body. Measured against the statement without it (alternated, 100-event slices of a
+ * 200k-event session): 0.80 against 0.67 ms at the median, 2.05 against 1.77-1.88 ms at p99.
+ * Exported for the benchmarks.
  */
 export function sliceStatement(direction: SliceRequest["direction"], typed: boolean): string {
   const order = direction === "after" ? "ASC" : "DESC";
-  return `SELECT s.last_seq, s.status, e.body, e.fetched
+  return `SELECT s.last_seq, s.status, e.body
        FROM sessions s
        LEFT JOIN LATERAL (
-         SELECT w.body, w.seq, w.fetched FROM (
-           SELECT e.body, e.seq, count(*) OVER () AS fetched,
-                  row_number() OVER (ORDER BY e.seq ${order}) AS n,
-                  sum(octet_length(e.body)) OVER (ORDER BY e.seq ${order} ROWS UNBOUNDED PRECEDING) AS upto
-             FROM (
-               SELECT e.body, e.seq FROM events e
-                WHERE e.session_id = s.session_id AND e.seq ${direction === "after" ? ">" : "<"} $2
-                      ${typed ? "AND e.type = ANY($5::text[])" : ""}
-                ORDER BY e.seq ${order}
-                LIMIT $3
-             ) e
-         ) w
-          WHERE w.n = 1 OR w.upto <= $4
+         SELECT e.seq,
+                CASE WHEN row_number() OVER w = 1 OR sum(octet_length(e.body)) OVER w <= $4 THEN e.body END AS body
+           FROM (
+             SELECT e.body, e.seq FROM events e
+              WHERE e.session_id = s.session_id AND e.seq ${direction === "after" ? ">" : "<"} $2
+                    ${typed ? "AND e.type = ANY($5::text[])" : ""}
+              ORDER BY e.seq ${order}
+              LIMIT $3
+           ) e
+         WINDOW w AS (ORDER BY e.seq ${order} ROWS UNBOUNDED PRECEDING)
        ) e ON true
       WHERE s.session_id = $1
       ORDER BY e.seq ${order}`;
@@ -99,10 +98,13 @@ export async function readStoredSlice(db: Queryable, req: SliceRequest): Promise
   const { rows } = await db.query<SliceRow>(sliceStatement(req.direction, typed), params);
   const first = rows[0];
   if (first === undefined) throw notFound(req.sessionId);
+  // The first event is always kept, so a null first body means no event; past the budget the
+  // bodies are null to the end.
+  const fetched = first.body === null ? 0 : rows.length;
   const bodies = rows.flatMap((r) => (r.body === null ? [] : [r.body]));
   const page = bodies.slice(0, req.limit);
   // Beyond the page lie the LIMIT's extra row, or the rows the byte budget left out.
-  const hasMore = Number(first.fetched ?? 0) > page.length;
+  const hasMore = fetched > page.length;
   if (req.direction === "before") page.reverse();
   return { bodies: page, lastSeq: Number(first.last_seq), hasMore, status: first.status };
 }
