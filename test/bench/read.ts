@@ -11,7 +11,8 @@
  * are printed too (lib/gc-pauses.ts): here they make much of the tail.
  */
 import pg from "pg";
-import type { Event } from "@metaharness/proto";
+import type { Db } from "@metaharness/db";
+import { GetEventsRequest, GetEventsResponse, SessionLogService, type Event } from "@metaharness/proto";
 import { cpuMeter, type CpuUse } from "./lib/cpu.js";
 import { explain, type PlanSummary } from "./lib/explain.js";
 import {
@@ -35,8 +36,10 @@ import {
   type BenchReport,
   type Cell,
 } from "./lib/report.js";
+import { HEALTH_CHECK } from "./lib/health-method.js";
+import { startRawCall, type RawCall } from "./lib/rawcall.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
-import { SLICE_SQL, sliceParams, sqlSlice } from "./lib/slice-sql.js";
+import { serviceDb, SLICE_SQL, sliceParams, sqlSlice } from "./lib/slice-sql.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 
 const BIG = 1_000_000;
@@ -50,10 +53,14 @@ const ROUNDS = 2_000;
 const NAIVE_BIG_WARMUP = 1;
 const NAIVE_BIG_SAMPLES = 5;
 
-type Reader = (sessionId: string, afterSeq: number) => Promise<Event[]>;
+/** A slice read; `elapsedMs` when the reader times the call itself (another process's clock). */
+type Reader = (sessionId: string, afterSeq: number) => Promise<{ events: Event[]; elapsedMs?: number }>;
+
+const GO_GETEVENTS = "ours (gRPC GetEvents, Go client)";
+const GET_EVENTS = SessionLogService.getEvents.path;
 
 interface Variant {
-  readonly store: "ours (gRPC GetEvents)" | "ours (SQL only)" | "naive (whole session)";
+  readonly store: "ours (gRPC GetEvents)" | typeof GO_GETEVENTS | "ours (SQL only)" | "naive (whole session)";
   readonly size: number;
   readonly read: Reader;
   readonly samples: number[];
@@ -69,8 +76,8 @@ function position(size: number): number {
 async function sample(v: Variant, sessionId: string): Promise<{ start: number; elapsed: number }> {
   const after = position(v.size);
   const t0 = nowMs();
-  const events = await v.read(sessionId, after);
-  const elapsed = nowMs() - t0;
+  const { events, elapsedMs } = await v.read(sessionId, after);
+  const elapsed = elapsedMs ?? nowMs() - t0;
   const first = events[0];
   if (events.length !== SLICE || first?.seq !== after + 1 || (v.size === BIG && first.id !== bulkEventId(after + 1))) {
     throw new Error(`${v.store} on ${v.size} events read ${events.length} events from seq ${first?.seq}`);
@@ -86,14 +93,20 @@ async function setUp(bench: BenchLog): Promise<{ big: string; small: string; pop
   return { big, small, populate };
 }
 
-function variants(bench: BenchLog, pool: pg.Pool): Variant[] {
-  const grpc: Reader = async (sessionId, after) =>
-    (await bench.client.getEvents({ sessionId, position: { $case: "afterSeq", value: after }, limit: SLICE, types: [] }))
-      .events;
-  const sql: Reader = (sessionId, after) => sqlSlice(pool, sessionId, after, SLICE);
-  const naive: Reader = (sessionId, after) => naiveSlice(pool, sessionId, after, SLICE);
+function variants(bench: BenchLog, pool: pg.Pool, db: Db, rawCall: RawCall): Variant[] {
+  const request = (sessionId: string, after: number): GetEventsRequest =>
+    GetEventsRequest.fromPartial({ sessionId, position: { $case: "afterSeq", value: after }, limit: SLICE });
+  const grpc: Reader = async (sessionId, after) => ({ events: (await bench.client.getEvents(request(sessionId, after))).events });
+  // Timed by rawcall from send to the response's last byte; decoded here afterwards, for the check.
+  const go: Reader = async (sessionId, after) => {
+    const { elapsedMs, response } = await rawCall.call(GET_EVENTS, GetEventsRequest.encode(request(sessionId, after)).finish());
+    return { events: GetEventsResponse.decode(response).events, elapsedMs };
+  };
+  const sql: Reader = async (sessionId, after) => ({ events: await sqlSlice(db, sessionId, after, SLICE) });
+  const naive: Reader = async (sessionId, after) => ({ events: await naiveSlice(pool, sessionId, after, SLICE) });
   return [BIG, SMALL].flatMap((size) => [
     { store: "ours (gRPC GetEvents)" as const, size, read: grpc, samples: [], starts: [] },
+    { store: GO_GETEVENTS, size, read: go, samples: [], starts: [] },
     { store: "ours (SQL only)" as const, size, read: sql, samples: [], starts: [] },
     { store: "naive (whole session)" as const, size, read: naive, samples: [], starts: [] },
   ]);
@@ -108,11 +121,24 @@ interface Windows {
 
 /** The transport's floor: a health Check on the same server, timed in the same rounds as the reads. */
 interface Floor {
-  readonly call: () => Promise<void>;
+  readonly label: string;
+  /** Resolves with the call's time when the caller timed it in another process. */
+  readonly call: () => Promise<number | undefined>;
   readonly samples: number[];
 }
 
-async function measure(all: Variant[], ids: { big: string; small: string }, floor: Floor, bench: BenchLog): Promise<Windows> {
+function floors(bench: BenchLog, rawCall: RawCall): Floor[] {
+  return [
+    { label: "floor: health Check, same server", call: async () => void (await bench.healthCheck()), samples: [] },
+    {
+      label: "floor: health Check, same server, Go client",
+      call: async () => (await rawCall.call(HEALTH_CHECK.check.path, new Uint8Array())).elapsedMs,
+      samples: [],
+    },
+  ];
+}
+
+async function measure(all: Variant[], ids: { big: string; small: string }, floors: Floor[], bench: BenchLog): Promise<Windows> {
   const idOf = (v: Variant): string => (v.size === BIG ? ids.big : ids.small);
   const fast = all.filter((v) => !(v.store === "naive (whole session)" && v.size === BIG));
   let meter = cpuMeter(bench.pid);
@@ -136,9 +162,11 @@ async function measure(all: Variant[], ids: { big: string; small: string }, floo
         v.starts.push(start);
       }
     }
-    const t0 = nowMs();
-    await floor.call();
-    if (round >= WARMUP_ROUNDS) floor.samples.push(nowMs() - t0);
+    for (const floor of floors) {
+      const t0 = nowMs();
+      const elapsed = (await floor.call()) ?? nowMs() - t0;
+      if (round >= WARMUP_ROUNDS) floor.samples.push(elapsed);
+    }
   }
   const fastCpu = meter.stop();
   const pauses = { client: clientPauses?.stop() ?? [], service: tracedPauses(bench.output().slice(serviceFrom)), ms: nowMs() - measuredFrom };
@@ -200,7 +228,7 @@ function planTable(plan: PlanSummary): BenchReport["tables"][number] {
   };
 }
 
-function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows: Windows, plan: PlanSummary): BenchReport {
+function report(all: Variant[], floors: Floor[], populate: PopulateTimings, windows: Windows, plan: PlanSummary): BenchReport {
   const summaries = all.map((v) => ({ store: v.store, size: v.size, latency: summarize(v.samples) }));
   const find = (store: Variant["store"], size: number): Summary =>
     summaries.find((s) => s.store === store && s.size === size)?.latency ?? summarize([]);
@@ -238,7 +266,7 @@ function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows
         columns: ["store", "session events", ...LATENCY_COLUMNS],
         rows: [
           ...summaries.map((s) => [s.store, s.size.toLocaleString("en-US"), ...latencyCells(s.latency)]),
-          ["floor: health Check, same server", "-", ...latencyCells(summarize(floor.samples))],
+          ...floors.map((f) => [f.label, "-", ...latencyCells(summarize(f.samples))]),
         ],
       },
       {
@@ -253,18 +281,21 @@ function report(all: Variant[], floor: Floor, populate: PopulateTimings, windows
         ["naive reads of the 1M session", windows.naiveBig],
       ]),
     ],
-    checks: [atMost("GetEvents p99, 1M-event session", oursBig.p99, SLOW_MS, "ms")],
+    checks: [
+      atMost("GetEvents p99, 1M-event session", oursBig.p99, SLOW_MS, "ms"),
+      atMost("GetEvents p99, 1M-event session, from a Go client", find(GO_GETEVENTS, BIG).p99, SLOW_MS, "ms"),
+    ],
     notes: [
       `1M session: after_seq uniform in ${MIDDLE_FROM}..${MIDDLE_FROM + MIDDLE_SPAN}; 100-event session: after_seq 0`,
       `${ROUNDS} interleaved rounds after ${WARMUP_ROUNDS} warm-up; naive on 1M: ${NAIVE_BIG_SAMPLES} samples after ${NAIVE_BIG_WARMUP} warm-up (its p99 is its max)`,
       `cost of the log, ours: p50 on 1M / p50 on 100 events = ${ratio(oursBig.p50, oursSmall.p50)}`,
-      "naive and SQL-only run over a pg pool in the bench process, without gRPC: that favours the naive store",
+      "naive and SQL-only run in the bench process, without gRPC (that favours the naive store); SQL-only is the service's own read on its kind of pool (prepared statements), the naive read a plain pg query",
       "the service runs as its own process (dist/main.js); the floor row is a grpc.health.v1 Check on its server, one per round: what any unary call pays here",
       "GC pauses: the client's from perf_hooks (with their times, so a slow call can be matched to one), the service's from its --trace-gc lines (durations only: its clock is not ours, so its share of the slow calls is not counted)",
     ],
     data: {
       summaries,
-      floor: summarize(floor.samples),
+      floors: floors.map((f) => ({ label: f.label, latency: summarize(f.samples) })),
       populate,
       plan,
       windows: { fast: windows.fast, naiveBig: windows.naiveBig },
@@ -281,15 +312,20 @@ export const readBench: Bench = {
   async run() {
     const bench = await startBenchLog({ env: { MH_RELAY_ENABLED: "false" }, nodeArgs: [TRACE_GC] });
     const pool = new pg.Pool({ connectionString: bench.dbUrl, max: 2 });
+    const db = serviceDb(bench.dbUrl, 1);
+    let rawCall: RawCall | undefined;
     try {
+      rawCall = await startRawCall(bench.address, bench.bearerToken);
       const { big, small, populate } = await setUp(bench);
-      const all = variants(bench, pool);
-      const floor: Floor = { call: () => bench.healthCheck(), samples: [] };
-      const windows = await measure(all, { big, small }, floor, bench);
+      const all = variants(bench, pool, db, rawCall);
+      const floorCalls = floors(bench, rawCall);
+      const windows = await measure(all, { big, small }, floorCalls, bench);
       const plan = await explain(pool, SLICE_SQL, sliceParams(big, MIDDLE_FROM + MIDDLE_SPAN / 2, SLICE));
-      return report(all, floor, populate, windows, plan);
+      return report(all, floorCalls, populate, windows, plan);
     } finally {
+      await rawCall?.stop();
       await pool.end();
+      await db.end();
       await bench.stop();
     }
   },

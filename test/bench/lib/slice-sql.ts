@@ -1,11 +1,12 @@
 /**
- * Our slice statement without gRPC: the service's own (forward, no type filter), run directly to
- * split a GetEvents latency into database time and RPC time, and EXPLAINed to show the plan is a
- * bounded index range scan.
+ * Our slice without gRPC: the service's own read (store/read.ts) on the service's own kind of
+ * connection pool (@metaharness/db: named prepared statements), run from the bench process to
+ * split a GetEvents latency into database time and RPC time; its statement is EXPLAINed to show
+ * the plan is a bounded index range scan.
  */
-import type { Pool } from "pg";
+import { createPgDb, type Db } from "@metaharness/db";
 import { Event } from "@metaharness/proto";
-import { MAX_SLICE_BYTES, sliceStatement } from "@metaharness/session-log";
+import { MAX_SLICE_BYTES, readStoredSlice, sliceStatement } from "@metaharness/session-log";
 
 export const SLICE_SQL = sliceStatement("after", false);
 
@@ -14,8 +15,13 @@ export function sliceParams(sessionId: string, afterSeq: number, limit: number):
   return [sessionId, afterSeq, limit + 1, MAX_SLICE_BYTES];
 }
 
-/** The slice as store/read.ts reads it, decoded. */
-export async function sqlSlice(pool: Pool, sessionId: string, afterSeq: number, limit: number): Promise<Event[]> {
-  const { rows } = await pool.query<{ body: Buffer | null }>(SLICE_SQL, sliceParams(sessionId, afterSeq, limit));
-  return rows.slice(0, limit).flatMap((r) => (r.body === null ? [] : [Event.decode(r.body)]));
+/** A pool of `size` connections as the service opens them. */
+export function serviceDb(url: string, size: number): Db {
+  return createPgDb(url, size, (err) => console.error(`bench: an idle connection failed: ${err.message}`));
+}
+
+/** The slice as the service reads it, decoded. */
+export async function sqlSlice(db: Db, sessionId: string, afterSeq: number, limit: number): Promise<Event[]> {
+  const slice = await readStoredSlice(db, { sessionId, direction: "after", position: afterSeq, limit, types: [] });
+  return slice.bodies.map((b) => Event.decode(b));
 }
