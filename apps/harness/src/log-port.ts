@@ -58,15 +58,19 @@ export class LogPort {
     }
   }
 
-  /** A positional slice, for the windowed context strategy's re-read tool. */
-  async slice(position: { afterSeq: number } | { beforeSeq: number }, limit: number, types: string[] = []): Promise<Event[]> {
+  /** A positional slice, for the windowed context strategy's re-read tool; `hasMore` as the log says. */
+  async slice(
+    position: { afterSeq: number } | { beforeSeq: number },
+    limit: number,
+    types: string[] = [],
+  ): Promise<{ events: Event[]; hasMore: boolean }> {
     const page = await this.client.getEvents({
       sessionId: this.sessionId,
       position: "afterSeq" in position ? { $case: "afterSeq", value: position.afterSeq } : { $case: "beforeSeq", value: position.beforeSeq },
       limit,
       types,
     });
-    return page.events;
+    return { events: page.events, hasMore: page.hasMore };
   }
 
   /**

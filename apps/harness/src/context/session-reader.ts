@@ -110,10 +110,11 @@ export function renderEvent(event: Event): string {
 }
 
 /**
- * Renders a page of events within MAX_OUTPUT_CHARS, with a footer saying how to go on. `full`:
- * the log returned as many events as asked for, so there may be more in the read's direction.
+ * Renders a page of events within MAX_OUTPUT_CHARS, with a footer saying how to go on. `more`:
+ * the log holds more events in the read's direction (its has_more: a slice can also end short of
+ * the limit, at the log's byte budget).
  */
-export function renderPage(events: readonly Event[], backward: boolean, full: boolean): string {
+export function renderPage(events: readonly Event[], backward: boolean, more: boolean): string {
   if (events.length === 0) return "(no events in that range)";
   const lines: string[] = [];
   let size = 0;
@@ -127,8 +128,8 @@ export function renderPage(events: readonly Event[], backward: boolean, full: bo
   const last = events[lines.length - 1]!.seq;
   if (lines.length < events.length) {
     lines.push(`(output cut at ${MAX_OUTPUT_CHARS} characters: continue with {"after_seq": ${last}})`);
-  } else if (full) {
-    lines.push(backward ? `(earlier events may exist: {"before_seq": ${first}})` : `(more events may follow: {"after_seq": ${last}})`);
+  } else if (more) {
+    lines.push(backward ? `(earlier events exist: {"before_seq": ${first}})` : `(more events follow: {"after_seq": ${last}})`);
   }
   return lines.join("\n");
 }
@@ -139,10 +140,11 @@ export async function readSessionEvents(input: Record<string, unknown>, log: Log
   if (typeof req === "string") return { output: `invalid input: ${req}`, isError: true };
   const { afterSeq, beforeSeq, limit, types } = req;
   if (afterSeq === undefined && beforeSeq !== undefined) {
-    const events = await log.slice({ beforeSeq }, limit, types);
-    return { output: renderPage(events, true, events.length >= limit), isError: false };
+    const { events, hasMore } = await log.slice({ beforeSeq }, limit, types);
+    return { output: renderPage(events, true, hasMore), isError: false };
   }
   const fetched = await log.slice({ afterSeq: afterSeq ?? 0 }, limit, types);
-  const events = beforeSeq === undefined ? fetched : fetched.filter((e) => e.seq < beforeSeq);
-  return { output: renderPage(events, false, events.length === fetched.length && fetched.length >= limit), isError: false };
+  const events = beforeSeq === undefined ? fetched.events : fetched.events.filter((e) => e.seq < beforeSeq);
+  // Events cut by before_seq mean the range was read to its end.
+  return { output: renderPage(events, false, events.length === fetched.events.length && fetched.hasMore), isError: false };
 }

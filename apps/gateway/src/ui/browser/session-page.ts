@@ -128,10 +128,14 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
   const enrich = (): void => {
     if (enriching || unenriched.length === 0) return;
     enriching = true;
-    const after = Math.min(...unenriched) - 1;
-    unenriched.length = 0;
-    void getJson<UiEventSlice>(`${uiEvents}${query({ after_seq: after, limit: 1000 })}`)
-      .then((s) => s.data.forEach((e) => timeline.enrich(e)))
+    const batch = unenriched.splice(0);
+    void getJson<UiEventSlice>(`${uiEvents}${query({ after_seq: Math.min(...batch) - 1, limit: 1000 })}`)
+      .then((s) => {
+        s.data.forEach((e) => timeline.enrich(e));
+        // A slice can end early (at the log's 4 MiB budget): what lies beyond goes in the next batch.
+        const last = s.data.at(-1)?.seq;
+        if (s.has_more && last !== undefined) unenriched.push(...batch.filter((seq) => seq > last));
+      })
       .catch(() => undefined) // links are a convenience; the next batch tries again
       .finally(() => {
         enriching = false;
