@@ -43,15 +43,18 @@ describe("a slice's byte budget", () => {
     expect(first.hasMore).toBe(true);
     expect(GetEventsResponse.encode(first).finish().length).toBeLessThanOrEqual(GRPC_DEFAULT_RECEIVE_LIMIT);
 
+    const pages: number[][] = [];
     const seen: Event[] = [];
     let after = 0;
-    for (let page = 0; page < 20; page++) {
+    for (let more = true; more && pages.length < 20; ) {
       const r = await read({ $case: "afterSeq", value: after });
+      pages.push(seqs(r.events));
       seen.push(...r.events);
       after = r.events.at(-1)?.seq ?? after;
-      if (!r.hasMore) break;
+      more = r.hasMore;
     }
-    expect(seqs(seen)).toEqual(texts.map((_, i) => i + 1));
+    // 1 small and 4 large; 4 large (a fifth would pass the budget); 1 large; the huge one alone; the last.
+    expect(pages).toEqual([[1, 2, 3, 4, 5], [6, 7, 8, 9], [10], [11], [12]]);
     expect(seen.map(textOf)).toEqual(texts);
   });
 
@@ -60,6 +63,12 @@ describe("a slice's byte budget", () => {
     expect(seqs(r.events)).toEqual([7, 8, 9, 10]);
     expect(r.hasMore).toBe(true);
     expect(GetEventsResponse.encode(r).finish().length).toBeLessThanOrEqual(GRPC_DEFAULT_RECEIVE_LIMIT);
+  });
+
+  it("applies with a type filter too", async () => {
+    const r = await log.client.getEvents({ sessionId, position: { $case: "afterSeq", value: 0 }, limit: 100, types: ["agent.message"] });
+    expect(seqs(r.events)).toEqual([1, 2, 3, 4, 5]);
+    expect(r.hasMore).toBe(true);
   });
 
   it("holds one event larger than the budget alone, both ways", async () => {
