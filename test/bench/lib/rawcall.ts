@@ -1,7 +1,7 @@
 /**
  * Calls through rawcall (rawcall/main.go), the benchmarks' Go gRPC client, one at a time, so a
  * benchmark can interleave them round by round with its Node client's calls. rawcall times each
- * call in its own process, from send to the response's last byte, without decoding it: neither
+ * call in its own process, from send until it returns, without decoding the response: neither
  * the Node client's collector pauses nor a decode are in its figure. The response comes back as
  * bytes, for the benchmark to check (outside the timing) that it is what was asked for.
  */
@@ -29,6 +29,13 @@ export async function startRawCall(address: string, bearerToken: string): Promis
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   let exited: string | undefined;
   child.once("exit", (code, signal) => (exited = `rawcall exited (${code ?? signal}): ${stderr.trim()}`));
+  // A child that cannot start, or a pipe it closed (EPIPE on a write): recorded for the next call,
+  // and its output's end settles the call in flight.
+  const failed = (err: Error): void => {
+    exited ??= `rawcall: ${err.message} ${stderr.trim()}`;
+  };
+  child.on("error", failed);
+  child.stdin.on("error", failed);
   let busy = false;
   return {
     async call(method, request) {
@@ -57,10 +64,15 @@ function parse(line: string, method: string): { elapsedMs: number; response: Buf
   throw new Error(`rawcall ${method}: ${kind === "error" ? `gRPC code ${first}: ${rest.join(" ")}` : line}`);
 }
 
+/** Closes its input (it exits when it has answered the call in flight), killing it after 5 s. */
 function stop(child: ChildProcessWithoutNullStreams): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    child.once("exit", () => resolve());
+    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolve();
+    });
     child.stdin.end();
   });
 }

@@ -1,5 +1,6 @@
 // rawcall is the benchmarks' Go gRPC client: it sends requests given as encoded bytes and times
-// each call from its send to the last byte of its response, which it does not decode. Why: the
+// each call from its send until it returns (the response and its status received), without
+// decoding the response. Why: the
 // benchmarks' Node client pauses for its own collector (3-10 ms a scavenge here) inside the calls
 // it times, and ghz, the other Go client they use, decodes every response through reflection
 // (3-4 ms for a 100-event slice); what is left here is the server's and the machine's share.
@@ -12,7 +13,8 @@
 // and is answered by one stdout line: "ok <latency ns> <response, base64>" or
 // "error <gRPC code> <message>". All calls share one HTTP/2 connection, opened before the first.
 // A bearer token in the environment (RAWCALL_BEARER_TOKEN, kept off the command line) is sent as
-// every call's authorization.
+// every call's authorization. A call not answered in 30 s fails (DEADLINE_EXCEEDED), so a server
+// that died mid-run ends the benchmark instead of hanging it.
 package main
 
 import (
@@ -30,6 +32,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
+
+const callTimeout = 30 * time.Second
 
 // rawCodec passes bytes through: requests arrive encoded, responses are kept as received.
 type rawCodec struct{}
@@ -75,9 +79,11 @@ func main() {
 			fail("request: " + err.Error())
 		}
 		var res []byte
+		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 		start := time.Now()
-		err = conn.Invoke(ctx, method, &req, &res, grpc.WaitForReady(true))
+		err = conn.Invoke(callCtx, method, &req, &res, grpc.WaitForReady(true))
 		elapsed := time.Since(start)
+		cancel()
 		if err != nil {
 			st := status.Convert(err)
 			fmt.Fprintf(out, "error %d %s\n", st.Code(), strings.ReplaceAll(st.Message(), "\n", " "))
