@@ -12,8 +12,6 @@ import type { SessionRecord } from "../store/sessions.js";
 /** Input that starts or resumes a turn (an interrupt ends one; a tool result comes from the hands). */
 const WANTS_HANDS: ReadonlySet<string> = new Set(["user.message", "user.custom_tool_result", "user.tool_confirmation"]);
 const STATUS_EVENTS: ReadonlySet<string> = new Set(["session.status_idle", "session.status_running", "session.status_terminated"]);
-/** How far back from the end `needsHands` looks for input newer than the last status. */
-const TAIL_EVENTS = 50;
 
 export async function requestHands(
   ctx: RouteContext,
@@ -41,16 +39,12 @@ export async function needsHands(ctx: RouteContext, sessionId: string): Promise<
   const { session } = await ctx.log.getSession({ sessionId });
   if (session === undefined || session.status === SessionStatus.SESSION_STATUS_TERMINATED) return false;
   if (session.status === SessionStatus.SESSION_STATUS_RUNNING) return true;
+  // The newest status or input event, however far back (a type-filtered read by index).
   const { events } = await ctx.log.getEvents({
     sessionId,
     position: { $case: "beforeSeq", value: session.lastSeq + 1 },
-    limit: TAIL_EVENTS,
-    types: [],
+    limit: 1,
+    types: [...STATUS_EVENTS, ...WANTS_HANDS],
   });
-  for (let i = events.length - 1; i >= 0; i--) {
-    const type = events[i]?.type ?? "";
-    if (STATUS_EVENTS.has(type)) return false;
-    if (WANTS_HANDS.has(type)) return true;
-  }
-  return false;
+  return WANTS_HANDS.has(events[0]?.type ?? "");
 }
