@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Event, GetEventsResponse } from "@metaharness/proto";
-import { MAX_SLICE_BYTES } from "@metaharness/session-log";
+import { loadConfig, MAX_EVENT_BYTES_LIMIT, MAX_SLICE_BYTES } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";
 
@@ -87,5 +87,31 @@ describe("a slice's byte budget", () => {
     const bytes = (events: Event[]): number => events.reduce((n, e) => n + Event.encode(e).finish().length, 0);
     expect(bytes(r.events)).toBeLessThanOrEqual(MAX_SLICE_BYTES);
     expect(bytes([...r.events, ...next.events.slice(0, 1)])).toBeGreaterThan(MAX_SLICE_BYTES);
+  });
+});
+
+describe("the largest event the log can be configured for", () => {
+  let big: TestLog;
+  beforeAll(async () => {
+    big = await startTestLog({ MH_RELAY_ENABLED: "false", MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT) });
+  });
+  afterAll(async () => {
+    await big?.stop();
+  });
+
+  it("goes in and comes back whole through our gRPC clients", async () => {
+    const id = await newSession(big.client);
+    const text = "x".repeat(MAX_EVENT_BYTES_LIMIT - 1024);
+    const appended = await big.client.emitEvent({ sessionId: id, event: agentMessage(text) });
+    expect(appended.event?.seq).toBe(1);
+    const r = await big.client.getEvents({ sessionId: id, position: { $case: "afterSeq", value: 0 }, limit: 10, types: [] });
+    expect(r.events).toHaveLength(1);
+    expect(textOf(r.events[0])).toBe(text);
+  });
+
+  it("is the most the configuration takes, naming the variable", () => {
+    const env = { MH_SERVICE_TOKENS_FILE: "/tokens.json", MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT + 1) };
+    expect(() => loadConfig(env)).toThrow(/MH_MAX_PAYLOAD_BYTES/);
+    expect(loadConfig({ ...env, MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT) }).maxPayloadBytes).toBe(MAX_EVENT_BYTES_LIMIT);
   });
 });
