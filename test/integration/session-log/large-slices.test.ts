@@ -2,7 +2,8 @@
  * A slice carries at most MAX_SLICE_BYTES of events (4 MiB less 8 KiB): one of 100 large events
  * would otherwise exceed any client's receive limit (gRPC's default is 4 MiB) on every try, and a
  * reader paging through the log would be stuck there. It stops before the event that would take
- * it over, with has_more set, both ways, and always holds at least one event, however large.
+ * it over, with has_more set, both ways, and always holds at least one event, however large. And
+ * the largest event the log can be configured to take still fits our clients' 16 MiB messages.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Event, GetEventsResponse } from "@metaharness/proto";
