@@ -58,6 +58,16 @@ take_lock() {
   fi
 }
 
+# Prints the path of the go command (on PATH, else Go's default /usr/local/go), or dies saying
+# what needs it ($1, e.g. "ghz is built from source").
+find_go() {
+  local go_bin
+  go_bin=$(command -v go || true)
+  [[ -n $go_bin ]] || go_bin=/usr/local/go/bin/go
+  [[ -x $go_bin ]] || die "go not found on PATH or in /usr/local/go/bin: $1"
+  echo "$go_bin"
+}
+
 # Prints the last lines of each given file that exists, to stderr.
 show_tail() {
   local n=$1; shift

@@ -32,9 +32,7 @@ if built; then
   echo "$GHZ_BIN"
   exit 0
 fi
-go_bin=$(command -v go || true)
-[[ -n $go_bin ]] || go_bin=/usr/local/go/bin/go
-[[ -x $go_bin ]] || die "go not found on PATH or in /usr/local/go/bin: ghz is built from source"
+go_bin=$(find_go "ghz is built from source")
 log "building ghz ${GHZ_VERSION} with $("$go_bin" env GOVERSION) into $GHZ_BIN (once; about a minute)"
 rm -f "$GHZ_STAMP"
 # As infra/jaeger/up.sh: caches in the checkout, a writable module cache, never another Go, no cgo;

@@ -69,9 +69,7 @@ mkdir -p "$JAEGER_LOGS" "$(dirname "$JAEGER_BIN")"
 # ---- 1. the binary, built once per go.mod/go.sum ------------------------------------------------------
 bin_changed=0
 if [[ ! -x $JAEGER_BIN || "$(cat "$JAEGER_BIN_STAMP" 2>/dev/null)" != "$(bin_stamp)" ]]; then
-  go_bin=$(command -v go || true)
-  [[ -n $go_bin ]] || go_bin=/usr/local/go/bin/go
-  [[ -x $go_bin ]] || die "go not found on PATH or in /usr/local/go/bin: Jaeger is built from source (Go >= 1.24)"
+  go_bin=$(find_go "Jaeger is built from source (Go >= 1.24)")
   go_minor=$("$go_bin" env GOVERSION | sed -nE 's/^go1\.([0-9]+).*/\1/p')
   [[ -n $go_minor ]] && (( go_minor >= 24 )) || die "need Go 1.24 or newer for 'go install tool' (found $("$go_bin" env GOVERSION))"
   log "building Jaeger ${JAEGER_VERSION} with $("$go_bin" env GOVERSION) into $JAEGER_BIN (once; minutes on 2 cores, log $JAEGER_LOGS/build.log)"

@@ -26,9 +26,7 @@ if built; then
   echo "$BIN"
   exit 0
 fi
-go_bin=$(command -v go || true)
-[[ -n $go_bin ]] || go_bin=/usr/local/go/bin/go
-[[ -x $go_bin ]] || die "go not found on PATH or in /usr/local/go/bin: rawcall is built from source"
+go_bin=$(find_go "rawcall is built from source")
 log "building $BIN with $("$go_bin" env GOVERSION) (about a minute the first time)"
 rm -f "$STAMP"
 # As infra/ghz/install.sh: caches in the checkout, never another Go, no cgo, go.sum as it is;
