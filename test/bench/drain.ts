@@ -15,7 +15,7 @@ import { OUTBOX_SHARDS } from "@metaharness/session-log";
 import { readTopic, type Received, type TopicReader } from "../support/kafka.js";
 import { explain, type PlanSummary } from "./lib/explain.js";
 import { populateSession } from "./lib/populate.js";
-import { BOUNDED_DRAIN_SQL, DRAIN_SQL } from "./lib/relay-sql.js";
+import { BOUNDED_DRAIN_SQL, DRAIN_SQL, drainParams } from "./lib/relay-sql.js";
 import { exactly, ms, rate, type Bench, type Cell, type Check } from "./lib/report.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 
@@ -83,9 +83,9 @@ async function round(bench: BenchLog, pool: pg.Pool, reader: TopicReader, label:
   const wanted = await buildBacklog(bench);
   if (analyze) await pool.query("ANALYZE outbox");
   const shards = Array.from({ length: OUTBOX_SHARDS }, (_, i) => i);
-  const params = [shards, bench.config.relayBatchSize];
-  const plan = await explain(pool, DRAIN_SQL, params);
-  const boundedPlan = await explain(pool, BOUNDED_DRAIN_SQL, params);
+  const params = drainParams(shards, bench.config.relayBatchSize);
+  const plan = await explain(pool, DRAIN_SQL, params.plain);
+  const boundedPlan = await explain(pool, BOUNDED_DRAIN_SQL, params.bounded);
   const startedAt = Date.now();
   if (bench.inProcess === undefined) throw new Error("the drain benchmark starts its relay as an in-process replica");
   const relay = await bench.inProcess.startReplica({ MH_RELAY_ENABLED: "true" });

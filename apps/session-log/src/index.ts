@@ -5,6 +5,7 @@ export { startSessionLog, type SessionLogHandle } from "./app.js";
 export { loadConfig, MAX_EVENT_BYTES_LIMIT, type SessionLogConfig } from "./config.js";
 export { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";
+export { OUTBOX_BATCH_SQL, readOutboxBatch, RELAY_BATCH_MAX_BYTES } from "./outbox/batch.js";
 export { RELAY_SESSION_SETTINGS } from "./outbox/relay.js";
 export { APPEND_SERIAL_SQL, APPEND_SQL } from "./store/append.js";
 export { MAX_SLICE_BYTES, readStoredSlice, sliceStatement } from "./store/read.js";

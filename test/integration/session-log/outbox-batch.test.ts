@@ -1,0 +1,59 @@
+/**
+ * A relay drain reads the outbox oldest first within a row limit and a byte budget, so a backlog
+ * of large events is published a bounded batch at a time instead of read whole into memory; it
+ * always reads at least one event, and says when rows were left for the next drain.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPgDb, type Db } from "@metaharness/db";
+import { Event } from "@metaharness/proto";
+import { OUTBOX_SHARDS, readOutboxBatch } from "@metaharness/session-log";
+import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
+import { agentMessage, textOf } from "../../support/events.js";
+
+const SHARDS = Array.from({ length: OUTBOX_SHARDS }, (_, i) => i);
+const TEXT = 100_000;
+
+let log: TestLog;
+let db: Db;
+let sessionId: string;
+beforeAll(async () => {
+  // No relay: the outbox keeps what is appended.
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+  db = createPgDb(log.db.url, 2, () => undefined);
+  sessionId = await newSession(log.client);
+  await log.client.emitEvents({ sessionId, events: Array.from({ length: 10 }, (_, i) => agentMessage(`${i}`.repeat(TEXT))) });
+});
+afterAll(async () => {
+  await db?.end();
+  await log?.stop();
+});
+
+const seqs = (rows: { seq: string | number | bigint }[]): number[] => rows.map((r) => Number(r.seq));
+
+describe("an outbox batch", () => {
+  it("stops before the event that would take it over the byte budget, oldest first", async () => {
+    const batch = await readOutboxBatch(db, SHARDS, 500, 3.5 * TEXT);
+    expect(seqs(batch.rows)).toEqual([1, 2, 3]);
+    expect(batch.rows.map((r) => textOf(Event.decode(r.body)))).toEqual(["0", "1", "2"].map((d) => d.repeat(TEXT)));
+    expect(batch.more).toBe(true);
+  });
+
+  it("always holds one event, however small the budget", async () => {
+    const batch = await readOutboxBatch(db, SHARDS, 500, 1);
+    expect(seqs(batch.rows)).toEqual([1]);
+    expect(batch.more).toBe(true);
+  });
+
+  it("holds the whole backlog within both bounds, and says there is no more", async () => {
+    const batch = await readOutboxBatch(db, SHARDS, 500, 64 * 1024 * 1024);
+    expect(seqs(batch.rows)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(batch.more).toBe(false);
+  });
+
+  it("says there may be more when the row limit is reached", async () => {
+    const batch = await readOutboxBatch(db, SHARDS, 10, 64 * 1024 * 1024);
+    expect(batch.rows).toHaveLength(10);
+    expect(batch.more).toBe(true);
+    expect((await readOutboxBatch(db, SHARDS, 4, 64 * 1024 * 1024)).rows).toHaveLength(4);
+  });
+});
