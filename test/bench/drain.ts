@@ -130,7 +130,7 @@ export const drainBench: Bench = {
             columns: ["outbox statistics", "statement", "execution ms", "seq scans", "plan"],
             rows: rounds.flatMap((r) => [
               [r.label, "before: join, then LIMIT", ...planCells(r.plan)],
-              ["", "relay.ts: LIMIT, then join", ...planCells(r.boundedPlan)],
+              ["", "outbox/batch.ts: LIMIT, then join", ...planCells(r.boundedPlan)],
             ]),
           },
         ],
