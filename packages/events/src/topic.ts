@@ -8,8 +8,10 @@
 export const SESSION_EVENTS_TOPIC = "metaharness.session-events";
 
 /**
- * The topic's max.message.bytes: an event at up to 7.75 MiB of payload (the default limit is
- * 1 MiB), with its envelope, key and headers. A session log configured for larger payloads
- * creates the topic with more room (payload + 256 KiB).
+ * The topic's max.message.bytes, whoever creates it: the largest event a session log can be
+ * configured to take (MH_MAX_PAYLOAD_BYTES is at most 16 MiB less 64 KiB, what one gRPC message
+ * of ours carries) with its envelope, key and headers. With less (8 MiB, before), a log set for
+ * larger events on a topic the harness had created accepted events Kafka refused, and the relay,
+ * retrying the oldest first, stopped publishing every shard it held.
  */
-export const SESSION_EVENTS_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+export const SESSION_EVENTS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024 + 256 * 1024;

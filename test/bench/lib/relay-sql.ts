@@ -12,7 +12,7 @@ export const DRAIN_SQL = `SELECT o.id, o.session_id, e.body
         ORDER BY o.id
         LIMIT $2`;
 
-/** What the relay runs: the same rows in the same order, with the LIMIT applied before the join. */
+/** What the relay runs: the same rows in the same order (bodies past its byte budget left out), with the LIMIT applied before the join. */
 export const BOUNDED_DRAIN_SQL = OUTBOX_BATCH_SQL;
 
 /** Both statements' parameters ($3, the byte budget, only the bounded one's). */

@@ -5,10 +5,13 @@
  * session.
  */
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestTelemetry, withSpan } from "@metaharness/telemetry";
-import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { MAX_EVENT_BYTES_LIMIT } from "@metaharness/session-log";
+import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
+import { deleteTopic } from "../../support/topics.js";
 import { readTopic, type Received } from "../../support/kafka.js";
 import { userMessage } from "../../support/events.js";
 
@@ -96,6 +99,24 @@ describe("outbox to Kafka", () => {
       expectOrdered(reader.received, new Map([[sessionId, 14]]));
     } finally {
       await reader.close();
+    }
+  }, 60_000);
+
+  it("publishes an event at the highest payload limit a log takes, on a topic a harness created first", async () => {
+    // readTopic creates the topic as the harness's wake consumer does; the log then finds it.
+    const topic = `mh-test-events-${randomBytes(4).toString("hex")}`;
+    const reader = await readTopic(topic);
+    const big = await startTestLog({ MH_KAFKA_TOPIC: topic, MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT) });
+    try {
+      const sessionId = await newSession(big.client);
+      await big.client.emitEvent({ sessionId, event: userMessage("z".repeat(MAX_EVENT_BYTES_LIMIT - 1024)) });
+      await big.client.emitEvent({ sessionId, event: userMessage("after it") });
+      await reader.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 2, 30_000);
+      expectOrdered(reader.received, new Map([[sessionId, 2]]));
+    } finally {
+      await big.stop();
+      await reader.close();
+      await deleteTopic(topic);
     }
   }, 60_000);
 
