@@ -36,4 +36,11 @@ describe("read_session_events", () => {
     const out = await readSessionEvents({ after_seq: 0, before_seq: 3, limit: 3 }, logOf({ events: events([1, 2, 3]), hasMore: true }));
     expect(out.output.split("\n")).toEqual(["#1 user.message: m1", "#2 user.message: m2"]);
   });
+
+  it("keeps before_seq in the next call it suggests, and adds none when the page ends just before it", async () => {
+    const cut = await readSessionEvents({ after_seq: 0, before_seq: 9, limit: 3 }, logOf({ events: events([1, 2, 3]), hasMore: true }));
+    expect(cut.output).toContain('(more events follow: {"after_seq": 3, "before_seq": 9})');
+    const ended = await readSessionEvents({ after_seq: 5, before_seq: 9, limit: 3 }, logOf({ events: events([6, 7, 8]), hasMore: true }));
+    expect(ended.output.split("\n")).toHaveLength(3);
+  });
 });

@@ -112,9 +112,10 @@ export function renderEvent(event: Event): string {
 /**
  * Renders a page of events within MAX_OUTPUT_CHARS, with a footer saying how to go on. `more`:
  * the log holds more events in the read's direction (its has_more: a slice can also end short of
- * the limit, at the log's byte budget).
+ * the limit, at the log's byte budget). `beforeSeq`: a forward read's upper bound, kept in the
+ * footer's next call.
  */
-export function renderPage(events: readonly Event[], backward: boolean, more: boolean): string {
+export function renderPage(events: readonly Event[], backward: boolean, more: boolean, beforeSeq?: number): string {
   if (events.length === 0) return "(no events in that range)";
   const lines: string[] = [];
   let size = 0;
@@ -126,10 +127,11 @@ export function renderPage(events: readonly Event[], backward: boolean, more: bo
   }
   const first = events[0]!.seq;
   const last = events[lines.length - 1]!.seq;
+  const onward = `{"after_seq": ${last}${beforeSeq === undefined ? "" : `, "before_seq": ${beforeSeq}`}}`;
   if (lines.length < events.length) {
-    lines.push(`(output cut at ${MAX_OUTPUT_CHARS} characters: continue with {"after_seq": ${last}})`);
+    lines.push(`(output cut at ${MAX_OUTPUT_CHARS} characters: continue with ${onward})`);
   } else if (more) {
-    lines.push(backward ? `(earlier events exist: {"before_seq": ${first}})` : `(more events follow: {"after_seq": ${last}})`);
+    lines.push(backward ? `(earlier events exist: {"before_seq": ${first}})` : `(more events follow: ${onward})`);
   }
   return lines.join("\n");
 }
@@ -145,6 +147,8 @@ export async function readSessionEvents(input: Record<string, unknown>, log: Log
   }
   const fetched = await log.slice({ afterSeq: afterSeq ?? 0 }, limit, types);
   const events = beforeSeq === undefined ? fetched.events : fetched.events.filter((e) => e.seq < beforeSeq);
-  // Events cut by before_seq mean the range was read to its end.
-  return { output: renderPage(events, false, events.length === fetched.events.length && fetched.hasMore), isError: false };
+  // Events cut by before_seq, or a page ending just before it, mean the range was read to its end.
+  const last = events[events.length - 1]?.seq ?? 0;
+  const more = events.length === fetched.events.length && fetched.hasMore && (beforeSeq === undefined || last < beforeSeq - 1);
+  return { output: renderPage(events, false, more, beforeSeq), isError: false };
 }

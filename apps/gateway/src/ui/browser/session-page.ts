@@ -136,7 +136,8 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
         const last = s.data.at(-1)?.seq;
         if (s.has_more && last !== undefined) unenriched.push(...batch.filter((seq) => seq > last));
       })
-      .catch(() => undefined) // links are a convenience; the next batch tries again
+      // Links are a convenience: a failed batch goes back in the queue, tried again after the delay.
+      .catch(() => unenriched.push(...batch))
       .finally(() => {
         enriching = false;
         if (unenriched.length > 0) setTimeout(enrich, ENRICH_DELAY_MS);
