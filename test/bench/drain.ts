@@ -11,11 +11,11 @@
  */
 import pg from "pg";
 import type { Event } from "@metaharness/proto";
-import { OUTBOX_SHARDS } from "@metaharness/session-log";
+import { OUTBOX_BATCH_SQL, OUTBOX_SHARDS } from "@metaharness/session-log";
 import { readTopic, type Received, type TopicReader } from "../support/kafka.js";
 import { explain, type PlanSummary } from "./lib/explain.js";
 import { populateSession } from "./lib/populate.js";
-import { BOUNDED_DRAIN_SQL, DRAIN_SQL, drainParams } from "./lib/relay-sql.js";
+import { DRAIN_SQL, drainParams } from "./lib/relay-sql.js";
 import { exactly, ms, rate, type Bench, type Cell, type Check } from "./lib/report.js";
 import { benchEvent, startBenchLog, type BenchLog } from "./lib/service.js";
 
@@ -85,7 +85,7 @@ async function round(bench: BenchLog, pool: pg.Pool, reader: TopicReader, label:
   const shards = Array.from({ length: OUTBOX_SHARDS }, (_, i) => i);
   const params = drainParams(shards, bench.config.relayBatchSize);
   const plan = await explain(pool, DRAIN_SQL, params.plain);
-  const boundedPlan = await explain(pool, BOUNDED_DRAIN_SQL, params.bounded);
+  const boundedPlan = await explain(pool, OUTBOX_BATCH_SQL, params.bounded);
   const startedAt = Date.now();
   if (bench.inProcess === undefined) throw new Error("the drain benchmark starts its relay as an in-process replica");
   const relay = await bench.inProcess.startReplica({ MH_RELAY_ENABLED: "true" });

@@ -1,7 +1,7 @@
 /**
  * Every setting of the gateway, read from the environment in this one place.
  */
-import { env, readConfig, type EnvVar, GRPC_TLS_ENV, MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { env, readConfig, type EnvVar, GRPC_TLS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
 import { RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
 
 /** A key the gateway accepts at start, and the tenant it acts for. */
@@ -68,9 +68,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       apiKeys: apiKeys("MH_GATEWAY_API_KEYS"),
       // Absent anthropic-beta is accepted by default (see docs/api.md); true refuses it with a 400.
       requireBetaHeader: env.bool("MH_GATEWAY_REQUIRE_BETA_HEADER", { default: false }),
-      // At most what one gRPC message of ours carries, less room for the fields added: a request's
-      // events go to the session log in one EmitEvents call, which refuses more (RESOURCE_EXHAUSTED).
-      bodyLimitBytes: env.int("MH_GATEWAY_BODY_LIMIT_BYTES", { default: 8 * 1024 * 1024, min: 1024, max: MAX_RECEIVE_MESSAGE_BYTES - 64 * 1024 }),
+      // A request's events go to the session log in one EmitEvents call, which refuses more than
+      // one gRPC message carries (RESOURCE_EXHAUSTED).
+      bodyLimitBytes: env.int("MH_GATEWAY_BODY_LIMIT_BYTES", { default: 8 * 1024 * 1024, min: 1024, max: MAX_EVENT_BYTES }),
       heartbeatMs: env.durationMs("MH_GATEWAY_SSE_HEARTBEAT_MS", { default: 15_000, min: 100, max: 600_000 }),
       maxStreamsPerTenant: env.int("MH_GATEWAY_MAX_STREAMS_PER_TENANT", { default: 100, min: 1, max: 100_000 }),
       wakeTimeoutMs: env.durationMs("MH_GATEWAY_WAKE_TIMEOUT_MS", { default: 2000, min: 10, max: 60_000 }),

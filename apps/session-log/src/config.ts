@@ -1,18 +1,10 @@
 /**
  * Every setting of the session-log service, read from the environment in this one place.
  */
-import { env, readConfig, GRPC_TLS_ENV, MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
 import { KAFKA_SECURITY_ENV } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
-
-/**
- * The largest event size MH_MAX_PAYLOAD_BYTES may allow: an event travels whole in one gRPC
- * message (EmitEvent's request, a GetEvents slice holding it alone, a WatchEvents message), and
- * our servers and clients take at most MAX_RECEIVE_MESSAGE_BYTES (16 MiB); 64 KiB under it leaves
- * room for the message's other fields and the fields the log adds.
- */
-export const MAX_EVENT_BYTES_LIMIT = MAX_RECEIVE_MESSAGE_BYTES - 64 * 1024;
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
@@ -30,7 +22,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        */
       serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 20, min: 2, max: 500 }),
-      maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: MAX_EVENT_BYTES_LIMIT }),
+      maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: MAX_EVENT_BYTES }),
       watchRecheckMs: env.int("MH_WATCH_RECHECK_MS", { default: 5000, min: 100, max: 600_000 }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
       topic: env.string("MH_KAFKA_TOPIC", { default: SESSION_EVENTS_TOPIC }),

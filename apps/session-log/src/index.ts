@@ -2,7 +2,7 @@
  * The session-log service as a library: tests and the single-process `mh dev` start it in-process.
  */
 export { startSessionLog, type SessionLogHandle } from "./app.js";
-export { loadConfig, MAX_EVENT_BYTES_LIMIT, type SessionLogConfig } from "./config.js";
+export { loadConfig, type SessionLogConfig } from "./config.js";
 export { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";
 export { OUTBOX_BATCH_SQL, readOutboxBatch, RELAY_BATCH_MAX_BYTES } from "./outbox/batch.js";

@@ -20,6 +20,12 @@ import { decodingSafely } from "./undecodable.js";
 
 /** 16 MiB: large enough for any event payload we accept, small enough to bound memory per call. */
 export const MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
+/**
+ * The most an event (or an HTTP request's events) may take: it travels whole in one gRPC message
+ * (an append, a slice holding it alone, a watch message), and 64 KiB under the message limit
+ * leaves room for that message's other fields and the fields the log adds.
+ */
+export const MAX_EVENT_BYTES = MAX_RECEIVE_MESSAGE_BYTES - 64 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
 const DEFAULT_SERVER_OPTIONS: ServerOptions = {

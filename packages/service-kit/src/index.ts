@@ -29,6 +29,7 @@ export {
   serviceNameOf,
   DEFAULT_SHUTDOWN_GRACE_MS,
   MAX_RECEIVE_MESSAGE_BYTES,
+  MAX_EVENT_BYTES,
   type GrpcServerHandle,
   type GrpcServerOptions,
   type ServiceRegistration,

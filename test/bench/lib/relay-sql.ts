@@ -4,7 +4,7 @@
  * (outbox/batch.ts: LIMIT the outbox first, then join, within a byte budget), so the drain
  * benchmark can EXPLAIN both against the same backlog.
  */
-import { OUTBOX_BATCH_SQL, RELAY_BATCH_MAX_BYTES } from "@metaharness/session-log";
+import { RELAY_BATCH_MAX_BYTES } from "@metaharness/session-log";
 
 export const DRAIN_SQL = `SELECT o.id, o.session_id, e.body
          FROM outbox o JOIN events e ON e.session_id = o.session_id AND e.seq = o.seq
@@ -12,10 +12,7 @@ export const DRAIN_SQL = `SELECT o.id, o.session_id, e.body
         ORDER BY o.id
         LIMIT $2`;
 
-/** What the relay runs: the same rows in the same order (bodies past its byte budget left out), with the LIMIT applied before the join. */
-export const BOUNDED_DRAIN_SQL = OUTBOX_BATCH_SQL;
-
-/** Both statements' parameters ($3, the byte budget, only the bounded one's). */
+/** DRAIN_SQL's and OUTBOX_BATCH_SQL's parameters ($3, the byte budget, only the relay's). */
 export function drainParams(shards: number[], rows: number): { plain: unknown[]; bounded: unknown[] } {
   return { plain: [shards, rows], bounded: [shards, rows, RELAY_BATCH_MAX_BYTES] };
 }

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestTelemetry, withSpan } from "@metaharness/telemetry";
-import { MAX_EVENT_BYTES_LIMIT } from "@metaharness/session-log";
+import { MAX_EVENT_BYTES } from "@metaharness/service-kit";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { deleteTopic } from "../../support/topics.js";
 import { readTopic, type Received } from "../../support/kafka.js";
@@ -106,10 +106,10 @@ describe("outbox to Kafka", () => {
     // readTopic creates the topic as the harness's wake consumer does; the log then finds it.
     const topic = `mh-test-events-${randomBytes(4).toString("hex")}`;
     const reader = await readTopic(topic);
-    const big = await startTestLog({ MH_KAFKA_TOPIC: topic, MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT) });
+    const big = await startTestLog({ MH_KAFKA_TOPIC: topic, MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES) });
     try {
       const sessionId = await newSession(big.client);
-      await big.client.emitEvent({ sessionId, event: userMessage("z".repeat(MAX_EVENT_BYTES_LIMIT - 1024)) });
+      await big.client.emitEvent({ sessionId, event: userMessage("z".repeat(MAX_EVENT_BYTES - 1024)) });
       await big.client.emitEvent({ sessionId, event: userMessage("after it") });
       await reader.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 2, 30_000);
       expectOrdered(reader.received, new Map([[sessionId, 2]]));

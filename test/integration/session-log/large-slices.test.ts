@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Event, GetEventsResponse } from "@metaharness/proto";
-import { loadConfig, MAX_EVENT_BYTES_LIMIT, MAX_SLICE_BYTES } from "@metaharness/session-log";
+import { MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { loadConfig, MAX_SLICE_BYTES } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";
 
@@ -94,7 +95,7 @@ describe("a slice's byte budget", () => {
 describe("the largest event the log can be configured for", () => {
   let big: TestLog;
   beforeAll(async () => {
-    big = await startTestLog({ MH_RELAY_ENABLED: "false", MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT) });
+    big = await startTestLog({ MH_RELAY_ENABLED: "false", MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES) });
   });
   afterAll(async () => {
     await big?.stop();
@@ -102,7 +103,7 @@ describe("the largest event the log can be configured for", () => {
 
   it("goes in and comes back whole through our gRPC clients", async () => {
     const id = await newSession(big.client);
-    const text = "x".repeat(MAX_EVENT_BYTES_LIMIT - 1024);
+    const text = "x".repeat(MAX_EVENT_BYTES - 1024);
     const appended = await big.client.emitEvent({ sessionId: id, event: agentMessage(text) });
     expect(appended.event?.seq).toBe(1);
     const r = await big.client.getEvents({ sessionId: id, position: { $case: "afterSeq", value: 0 }, limit: 10, types: [] });
@@ -111,8 +112,8 @@ describe("the largest event the log can be configured for", () => {
   });
 
   it("is the most the configuration takes, naming the variable", () => {
-    const env = { MH_SERVICE_TOKENS_FILE: "/tokens.json", MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT + 1) };
+    const env = { MH_SERVICE_TOKENS_FILE: "/tokens.json", MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES + 1) };
     expect(() => loadConfig(env)).toThrow(/MH_MAX_PAYLOAD_BYTES/);
-    expect(loadConfig({ ...env, MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES_LIMIT) }).maxPayloadBytes).toBe(MAX_EVENT_BYTES_LIMIT);
+    expect(loadConfig({ ...env, MH_MAX_PAYLOAD_BYTES: String(MAX_EVENT_BYTES) }).maxPayloadBytes).toBe(MAX_EVENT_BYTES);
   });
 });

@@ -6,6 +6,7 @@
  * the largest one, and a relay that runs out of memory never drains its shards.
  */
 import type { Queryable } from "@metaharness/db";
+import { withinByteBudget } from "../store/byte-budget.js";
 
 /** The most event bytes one relay batch reads (it always reads at least one event). */
 export const RELAY_BATCH_MAX_BYTES = 16 * 1024 * 1024;
@@ -27,15 +28,14 @@ export interface OutboxBatch {
 }
 
 // $1 shards, $2 rows, $3 bytes; exported for the drain benchmark. One row per outbox row the
-// LIMIT took, in outbox order, whose body is null once the running sum of sizes passes the budget
-// (never the first's): octet_length reads a TOASTed body's size without the body, and bodies
-// beyond the budget are never read. Pick the batch first, then join: joining before the LIMIT
+// LIMIT took, in outbox order, whose body is null past the byte budget (store/byte-budget.ts),
+// so to the end. Pick the batch first, then join: joining before the LIMIT
 // made each batch cost the whole backlog (136-431 ms per batch at 50k queued; ~1 ms this way).
 export const OUTBOX_BATCH_SQL = `WITH batch AS MATERIALIZED (
      SELECT id, session_id, seq FROM outbox WHERE shard = ANY($1::smallint[]) ORDER BY id LIMIT $2
    )
    SELECT b.id, b.session_id, e.seq, e.event_id, e.type,
-          CASE WHEN row_number() OVER w = 1 OR sum(octet_length(e.body)) OVER w <= $3 THEN e.body END AS body
+          CASE WHEN ${withinByteBudget("e.body", "$3")} THEN e.body END AS body
      FROM batch b JOIN events e ON e.session_id = b.session_id AND e.seq = b.seq
    WINDOW w AS (ORDER BY b.id ROWS UNBOUNDED PRECEDING)
     ORDER BY b.id`;

@@ -2,13 +2,13 @@
  * Positional reads. Every slice is one index range scan on (session_id, seq) (or
  * (session_id, type, seq) when filtered by type) bounded by LIMIT and a byte budget
  * (MAX_SLICE_BYTES), so reading 100 events costs the same in a session of 100 events as in one
- * of a million. The session's head comes back from the
- * same statement, so callers see a consistent snapshot of "what exists up to last_seq". Bodies
- * are stored exactly as served, so GetEvents sends them without decoding (readStoredSlice).
+ * of a million. The session's head comes back from the same statement, so callers see a
+ * consistent snapshot of "what exists up to last_seq". Bodies are stored exactly as served, so
+ * GetEvents sends them without decoding (readStoredSlice).
  */
 import type { Queryable } from "@metaharness/db";
 import { Event, type SessionStatus } from "@metaharness/proto";
-import { MhError } from "@metaharness/errors";
+import { withinByteBudget } from "./byte-budget.js";
 import { notFound } from "./sessions.js";
 
 export const MAX_SLICE = 1000;
@@ -54,9 +54,8 @@ export interface SliceRequest {
 interface SliceRow {
   last_seq: string;
   status: SessionStatus;
-  /** Events the LIMIT fetched, and of them the ones served (within the limit and the budget). */
+  /** Events the LIMIT fetched, before the limit and the byte budget kept the ones served. */
   fetched: string;
-  served: string;
   /** The served events' bodies in the order read, each after its length (4 bytes, big-endian), in base64. */
   bodies: string | null;
 }
@@ -69,8 +68,8 @@ export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice
 /**
  * The slice statement: $1 session id, $2 the exclusive bound, $3 limit + 1 (the extra event tells
  * has_more), $4 MAX_SLICE_BYTES, and with `typed` $5 the types. One row, none for an unknown
- * session. The budget is applied in the database, over the LIMIT's events in the order read, so
- * the bodies beyond it are never sent (octet_length reads a TOASTed body's size, not the body).
+ * session. The budget (store/byte-budget.ts) is applied in the database, over the LIMIT's events
+ * in the order read.
  *
  * The bodies come back as one value, each after its length, in base64, because `pg` reads every
  * column of every row as a JS string (text protocol; binary results pass through one too), and a
@@ -81,15 +80,14 @@ export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice
  */
 export function sliceStatement(direction: SliceRequest["direction"], typed: boolean): string {
   const order = direction === "after" ? "ASC" : "DESC";
-  return `SELECT s.last_seq, s.status, e.fetched, e.served, e.bodies
+  return `SELECT s.last_seq, s.status, e.fetched, e.bodies
        FROM sessions s
        CROSS JOIN LATERAL (
          SELECT count(*) AS fetched,
-                count(*) FILTER (WHERE k.served) AS served,
                 encode(string_agg(int4send(octet_length(k.body)) || k.body, ''::bytea ORDER BY k.seq ${order}) FILTER (WHERE k.served), 'base64') AS bodies
            FROM (
              SELECT e.seq, e.body,
-                    row_number() OVER w < $3 AND (row_number() OVER w = 1 OR sum(octet_length(e.body)) OVER w <= $4) AS served
+                    row_number() OVER w < $3 AND ${withinByteBudget("e.body", "$4")} AS served
                FROM (
                  SELECT e.body, e.seq FROM events e
                   WHERE e.session_id = s.session_id AND e.seq ${direction === "after" ? ">" : "<"} $2
@@ -113,7 +111,6 @@ export async function readStoredSlice(db: Queryable, req: SliceRequest): Promise
   const bodies = row.bodies === null ? [] : lengthPrefixed(Buffer.from(row.bodies, "base64"));
   // Aggregated in the order read: the input's order, which Postgres 16 and later then need not sort.
   if (req.direction === "before") bodies.reverse();
-  if (bodies.length !== Number(row.served)) throw new MhError("INTERNAL", `slice of ${req.sessionId}: ${bodies.length} bodies for ${row.served} events`);
   // Beyond the slice lie the LIMIT's extra event, or the events the byte budget left out.
   const hasMore = Number(row.fetched) > bodies.length;
   return { bodies, lastSeq: Number(row.last_seq), hasMore, status: row.status };
