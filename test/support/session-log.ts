@@ -17,9 +17,9 @@ import { deleteTopic, KAFKA_BROKERS } from "./topics.js";
 export type LogRole = "admin" | "harness" | "broker" | "proxy";
 export const LOG_ROLES: readonly LogRole[] = ["admin", "harness", "broker", "proxy"];
 
-/** A new session with no metadata; returns its id. */
-export async function newSession(client: LogClient): Promise<string> {
-  const { session } = await client.createSession({ sessionId: "", metadata: undefined });
+/** A new session with no metadata, with the log's id or `sessionId`; returns its id. */
+export async function newSession(client: LogClient, sessionId = ""): Promise<string> {
+  const { session } = await client.createSession({ sessionId, metadata: undefined });
   if (session === undefined) throw new Error("CreateSession returned no session");
   return session.sessionId;
 }

@@ -69,7 +69,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // Absent anthropic-beta is accepted by default (see docs/api.md); true refuses it with a 400.
       requireBetaHeader: env.bool("MH_GATEWAY_REQUIRE_BETA_HEADER", { default: false }),
       // A request's events go to the session log in one EmitEvents call, which refuses more than
-      // one gRPC message carries (RESOURCE_EXHAUSTED).
+      // one gRPC message carries (RESOURCE_EXHAUSTED, answered as a 413).
       bodyLimitBytes: env.int("MH_GATEWAY_BODY_LIMIT_BYTES", { default: 8 * 1024 * 1024, min: 1024, max: MAX_EVENT_BYTES }),
       heartbeatMs: env.durationMs("MH_GATEWAY_SSE_HEARTBEAT_MS", { default: 15_000, min: 100, max: 600_000 }),
       maxStreamsPerTenant: env.int("MH_GATEWAY_MAX_STREAMS_PER_TENANT", { default: 100, min: 1, max: 100_000 }),

@@ -21,7 +21,7 @@ import {
 import { MhError } from "@metaharness/errors";
 import { injectIntoMetadata } from "@metaharness/telemetry";
 import { fromServiceError, toMhError } from "./grpc-errors.js";
-import { MAX_RECEIVE_MESSAGE_BYTES } from "./grpc-server.js";
+import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "./grpc-server.js";
 
 /** Unary calls without an explicit deadline fail with DEADLINE_EXCEEDED after this long. */
 export const DEFAULT_DEADLINE_MS = 30_000;
@@ -70,7 +70,7 @@ export function createClient<C extends Client>(
   const extra = opts.channelOptions ?? {};
   const auth = opts.bearerToken === undefined ? [] : [bearerInterceptor(opts.bearerToken)];
   return new ctor(address, opts.credentials ?? channelCredentials.createInsecure(), {
-    "grpc.max_receive_message_length": MAX_RECEIVE_MESSAGE_BYTES,
+    "grpc.max_receive_message_length": MAX_CLIENT_RECEIVE_MESSAGE_BYTES,
     "grpc.keepalive_time_ms": 30_000,
     "grpc.keepalive_timeout_ms": 10_000,
     ...extra,

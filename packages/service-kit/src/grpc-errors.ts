@@ -39,13 +39,37 @@ export function toStatusError(err: MhError, traceId: string | undefined): Status
   return Object.assign(new Error(message), { code: err.codeNumber, details: message, metadata });
 }
 
-/** The MhError a client sees for a failed call, with field and details read back from trailers. */
+/**
+ * The limit named by grpc-js when it refuses a message over a size limit, the receiver's or the
+ * sender's: "Received message larger than max (20971525 vs 16777216)", "Sent message larger than
+ * max (N vs. M)", "Received message that decompresses to a size larger than M", "Attempted to
+ * send message with a size larger than M" (grpc-js 1.14). The status is RESOURCE_EXHAUSTED, as
+ * for a server out of capacity, but no retry of the same call will pass.
+ */
+const SIZE_REFUSAL = /message (?:larger than max \(\d+ vs\.? (\d+)\)|(?:that decompresses to|with) a size larger than (\d+))/;
+
+/** The limit a RESOURCE_EXHAUSTED from grpc-js's message size checks names, if it is one. */
+export function messageSizeLimit(code: number, message: string): number | undefined {
+  if (codeName(code) !== "RESOURCE_EXHAUSTED") return undefined;
+  const m = SIZE_REFUSAL.exec(message);
+  const limit = m?.[1] ?? m?.[2];
+  return limit === undefined ? undefined : Number(limit);
+}
+
+/**
+ * The MhError a client sees for a failed call, with field and details read back from trailers.
+ * A message refused for its size carries `limit_bytes` in its details, as our own size refusals
+ * do, so callers can tell it from a server out of capacity.
+ */
 export function fromServiceError(err: ServiceError): MhError {
   const code = codeName(err.code) ?? "UNKNOWN";
   const trailers = err.metadata instanceof Metadata ? err.metadata : new Metadata();
-  return new MhError(code, err.details || err.message, {
+  const message = err.details || err.message;
+  const limit = messageSizeLimit(err.code, message);
+  const details = parseDetails(firstString(trailers, ERROR_DETAILS_KEY));
+  return new MhError(code, message, {
     field: firstString(trailers, ERROR_FIELD_KEY),
-    details: parseDetails(firstString(trailers, ERROR_DETAILS_KEY)),
+    details: limit === undefined ? details : { ...details, limit_bytes: limit },
     cause: err,
   });
 }

@@ -1,6 +1,6 @@
 /** startGrpcServer against real sockets: health, reflection, bind failures and draining shutdown. */
 import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
-import { Client, credentials, status as grpcStatus, type StatusObject } from "@grpc/grpc-js";
+import { Client, credentials, status as grpcStatus, type ServiceError, type StatusObject } from "@grpc/grpc-js";
 import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import {
   HarnessService,
@@ -13,8 +13,9 @@ import {
 } from "@metaharness/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, promisify } from "./grpc-client.js";
+import { fromServiceError } from "./grpc-errors.js";
 import { serverStream } from "./grpc-handlers.js";
-import { serviceNameOf, startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
+import { MAX_RECEIVE_MESSAGE_BYTES, serviceNameOf, startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
 import { capturingLogger, deferred, healthCheck, reflectionFiles, reflectionListServices } from "./test-support.js";
 
 const { logger, lines } = capturingLogger("server-test");
@@ -145,6 +146,34 @@ describe("startGrpcServer", () => {
 
   it("rejects, without leaking a server, when the port is taken", async () => {
     await expect(startGrpcServer({ port: server.port, logger, services: [] })).rejects.toThrow(/No address added/);
+  });
+
+  it("refuses a request over its receive limit with RESOURCE_EXHAUSTED naming the limit, which a client reads as such", async () => {
+    const client = createClient(SessionLogClient, server.address);
+    try {
+      const log = promisify(client, SessionLogService);
+      await expect(log.getSession({ sessionId: "s".repeat(MAX_RECEIVE_MESSAGE_BYTES) })).rejects.toMatchObject({
+        code: "RESOURCE_EXHAUSTED",
+        details: { limit_bytes: MAX_RECEIVE_MESSAGE_BYTES },
+      });
+    } finally {
+      client.close();
+    }
+  });
+
+  it("has a client refuse an answer over its own receive limit the same way", async () => {
+    // A health Check's answer (status SERVING) takes 2 bytes.
+    const client = new Client(server.address, credentials.createInsecure(), { "grpc.max_receive_message_length": 1 });
+    try {
+      const identity = (b: Buffer): Buffer => b;
+      const err = await new Promise<ServiceError | null>((resolve) => {
+        client.makeUnaryRequest("/grpc.health.v1.Health/Check", identity, identity, Buffer.alloc(0), (e) => resolve(e));
+      });
+      expect(err).not.toBeNull();
+      expect(fromServiceError(err as ServiceError)).toMatchObject({ code: "RESOURCE_EXHAUSTED", details: { limit_bytes: 1 } });
+    } finally {
+      client.close();
+    }
   });
 
   it("leaves unimplemented methods UNIMPLEMENTED", async () => {

@@ -26,6 +26,13 @@ export const MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
  * leaves room for that message's other fields and the fields the log adds.
  */
 export const MAX_EVENT_BYTES = MAX_RECEIVE_MESSAGE_BYTES - 64 * 1024;
+/**
+ * What our clients take in one message: a server's receive limit and 1 MiB more. An answer may
+ * carry what its request did and what the server adds to it: an EmitEvents answer echoes up to
+ * 1,000 events, each with its session id, seq and creation time (under 100 bytes), so with
+ * equal limits a request just under the server's would be written and its answer refused.
+ */
+export const MAX_CLIENT_RECEIVE_MESSAGE_BYTES = MAX_RECEIVE_MESSAGE_BYTES + 1024 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
 const DEFAULT_SERVER_OPTIONS: ServerOptions = {

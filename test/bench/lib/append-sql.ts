@@ -6,7 +6,7 @@
  */
 import type { Pool } from "pg";
 import { Event } from "@metaharness/proto";
-import { APPEND_SERIAL_SQL, EVENTS_CHANNEL, shardOf } from "@metaharness/session-log";
+import { APPEND_SERIAL_SQL, EVENTS_CHANNEL, MAX_ECHOED_BYTES, shardOf } from "@metaharness/session-log";
 
 /** Appends `event` (a type that changes no status: agent.message) to `sessionId`; resolves to its seq. */
 export async function sqlAppend(pool: Pool, sessionId: string, event: Event): Promise<number> {
@@ -27,6 +27,7 @@ export async function sqlAppend(pool: Pool, sessionId: string, event: Event): Pr
     // Announced as appends are (the service's hub reads it as another instance's append).
     EVENTS_CHANNEL,
     "bench",
+    MAX_ECHOED_BYTES,
   ]);
   const first = rows[0];
   if (first === undefined || first.outcome !== 0) throw new Error(`mh_append outcome ${first?.outcome} for ${sessionId}`);

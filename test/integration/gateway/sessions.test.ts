@@ -215,6 +215,23 @@ describe("sessions", () => {
     expect((await untilIdle(a.sdk, slow.id)).agent.tools).toEqual([]);
   });
 
+  it("answers 413, not a 429 the SDK retries, when a request grows past a backend's message limit", async () => {
+    // 3 MB of JSON under the gateway's body limit, but each 0 of the list takes 11 bytes as a
+    // google.protobuf.Value: CreateSession carries the agent's schema, over 16 MiB.
+    const zeros = new Array<number>(1_600_000).fill(0);
+    const agent = await a.sdk.beta.agents.create({
+      name: "large schema",
+      model: "claude-sonnet-5-5",
+      tools: [{ type: "custom", name: "pick", description: "Picks one", input_schema: { type: "object", properties: { n: { type: "integer", enum: zeros } } } }],
+    });
+    const before = a.requests();
+    const err: unknown = await a.sdk.beta.sessions.create({ agent: agent.id, environment_id: environmentId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(413);
+    expect((err as Error).message).toContain("more than 16777216 bytes");
+    expect(a.requests() - before).toBe(1);
+  });
+
   it("updates title and metadata, lists both ways, archives and deletes", async () => {
     const other = await b.sdk.beta.agents.create({ name: "b", model: "claude-sonnet-5-5" });
     const env = await b.sdk.beta.environments.create({ name: "b" });

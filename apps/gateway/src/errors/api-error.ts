@@ -61,12 +61,29 @@ export class ApiError extends Error {
   static from(err: unknown): ApiError {
     if (err instanceof ApiError) return err;
     const mh = MhError.from(err);
-    // The session log refuses an event over its size limit as INVALID_ARGUMENT with the limit.
-    const name = mh.code === "INVALID_ARGUMENT" && "limit_bytes" in mh.details ? "request_too_large" : ERROR_FOR_CODE[mh.code];
+    const tooLarge = tooLargeMessage(mh);
+    if (tooLarge !== undefined) return new ApiError("request_too_large", tooLarge, { cause: err });
+    const name = ERROR_FOR_CODE[mh.code];
     // Backend messages of server-side failures may describe internals; say what happened instead.
     const message = ERROR_CATALOG[name].status >= 500 ? serverMessage(name, mh) : mh.message;
     return new ApiError(name, message, { cause: err });
   }
+}
+
+/**
+ * What to say of a request too large for a backend, if `err` is one: the session log refuses an
+ * event over its size limit as INVALID_ARGUMENT with `limit_bytes`, and a gRPC call over a
+ * message limit fails with RESOURCE_EXHAUSTED with `limit_bytes` (service kit): not a backend
+ * out of capacity (429, retried by the SDK), since the same request would be refused again. A
+ * request's JSON can grow as protobuf (a number in a list takes 2 bytes as JSON, 11 as a
+ * google.protobuf.Value), so a body under the gateway's limit can still make a call over 16 MiB.
+ */
+function tooLargeMessage(err: MhError): string | undefined {
+  const limit = err.details["limit_bytes"];
+  if (limit === undefined) return undefined;
+  if (err.code === "INVALID_ARGUMENT") return err.message;
+  if (err.code !== "RESOURCE_EXHAUSTED") return undefined;
+  return `The request takes more than ${String(limit)} bytes as sent to a service behind the gateway, more than one call carries; send less in each request.`;
 }
 
 function serverMessage(name: GatewayErrorName, err: MhError): string {

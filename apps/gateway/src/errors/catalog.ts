@@ -110,14 +110,14 @@ export const ERROR_CATALOG = {
     type: "request_too_large",
     sdkError: "ContentTooLargeError",
     retry: false,
-    when: "The request body is over the gateway's limit (`MH_GATEWAY_BODY_LIMIT_BYTES`), or an event is over the session log's.",
+    when: "The request body is over the gateway's limit (`MH_GATEWAY_BODY_LIMIT_BYTES`), an event is over the session log's, or the request as sent to a service behind the gateway is over one gRPC message (16 MiB; JSON can grow as protobuf).",
   },
   rate_limited: {
     status: 429,
     type: "rate_limit_error",
     sdkError: "RateLimitError",
     retry: true,
-    when: "The tenant already has `MH_GATEWAY_MAX_STREAMS_PER_TENANT` open event streams, or a backend is out of capacity (RESOURCE_EXHAUSTED).",
+    when: "The tenant already has `MH_GATEWAY_MAX_STREAMS_PER_TENANT` open event streams, or a backend is out of capacity (RESOURCE_EXHAUSTED, other than a message over its size limit).",
   },
   internal: {
     status: 500,

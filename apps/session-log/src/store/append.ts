@@ -12,6 +12,8 @@ import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import type { ValidatedEvent } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
+import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES, MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { withinByteBudget } from "./byte-budget.js";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "../outbox/shard.js";
@@ -42,14 +44,37 @@ interface OutcomeRow {
   outcome: number;
   seq: string | null;
   cur: string | null;
+  /** The event was appended before (its stored body comes back in `body` if within the budget). */
+  repeated: boolean;
   body: Uint8Array | null;
 }
 
-/** The one statement of an append batch of several requests (exported for the benchmark). */
-export const APPEND_SQL = `SELECT req, outcome, seq, cur, body
+/**
+ * The most bytes of events appended before that one batch reads back to echo them. A client may
+ * send ids of events already in the log with any bodies (a retry sends the same ones), and each
+ * comes back as first appended: 1000 small events naming large ones would otherwise make the
+ * service read a gigabyte and answer with a message no client takes. Past it the stored bodies
+ * stay in Postgres and the request fails (outcomeOf); an honest retry repeats a request that was
+ * at most one message, so it always fits.
+ */
+export const MAX_ECHOED_BYTES = MAX_RECEIVE_MESSAGE_BYTES;
+/**
+ * The most a request's answer carries of events: what our clients take less room for the
+ * framing of 1000 events. A request of new events fits (at most one message plus under 100
+ * bytes an event); one that also repeats events may not, if those were stored larger.
+ */
+const MAX_ANSWER_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
+
+/**
+ * The one statement of an append batch of several requests (exported for the benchmark and
+ * tests): mh_append, with the stored bodies of repeated events cut at $14 bytes in row order.
+ */
+export const APPEND_SQL = `SELECT req, outcome, seq, cur, body IS NOT NULL AS repeated,
+       CASE WHEN ${withinByteBudget("body", "$14")} THEN body END AS body
   FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
                  $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
-                 $12::text, $13::text)`;
+                 $12::text, $13::text) WITH ORDINALITY AS a(req, outcome, seq, cur, body, n)
+WINDOW w AS (ORDER BY n)`;
 /**
  * A batch of one request goes straight to the per-request function mh_append handed its work
  * to (migrations/004): its loop runs once, and calling it from mh_append cost 0.1-0.3 ms more.
@@ -97,6 +122,7 @@ export async function appendBatch(
     createdAt,
     announce.channel,
     announce.prefix,
+    MAX_ECHOED_BYTES,
   ]);
 
   const byRequest = requests.map((): OutcomeRow[] => []);
@@ -152,20 +178,42 @@ function outcomeOf(
     return failed(new MhError("INTERNAL", `mh_append returned ${rows.length} events for ${sent.events.length}`));
   }
   let duplicates = 0;
+  let echoed = 0;
+  const wroteSome = rows.some((row) => !row.repeated);
   const events: Event[] = [];
   const bodies: Uint8Array[] = [];
-  rows.forEach((row, i) => {
+  for (const [i, row] of rows.entries()) {
+    if (row.repeated && row.body === null) return failed(tooLargeToEcho(i, Number(row.seq), MAX_ECHOED_BYTES, wroteSome));
+    const body = row.body ?? withSeq(sent.encoded[i] as Uint8Array, Number(row.seq));
+    echoed += body.length;
+    // New events echo what the request carried; with stored bodies too a batch could outgrow
+    // the answer however its repeated ones were cut (the new ones are in the log by now).
+    if (echoed > MAX_ANSWER_BYTES) return failed(tooLargeToEcho(i, Number(row.seq), MAX_ANSWER_BYTES, wroteSome));
+    bodies.push(body);
     if (row.body !== null) {
       duplicates += 1;
       events.push(Event.decode(row.body));
-      bodies.push(row.body);
-      return;
+    } else {
+      events.push({ ...(sent.events[i] as Event), seq: Number(row.seq) });
     }
-    const seq = Number(row.seq);
-    events.push({ ...(sent.events[i] as Event), seq });
-    bodies.push(withSeq(sent.encoded[i] as Uint8Array, seq));
-  });
+  }
   return { ok: true, value: { events, bodies, duplicates, lastSeq: cur } };
+}
+
+/**
+ * Events of the request were appended before and, as first appended, take more than one answer
+ * carries: read them with GetEvents. FAILED_PRECONDITION (not retried: the same request meets
+ * the same log), naming the first event that did not fit. `writtenToo`: the request also held new
+ * events, appended all the same (the answer's size is known only once they are).
+ */
+function tooLargeToEcho(index: number, seq: number, limit: number, writtenToo: boolean): MhError {
+  const what = writtenToo ? "with this request's new events, which were appended, the events it repeats" : "the events this request repeats";
+  return new MhError(
+    "FAILED_PRECONDITION",
+    `${what} take more than ${limit} bytes as stored, up to events[${index}] (seq ${seq}): they were appended before ` +
+      "with larger bodies than this request sent, and one answer cannot echo them; read them with GetEvents",
+    { field: `events[${index}].id`, details: { limit_bytes: limit } },
+  );
 }
 
 function failed(error: Error): WriteOutcome<AppendResult> {

@@ -1,0 +1,89 @@
+/**
+ * An EmitEvents answer echoes the request's events with their seqs, and events appended before
+ * as first appended. Both must fit what our clients receive: a request just under the server's
+ * 16 MiB limit gets its answer (which adds a session id, seq and time to each event), and a
+ * request naming events stored larger than it sent them is refused with FAILED_PRECONDITION
+ * before the service reads more than one answer of them back (it used to read them all: 1000
+ * small events naming 1 MiB ones made a gigabyte, and no client takes the answer).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EmitEventsRequest, type Event } from "@metaharness/proto";
+import { MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { MAX_ECHOED_BYTES } from "@metaharness/session-log";
+import { newSession, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
+import { agentMessage, textOf } from "../../support/events.js";
+
+const MiB = 1024 * 1024;
+const BIG = 5 * MiB;
+
+let log: TestLog;
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false", MH_MAX_PAYLOAD_BYTES: String(6 * MiB) });
+});
+afterAll(async () => {
+  await log?.stop();
+});
+
+const lastSeq = async (sessionId: string): Promise<number> => (await log.client.getSession({ sessionId })).session?.lastSeq ?? -1;
+
+describe("EmitEvents answers", () => {
+  it("fit our clients for a request just under the server's limit, with the longest session id", async () => {
+    const sessionId = await newSession(log.client, `sesn_${"s".repeat(64)}`);
+    // 1000 events (the most a batch takes) of equal text, as long as the request allows.
+    const request = (len: number): EmitEventsRequest => ({
+      sessionId,
+      events: Array.from({ length: 1000 }, (_, i) => agentMessage(`${i % 10}`.repeat(len))),
+      expectedSeq: undefined,
+      leaseEpoch: undefined,
+    });
+    const size = (len: number): number => EmitEventsRequest.encode(request(len)).finish().length;
+    // A first guess, then down to where the lengths' varints leave it under the limit.
+    let len = Math.floor((MAX_RECEIVE_MESSAGE_BYTES - size(0)) / 1000);
+    while (size(len) > MAX_RECEIVE_MESSAGE_BYTES - 1024) len -= 4;
+    const sent = request(len);
+
+    const res = await log.client.emitEvents(sent);
+    // The answer is larger than the server's limit: a client that took only that much would
+    // fail here, after the events were written.
+    expect(res.events.map((e) => e.seq)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+    expect(EmitEventsRequest.encode({ ...sent, events: res.events }).finish().length).toBeGreaterThan(MAX_RECEIVE_MESSAGE_BYTES);
+  });
+
+  describe("of events appended before", () => {
+    let sessionId: string;
+    let stored: Event[];
+    beforeAll(async () => {
+      sessionId = await newSession(log.client);
+      // Four events of 5 MiB, one call each (a request is at most 16 MiB): 20 MiB in the log.
+      stored = [];
+      for (let i = 0; i < 4; i++) stored.push((await log.client.emitEvent({ sessionId, event: agentMessage(`${i}`.repeat(BIG)) })).event as Event);
+    });
+
+    it("echo a retry of a request as it was sent, as first appended", async () => {
+      const retry = stored.slice(0, 3).map((e) => agentMessage(textOf(e), e.id));
+      const res = await log.client.emitEvents({ sessionId, events: retry });
+      expect(res.duplicates).toBe(3);
+      expect(res.events.map((e) => [e.seq, e.createdAt, textOf(e).length])).toEqual(stored.slice(0, 3).map((e) => [e.seq, e.createdAt, BIG]));
+      expect(await lastSeq(sessionId)).toBe(4);
+    });
+
+    it("are refused, naming the first that does not fit, when they were stored larger than one answer carries", async () => {
+      // Four small events under the ids of the four large ones.
+      const err = await rejection(log.client.emitEvents({ sessionId, events: stored.map((e) => agentMessage("small", e.id)) }));
+      expect(err.code).toBe("FAILED_PRECONDITION");
+      expect(err.field).toBe("events[3].id");
+      expect(err.details).toMatchObject({ limit_bytes: MAX_ECHOED_BYTES });
+      expect(err.message).toContain("read them with GetEvents");
+      expect(err.message).not.toContain("were appended,");
+      expect(await lastSeq(sessionId)).toBe(4);
+    });
+
+    it("say so when the request's new events were appended with them", async () => {
+      const events = [...stored.map((e) => agentMessage("small", e.id)), agentMessage("new")];
+      const err = await rejection(log.client.emitEvents({ sessionId, events }));
+      expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "events[3].id" });
+      expect(err.message).toContain("new events, which were appended");
+      expect(await lastSeq(sessionId)).toBe(5);
+    });
+  });
+});
