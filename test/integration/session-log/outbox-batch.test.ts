@@ -1,7 +1,8 @@
 /**
  * A relay drain reads the outbox oldest first within a row limit and a byte budget, so a backlog
  * of large events is published a bounded batch at a time instead of read whole into memory; it
- * always reads at least one event, and says when rows were left for the next drain.
+ * always reads at least one event, says when rows were left for the next drain, and names the rows
+ * whose event is gone (kafka.test.ts: the relay deletes them).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPgDb, type Db } from "@metaharness/db";
@@ -48,6 +49,22 @@ describe("an outbox batch", () => {
     const batch = await readOutboxBatch(db, SHARDS, 500, 64 * 1024 * 1024);
     expect(seqs(batch.rows)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(batch.more).toBe(false);
+  });
+
+  it("names rows whose event is gone, to be deleted rather than stop their shard", async () => {
+    const other = await newSession(log.client);
+    await log.client.emitEvents({ sessionId: other, events: [agentMessage("a"), agentMessage("b")] });
+    // Nothing deletes events; a row without one is what a future retention job could leave.
+    await db.query("INSERT INTO outbox (shard, session_id, seq) SELECT shard, session_id, 99 FROM outbox WHERE session_id = $1 AND seq = 1", [other]);
+    const [orphan] = (await db.query<{ id: string }>("SELECT id FROM outbox WHERE session_id = $1 AND seq = 99", [other])).rows;
+    const batch = await readOutboxBatch(db, SHARDS, 500, 64 * 1024 * 1024);
+    expect(batch.gone).toEqual([orphan?.id]);
+    expect(batch.rows.map((r) => [r.session_id, Number(r.seq)])).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => [sessionId, i + 1]),
+      [other, 1],
+      [other, 2],
+    ]);
+    await db.query("DELETE FROM outbox WHERE session_id = $1", [other]);
   });
 
   it("says there may be more when the row limit is reached", async () => {

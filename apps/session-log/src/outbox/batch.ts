@@ -23,26 +23,37 @@ export interface OutboxRow {
 
 export interface OutboxBatch {
   readonly rows: OutboxRow[];
+  /**
+   * Outbox rows of the batch whose event is not in the log: nothing to publish, to be deleted
+   * with the published ones. None today (no event is ever deleted), but a row skipped instead
+   * would stay first in its shard's order for good, and 500 of them would stop its relay.
+   */
+  readonly gone: string[];
   /** Rows were left for the next batch: the LIMIT was reached or the byte budget cut it. */
   readonly more: boolean;
 }
 
 // $1 shards, $2 rows, $3 bytes; exported for the drain benchmark. One row per outbox row the
 // LIMIT took, in outbox order, whose body is null past the byte budget (store/byte-budget.ts),
-// so to the end. Pick the batch first, then join: joining before the LIMIT
-// made each batch cost the whole backlog (136-431 ms per batch at 50k queued; ~1 ms this way).
+// so to the end, and whose event columns are null if its event is gone. Pick the batch first,
+// then join: joining before the LIMIT made each batch cost the whole backlog (136-431 ms per
+// batch at 50k queued; ~1 ms this way).
 export const OUTBOX_BATCH_SQL = `WITH batch AS MATERIALIZED (
      SELECT id, session_id, seq FROM outbox WHERE shard = ANY($1::smallint[]) ORDER BY id LIMIT $2
    )
    SELECT b.id, b.session_id, e.seq, e.event_id, e.type,
           CASE WHEN ${withinByteBudget("e.body", "$3")} THEN e.body END AS body
-     FROM batch b JOIN events e ON e.session_id = b.session_id AND e.seq = b.seq
+     FROM batch b LEFT JOIN events e ON e.session_id = b.session_id AND e.seq = b.seq
    WINDOW w AS (ORDER BY b.id ROWS UNBOUNDED PRECEDING)
     ORDER BY b.id`;
 
+type BatchRow = { [K in keyof OutboxRow]: K extends "id" | "session_id" ? OutboxRow[K] : OutboxRow[K] | null };
+
 export async function readOutboxBatch(db: Queryable, shards: readonly number[], maxRows: number, maxBytes: number): Promise<OutboxBatch> {
-  const { rows } = await db.query<Omit<OutboxRow, "body"> & { body: Uint8Array | null }>(OUTBOX_BATCH_SQL, [[...shards], maxRows, maxBytes]);
+  const { rows } = await db.query<BatchRow>(OUTBOX_BATCH_SQL, [[...shards], maxRows, maxBytes]);
+  const gone = rows.filter((r) => r.seq === null).map((r) => r.id);
   // Past the budget the bodies are null to the end.
-  const kept = rows.filter((r): r is OutboxRow => r.body !== null);
-  return { rows: kept, more: rows.length === maxRows || kept.length < rows.length };
+  const cut = rows.findIndex((r) => r.seq !== null && r.body === null);
+  const kept = (cut === -1 ? rows : rows.slice(0, cut)).filter((r): r is OutboxRow => r.seq !== null);
+  return { rows: kept, gone, more: rows.length === maxRows || cut !== -1 };
 }

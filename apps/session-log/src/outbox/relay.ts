@@ -201,8 +201,12 @@ export class OutboxRelay {
   private async drainOnce(): Promise<boolean> {
     const client = this.client;
     if (client === undefined) return false;
-    const { rows, more } = await readOutboxBatch(client, [...this.held], this.opts.batchSize, RELAY_BATCH_MAX_BYTES);
-    if (rows.length === 0) return false;
+    const { rows, gone, more } = await readOutboxBatch(client, [...this.held], this.opts.batchSize, RELAY_BATCH_MAX_BYTES);
+    if (gone.length > 0) {
+      await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [gone]);
+      this.opts.logger.warn({ outbox_ids: gone }, "outbox rows without their event deleted: nothing to publish");
+    }
+    if (rows.length === 0) return more;
     if (this.publisher === undefined) {
       await this.opts.bus.ensureTopics([{ topic: this.opts.topic, partitions: this.opts.topicPartitions, maxMessageBytes: this.opts.maxMessageBytes }]);
       this.publisher = await this.opts.bus.publisher();
