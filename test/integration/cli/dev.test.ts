@@ -41,6 +41,9 @@ describe("mh dev", () => {
     expect(out).toMatch(/model +the offline model/);
     expect(out).toContain(`new Anthropic({ baseURL: "${first.url}", apiKey: "${first.key}" })`);
     expect(out).toContain(`(kept in ${join(dataDir, "api-key")})`);
+    // What an external hand needs, as dev-hand.test.ts runs one.
+    expect(out).toMatch(new RegExp(`MH_SANDBOX_BROKER_ADDR=127\\.0\\.0\\.1:\\d+ MH_HAND_TOKEN_FILE=${join(dataDir, "secrets", "hand-broker.token")} npm run kv-device`));
+    expect(out).toContain(`token in ${join(dataDir, "secrets", "operator-broker.token")}`);
 
     const twice = mh(["dev", "--port", "0", "--data-dir", dataDir]);
     expect(await twice.exited).toBe(1);

@@ -14,13 +14,22 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { newMasterKeyText } from "@metaharness/credential-vault-proxy";
 
-/** Who calls which guarded service, with which role there. */
+/** The kind of external hand `mh dev` issues a token for: the broker's example device. */
+export const DEV_HAND_KIND = "kv-device";
+
+/**
+ * Who calls which guarded service, with which role there, and the scopes some roles take. The
+ * broker's `hand` is for an external hand the developer runs, the example kv device (as
+ * infra/secrets.sh issues one to the distributed stack): it may register that kind only; its
+ * `operator` is the developer, to provision sandboxes on such a hand over gRPC.
+ */
 const CALLERS = {
   log: { gateway: "admin", harness: "harness", broker: "broker", proxy: "proxy" },
   proxy: { gateway: "admin", harness: "harness", broker: "broker" },
-  broker: { harness: "harness" },
+  broker: { harness: "harness", hand: "hand", operator: "admin" },
   harness: { gateway: "admin" },
 } as const;
+const SCOPES: Readonly<Record<string, readonly string[]>> = { "broker/hand": [DEV_HAND_KIND] };
 
 type Service = keyof typeof CALLERS;
 type CallerOf<S extends Service> = keyof (typeof CALLERS)[S];
@@ -57,7 +66,8 @@ export async function writeDevSecrets(dataDir: string | undefined): Promise<DevS
     for (const [caller, role] of Object.entries(CALLERS[service])) {
       const token = randomBytes(32).toString("base64url");
       await secretFile(`${caller}-${service}.token`, token);
-      services.push({ name: caller, role, token });
+      const scopes = SCOPES[`${service}/${caller}`];
+      services.push({ name: caller, role, token, ...(scopes === undefined ? {} : { scopes }) });
     }
     tokensFile[service] = await secretFile(`${service}-services.json`, JSON.stringify({ services }));
   }

@@ -19,7 +19,7 @@ import { startOfflineModel, type Scenario } from "@metaharness/offline-model";
 import { loadConfig as brokerConfig, startSandboxBroker } from "@metaharness/sandbox-broker";
 import { createLogger, type LogLevel } from "@metaharness/service-kit";
 import { loadConfig as sessionLogConfig, startSessionLog } from "@metaharness/session-log";
-import { writeDevSecrets } from "./dev-secrets.js";
+import { DEV_HAND_KIND, writeDevSecrets } from "./dev-secrets.js";
 import { checkSandboxSupport } from "./preflight.js";
 
 export interface StackOptions {
@@ -56,6 +56,12 @@ export interface Stack {
   readonly model: "offline" | "anthropic";
   readonly components: readonly StackComponent[];
   readonly startMs: number;
+  /**
+   * For an external hand: the sandbox broker's host:port, the token file the hand presents (it
+   * registers `kind` only), and an operator's token file for the broker (role admin), to
+   * provision sandboxes on it with `hand_kind`.
+   */
+  readonly hands: { readonly brokerAddress: string; readonly tokenFile: string; readonly kind: string; readonly operatorTokenFile: string };
   /** Stops every service, the front first; idempotent. */
   stop(): Promise<void>;
 }
@@ -200,6 +206,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       model: opts.anthropicApiKey === undefined ? "offline" : "anthropic",
       components,
       startMs: Date.now() - started,
+      hands: {
+        brokerAddress: `127.0.0.1:${broker.port}`,
+        tokenFile: secrets.tokenFile("broker", "hand"),
+        kind: DEV_HAND_KIND,
+        operatorTokenFile: secrets.tokenFile("broker", "operator"),
+      },
       stop,
     };
   } catch (err) {

@@ -1,0 +1,62 @@
+/**
+ * An external hand on a laptop: `mh dev` issues a token for the broker's example kv device and
+ * one for an operator, and says where the broker listens, so a developer runs the device as
+ * printed and provisions a sandbox on it over gRPC, as on the distributed stack.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
+import { startDev, type Stack } from "@metaharness/cli";
+import { SandboxBrokerClient, SandboxBrokerService } from "@metaharness/proto";
+import { createClient, promisify } from "@metaharness/service-kit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { eventually } from "../../support/sandbox-broker.js";
+
+const ROOT = new URL("../../../", import.meta.url).pathname;
+
+let stack: Stack;
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "mh-dev-hand-"));
+  stack = (await startDev({ host: "127.0.0.1", port: 0, dataDir, memory: true, logLevel: "silent" }, {})).stack;
+});
+afterAll(async () => {
+  await stack?.stop();
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+});
+
+it("runs the example hand with the token it printed, and serves a session's calls on it", async () => {
+  const sdk = new Anthropic({ baseURL: stack.url, apiKey: stack.apiKey, maxRetries: 0 });
+  const agent = await sdk.beta.agents.create({ name: "hands", model: "claude-sonnet-5-5" });
+  const environment = await sdk.beta.environments.create({ name: "laptop" });
+  const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
+
+  const { brokerAddress, tokenFile, kind, operatorTokenFile } = stack.hands;
+  const device = spawn(process.execPath, [join(ROOT, "apps/sandbox-broker/dist/examples/kv-device.js")], {
+    env: { PATH: process.env["PATH"] ?? "", MH_SANDBOX_BROKER_ADDR: brokerAddress, MH_HAND_TOKEN_FILE: tokenFile, MH_HAND_ID: "laptop-kv", MH_LOG_LEVEL: "silent" },
+    stdio: "ignore",
+  });
+  const raw = createClient(SandboxBrokerClient, brokerAddress, { bearerToken: (await readFile(operatorTokenFile, "utf8")).trim() });
+  try {
+    const broker = promisify(raw, SandboxBrokerService);
+    const sandboxId = await eventually(async () => {
+      try {
+        return (await broker.provision({ sessionId: session.id, resources: undefined, handKind: kind })).sandbox?.sandboxId;
+      } catch (err) {
+        if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
+        throw err;
+      }
+    }, "the kv device to connect");
+    const call = (name: string, input: Record<string, string>, callId: string) =>
+      broker.execute({ sandboxId, sessionId: session.id, name, input, callId, timeoutMs: 0 });
+    expect(await call("kv_set", { key: "laptop", value: "from mh dev" }, "kv-1")).toMatchObject({ isError: false });
+    expect((await call("kv_get", { key: "laptop" }, "kv-2")).output).toBe("from mh dev");
+    // The hand's token registers its kind only.
+    expect(kind).toBe("kv-device");
+  } finally {
+    raw.close();
+    device.kill("SIGTERM");
+  }
+}, 30_000);
