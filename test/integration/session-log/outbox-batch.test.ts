@@ -1,13 +1,13 @@
 /**
  * A relay drain reads the outbox oldest first within a row limit and a byte budget, so a backlog
  * of large events is published a bounded batch at a time instead of read whole into memory; it
- * always reads at least one event, says when rows were left for the next drain, and names the rows
- * whose event is gone (kafka.test.ts: the relay deletes them).
+ * always reads at least one event, says when rows were left for the next drain, names the rows
+ * whose event is gone (kafka.test.ts: the relay deletes them), and finds each event by its key.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPgDb, type Db } from "@metaharness/db";
 import { Event } from "@metaharness/proto";
-import { OUTBOX_SHARDS, readOutboxBatch } from "@metaharness/session-log";
+import { OUTBOX_BATCH_SQL, OUTBOX_SHARDS, readOutboxBatch } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";
 
@@ -65,6 +65,15 @@ describe("an outbox batch", () => {
       [other, 2],
     ]);
     await db.query("DELETE FROM outbox WHERE session_id = $1", [other]);
+  });
+
+  it("looks each event up by its key, whatever the statistics say (never a scan of the log)", async () => {
+    // This database was never analyzed: a plain join hashed the whole events table at every drain.
+    type Node = { "Node Type": string; "Relation Name"?: string; Plans?: Node[] };
+    const { rows } = await db.query<{ "QUERY PLAN": Array<{ Plan: Node }> }>(`EXPLAIN (FORMAT JSON) ${OUTBOX_BATCH_SQL}`, [SHARDS, 500, 1024]);
+    const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+    const onEvents = nodes(rows[0]?.["QUERY PLAN"][0]?.Plan as Node).filter((n) => n["Relation Name"] === "events");
+    expect(onEvents.map((n) => n["Node Type"])).toEqual(["Index Scan"]);
   });
 
   it("says there may be more when the row limit is reached", async () => {
