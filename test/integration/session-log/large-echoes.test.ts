@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmitEventsRequest, type Event } from "@metaharness/proto";
 import { MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
-import { MAX_ECHOED_BYTES } from "@metaharness/session-log";
+import { createPgDb } from "@metaharness/db";
+import { APPEND_SQL, EVENTS_CHANNEL, MAX_ECHOED_BYTES, shardOf } from "@metaharness/session-log";
 import { newSession, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";
 
@@ -76,6 +77,25 @@ describe("EmitEvents answers", () => {
       expect(err.message).toContain("read them with GetEvents");
       expect(err.message).not.toContain("were appended,");
       expect(await lastSeq(sessionId)).toBe(4);
+    });
+
+    it("are budgeted per request: two retries in one batch both come back whole", async () => {
+      // One statement for two requests, as the service batches concurrent calls: each repeats
+      // three of the four 5 MiB events (15 MiB each, 30 MiB in all).
+      const db = createPgDb(log.db.url, 1, () => undefined);
+      try {
+        const requests = [stored.slice(0, 3), stored.slice(1, 4)];
+        const ids = requests.flat().map((e) => e.id);
+        const none = ids.map(() => null);
+        const { rows } = await db.query<{ req: number; repeated: boolean; body: Buffer | null }>(APPEND_SQL, [
+          [sessionId, sessionId], [null, null], [null, null], [shardOf(sessionId), shardOf(sessionId)], [3, 3],
+          ids, ids.map(() => "agent.message"), none, none, ids.map(() => Buffer.from("small")), new Date(),
+          EVENTS_CHANNEL, "test", MAX_ECHOED_BYTES,
+        ]);
+        expect(rows.map((r) => [r.req, r.repeated, (r.body?.length ?? 0) > BIG])).toEqual([1, 1, 1, 2, 2, 2].map((req) => [req, true, true]));
+      } finally {
+        await db.end();
+      }
     });
 
     it("say so when the request's new events were appended with them", async () => {

@@ -50,12 +50,14 @@ interface OutcomeRow {
 }
 
 /**
- * The most bytes of events appended before that one batch reads back to echo them. A client may
- * send ids of events already in the log with any bodies (a retry sends the same ones), and each
- * comes back as first appended: 1000 small events naming large ones would otherwise make the
- * service read a gigabyte and answer with a message no client takes. Past it the stored bodies
- * stay in Postgres and the request fails (outcomeOf); an honest retry repeats a request that was
- * at most one message, so it always fits.
+ * The most bytes of events appended before that one request reads back to echo them. A client
+ * may send ids of events already in the log with any bodies (a retry sends the same ones), and
+ * each comes back as first appended: 1000 small events naming large ones would otherwise make
+ * the service read a gigabyte and answer with a message no client takes. Past it the stored
+ * bodies stay in Postgres and the request fails (outcomeOf); an honest retry repeats a request
+ * that was at most one message, so it always fits. Each request of a batch has its own answer,
+ * so its own budget, and its first event always comes back (a retry of one event as large as
+ * the log takes).
  */
 export const MAX_ECHOED_BYTES = MAX_RECEIVE_MESSAGE_BYTES;
 /**
@@ -67,14 +69,15 @@ const MAX_ANSWER_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
 
 /**
  * The one statement of an append batch of several requests (exported for the benchmark and
- * tests): mh_append, with the stored bodies of repeated events cut at $14 bytes in row order.
+ * tests): mh_append, with the stored bodies of each request's repeated events cut at $14 bytes
+ * in row order.
  */
 export const APPEND_SQL = `SELECT req, outcome, seq, cur, body IS NOT NULL AS repeated,
        CASE WHEN ${withinByteBudget("body", "$14")} THEN body END AS body
   FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
                  $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
                  $12::text, $13::text) WITH ORDINALITY AS a(req, outcome, seq, cur, body, n)
-WINDOW w AS (ORDER BY n)`;
+WINDOW w AS (PARTITION BY req ORDER BY n)`;
 /**
  * A batch of one request goes straight to the per-request function mh_append handed its work
  * to (migrations/004): its loop runs once, and calling it from mh_append cost 0.1-0.3 ms more.
