@@ -160,6 +160,18 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
   }
 }
 
+/** Provisions a sandbox of `sessionId` on a hand of `kind` once one has connected; its id. */
+export function provisionOnHand(broker: PromiseClient<typeof SandboxBrokerService>, sessionId: string, kind: string): Promise<string> {
+  return eventually(async () => {
+    try {
+      return (await broker.provision({ sessionId, resources: undefined, handKind: kind })).sandbox?.sandboxId;
+    } catch (err) {
+      if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
+      throw err;
+    }
+  }, `a ${kind} hand to connect`);
+}
+
 let calls = 0;
 /** A fresh call id ("toolu_" like the model's tool_use ids). */
 export function callId(): string {

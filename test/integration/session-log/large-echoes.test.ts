@@ -1,10 +1,11 @@
 /**
  * An EmitEvents answer echoes the request's events with their seqs, and events appended before
  * as first appended. Both must fit what our clients receive: a request just under the server's
- * 16 MiB limit gets its answer (which adds a session id, seq and time to each event), and a
- * request naming events stored larger than it sent them is refused with FAILED_PRECONDITION
- * before the service reads more than one answer of them back (it used to read them all: 1000
- * small events naming 1 MiB ones made a gigabyte, and no client takes the answer).
+ * 16 MiB limit gets its answer (which adds a session id, seq and time to each event), a retry of
+ * it gets its events back as stored, and a request naming events stored larger than it sent
+ * them is refused with FAILED_PRECONDITION before the service reads more than one answer of them
+ * back (it used to read them all: 1000 small events naming 1 MiB ones made a gigabyte, and no
+ * client takes the answer).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmitEventsRequest, type Event } from "@metaharness/proto";
@@ -48,6 +49,11 @@ describe("EmitEvents answers", () => {
     // fail here, after the events were written.
     expect(res.events.map((e) => e.seq)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
     expect(EmitEventsRequest.encode({ ...sent, events: res.events }).finish().length).toBeGreaterThan(MAX_RECEIVE_MESSAGE_BYTES);
+
+    // Its retry gets the events as stored, each larger than sent, all of them.
+    const again = await log.client.emitEvents(sent);
+    expect(again.duplicates).toBe(1000);
+    expect(again.events.map((e) => e.seq)).toEqual(res.events.map((e) => e.seq));
   });
 
   describe("of events appended before", () => {

@@ -21,7 +21,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";
 import { secureListeners } from "../../support/kafka-secure.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually, provisionOnHand } from "../../support/sandbox-broker.js";
 import { callerTls } from "../../support/tls.js";
 import { createTestDatabase, type TestDatabase } from "../../support/postgres.js";
 import { deleteTopic, KAFKA_BROKERS } from "../../support/topics.js";
@@ -240,14 +240,7 @@ describe("infra/stack: every service its own process", () => {
     });
     try {
       const broker = promiseClient(raw, SandboxBrokerService);
-      const sandboxId = await eventually(async () => {
-        try {
-          return (await broker.provision({ sessionId: firstSession, resources: undefined, handKind: "kv-device" })).sandbox?.sandboxId;
-        } catch (err) {
-          if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
-          throw err;
-        }
-      }, "the kv device to connect");
+      const sandboxId = await provisionOnHand(broker, firstSession, "kv-device");
       const call = (name: string, input: Record<string, string>, callId: string) =>
         broker.execute({ sandboxId, sessionId: firstSession, name, input, callId, timeoutMs: 0 });
       expect(await call("kv_set", { key: "stack", value: "over mTLS" }, "kv-1")).toMatchObject({ isError: false });

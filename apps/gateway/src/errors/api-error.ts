@@ -83,7 +83,10 @@ function tooLargeMessage(err: MhError): string | undefined {
   if (limit === undefined) return undefined;
   if (err.code === "INVALID_ARGUMENT") return err.message;
   if (err.code !== "RESOURCE_EXHAUSTED") return undefined;
-  return `The request takes more than ${String(limit)} bytes as sent to a service behind the gateway, more than one call carries; send less in each request.`;
+  // grpc-js says the same of a request the server refused and of an answer the client refused;
+  // our clients take 1 MiB more than our servers, so an answer that large comes of a request
+  // that carried nearly as much.
+  return `The request, or its answer, takes more than ${String(limit)} bytes between the gateway and a service behind it, more than one call carries; send less in each request.`;
 }
 
 function serverMessage(name: GatewayErrorName, err: MhError): string {

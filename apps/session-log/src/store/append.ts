@@ -12,7 +12,7 @@ import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import type { ValidatedEvent } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
-import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES, MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
 import { withinByteBudget } from "./byte-budget.js";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
@@ -50,22 +50,23 @@ interface OutcomeRow {
 }
 
 /**
- * The most bytes of events appended before that one request reads back to echo them. A client
- * may send ids of events already in the log with any bodies (a retry sends the same ones), and
- * each comes back as first appended: 1000 small events naming large ones would otherwise make
- * the service read a gigabyte and answer with a message no client takes. Past it the stored
- * bodies stay in Postgres and the request fails (outcomeOf); an honest retry repeats a request
- * that was at most one message, so it always fits. Each request of a batch has its own answer,
- * so its own budget, and its first event always comes back (a retry of one event as large as
- * the log takes).
- */
-export const MAX_ECHOED_BYTES = MAX_RECEIVE_MESSAGE_BYTES;
-/**
- * The most a request's answer carries of events: what our clients take less room for the
- * framing of 1000 events. A request of new events fits (at most one message plus under 100
- * bytes an event); one that also repeats events may not, if those were stored larger.
+ * The most a request's answer carries of events: what our clients take, less room for the
+ * framing of 1000 events. A request of new events fits (at most one message, plus under 100
+ * bytes an event that the log adds); one that also repeats events may not, if those were stored
+ * larger than it sent them.
  */
 const MAX_ANSWER_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
+/**
+ * The most bytes of events appended before that one request reads back to echo them: its
+ * answer's limit. A client may send ids of events already in the log with any bodies (a retry
+ * sends the same ones), and each comes back as first appended: 1000 small events naming large
+ * ones would otherwise make the service read a gigabyte and answer with a message no client
+ * takes. Past it the stored bodies stay in Postgres and the request fails (outcomeOf). A retry
+ * repeats a request of at most one message, stored with under 100 bytes more an event, so it
+ * always fits. Each request of a batch has its own answer, so its own budget, and its first
+ * event always comes back (a retry of one event as large as the log takes).
+ */
+export const MAX_ECHOED_BYTES = MAX_ANSWER_BYTES;
 
 /**
  * The one statement of an append batch of several requests (exported for the benchmark and
@@ -77,7 +78,8 @@ export const APPEND_SQL = `SELECT req, outcome, seq, cur, body IS NOT NULL AS re
   FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
                  $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
                  $12::text, $13::text) WITH ORDINALITY AS a(req, outcome, seq, cur, body, n)
-WINDOW w AS (PARTITION BY req ORDER BY n)`;
+WINDOW w AS (PARTITION BY req ORDER BY n)
+ ORDER BY req, n`;
 /**
  * A batch of one request goes straight to the per-request function mh_append handed its work
  * to (migrations/004): its loop runs once, and calling it from mh_append cost 0.1-0.3 ms more.
