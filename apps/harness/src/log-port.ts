@@ -2,8 +2,8 @@
  * The session log as the harness sees it: read the whole history (paged), follow it live, append
  * under the lease epoch, and publish ephemeral deltas. Every write carries the epoch, so a harness
  * whose lease was taken over is refused (ABORTED) on its next write and stops. An append the log
- * could not take (it restarts, it is overloaded) is sent again, unchanged, for a few seconds
- * instead of ending the turn: see `emit`.
+ * could not take (it restarts, too many appends are waiting) is sent again, unchanged, for a few
+ * seconds instead of ending the turn: see `emit`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { MhError, type CodeName } from "@metaharness/errors";
@@ -16,10 +16,19 @@ const PAGE = 1000;
 
 /**
  * Failures of the log itself, not of the request: the same append may succeed a moment later.
- * Not ABORTED (from the log: the lease was taken over) nor RESOURCE_EXHAUSTED (also a message
- * over the size limit, which no retry fixes).
+ * Not ABORTED (from the log: the lease was taken over).
  */
-const TRANSIENT: ReadonlySet<CodeName> = new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED"]);
+const TRANSIENT: ReadonlySet<CodeName> = new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]);
+
+/**
+ * Whether to send an append again: a transient failure, but not a message over a size limit
+ * (RESOURCE_EXHAUSTED with `limit_bytes`, service kit), which no retry fixes; a log with too
+ * many appends waiting (RESOURCE_EXHAUSTED without it) takes this one a moment later.
+ */
+function retryable(err: unknown): boolean {
+  const e = MhError.from(err);
+  return TRANSIENT.has(e.code) && !(e.code === "RESOURCE_EXHAUSTED" && "limit_bytes" in e.details);
+}
 /** The least time an attempt is given, even when the retry window is nearly spent. */
 const MIN_ATTEMPT_MS = 500;
 /** How long an append is retried: a restart of the log; longer than the lease's TTL, so the lease decides. */
@@ -92,8 +101,10 @@ export class LogPort {
         const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq }, { deadlineMs });
         return res.events;
       } catch (err) {
-        if (!TRANSIENT.has(MhError.from(err).code) || Date.now() + wait > until) throw err;
-        await sleep(wait);
+        if (!retryable(err) || Date.now() + wait > until) throw err;
+        // Jittered: harnesses refused together (a log with too many appends waiting) would
+        // otherwise come back together, and be refused together again.
+        await sleep(wait / 2 + Math.random() * (wait / 2));
       }
     }
   }

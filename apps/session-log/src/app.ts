@@ -96,6 +96,7 @@ export async function startSessionLog(
             guard: { tokens, logger },
             maxPayloadBytes: config.maxPayloadBytes,
             watchRecheckMs: config.watchRecheckMs,
+            appendMaxQueued: config.appendMaxQueued,
           }),
         },
       ],

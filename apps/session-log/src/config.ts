@@ -24,6 +24,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 20, min: 2, max: 500 }),
       maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: MAX_EVENT_BYTES }),
       watchRecheckMs: env.int("MH_WATCH_RECHECK_MS", { default: 5000, min: 100, max: 600_000 }),
+      // Appends waiting for a batch beyond this are refused (RESOURCE_EXHAUSTED, retried by the
+      // harness) rather than queued without bound in the service's memory.
+      appendMaxQueued: env.int("MH_APPEND_MAX_QUEUED", { default: 10_000, min: 1, max: 1_000_000 }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
       topic: env.string("MH_KAFKA_TOPIC", { default: SESSION_EVENTS_TOPIC }),
       topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),

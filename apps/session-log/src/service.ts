@@ -42,13 +42,15 @@ export interface ServiceDeps {
   readonly guard: Guard<Role>;
   readonly maxPayloadBytes: number;
   readonly watchRecheckMs: number;
+  /** Appends waiting for a batch beyond this are refused with RESOURCE_EXHAUSTED. */
+  readonly appendMaxQueued: number;
 }
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
   const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
     guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
-  const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix });
+  const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix }, deps.appendMaxQueued);
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): ValidatedEvent => {
     if (event === undefined) throw invalidArgument(field, "required");

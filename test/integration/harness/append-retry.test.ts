@@ -45,3 +45,29 @@ describe("appends across a session log restart", () => {
     expect((await back.client.getSession({ sessionId })).session?.lastSeq).toBe(1);
   });
 });
+
+describe("appends a log refuses while too many wait", () => {
+  it("are sent again until it takes them; a message over its size limit is not", async () => {
+    // One append may wait while a batch is written; the others are refused (RESOURCE_EXHAUSTED).
+    const busy = await startTestLog({ MH_RELAY_ENABLED: "false", MH_APPEND_MAX_QUEUED: "1" });
+    try {
+      const sessions = await Promise.all(Array.from({ length: 40 }, () => newSession(busy.client)));
+      const raw = await Promise.allSettled(sessions.map((sessionId) => busy.client.emitEvent({ sessionId, event: agentMessage("raw") })));
+      const refused = raw.filter((r) => r.status === "rejected").map((r) => (r.reason as { code?: string }).code);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(new Set(refused)).toEqual(new Set(["RESOURCE_EXHAUSTED"]));
+
+      const ports = sessions.map((sessionId) => new LogPort(busy.clientAs("harness"), sessionId));
+      const stored = await Promise.all(ports.map((port) => port.emit([agentMessage("through the harness")], 0)));
+      expect(stored.every((events) => events.length === 1 && textOf(events[0]) === "through the harness")).toBe(true);
+
+      // Over the gRPC message limit: refused at once, not for the five seconds of retries.
+      const started = Date.now();
+      const err = await rejection(ports[0]!.emit([agentMessage("x".repeat(17 * 1024 * 1024))], 0));
+      expect(err).toMatchObject({ code: "RESOURCE_EXHAUSTED", details: { limit_bytes: 16 * 1024 * 1024 } });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      await busy.stop();
+    }
+  }, 60_000);
+});

@@ -12,20 +12,19 @@ const MAX_BATCH_EVENTS = 1000;
 const MAX_BATCH_REQUESTS = 1000;
 /** Batches written at once: one on the wire while the next one gathers. */
 const MAX_IN_FLIGHT = 1;
-/** Calls waiting for a batch beyond this are refused (RESOURCE_EXHAUSTED) rather than queued without bound. */
-const MAX_QUEUED = 10_000;
 
 export class Appender {
   private readonly batcher: WriteBatcher<AppendRequest, AppendResult>;
 
-  constructor(db: Db, announce: Announce) {
+  /** `maxQueued`: calls waiting for a batch beyond it are refused (RESOURCE_EXHAUSTED) rather than queued without bound. */
+  constructor(db: Db, announce: Announce, maxQueued: number) {
     this.batcher = new WriteBatcher({
       write: (requests) => appendBatch(db, requests, announce),
       maxItems: MAX_BATCH_REQUESTS,
       maxWeight: MAX_BATCH_EVENTS,
       weigh: (r) => r.events.length,
       maxInFlight: MAX_IN_FLIGHT,
-      maxQueued: MAX_QUEUED,
+      maxQueued,
     });
   }
 
