@@ -40,7 +40,6 @@ export {
   ERROR_DETAILS_KEY,
   ERROR_FIELD_KEY,
   fromServiceError,
-  messageSizeLimit,
   isServiceError,
   toMhError,
   toStatusError,

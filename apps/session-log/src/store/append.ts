@@ -52,21 +52,15 @@ interface OutcomeRow {
 /**
  * The most a request's answer carries of events: what our clients take, less room for the
  * framing of 1000 events. A request of new events fits (at most one message, plus under 100
- * bytes an event that the log adds); one that also repeats events may not, if those were stored
- * larger than it sent them.
+ * bytes an event that the log adds). Events it repeats come back as first appended, and a
+ * client may send ids of events already in the log with any bodies: 1000 small events naming
+ * large ones would otherwise make the service read a gigabyte and answer with a message no
+ * client takes. So the stored bodies are read back only up to this, per request (each request
+ * of a batch has its own answer; its first event always comes back), and past it the request
+ * fails (outcomeOf). A retry repeats a request of at most one message, stored with under 100
+ * bytes more an event, so it always fits.
  */
-const MAX_ANSWER_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
-/**
- * The most bytes of events appended before that one request reads back to echo them: its
- * answer's limit. A client may send ids of events already in the log with any bodies (a retry
- * sends the same ones), and each comes back as first appended: 1000 small events naming large
- * ones would otherwise make the service read a gigabyte and answer with a message no client
- * takes. Past it the stored bodies stay in Postgres and the request fails (outcomeOf). A retry
- * repeats a request of at most one message, stored with under 100 bytes more an event, so it
- * always fits. Each request of a batch has its own answer, so its own budget, and its first
- * event always comes back (a retry of one event as large as the log takes).
- */
-export const MAX_ECHOED_BYTES = MAX_ANSWER_BYTES;
+export const MAX_ECHOED_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
 
 /**
  * The one statement of an append batch of several requests (exported for the benchmark and
@@ -188,12 +182,12 @@ function outcomeOf(
   const events: Event[] = [];
   const bodies: Uint8Array[] = [];
   for (const [i, row] of rows.entries()) {
-    if (row.repeated && row.body === null) return failed(tooLargeToEcho(i, Number(row.seq), MAX_ECHOED_BYTES, wroteSome));
+    if (row.repeated && row.body === null) return failed(tooLargeToEcho(i, Number(row.seq), wroteSome));
     const body = row.body ?? withSeq(sent.encoded[i] as Uint8Array, Number(row.seq));
     echoed += body.length;
-    // New events echo what the request carried; with stored bodies too a batch could outgrow
+    // New events echo what the request carried; with stored bodies too a request could outgrow
     // the answer however its repeated ones were cut (the new ones are in the log by now).
-    if (echoed > MAX_ANSWER_BYTES) return failed(tooLargeToEcho(i, Number(row.seq), MAX_ANSWER_BYTES, wroteSome));
+    if (echoed > MAX_ECHOED_BYTES) return failed(tooLargeToEcho(i, Number(row.seq), wroteSome));
     bodies.push(body);
     if (row.body !== null) {
       duplicates += 1;
@@ -211,13 +205,13 @@ function outcomeOf(
  * the same log), naming the first event that did not fit. `writtenToo`: the request also held new
  * events, appended all the same (the answer's size is known only once they are).
  */
-function tooLargeToEcho(index: number, seq: number, limit: number, writtenToo: boolean): MhError {
+function tooLargeToEcho(index: number, seq: number, writtenToo: boolean): MhError {
   const what = writtenToo ? "with this request's new events, which were appended, the events it repeats" : "the events this request repeats";
   return new MhError(
     "FAILED_PRECONDITION",
-    `${what} take more than ${limit} bytes as stored, up to events[${index}] (seq ${seq}): they were appended before ` +
+    `${what} take more than ${MAX_ECHOED_BYTES} bytes as stored, up to events[${index}] (seq ${seq}): they were appended before ` +
       "with larger bodies than this request sent, and one answer cannot echo them; read them with GetEvents",
-    { field: `events[${index}].id`, details: { limit_bytes: limit } },
+    { field: `events[${index}].id`, details: { limit_bytes: MAX_ECHOED_BYTES } },
   );
 }
 
