@@ -3,9 +3,9 @@
  * as first appended. Both must fit what our clients receive: a request just under the server's
  * 16 MiB limit gets its answer (which adds a session id, seq and time to each event), a retry of
  * it gets its events back as stored, and a request naming events stored larger than it sent
- * them is refused with FAILED_PRECONDITION before the service reads more than one answer of them
- * back (it used to read them all: 1000 small events naming 1 MiB ones made a gigabyte, and no
- * client takes the answer).
+ * them is refused with FAILED_PRECONDITION before anything of it is written or read back (the
+ * service used to read them all: 1000 small events naming 1 MiB ones made a gigabyte, and no
+ * client takes the answer; and later, to write the request's new events before refusing it).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmitEventsRequest, type Event } from "@metaharness/proto";
@@ -80,35 +80,70 @@ describe("EmitEvents answers", () => {
       expect(err.code).toBe("FAILED_PRECONDITION");
       expect(err.field).toBe("events[3].id");
       expect(err.details).toMatchObject({ limit_bytes: MAX_ECHOED_BYTES });
-      expect(err.message).toContain("read them with GetEvents");
-      expect(err.message).not.toContain("were appended,");
+      expect(err.message).toContain("nothing was written; read them with GetEvents");
       expect(await lastSeq(sessionId)).toBe(4);
     });
 
-    it("are budgeted per request: two retries in one batch both come back whole", async () => {
-      // One statement for two requests, as the service batches concurrent calls: each repeats
-      // three of the four 5 MiB events (15 MiB each, 30 MiB in all).
+    it("are budgeted per request: two retries in one batch both come back whole, beside one refused", async () => {
+      // One statement for three requests, as the service batches concurrent calls: two each
+      // repeat three of the four 5 MiB events (15 MiB each, 30 MiB in all), the third repeats
+      // all four and adds one new event, and of another session one new event.
+      const other = await newSession(log.client);
       const db = createPgDb(log.db.url, 1, () => undefined);
       try {
-        const requests = [stored.slice(0, 3), stored.slice(1, 4)];
-        const ids = requests.flat().map((e) => e.id);
+        const requests = [stored.slice(0, 3).map((e) => e.id), stored.slice(1, 4).map((e) => e.id), [...stored.map((e) => e.id), "sevt_mixed_new"], ["sevt_other_new"]];
+        const sessions = [sessionId, sessionId, sessionId, other];
+        const ids = requests.flat();
         const none = ids.map(() => null);
-        const { rows } = await db.query<{ req: number; repeated: boolean; body: Buffer | null }>(APPEND_SQL, [
-          [sessionId, sessionId], [null, null], [null, null], [shardOf(sessionId), shardOf(sessionId)], [3, 3],
+        const { rows } = await db.query<{ req: number; outcome: number; cur: string | null; body: Buffer | null }>(APPEND_SQL, [
+          sessions, sessions.map(() => null), sessions.map(() => null), sessions.map(shardOf), requests.map((r) => r.length),
           ids, ids.map(() => "agent.message"), none, none, ids.map(() => Buffer.from("small")), new Date(),
           EVENTS_CHANNEL, "test", MAX_ECHOED_BYTES,
         ]);
-        expect(rows.map((r) => [r.req, r.repeated, (r.body?.length ?? 0) > BIG])).toEqual([1, 1, 1, 2, 2, 2].map((req) => [req, true, true]));
+        expect(rows.map((r) => [r.req, r.outcome, (r.body?.length ?? 0) > BIG])).toEqual([
+          ...[1, 1, 1, 2, 2, 2].map((req) => [req, 0, true]),
+          [3, 5, false],
+          [4, 0, false],
+        ]);
+        // The refused request names its fourth event (1-based), the first past the limit.
+        expect(rows.find((r) => r.req === 3)?.cur).toBe("4");
+      } finally {
+        await db.end();
+      }
+      expect(await lastSeq(sessionId)).toBe(4);
+      expect(await lastSeq(other)).toBe(1);
+    });
+
+    it("are echoed without a limit to the previous release's statement (13 arguments), which cuts them itself", async () => {
+      const db = createPgDb(log.db.url, 1, () => undefined);
+      try {
+        const ids = stored.map((e) => e.id);
+        const none = ids.map(() => null);
+        const previous = APPEND_SQL.replace(", $14::bigint)", ")");
+        expect(previous).not.toBe(APPEND_SQL);
+        const { rows } = await db.query<{ outcome: number; body: Buffer | null }>(previous, [
+          [sessionId], [null], [null], [shardOf(sessionId)], [4], ids, ids.map(() => "agent.message"), none, none,
+          ids.map(() => Buffer.from("small")), new Date(), EVENTS_CHANNEL, "test",
+        ]);
+        expect(rows.map((r) => [r.outcome, (r.body?.length ?? 0) > BIG])).toEqual(ids.map(() => [0, true]));
       } finally {
         await db.end();
       }
     });
 
-    it("say so when the request's new events were appended with them", async () => {
+    it("refuse a request that holds new events too, and write none of them", async () => {
       const events = [...stored.map((e) => agentMessage("small", e.id)), agentMessage("new")];
       const err = await rejection(log.client.emitEvents({ sessionId, events }));
       expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "events[3].id" });
-      expect(err.message).toContain("new events, which were appended");
+      expect(err.message).toContain("nothing was written");
+      expect(await lastSeq(sessionId)).toBe(4);
+    });
+
+    it("still echo a request of new events and repeated ones that fits", async () => {
+      const events = [agentMessage("small", stored[0]?.id), agentMessage("fits")];
+      const res = await log.client.emitEvents({ sessionId, events });
+      expect(res.duplicates).toBe(1);
+      expect(res.events.map((e) => [e.seq, textOf(e).length])).toEqual([[stored[0]?.seq, BIG], [5, 4]]);
       expect(await lastSeq(sessionId)).toBe(5);
     });
   });

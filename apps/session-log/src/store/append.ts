@@ -13,7 +13,6 @@ import { MhError } from "@metaharness/errors";
 import type { ValidatedEvent } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
 import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
-import { withinByteBudget } from "./byte-budget.js";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "../outbox/shard.js";
@@ -44,8 +43,7 @@ interface OutcomeRow {
   outcome: number;
   seq: string | null;
   cur: string | null;
-  /** The event was appended before (its stored body comes back in `body` if within the budget). */
-  repeated: boolean;
+  /** The event as first appended, when it was appended before. */
   body: Uint8Array | null;
 }
 
@@ -55,24 +53,20 @@ interface OutcomeRow {
  * bytes an event that the log adds). Events it repeats come back as first appended, and a
  * client may send ids of events already in the log with any bodies: 1000 small events naming
  * large ones would otherwise make the service read a gigabyte and answer with a message no
- * client takes. So the stored bodies are read back only up to this, per request (each request
- * of a batch has its own answer; its first event always comes back), and past it the request
- * fails (outcomeOf). A retry repeats a request of at most one message, stored with under 100
- * bytes more an event, so it always fits.
+ * client takes. So mh_append refuses a request whose answer would pass this (outcome 5) before
+ * it writes or reads any body (migrations/005). A retry repeats a request of at most one
+ * message, stored with under 100 bytes more an event, so it always fits.
  */
 export const MAX_ECHOED_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
 
 /**
  * The one statement of an append batch of several requests (exported for the benchmark and
- * tests): mh_append, with the stored bodies of each request's repeated events cut at $14 bytes
- * in row order.
+ * tests), its rows in request order and, within a request, in event order.
  */
-export const APPEND_SQL = `SELECT req, outcome, seq, cur, body IS NOT NULL AS repeated,
-       CASE WHEN ${withinByteBudget("body", "$14")} THEN body END AS body
+export const APPEND_SQL = `SELECT req, outcome, seq, cur, body
   FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
                  $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
-                 $12::text, $13::text) WITH ORDINALITY AS a(req, outcome, seq, cur, body, n)
-WINDOW w AS (PARTITION BY req ORDER BY n)
+                 $12::text, $13::text, $14::bigint) WITH ORDINALITY AS a(req, outcome, seq, cur, body, n)
  ORDER BY req, n`;
 /**
  * A batch of one request goes straight to the per-request function mh_append handed its work
@@ -170,6 +164,8 @@ function outcomeOf(
           field: "session_id",
         }),
       );
+    case 5:
+      return failed(tooLargeToEcho(cur - 1));
     default:
       return failed(new MhError("INTERNAL", `mh_append returned outcome ${first.outcome}`));
   }
@@ -177,18 +173,10 @@ function outcomeOf(
     return failed(new MhError("INTERNAL", `mh_append returned ${rows.length} events for ${sent.events.length}`));
   }
   let duplicates = 0;
-  let echoed = 0;
-  const wroteSome = rows.some((row) => !row.repeated);
   const events: Event[] = [];
   const bodies: Uint8Array[] = [];
   for (const [i, row] of rows.entries()) {
-    if (row.repeated && row.body === null) return failed(tooLargeToEcho(i, Number(row.seq), wroteSome));
-    const body = row.body ?? withSeq(sent.encoded[i] as Uint8Array, Number(row.seq));
-    echoed += body.length;
-    // New events echo what the request carried; with stored bodies too a request could outgrow
-    // the answer however its repeated ones were cut (the new ones are in the log by now).
-    if (echoed > MAX_ECHOED_BYTES) return failed(tooLargeToEcho(i, Number(row.seq), wroteSome));
-    bodies.push(body);
+    bodies.push(row.body ?? withSeq(sent.encoded[i] as Uint8Array, Number(row.seq)));
     if (row.body !== null) {
       duplicates += 1;
       events.push(Event.decode(row.body));
@@ -200,17 +188,16 @@ function outcomeOf(
 }
 
 /**
- * Events of the request were appended before and, as first appended, take more than one answer
- * carries: read them with GetEvents. FAILED_PRECONDITION (not retried: the same request meets
- * the same log), naming the first event that did not fit. `writtenToo`: the request also held new
- * events, appended all the same (the answer's size is known only once they are).
+ * Events of the request were appended before and, as first appended, take with the rest of it
+ * more than one answer carries: read them with GetEvents. FAILED_PRECONDITION (not retried: the
+ * same request meets the same log), naming the first event that does not fit; nothing of the
+ * request was written.
  */
-function tooLargeToEcho(index: number, seq: number, writtenToo: boolean): MhError {
-  const what = writtenToo ? "with this request's new events, which were appended, the events it repeats" : "the events this request repeats";
+function tooLargeToEcho(index: number): MhError {
   return new MhError(
     "FAILED_PRECONDITION",
-    `${what} take more than ${MAX_ECHOED_BYTES} bytes as stored, up to events[${index}] (seq ${seq}): they were appended before ` +
-      "with larger bodies than this request sent, and one answer cannot echo them; read them with GetEvents",
+    `the answer would echo more than ${MAX_ECHOED_BYTES} bytes by events[${index}]: this request names events appended ` +
+      "before with larger bodies than it sent, and an answer echoes them as stored; nothing was written; read them with GetEvents",
     { field: `events[${index}].id`, details: { limit_bytes: MAX_ECHOED_BYTES } },
   );
 }
