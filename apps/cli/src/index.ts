@@ -3,7 +3,8 @@
  * local git server.
  */
 export { startStack, defaultDataDir, type Stack, type StackOptions } from "./stack/embedded.js";
-export { startDev, parseDevArgs, type DevOptions } from "./commands/dev.js";
+export { describeDev, startDev, parseDevArgs, type DevOptions } from "./commands/dev.js";
+export { captureOutput } from "./output.js";
 export { demoScenario, DEMO_PROMPT, DEMO_SCENARIO, DEMO_SYSTEM } from "./demo/scenario.js";
 export { startGitHttpServer, type GitHttpServer, type GitHttpServerOptions } from "./git/http-server.js";
 export { commitToBare, gitIn, lastCommit, type Identity, type RepositoryFile } from "./git/bare-repository.js";

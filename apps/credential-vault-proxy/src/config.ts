@@ -18,14 +18,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** Where a session's vault ids come from (SessionMetadata.vault_ids). */
       sessionLogAddr: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       // This proxy's service token for the session log (role proxy).
-      sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),
+      sessionLogTokenFile: env.absolutePath("MH_SESSION_LOG_TOKEN_FILE"),
 
       /** The active master key: 32 random bytes, base64 or hex, in a file only this service reads. */
-      masterKeyFile: env.string("MH_MASTER_KEY_FILE", { pattern: /^\/\S+$/ }),
+      masterKeyFile: env.absolutePath("MH_MASTER_KEY_FILE"),
       /** Older master keys, still able to unwrap until RotateMasterKey re-wraps their data keys. */
       previousMasterKeyFiles: env.list("MH_PREVIOUS_MASTER_KEY_FILES", { default: [] }),
       /** JSON: {"services":[{"name":"gateway","role":"admin","token":"..."}]}; see auth/service-tokens.ts. */
-      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
+      serviceTokensFile: env.absolutePath("MH_SERVICE_TOKENS_FILE"),
 
       /** The HTTP endpoint the broker relays sandbox git and egress traffic to. */
       remoteHost: env.string("MH_REMOTE_HTTP_HOST", { default: "127.0.0.1" }),

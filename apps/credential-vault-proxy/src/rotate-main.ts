@@ -19,7 +19,7 @@ if (flag === "--new-key" && path !== undefined) {
   const config = readConfig(
     {
       databaseUrl: env.url("MH_DATABASE_URL", { default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness" }),
-      masterKeyFile: env.string("MH_MASTER_KEY_FILE", { pattern: /^\/\S+$/ }),
+      masterKeyFile: env.absolutePath("MH_MASTER_KEY_FILE"),
       previousMasterKeyFiles: env.list("MH_PREVIOUS_MASTER_KEY_FILES", { default: [] }),
     },
     process.env,

@@ -51,14 +51,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       port: env.port("MH_HTTP_PORT", { default: 8080 }),
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       // This gateway's service token for the session log (role admin).
-      sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),
+      sessionLogTokenFile: env.absolutePath("MH_SESSION_LOG_TOKEN_FILE"),
       // This gateway's service token for the harness (role admin there).
-      harnessTokenFile: env.string("MH_HARNESS_TOKEN_FILE", { pattern: /^\/\S+$/ }),
+      harnessTokenFile: env.absolutePath("MH_HARNESS_TOKEN_FILE"),
       harnessAddress: env.string("MH_HARNESS_ADDR", { default: "127.0.0.1:50052" }),
       // The credential vault proxy (vaults, and the tokens of sessions' repositories) and the file
       // holding this gateway's service token for it (role admin). Without them, vault routes say so.
       credentialProxyAddress: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
-      credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
+      credentialProxyTokenFile: env.optional(env.absolutePath("MH_CREDENTIAL_PROXY_TOKEN_FILE")),
       // postgres://... for a server; pglite:memory or pglite:///dir for embedded Postgres.
       databaseUrl: env.url("MH_DATABASE_URL", {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",

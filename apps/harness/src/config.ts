@@ -12,16 +12,16 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       port: env.port("MH_GRPC_PORT", { default: 50052 }),
       instanceId: env.optional(env.string("MH_INSTANCE_ID")),
       // The service tokens its gRPC API (Wake, ListActive) accepts: admins only (the gateway, an operator).
-      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
+      serviceTokensFile: env.absolutePath("MH_SERVICE_TOKENS_FILE"),
       sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
       // This harness's service token for the session log (role harness).
-      sessionLogTokenFile: env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ }),
+      sessionLogTokenFile: env.absolutePath("MH_SESSION_LOG_TOKEN_FILE"),
       brokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),
       // This harness's service token for the broker (not the one it shows the proxy).
-      brokerTokenFile: env.optional(env.string("MH_SANDBOX_BROKER_TOKEN_FILE", { pattern: /^\/\S+$/ })),
+      brokerTokenFile: env.optional(env.absolutePath("MH_SANDBOX_BROKER_TOKEN_FILE")),
       // The credential vault proxy (MCP tools) and the file holding this harness's service token for it.
       credentialProxyAddress: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
-      credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
+      credentialProxyTokenFile: env.optional(env.absolutePath("MH_CREDENTIAL_PROXY_TOKEN_FILE")),
       modelBaseUrl: env.optionalUrl("MH_MODEL_BASE_URL", { protocols: ["http", "https"] }),
       modelApiKey: env.string("ANTHROPIC_API_KEY", { default: "offline", secret: true }),
       model: env.string("MH_MODEL", { default: "claude-sonnet-5-5" }),

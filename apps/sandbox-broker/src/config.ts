@@ -35,17 +35,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        * The service tokens the broker accepts, each with its role (harness, hand, admin); see
        * auth/policy.ts. Required: whoever reaches the port could otherwise run code in any sandbox.
        */
-      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
+      serviceTokensFile: env.absolutePath("MH_SERVICE_TOKENS_FILE"),
       /** Where sandbox events go; unset: nowhere (the broker works without a session log). */
       sessionLogAddr: env.optional(env.string("MH_SESSION_LOG_ADDR")),
       // This broker's service token for the session log (role broker); needed with the address.
-      sessionLogTokenFile: env.optional(env.string("MH_SESSION_LOG_TOKEN_FILE", { pattern: /^\/\S+$/ })),
+      sessionLogTokenFile: env.optional(env.absolutePath("MH_SESSION_LOG_TOKEN_FILE")),
       /**
        * The credential vault proxy, for git repositories and ALLOWLIST egress, and the file holding
        * this broker's service token for it. Unset: Provision refuses repositories and ALLOWLIST.
        */
       credentialProxyAddr: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
-      credentialProxyTokenFile: env.optional(env.string("MH_CREDENTIAL_PROXY_TOKEN_FILE", { pattern: /^\/\S+$/ })),
+      credentialProxyTokenFile: env.optional(env.absolutePath("MH_CREDENTIAL_PROXY_TOKEN_FILE")),
       /** How long Provision may spend cloning each repository. */
       gitCloneTimeoutMs: env.int("MH_GIT_CLONE_TIMEOUT_MS", { default: 300_000, min: 1000, max: 3_600_000 }),
       /**
@@ -65,7 +65,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       remoteMaxConnections: env.int("MH_REMOTE_MAX_CONNECTIONS", { default: 32, min: 1, max: 10_000 }),
 
       /** Absolute: the broker starts it with an empty environment, so there is no PATH to search. */
-      bwrapPath: env.string("MH_BWRAP_PATH", { default: "/usr/bin/bwrap", pattern: /^\/\S+$/ }),
+      bwrapPath: env.absolutePath("MH_BWRAP_PATH", { default: "/usr/bin/bwrap" }),
       /** cgroup directory, under each controller's mount, that holds the sandboxes' groups. */
       cgroupParent: env.string("MH_CGROUP_PARENT", { default: "metaharness", pattern: /^[A-Za-z0-9._/-]{1,200}$/ }),
       /** "auto" detects v2 then v1 then falls back to prlimit; "none" forces the fallback. */

@@ -20,7 +20,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        * The service tokens it accepts, each with its role (admin, harness, broker, proxy); see
        * auth/policy.ts. Required: the log holds every session's whole history.
        */
-      serviceTokensFile: env.string("MH_SERVICE_TOKENS_FILE", { pattern: /^\/\S+$/ }),
+      serviceTokensFile: env.absolutePath("MH_SERVICE_TOKENS_FILE"),
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 20, min: 2, max: 500 }),
       maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1024 * 1024, min: 1024, max: MAX_EVENT_BYTES }),
       watchRecheckMs: env.int("MH_WATCH_RECHECK_MS", { default: 5000, min: 100, max: 600_000 }),

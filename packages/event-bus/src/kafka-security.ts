@@ -17,17 +17,15 @@ import { readFile } from "node:fs/promises";
 import { checkKeyPair, checkRoots, env, invalidSetting, readPem } from "@metaharness/service-kit";
 import type { KafkaSasl, KafkaTls } from "./kafka-options.js";
 
-const ABSOLUTE_PATH = /^\/\S+$/;
-
 /** The Kafka security variables, to spread into a service's config spec. */
 export const KAFKA_SECURITY_ENV = {
   kafkaTls: env.bool("MH_KAFKA_TLS", { default: false }),
-  kafkaTlsCaFile: env.optional(env.string("MH_KAFKA_TLS_CA_FILE", { pattern: ABSOLUTE_PATH })),
-  kafkaTlsCertFile: env.optional(env.string("MH_KAFKA_TLS_CERT_FILE", { pattern: ABSOLUTE_PATH })),
-  kafkaTlsKeyFile: env.optional(env.string("MH_KAFKA_TLS_KEY_FILE", { pattern: ABSOLUTE_PATH })),
+  kafkaTlsCaFile: env.optional(env.absolutePath("MH_KAFKA_TLS_CA_FILE")),
+  kafkaTlsCertFile: env.optional(env.absolutePath("MH_KAFKA_TLS_CERT_FILE")),
+  kafkaTlsKeyFile: env.optional(env.absolutePath("MH_KAFKA_TLS_KEY_FILE")),
   kafkaSaslMechanism: env.enumOf("MH_KAFKA_SASL_MECHANISM", ["none", "plain", "scram-sha-256", "scram-sha-512"], { default: "none" }),
   kafkaSaslUsername: env.optional(env.string("MH_KAFKA_SASL_USERNAME")),
-  kafkaSaslPasswordFile: env.optional(env.string("MH_KAFKA_SASL_PASSWORD_FILE", { pattern: ABSOLUTE_PATH })),
+  kafkaSaslPasswordFile: env.optional(env.absolutePath("MH_KAFKA_SASL_PASSWORD_FILE")),
 } as const;
 
 /** What KAFKA_SECURITY_ENV reads. */

@@ -118,4 +118,13 @@ describe("readConfig", () => {
       ConfigError,
     );
   });
+
+  it("takes absolute paths with spaces, and names a relative one", () => {
+    const paths = { file: env.absolutePath("MH_TOKEN_FILE") };
+    expect(readConfig(paths, { MH_TOKEN_FILE: "/Users/Jane Doe/.mh/it's.token" }).file).toBe("/Users/Jane Doe/.mh/it's.token");
+    expect(() => readConfig(paths, { MH_TOKEN_FILE: "secrets/log.token" })).toThrow(
+      'MH_TOKEN_FILE="secrets/log.token" is invalid (expected an absolute path)',
+    );
+    expect(() => readConfig(paths, { MH_TOKEN_FILE: "/a\nb" })).toThrow(ConfigError);
+  });
 });

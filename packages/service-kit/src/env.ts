@@ -78,6 +78,14 @@ export const env = {
     return variable(name, expected, opts, (raw) => (pattern === undefined || pattern.test(raw) ? raw : INVALID));
   },
 
+  /**
+   * An absolute file path, as written. Any character but NUL and line breaks: a data directory
+   * under a home such as "/Users/Jane Doe" holds a space.
+   */
+  absolutePath(name: string, opts: EnvOptions<string> = {}): EnvVar<string> {
+    return variable(name, "an absolute path", opts, (raw) => (/^\/[^\0\r\n]*$/.test(raw) ? raw : INVALID));
+  },
+
   /** A base-10 integer within [min, max]. */
   int(name: string, opts: RangeOptions<number> = {}): EnvVar<number> {
     const min = opts.min ?? Number.MIN_SAFE_INTEGER;

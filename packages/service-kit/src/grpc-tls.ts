@@ -23,13 +23,11 @@ import { credentials, ServerCredentials, type ChannelCredentials } from "@grpc/g
 import { env } from "./env.js";
 import { checkKeyPair, checkRoots, invalidSetting, readPem } from "./pem.js";
 
-const ABSOLUTE_PATH = /^\/\S+$/;
-
 /** The TLS variables, to spread into a service's config spec. */
 export const GRPC_TLS_ENV = {
-  tlsCertFile: env.optional(env.string("MH_GRPC_TLS_CERT_FILE", { pattern: ABSOLUTE_PATH })),
-  tlsKeyFile: env.optional(env.string("MH_GRPC_TLS_KEY_FILE", { pattern: ABSOLUTE_PATH })),
-  tlsCaFile: env.optional(env.string("MH_GRPC_TLS_CA_FILE", { pattern: ABSOLUTE_PATH })),
+  tlsCertFile: env.optional(env.absolutePath("MH_GRPC_TLS_CERT_FILE")),
+  tlsKeyFile: env.optional(env.absolutePath("MH_GRPC_TLS_KEY_FILE")),
+  tlsCaFile: env.optional(env.absolutePath("MH_GRPC_TLS_CA_FILE")),
   tlsClientAuth: env.enumOf("MH_GRPC_TLS_CLIENT_AUTH", ["none", "require"], { default: "none" }),
 } as const;
 

@@ -1,14 +1,15 @@
 /**
  * An external hand on a laptop: `mh dev` issues a token for the broker's example kv device and
  * one for an operator, and says where the broker listens, so a developer runs the device as
- * printed and provisions a sandbox on it over gRPC, as on the distributed stack.
+ * printed (here through a shell, from a data directory whose path holds a space and a quote) and
+ * provisions a sandbox on it over gRPC, as on the distributed stack.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
-import { startDev, type Stack } from "@metaharness/cli";
+import { captureOutput, describeDev, startDev, type Stack } from "@metaharness/cli";
 import { SandboxBrokerClient, SandboxBrokerService } from "@metaharness/proto";
 import { createClient, promisify } from "@metaharness/service-kit";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -17,10 +18,11 @@ import { provisionOnHand } from "../../support/sandbox-broker.js";
 const ROOT = new URL("../../../", import.meta.url).pathname;
 
 let stack: Stack;
+let keyPath: string;
 let dataDir: string;
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "mh-dev-hand-"));
-  stack = (await startDev({ host: "127.0.0.1", port: 0, dataDir, memory: true, logLevel: "silent" }, {})).stack;
+  dataDir = await mkdtemp(join(tmpdir(), "mh dev's hand-"));
+  ({ stack, keyPath } = await startDev({ host: "127.0.0.1", port: 0, dataDir, memory: false, logLevel: "silent" }, {}));
 });
 afterAll(async () => {
   await stack?.stop();
@@ -33,10 +35,18 @@ it("runs the example hand with the token it printed, and serves a session's call
   const environment = await sdk.beta.environments.create({ name: "laptop" });
   const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
 
-  const { brokerAddress, tokenFile, kind, operatorTokenFile } = stack.hands;
-  const device = spawn(process.execPath, [join(ROOT, "apps/sandbox-broker/dist/examples/kv-device.js")], {
-    env: { PATH: process.env["PATH"] ?? "", MH_SANDBOX_BROKER_ADDR: brokerAddress, MH_HAND_TOKEN_FILE: tokenFile, MH_HAND_ID: "laptop-kv", MH_LOG_LEVEL: "silent" },
+  const { brokerAddress, kind, operatorTokenFile } = stack.hands;
+  const out = captureOutput();
+  describeDev(stack, keyPath, out);
+  const command = /^ *(MH_SANDBOX_BROKER_ADDR=.* npm run kv-device .*)$/m.exec(out.stdout())?.[1];
+  // Quoted: the device reads its token from the path the shell hands it, or never connects.
+  expect(command).toContain("MH_HAND_TOKEN_FILE='/");
+  // As a developer pastes it; its own process group, so the stop reaches npm's child too.
+  const device = spawn("sh", ["-c", `MH_HAND_ID=laptop-kv MH_LOG_LEVEL=silent ${command ?? "false"}`], {
+    cwd: ROOT,
+    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "" },
     stdio: "ignore",
+    detached: true,
   });
   const raw = createClient(SandboxBrokerClient, brokerAddress, { bearerToken: (await readFile(operatorTokenFile, "utf8")).trim() });
   try {
@@ -48,6 +58,6 @@ it("runs the example hand with the token it printed, and serves a session's call
     expect((await call("kv_get", { key: "laptop" }, "kv-2")).output).toBe("from mh dev");
   } finally {
     raw.close();
-    device.kill("SIGTERM");
+    if (device.pid !== undefined) process.kill(-device.pid, "SIGTERM");
   }
 }, 30_000);

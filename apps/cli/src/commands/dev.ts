@@ -102,9 +102,14 @@ export function describeDev(stack: Stack, keyPath: string, out: Output): void {
   out.line(s.dim("  npm run mh -- demo --url $MH_URL"));
   out.line(s.dim("  npm run mh -- sessions ls"));
   out.line(`An external hand (the example ${stack.hands.kind}), in another terminal:`);
-  out.line(s.dim(`  MH_SANDBOX_BROKER_ADDR=${stack.hands.brokerAddress} MH_HAND_TOKEN_FILE=${stack.hands.tokenFile} npm run kv-device -w @metaharness/sandbox-broker`));
-  out.line(s.dim(`  then Provision with hand_kind "${stack.hands.kind}" on ${stack.hands.brokerAddress}, token in ${stack.hands.operatorTokenFile}`));
+  out.line(s.dim(`  MH_SANDBOX_BROKER_ADDR=${stack.hands.brokerAddress} MH_HAND_TOKEN_FILE=${shellWord(stack.hands.tokenFile)} npm run kv-device -w @metaharness/sandbox-broker`));
+  out.line(s.dim(`  then Provision with hand_kind "${stack.hands.kind}" on ${stack.hands.brokerAddress}, token in ${shellWord(stack.hands.operatorTokenFile)}`));
   out.line("Ctrl-C stops it.");
+}
+
+/** `value` as one word of a POSIX shell's command line (the data directory may hold spaces). */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
 export async function dev(args: string[], out: Output, env: NodeJS.ProcessEnv = process.env): Promise<number> {
