@@ -12,7 +12,7 @@
  */
 import pg from "pg";
 import { Event } from "@metaharness/proto";
-import { APPEND_SERIAL_SQL, APPEND_SQL, EVENTS_CHANNEL, shardOf } from "@metaharness/session-log";
+import { APPEND_SERIAL_SQL, APPEND_SQL, appendParams, EVENTS_CHANNEL, shardOf } from "@metaharness/session-log";
 import { LATENCY_COLUMNS, latencyCells, rate, runIfMain, type Bench, type Cell } from "./lib/report.js";
 import { benchEvent, startBenchLog } from "./lib/service.js";
 import { nowMs, summarize } from "./lib/stats.js";
@@ -37,21 +37,20 @@ const FUNCTIONS = [
 function batchParams(sessions: readonly string[], events: number): unknown[] {
   const createdAt = new Date();
   const all = sessions.flatMap((sessionId) => Array.from({ length: events }, () => ({ ...benchEvent(), sessionId })));
-  return [
+  return appendParams({
     sessions,
-    sessions.map(() => null),
-    sessions.map(() => null),
-    sessions.map(shardOf),
-    sessions.map(() => events),
-    all.map((e) => e.id),
-    all.map((e) => e.type),
-    all.map(() => null),
-    all.map(() => null),
-    all.map((e) => Buffer.from(Event.encode({ ...e, createdAt, seq: 0 }).finish())),
+    expected: sessions.map(() => null),
+    epochs: sessions.map(() => null),
+    shards: sessions.map(shardOf),
+    counts: sessions.map(() => events),
+    ids: all.map((e) => e.id),
+    types: all.map((e) => e.type),
+    statuses: all.map(() => null),
+    awaiting: all.map(() => null),
+    bodies: all.map((e) => Event.encode({ ...e, createdAt, seq: 0 }).finish()),
     createdAt,
-    EVENTS_CHANNEL,
-    "bench",
-  ];
+    announce: { channel: EVENTS_CHANNEL, prefix: "bench" },
+  });
 }
 
 async function timedBatch(pool: pg.Pool, sql: string, params: unknown[], expected: number): Promise<number> {

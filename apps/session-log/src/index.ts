@@ -7,7 +7,7 @@ export { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 export { OUTBOX_SHARDS, shardOf } from "./outbox/shard.js";
 export { OUTBOX_BATCH_SQL, readOutboxBatch, RELAY_BATCH_MAX_BYTES } from "./outbox/batch.js";
 export { RELAY_SESSION_SETTINGS } from "./outbox/relay.js";
-export { APPEND_SERIAL_SQL, APPEND_SQL, MAX_ECHOED_BYTES } from "./store/append.js";
+export { APPEND_SERIAL_SQL, APPEND_SQL, appendParams, MAX_ECHOED_BYTES, type AppendColumns } from "./store/append.js";
 export { MAX_SLICE_BYTES, readStoredSlice, sliceStatement } from "./store/read.js";
 export { EVENTS_CHANNEL } from "./watch/hub.js";
 export { POLICY, ROLES, type Role } from "./auth/policy.js";

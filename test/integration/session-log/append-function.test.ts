@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import pg from "pg";
-import { APPEND_SERIAL_SQL, APPEND_SQL, EVENTS_CHANNEL, MAX_ECHOED_BYTES } from "@metaharness/session-log";
+import { APPEND_SERIAL_SQL, APPEND_SQL, appendParams, EVENTS_CHANNEL } from "@metaharness/session-log";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 
 const BATCHES = 1200;
@@ -86,7 +86,7 @@ function batch(rnd: () => number, sessions: readonly string[], heads: ReadonlyMa
       ev.bodies.push(Buffer.from([0x0a, Math.floor(rnd() * 256), Math.floor(rnd() * 256)]));
     }
   }
-  return [cols.sessions, cols.expected, cols.epochs, cols.shards, cols.counts, ev.ids, ev.types, ev.statuses, ev.awaiting, ev.bodies, at, EVENTS_CHANNEL, "test", MAX_ECHOED_BYTES];
+  return appendParams({ ...cols, ...ev, createdAt: at, announce: { channel: EVENTS_CHANNEL, prefix: "test" } });
 }
 
 interface Row {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmitEventsRequest, type Event } from "@metaharness/proto";
 import { MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
 import { createPgDb } from "@metaharness/db";
-import { APPEND_SQL, EVENTS_CHANNEL, MAX_ECHOED_BYTES, shardOf } from "@metaharness/session-log";
+import { APPEND_SQL, appendParams, EVENTS_CHANNEL, MAX_ECHOED_BYTES, shardOf } from "@metaharness/session-log";
 import { newSession, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";
 
@@ -95,11 +95,14 @@ describe("EmitEvents answers", () => {
         const sessions = [sessionId, sessionId, sessionId, other];
         const ids = requests.flat();
         const none = ids.map(() => null);
-        const { rows } = await db.query<{ req: number; outcome: number; cur: string | null; body: Buffer | null }>(APPEND_SQL, [
-          sessions, sessions.map(() => null), sessions.map(() => null), sessions.map(shardOf), requests.map((r) => r.length),
-          ids, ids.map(() => "agent.message"), none, none, ids.map(() => Buffer.from("small")), new Date(),
-          EVENTS_CHANNEL, "test", MAX_ECHOED_BYTES,
-        ]);
+        const { rows } = await db.query<{ req: number; outcome: number; cur: string | null; body: Buffer | null }>(
+          APPEND_SQL,
+          appendParams({
+            sessions, expected: sessions.map(() => null), epochs: sessions.map(() => null), shards: sessions.map(shardOf),
+            counts: requests.map((r) => r.length), ids, types: ids.map(() => "agent.message"), statuses: none, awaiting: none,
+            bodies: ids.map(() => Buffer.from("small")), createdAt: new Date(), announce: { channel: EVENTS_CHANNEL, prefix: "test" },
+          }),
+        );
         expect(rows.map((r) => [r.req, r.outcome, (r.body?.length ?? 0) > BIG])).toEqual([
           ...[1, 1, 1, 2, 2, 2].map((req) => [req, 0, true]),
           [3, 5, false],
@@ -121,10 +124,12 @@ describe("EmitEvents answers", () => {
         const none = ids.map(() => null);
         const previous = APPEND_SQL.replace(", $14::bigint)", ")");
         expect(previous).not.toBe(APPEND_SQL);
-        const { rows } = await db.query<{ outcome: number; body: Buffer | null }>(previous, [
-          [sessionId], [null], [null], [shardOf(sessionId)], [4], ids, ids.map(() => "agent.message"), none, none,
-          ids.map(() => Buffer.from("small")), new Date(), EVENTS_CHANNEL, "test",
-        ]);
+        const params = appendParams({
+          sessions: [sessionId], expected: [null], epochs: [null], shards: [shardOf(sessionId)], counts: [4], ids,
+          types: ids.map(() => "agent.message"), statuses: none, awaiting: none, bodies: ids.map(() => Buffer.from("small")),
+          createdAt: new Date(), announce: { channel: EVENTS_CHANNEL, prefix: "test" },
+        });
+        const { rows } = await db.query<{ outcome: number; body: Buffer | null }>(previous, params.slice(0, 13));
         expect(rows.map((r) => [r.outcome, (r.body?.length ?? 0) > BIG])).toEqual(ids.map(() => [0, true]));
       } finally {
         await db.end();

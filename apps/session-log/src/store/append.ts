@@ -80,6 +80,33 @@ export interface Announce {
   readonly prefix: string;
 }
 
+/**
+ * The arguments of the append statement by name: per request (sessions to counts), per event
+ * (ids to bodies; an event's body is its encoding without seq), then the batch's time and its
+ * announcement. Exported so tests and benchmarks call the statement as the service does.
+ */
+export interface AppendColumns {
+  readonly sessions: readonly string[];
+  readonly expected: ReadonlyArray<number | null>;
+  readonly epochs: ReadonlyArray<number | null>;
+  readonly shards: readonly number[];
+  readonly counts: readonly number[];
+  readonly ids: readonly string[];
+  readonly types: readonly string[];
+  /** The status each event sets (rows.ts statusAfter), or null. */
+  readonly statuses: ReadonlyArray<number | null>;
+  readonly awaiting: ReadonlyArray<boolean | null>;
+  readonly bodies: readonly Uint8Array[];
+  readonly createdAt: Date;
+  readonly announce: Announce;
+}
+
+/** APPEND_SQL's (and APPEND_SERIAL_SQL's) parameters, $1 to $14, with the echo limit last. */
+export function appendParams(c: AppendColumns): unknown[] {
+  return [c.sessions, c.expected, c.epochs, c.shards, c.counts, c.ids, c.types, c.statuses, c.awaiting, c.bodies,
+    c.createdAt, c.announce.channel, c.announce.prefix, MAX_ECHOED_BYTES];
+}
+
 /** Appends every request in one statement; one outcome per request, in order. */
 export async function appendBatch(
   db: Queryable,
@@ -101,22 +128,21 @@ export async function appendBatch(
       encoded.push(Buffer.concat([v.encoded, stamp]));
     }
   }
-  const { rows } = await db.query<OutcomeRow>(requests.length === 1 ? APPEND_SERIAL_SQL : APPEND_SQL, [
-    requests.map((r) => r.sessionId),
-    requests.map((r) => r.expectedSeq ?? null),
-    requests.map((r) => r.leaseEpoch ?? null),
-    requests.map((r) => shardOf(r.sessionId)),
-    requests.map((r) => r.events.length),
-    events.map((e) => e.id),
-    events.map((e) => e.type),
-    events.map((e) => statusAfter(e.type) ?? null),
-    events.map((e) => awaitingAfter(e.type) ?? null),
-    encoded,
+  const params = appendParams({
+    sessions: requests.map((r) => r.sessionId),
+    expected: requests.map((r) => r.expectedSeq ?? null),
+    epochs: requests.map((r) => r.leaseEpoch ?? null),
+    shards: requests.map((r) => shardOf(r.sessionId)),
+    counts: requests.map((r) => r.events.length),
+    ids: events.map((e) => e.id),
+    types: events.map((e) => e.type),
+    statuses: events.map((e) => statusAfter(e.type) ?? null),
+    awaiting: events.map((e) => awaitingAfter(e.type) ?? null),
+    bodies: encoded,
     createdAt,
-    announce.channel,
-    announce.prefix,
-    MAX_ECHOED_BYTES,
-  ]);
+    announce,
+  });
+  const { rows } = await db.query<OutcomeRow>(requests.length === 1 ? APPEND_SERIAL_SQL : APPEND_SQL, params);
 
   const byRequest = requests.map((): OutcomeRow[] => []);
   for (const row of rows) byRequest[row.req - 1]?.push(row);
