@@ -1,10 +1,11 @@
 /**
  * The fastify instance every route hangs off: request ids (`request-id`, as Anthropic sends),
  * the SDK's query encoding (`types[]=a&types[]=b`), ajv set to refuse unknown fields rather than
- * drop them, and one error path that renders every failure as the Anthropic error body with
+ * drop them and to take bodies as typed, and one error path that renders every failure as the Anthropic error body with
  * the status of its catalog entry. One structured log line per request.
  */
 import type { Logger } from "@metaharness/service-kit";
+import { Ajv, type Options as AjvOptions } from "ajv";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { ApiError } from "../errors/api-error.js";
 import { ERROR_CATALOG } from "../errors/catalog.js";
@@ -57,6 +58,16 @@ function isFastifyError(err: unknown): err is FastifyError {
   return err instanceof Error && ("validation" in err || ("code" in err && typeof err.code === "string" && err.code.startsWith("FST_")));
 }
 
+const AJV_OPTIONS: AjvOptions = { removeAdditional: false, useDefaults: false, discriminator: true, allErrors: false, allowUnionTypes: true };
+/**
+ * Query strings and path parameters arrive as text, so their numbers are read from it ("20") and
+ * one `types[]=a` is a list. A body is JSON, which says what each value is: coerced, as fastify's
+ * one ajv does for every part, `{"name": 123}` was stored as "123" and a metadata value null as "".
+ */
+function validatorsByPart(): { readonly body: Ajv; readonly text: Ajv } {
+  return { body: new Ajv({ ...AJV_OPTIONS, coerceTypes: false }), text: new Ajv({ ...AJV_OPTIONS, coerceTypes: "array" }) };
+}
+
 export function createServer(opts: ServerOptions): FastifyInstance {
   const loggerInstance: FastifyBaseLogger = opts.logger;
   const app = Fastify({
@@ -69,17 +80,9 @@ export function createServer(opts: ServerOptions): FastifyInstance {
     exposeHeadRoutes: false,
     genReqId: () => newId(REQUEST_ID_PREFIX),
     routerOptions: { querystringParser: parseQuery },
-    ajv: {
-      customOptions: {
-        removeAdditional: false,
-        coerceTypes: "array",
-        useDefaults: false,
-        discriminator: true,
-        allErrors: false,
-        allowUnionTypes: true,
-      },
-    },
   });
+  const validators = validatorsByPart();
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? validators.body : validators.text).compile(schema));
   app.decorateRequest("tenant", "");
   app.decorateRequest("principal", undefined);
 

@@ -97,10 +97,13 @@ export function registerSessionRoutes(ctx: RouteContext): void {
     },
     async (req): Promise<BetaManagedAgentsSession> => {
       const { agent, budget, vault_ids: vaultIds, title, metadata } = req.body;
-      if (budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet");
+      // null removes a budget (SessionUpdateParams), and no session here has one.
+      if (budget !== undefined && budget !== null) throw invalidRequest("budget", "session budgets are not supported by this gateway yet");
       // The SDK documents vault_ids on update as reserved: "requests setting this field are rejected".
       if (vaultIds !== undefined) throw invalidRequest("vault_ids", "cannot be changed after a session is created (reserved for future use)");
       const current = await sessions.require(req.tenant, req.params.session_id);
+      // Checked before the agent goes to the log: a refused update changes nothing that runs.
+      const patched = metadata === undefined || metadata === null ? undefined : patchMetadata(current.metadata, metadata);
       let snapshot: BetaManagedAgentsSessionAgent | undefined;
       if (agent !== undefined) {
         snapshot = updateSnapshot(current.agent, agent);
@@ -117,7 +120,7 @@ export function registerSessionRoutes(ctx: RouteContext): void {
         current.id,
         {
           ...(title === undefined ? {} : { title: title === "" ? null : title }),
-          ...(metadata === undefined || metadata === null ? {} : { metadata: patchMetadata(current.metadata, metadata) }),
+          ...(patched === undefined ? {} : { metadata: patched }),
           ...(snapshot === undefined ? {} : { agent: snapshot }),
         },
         ctx.now(),

@@ -9,6 +9,7 @@ import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { BetaManagedAgentsSessionThread, BetaManagedAgentsSessionThreadStatus } from "@anthropic-ai/sdk/resources/beta/sessions/threads/threads";
 import { ApiError, invalidRequest } from "../errors/api-error.js";
+import { decodeCursor, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { obj, pageQuery, pathParams } from "../schemas/common.js";
 import { streamEventsQuery } from "../schemas/events.js";
 import { sessionParams, SESSION_STATUSES } from "../schemas/sessions.js";
@@ -82,10 +83,13 @@ export function registerThreadRoutes(ctx: RouteContext): void {
       accepts: KEY_OR_WORKER,
     },
     async (req): Promise<PageCursorResponse<BetaManagedAgentsSessionThread>> => {
+      pageLimit(req.query.limit, OBJECT_PAGE);
+      // One thread, on the first page: next_page is always null, so no cursor of this list exists,
+      // and a page that is not empty (the SDK sends a null one as empty) is a 400 naming it.
+      decodeCursor("threads", req.query.page, (_position: unknown): _position is never => false);
       const thread = asThread(await viewSession(ctx, await sessions.require(req.tenant, req.params.session_id)));
       const wanted = req.query.statuses === undefined || req.query.statuses.length === 0 || req.query.statuses.includes(thread.status);
-      // One thread, on the first page (next_page is always null, so no client asks for another).
-      return { data: wanted && req.query.page === undefined ? [thread] : [], next_page: null };
+      return { data: wanted ? [thread] : [], next_page: null };
     },
   );
 
