@@ -33,10 +33,35 @@ export function toStatusError(err: MhError, traceId: string | undefined): Status
   const message = hidden ? `internal error${traceId === undefined ? "" : ` (trace ${traceId})`}` : err.message;
   const metadata = new Metadata();
   if (!hidden) {
-    if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, err.field);
-    if (Object.keys(err.details).length > 0) metadata.set(ERROR_DETAILS_KEY, JSON.stringify(err.details));
+    if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, encodeField(err.field));
+    if (Object.keys(err.details).length > 0) metadata.set(ERROR_DETAILS_KEY, asciiJson(err.details));
   }
   return Object.assign(new Error(message), { code: err.codeNumber, details: message, metadata });
+}
+
+/*
+ * Metadata values are printable ASCII: grpc-js throws on any other character, and a status it
+ * cannot build is never sent (a lease held by "harness-ü" hung every other AcquireLease until its
+ * deadline). Details go as JSON with every other character escaped (\uXXXX: still JSON); the
+ * field, which may name a user's key (`labels[ключ]`), percent-encoded as grpc-message is, so an
+ * ASCII field reads as it is.
+ */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+function encodeField(field: string): string {
+  const percent = (c: string): string => [...Buffer.from(c, "utf8")].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join("");
+  return field.replace(/[^\x20-\x7e]|%/gu, percent);
+}
+
+function decodeField(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw; // a server before this encoding, with a stray %
+  }
 }
 
 /**
@@ -68,7 +93,7 @@ export function fromServiceError(err: ServiceError): MhError {
   const limit = messageSizeLimit(err.code, message);
   const details = parseDetails(firstString(trailers, ERROR_DETAILS_KEY));
   return new MhError(code, message, {
-    field: firstString(trailers, ERROR_FIELD_KEY),
+    field: decodeField(firstString(trailers, ERROR_FIELD_KEY)),
     details: limit === undefined ? details : { ...details, limit_bytes: limit },
     cause: err,
   });

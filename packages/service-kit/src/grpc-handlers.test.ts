@@ -45,6 +45,12 @@ const implementation: Partial<SessionLogServer> = {
         });
       case "sess_boom":
         throw new Error("connect to postgres://admin:hunter2@db failed");
+      case "sess_unicode":
+        // Field and details from a caller's input, as a lease's holder or a label's key are.
+        throw new MhError("FAILED_PRECONDITION", "held by harness-ü 🦀", {
+          field: "labels[ключ%]",
+          details: { holder: "harness-ü 🦀", epoch: 2 },
+        });
       case "sess_slow":
         slow.started.resolve();
         await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
@@ -153,6 +159,13 @@ describe("unary", () => {
         field: "session_id",
       }),
     ]);
+  });
+
+  it("answers with field and details that are not ASCII, which metadata cannot carry as they are", async () => {
+    // grpc-js refused to build the status, and the call waited for its deadline.
+    const err = await log.getSession({ sessionId: "sess_unicode" }, { deadlineMs: 5_000 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "labels[ключ%]", details: { holder: "harness-ü 🦀", epoch: 2 } });
+    expect((err as MhError).message).toBe("held by harness-ü 🦀");
   });
 
   it("hides an unexpected error's message behind INTERNAL with the trace id, and logs it in full", async () => {
