@@ -7,6 +7,7 @@
  */
 import { invalidArgument } from "@metaharness/errors";
 import { isValidSessionId } from "@metaharness/events";
+import { checkNoNul } from "@metaharness/service-kit";
 import {
   DeltaKind,
   EnvironmentNetworking,
@@ -94,6 +95,22 @@ export function checkMetadataEnums(metadata: Pick<SessionMetadata, "agent" | "en
   if (env !== undefined) {
     if (!known(EnvironmentType, env.type)) throw invalidArgument(under("environment.type"), `${env.type} is not an EnvironmentType`);
     if (!known(EnvironmentNetworking, env.networking)) throw invalidArgument(under("environment.networking"), `${env.networking} is not an EnvironmentNetworking`);
+  }
+}
+
+/** The most characters of a tenant: it is indexed, and a btree entry holds about 2,700 bytes. */
+export const MAX_TENANT_CHARS = 256;
+/** Fields of the log's requests whose keys are the caller's: labels, and a tool's JSON schema. */
+const USER_KEYED: ReadonlySet<string> = new Set(["labels", "inputSchema"]);
+
+/**
+ * A session's metadata, or the filters or changes of a request, as Postgres can store and index
+ * them: no NUL in any text (named in protobuf names), a tenant of at most MAX_TENANT_CHARS.
+ */
+export function checkText(value: object, field: string, tenant?: string): void {
+  checkNoNul(value, field, USER_KEYED);
+  if (tenant !== undefined && tenant.length > MAX_TENANT_CHARS) {
+    throw invalidArgument(field === "" ? "tenant" : `${field}.tenant`, `must be at most ${MAX_TENANT_CHARS} characters, got ${tenant.length}`);
   }
 }
 

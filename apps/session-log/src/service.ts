@@ -17,7 +17,7 @@ import type { handleUnaryCall } from "@grpc/grpc-js";
 import { guardedServerStream, guardedUnary, type Guard, type GuardedContext, type Logger } from "@metaharness/service-kit";
 import { BROKER_EVENT_TYPES, POLICY, type Role, type RpcName } from "./auth/policy.js";
 import type { Db } from "@metaharness/db";
-import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, requireSessionId } from "./checks.js";
+import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, checkText, requireSessionId } from "./checks.js";
 import type { AppendResult } from "./store/append.js";
 import { Appender } from "./store/appender.js";
 import { checkRepositories, updateSession } from "./store/repositories.js";
@@ -81,6 +81,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         throw invalidArgument("session_id", 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
       }
       const metadata = req.metadata ?? SessionMetadata.fromPartial({});
+      checkText(metadata, "metadata", metadata.tenant);
       checkRepositories(metadata.repositories, "metadata.repositories");
       checkMetadataEnums(metadata, "metadata");
       return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };
@@ -88,6 +89,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
 
     updateSession: rpc("updateSession", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
+      checkText(req, "");
       checkMetadataEnums({ agent: req.agent, environment: undefined }, "");
       const session = await updateSession(db, sessionId, {
         putRepositories: req.putRepositories,
@@ -108,16 +110,17 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return { session: ctx.caller.role === "broker" ? { ...session, metadata: undefined } : session };
     }),
 
-    listSessions: rpc("listSessions", async (req) =>
-      listSessions(db, {
+    listSessions: rpc("listSessions", async (req) => {
+      checkText(req, "");
+      return listSessions(db, {
         pageSize: req.pageSize,
         pageToken: req.pageToken,
         tenant: req.tenant,
         status: req.status,
         labels: req.labels,
         orphaned: req.orphaned,
-      }),
-    ),
+      });
+    }),
 
     emitEvent: rpc("emitEvent", async (req, ctx) => {
       const sessionId = requireSessionId(req.sessionId);

@@ -45,6 +45,7 @@ export {
   toStatusError,
   type StatusError,
 } from "./grpc-errors.js";
+export { checkNoNul } from "./request-text.js";
 export {
   createClient,
   promisify,

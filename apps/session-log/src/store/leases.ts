@@ -17,6 +17,7 @@ const LEASE_COLUMNS = "lease_holder, lease_epoch, lease_expires_at";
 
 function checkArgs(holder: string, ttlMs: number | undefined): void {
   if (holder === "" || holder.length > 256) throw invalidArgument("holder", "must be 1-256 characters");
+  if (holder.includes("\0")) throw invalidArgument("holder", "holds a NUL character, which cannot be stored");
   if (ttlMs !== undefined && (ttlMs < MIN_TTL_MS || ttlMs > MAX_TTL_MS)) {
     throw invalidArgument("ttl_ms", `must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}, got ${ttlMs}`);
   }

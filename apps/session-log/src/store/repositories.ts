@@ -48,8 +48,12 @@ export function mergeRepositories(
   put: readonly SessionRepository[],
   remove: readonly string[],
 ): SessionRepository[] {
-  const removed = new Set(remove);
   const puts = new Map(put.map((r) => [r.resourceId, r]));
+  // Both would drop the put silently and remove the repository the caller meant to change.
+  remove.forEach((id, i) => {
+    if (puts.has(id)) throw invalidArgument(`remove_repositories[${i}]`, `${id} is also in put_repositories: a change puts a repository or removes it`);
+  });
+  const removed = new Set(remove);
   const kept = current.filter((r) => !removed.has(r.resourceId)).map((r) => puts.get(r.resourceId) ?? r);
   const present = new Set(kept.map((r) => r.resourceId));
   const next = [...kept, ...put.filter((r) => !present.has(r.resourceId) && !removed.has(r.resourceId))];
