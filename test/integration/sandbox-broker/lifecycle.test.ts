@@ -179,6 +179,24 @@ describe("transfer", () => {
     await broker.client.release({ sandboxId: id, sessionId: other });
     expect(await state(id)).toEqual({ state: SandboxState.SANDBOX_STATE_RELEASED, reason: `released by session ${other}` });
   });
+
+  it("gives no sandbox to a session the log does not have, or has ended, or whose id is malformed", async () => {
+    const ended = await newSession();
+    await log.client.emitEvent({ sessionId: ended, event: newEvent("session.status_terminated", {}) });
+    const before = (await broker.client.listSandboxes({ sessionId: "", includeEnded: true })).sandboxes.length;
+    for (const [target, code] of [["sesn_unknown", "FAILED_PRECONDITION"], [ended, "FAILED_PRECONDITION"], ["café", "INVALID_ARGUMENT"]] as const) {
+      const err = await rejection(broker.client.provision({ sessionId: target, resources: undefined, handKind: "" }));
+      expect(err, target).toMatchObject({ code, field: "session_id" });
+    }
+    const id = await provision(broker.client, sessionId);
+    for (const target of ["sesn_unknown", ended]) {
+      const err = await rejection(broker.client.transfer({ sandboxId: id, fromSession: sessionId, toSession: target }));
+      expect(err, target).toMatchObject({ code: "FAILED_PRECONDITION", field: "to_session" });
+    }
+    expect((await run(broker.client, id, "bash", { command: "echo still mine" }, { sessionId })).output).toBe("still mine");
+    expect((await broker.client.listSandboxes({ sessionId: "", includeEnded: true })).sandboxes.length).toBe(before + 1);
+    await broker.client.release({ sandboxId: id, sessionId });
+  });
 });
 
 describe("a session that ends", () => {

@@ -4,6 +4,7 @@
  */
 import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
+import { isValidSessionId } from "@metaharness/events";
 import type { Logger } from "@metaharness/service-kit";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { CallOutcome } from "../db/calls.js";
@@ -48,6 +49,22 @@ export function startLocalSandbox(ctx: Omit<BrokerContext, "warm" | "inflight" |
     outputCapBytes: config.outputCapBytes,
     maxFileBytes: config.maxFileBytes,
   });
+}
+
+/**
+ * A session id a sandbox may be given to: well formed, and not ended as far as the session log
+ * says (terminated, or unknown to it). A log that cannot answer now does not hold provisioning
+ * up: the sweep of ended sessions (session-ends.ts) releases such a sandbox later.
+ */
+export async function requireLiveSession(ctx: BrokerContext, value: string, field: string): Promise<string> {
+  const sessionId = requireField(value, field);
+  if (!isValidSessionId(sessionId)) {
+    throw new MhError("INVALID_ARGUMENT", `${field}: must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]`, { field });
+  }
+  if ((await ctx.events.sessionEnded(sessionId)) === true) {
+    throw new MhError("FAILED_PRECONDITION", `${field}: session ${sessionId} has ended (terminated, or unknown to the session log): it takes no sandbox`, { field });
+  }
+  return sessionId;
 }
 
 export function requireField(value: string, field: string): string {

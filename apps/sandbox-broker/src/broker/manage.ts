@@ -21,7 +21,7 @@ import {
   type TransferResponse,
 } from "@metaharness/proto";
 import { getSandbox, listSandboxes, notFound, toSandbox, transferSandbox, type SandboxRow } from "../db/sandboxes.js";
-import { requireField, type BrokerContext } from "./context.js";
+import { requireField, requireLiveSession, type BrokerContext } from "./context.js";
 
 /** The recorded sandbox, with what this process knows sooner: its last use, and an end under way. */
 function view(ctx: BrokerContext, row: SandboxRow): Sandbox {
@@ -69,7 +69,7 @@ export async function describe(ctx: BrokerContext, req: DescribeSandboxRequest):
 export async function transfer(ctx: BrokerContext, req: TransferRequest): Promise<TransferResponse> {
   const sandboxId = requireField(req.sandboxId, "sandbox_id");
   const from = requireField(req.fromSession, "from_session");
-  const to = requireField(req.toSession, "to_session");
+  const to = await requireLiveSession(ctx, req.toSession, "to_session");
   const row = await transferSandbox(ctx.pool, sandboxId, from, to);
   const live = ctx.live.get(sandboxId);
   if (live !== undefined) {

@@ -14,7 +14,7 @@ import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { newSandboxId } from "../util/ids.js";
 import { attachRemotes, type SandboxRemotes } from "../remotes/attach.js";
-import { requireField, startLocalSandbox, type BrokerContext } from "./context.js";
+import { requireField, requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
 
 interface Acquired {
   readonly id: string;
@@ -24,8 +24,9 @@ interface Acquired {
 }
 
 export async function provision(ctx: BrokerContext, req: ProvisionRequest): Promise<ProvisionResponse> {
-  const sessionId = requireField(req.sessionId, "session_id");
+  requireField(req.sessionId, "session_id");
   const spec = resolveSpec(req.resources, ctx.config);
+  const sessionId = await requireLiveSession(ctx, req.sessionId, "session_id");
   if (req.handKind !== "") return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
   // A local sandbox holds its place under the cap from now until it is live (or has failed).
   const unreserve = ctx.live.reserve(ctx.config.maxSandboxes);
