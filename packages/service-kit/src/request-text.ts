@@ -25,11 +25,22 @@ function walk(value: unknown, field: string, keyed: boolean, maps: ReadonlySet<s
         if (key.includes("\0")) throw invalidArgument(`${field}[${key.replaceAll("\0", "\\0")}]`, "a key holds a NUL character, which cannot be stored");
         // Inside a Struct every level is the caller's.
         walk(item, `${field}[${key}]`, true, maps);
+      } else if (isOneof(item)) {
+        // ts-proto's oneof { $case, [case]: value }: on the wire the case is a field of this message.
+        walk(item[item.$case], join(field, item.$case), maps.has(item.$case), maps);
       } else {
-        walk(item, field === "" ? snake(key) : `${field}.${snake(key)}`, maps.has(key), maps);
+        walk(item, join(field, key), maps.has(key), maps);
       }
     }
   }
+}
+
+function isOneof(value: unknown): value is { $case: string } & Record<string, unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { $case?: unknown }).$case === "string";
+}
+
+function join(field: string, key: string): string {
+  return field === "" ? snake(key) : `${field}.${snake(key)}`;
 }
 
 /** ts-proto's camelCase field name as the .proto spells it. */

@@ -122,10 +122,16 @@ describe("vaults and credentials", () => {
     const first = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: "", includeArchived: false });
     expect(first.vaults.map((x) => x.displayName)).toEqual(["a"]);
     const second = await admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken: first.nextPageToken, includeArchived: false });
-    // A NUL cannot be stored: INVALID_ARGUMENT, where Postgres's refusal was answered INTERNAL.
-    expect(await rejection(admin.createVault({ tenant: "tenant-page", displayName: "a\u0000b", metadata: {}, sessionId: "" }))).toMatchObject({
-      code: "INVALID_ARGUMENT",
-    });
+    // A NUL cannot be stored: INVALID_ARGUMENT naming the field, where Postgres's refusal was
+    // answered INTERNAL, and later named no field.
+    const nul = [
+      admin.createVault({ tenant: "tenant-page", displayName: "a\u0000b", metadata: {}, sessionId: "" }),
+      admin.createVault({ tenant: "tenant-page", displayName: "a", metadata: { k: "\u0000" }, sessionId: "" }),
+      admin.listVaults({ tenant: "tenant-\u0000", pageSize: 1, pageToken: "", includeArchived: false }),
+      admin.updateVault({ vaultId: v!.vaultId, displayName: undefined, metadata: { upsert: { "k\u0000": "v" }, remove: [] } }),
+    ];
+    const fields = ["display_name", "metadata[k]", "tenant", "metadata.upsert[k\\0]"];
+    for (const [i, call] of nul.entries()) expect(await rejection(call), fields[i]).toMatchObject({ code: "INVALID_ARGUMENT", field: fields[i] });
     for (const pageToken of ["garbage", "9999999999999999999"]) {
       expect(await rejection(admin.listVaults({ tenant: "tenant-page", pageSize: 1, pageToken, includeArchived: false }))).toMatchObject({
         code: "INVALID_ARGUMENT",

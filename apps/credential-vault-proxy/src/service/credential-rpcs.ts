@@ -4,6 +4,7 @@
  * config, metadata and dates only; log lines name ids and types, never a secret.
  */
 import type { Db } from "@metaharness/db";
+import { checkNoNul } from "@metaharness/service-kit";
 import { CredentialType, CredentialValidationStatus, RefreshOutcome } from "@metaharness/proto";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import { validateMcpCredential, type ValidateDeps } from "../mcp/validate.js";
@@ -11,7 +12,7 @@ import { credentialInVault, deleteCredential, listCredentials } from "../store/c
 import { requireCredentialId, requireVaultId } from "../store/ids.js";
 import { getVault, ordToken } from "../store/vaults.js";
 import { archiveOneCredential, putCredential, updateCredential } from "./credential-writes.js";
-import { guarded, type GuardDeps } from "./guard.js";
+import { guarded, KEYED, type GuardDeps } from "./guard.js";
 
 export interface CredentialDeps extends GuardDeps {
   readonly db: Db;
@@ -23,6 +24,7 @@ export function credentialRpcs(deps: CredentialDeps) {
   const { db, keyring } = deps;
   return {
     putCredential: guarded("putCredential", deps, async (req, ctx) => {
+      checkNoNul(req, "", KEYED);
       const credential = await putCredential(db, keyring, req);
       ctx.logger.info(
         { vault_id: credential.vaultId, credential_id: credential.credentialId, type: CredentialType[credential.type], replaced: req.credentialId !== "" },

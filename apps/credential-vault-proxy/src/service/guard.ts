@@ -22,3 +22,8 @@ export function guarded<R extends RpcName>(
 ): ReturnType<typeof guardedUnary<Request<R>, Response<R>, Role>> {
   return guardedUnary(CredentialVaultProxyService[rpc].path.slice(1), deps, POLICY[rpc], fn);
 }
+
+/** For checkNoNul: request fields whose keys are the caller's (a vault's or credential's metadata map). */
+export const KEYED: ReadonlySet<string> = new Set(["metadata"]);
+/** The same in an update, whose metadata is a patch with its map under `upsert`. */
+export const PATCH_KEYED: ReadonlySet<string> = new Set(["upsert"]);

@@ -6,6 +6,7 @@
  */
 import { invalidArgument } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
+import { checkNoNul } from "@metaharness/service-kit";
 import { normalizeUrl } from "../store/credential-config.js";
 import { closeSandboxRemotes, openRemote } from "../store/remotes.js";
 import type { SessionVaults } from "../session/session-vaults.js";
@@ -60,6 +61,7 @@ export function remoteRpcs(deps: RemoteDeps) {
       return { proxyUrl: deps.baseUrl(), expiresAt, proxyAuthorization: `Bearer ${capability}` };
     }),
     closeSandboxRemotes: guarded("closeSandboxRemotes", deps, async (req, ctx) => {
+      checkNoNul(req, "");
       const closed = await closeSandboxRemotes(db, req.sessionId, checkSandbox(req.sandboxId));
       if (closed > 0) ctx.logger.info({ session_id: req.sessionId, sandbox_id: req.sandboxId, closed }, "sandbox remotes closed");
       return { closed };

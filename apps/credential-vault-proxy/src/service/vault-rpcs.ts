@@ -4,6 +4,7 @@
  * is made only for a session of the tenant named, as the session log knows it.
  */
 import { MhError } from "@metaharness/errors";
+import { checkNoNul } from "@metaharness/service-kit";
 import type { Db } from "@metaharness/db";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import { requireVaultId } from "../store/ids.js";
@@ -12,7 +13,7 @@ import { rotateMasterKey } from "../store/rotation.js";
 import { createVault, deleteVault, getVault, listVaults, updateVault } from "../store/vaults.js";
 import type { SessionVaults } from "../session/session-vaults.js";
 import { archiveVault, checkText } from "./credential-writes.js";
-import { guarded, type GuardDeps } from "./guard.js";
+import { guarded, KEYED, PATCH_KEYED, type GuardDeps } from "./guard.js";
 
 export interface VaultDeps extends GuardDeps {
   readonly db: Db;
@@ -24,6 +25,7 @@ export function vaultRpcs(deps: VaultDeps) {
   const { db, keyring } = deps;
   return {
     createVault: guarded("createVault", deps, async (req, ctx) => {
+      checkNoNul(req, "", KEYED);
       checkText(req.displayName, "display_name");
       checkText(req.tenant, "tenant");
       if (req.sessionId !== "") {
@@ -35,9 +37,13 @@ export function vaultRpcs(deps: VaultDeps) {
       return { vault };
     }),
     getVault: guarded("getVault", deps, async (req) => ({ vault: await getVault(db, requireVaultId(req.vaultId)) })),
-    listVaults: guarded("listVaults", deps, (req) => listVaults(db, req)),
+    listVaults: guarded("listVaults", deps, (req) => {
+      checkNoNul(req, "", KEYED);
+      return listVaults(db, req);
+    }),
     updateVault: guarded("updateVault", deps, async (req, ctx) => {
       const vaultId = requireVaultId(req.vaultId);
+      checkNoNul(req, "", PATCH_KEYED);
       if (req.displayName !== undefined) checkText(req.displayName, "display_name");
       const vault = await db.transaction((tx) => updateVault(tx, vaultId, { displayName: req.displayName, metadata: req.metadata }));
       ctx.logger.info({ vault_id: vaultId }, "vault updated");

@@ -7,6 +7,7 @@
  * holder, else FAILED_PRECONDITION naming the actual holder (like expected_seq in the session log);
  * repeating a transfer that already happened succeeds.
  */
+import { checkNoNul } from "@metaharness/service-kit";
 import { MhError } from "@metaharness/errors";
 import {
   SandboxState,
@@ -55,6 +56,7 @@ export async function release(ctx: BrokerContext, req: ReleaseRequest): Promise<
 
 /** A session's sandboxes, oldest first; an empty session_id lists every session's (an operator's view), at most 1000. */
 export async function list(ctx: BrokerContext, req: ListSandboxesRequest): Promise<ListSandboxesResponse> {
+  checkNoNul(req, "");
   const rows = await listSandboxes(ctx.pool, req.sessionId, req.includeEnded);
   return { sandboxes: rows.map((r) => view(ctx, r)) };
 }
