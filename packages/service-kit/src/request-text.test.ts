@@ -26,6 +26,6 @@ describe("checkNoNul", () => {
     expect(fieldOf({ metadata: { team: "x\0" } }, maps)).toBe("metadata[team]");
     expect(fieldOf({ metadata: { "te\0am": "x" } }, maps)).toBe("metadata[te\\0am]");
     expect(fieldOf({ inputSchema: { properties: { camelCase: { enum: ["a", "\0"] } } } }, maps)).toBe("input_schema[properties][camelCase][enum][1]");
-    expect(fieldOf({ config: { $case: "gitToken", gitToken: { userName: "\0" } } })).toBe("git_token.user_name");
+    expect(fieldOf({ config: { $case: "gitToken", value: { userName: "\0" } } })).toBe("git_token.user_name");
   });
 });

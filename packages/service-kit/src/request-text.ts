@@ -26,8 +26,9 @@ function walk(value: unknown, field: string, keyed: boolean, maps: ReadonlySet<s
         // Inside a Struct every level is the caller's.
         walk(item, `${field}[${key}]`, true, maps);
       } else if (isOneof(item)) {
-        // ts-proto's oneof { $case, [case]: value }: on the wire the case is a field of this message.
-        walk(item[item.$case], join(field, item.$case), maps.has(item.$case), maps);
+        // ts-proto's oneof ({ $case, value }: oneof=unions-value in buf.gen.yaml); on the wire
+        // the case is a field of this message.
+        walk(item.value, join(field, item.$case), maps.has(item.$case), maps);
       } else {
         walk(item, join(field, key), maps.has(key), maps);
       }
@@ -35,8 +36,8 @@ function walk(value: unknown, field: string, keyed: boolean, maps: ReadonlySet<s
   }
 }
 
-function isOneof(value: unknown): value is { $case: string } & Record<string, unknown> {
-  return typeof value === "object" && value !== null && typeof (value as { $case?: unknown }).$case === "string";
+function isOneof(value: unknown): value is { $case: string; value: unknown } {
+  return typeof value === "object" && value !== null && typeof (value as { $case?: unknown }).$case === "string" && "value" in value;
 }
 
 function join(field: string, key: string): string {

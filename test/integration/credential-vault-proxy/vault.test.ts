@@ -110,6 +110,8 @@ describe("vaults and credentials", () => {
     const vaultId = await newVault(admin);
     const missing = await rejection(putGitToken(admin, vaultId, "https://git.example.com/x", ""));
     expect(missing).toMatchObject({ code: "INVALID_ARGUMENT", field: "secret.token" });
+    const nul = await rejection(putGitToken(admin, vaultId, "https://git.example.com/x", "t", "user\u0000"));
+    expect(nul).toMatchObject({ code: "INVALID_ARGUMENT", field: "git_token.username" });
     const userinfo = await rejection(putGitToken(admin, vaultId, "https://user:pw@git.example.com/x", "t"));
     expect(userinfo.code).toBe("INVALID_ARGUMENT");
     expect(userinfo.message).not.toContain("pw");

@@ -42,7 +42,9 @@ export async function putCredential(db: Db, keyring: MasterKeyring, req: PutCred
   const config = req.config;
   if (config === undefined) throw invalidArgument("config", "one of git_token, mcp_oauth, http_bearer, mcp_bearer is required");
   if (req.type !== CredentialType.CREDENTIAL_TYPE_UNSPECIFIED && req.type !== typeOf(config)) {
-    throw invalidArgument("type", `is ${CredentialType[req.type]} but the config is ${config.$case}`);
+    // ts-proto keeps a number this version does not know as it came (99): the enum names none.
+    const type = CredentialType[req.type] ?? `${req.type}, no CredentialType`;
+    throw invalidArgument("type", `is ${type} but the config is ${config.$case}`);
   }
   const metadata = checkMetadata(req.metadata);
   const update = bundleFromProto(req.secret);
