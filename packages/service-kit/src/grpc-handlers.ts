@@ -118,7 +118,7 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, request: unkno
       };
       try {
         if (request instanceof UndecodableRequest) {
-          throw new MhError("INVALID_ARGUMENT", `the request could not be decoded: ${request.reason}`);
+          throw new MhError("INVALID_ARGUMENT", `the request could not be decoded: ${request.reason}`, { field: request.field });
         }
         await hooks.body(ctx);
         span.setAttribute("rpc.grpc.status_code", 0);

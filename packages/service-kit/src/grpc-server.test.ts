@@ -23,8 +23,9 @@ const streamStarted = deferred();
 const streamAborted = deferred<unknown>();
 
 const implementation: Partial<SessionLogServer> = {
-  watchEvents: serverStream("metaharness.v1.SessionLog/WatchEvents", logger, async (_req, stream) => {
+  watchEvents: serverStream("metaharness.v1.SessionLog/WatchEvents", logger, async (req, stream) => {
     await stream.write(WatchEventsResponse.fromPartial({ event: { seq: 1 } }));
+    if (req.sessionId !== "s") return; // one event and the end, for the decoding tests
     streamStarted.resolve();
     await new Promise((resolve) => stream.signal.addEventListener("abort", resolve, { once: true }));
     streamAborted.resolve(stream.signal.reason);
@@ -138,6 +139,31 @@ describe("startGrpcServer", () => {
     } finally {
       client.close();
     }
+  });
+
+  it("refuses a string that is not UTF-8, naming its field, and takes U+FFFD that a client sent as such", async () => {
+    // WatchEventsRequest { session_id }: bytes as a client that does not check its UTF-8 sends them.
+    // The handler writes one event: a request it gets answers with data.
+    const answer = async (id: Buffer): Promise<StatusObject | "data"> => {
+      const request = Buffer.concat([Buffer.from([0x0a, id.length]), id]);
+      const client = new Client(server.address, credentials.createInsecure());
+      try {
+        const identity = (b: Buffer): Buffer => b;
+        const call = client.makeServerStreamRequest("/metaharness.v1.SessionLog/WatchEvents", identity, identity, request);
+        return await new Promise<StatusObject | "data">((resolve) => {
+          call.on("data", () => resolve("data"));
+          call.on("error", () => undefined);
+          call.on("status", resolve);
+        });
+      } finally {
+        client.close();
+      }
+    };
+    const bad = await answer(Buffer.from([0x61, 0xff, 0xfe, 0xc0, 0x80, 0x62]));
+    expect(bad).toMatchObject({ code: grpcStatus.INVALID_ARGUMENT, details: "the request could not be decoded: session_id: is not valid UTF-8" });
+    expect(bad !== "data" && bad.metadata.get("mh-error-field")).toEqual(["session_id"]);
+    // The same character spelled in UTF-8 is text like any other: the handler gets it.
+    expect(await answer(Buffer.from("a\uFFFDb", "utf8"))).toBe("data");
   });
 
   it("derives service names from definitions", () => {

@@ -1,7 +1,8 @@
 /**
- * A decoded request's text, checked before it reaches Postgres: a NUL character is valid in a
+ * A decoded request's text, named as the .proto spells it: a NUL character is valid in a
  * protobuf string but no text or jsonb column stores it, and the database's refusal named no
- * field (packages/db client-errors.ts answers it as INVALID_ARGUMENT "a text value holds a NUL").
+ * field (packages/db client-errors.ts answers it as INVALID_ARGUMENT "a text value holds a NUL");
+ * and the decoder's replacement characters (undecodable.ts) are found by the same walk.
  */
 import { invalidArgument } from "@metaharness/errors";
 
@@ -11,26 +12,46 @@ import { invalidArgument } from "@metaharness/errors";
  * (as ts-proto spells them) whose keys are the caller's: maps and google.protobuf.Struct values.
  */
 export function checkNoNul(value: unknown, field: string, maps: ReadonlySet<string> = new Set()): void {
-  walk(value, field, false, maps);
+  visitText(value, field, maps, (text, at, isKey) => {
+    if (!text.includes("\0")) return;
+    if (isKey) throw invalidArgument(at, "a key holds a NUL character, which cannot be stored");
+    throw invalidArgument(at, "holds a NUL character, which cannot be stored");
+  });
 }
 
-function walk(value: unknown, field: string, keyed: boolean, maps: ReadonlySet<string>): void {
+/**
+ * Calls `fn` with every string of a decoded request, and every key of its maps and Structs (the
+ * field then names the entry: `labels[te\0am]`), with where it sits in protobuf names.
+ */
+export function visitText(
+  value: unknown,
+  field: string,
+  maps: ReadonlySet<string>,
+  fn: (text: string, field: string, isKey: boolean) => void,
+): void {
+  walk(value, field, false, maps, fn);
+}
+
+type Visit = (text: string, field: string, isKey: boolean) => void;
+
+function walk(value: unknown, field: string, keyed: boolean, maps: ReadonlySet<string>, fn: Visit): void {
   if (typeof value === "string") {
-    if (value.includes("\0")) throw invalidArgument(field, "holds a NUL character, which cannot be stored");
+    fn(value, field, false);
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => walk(item, `${field}[${i}]`, keyed, maps));
+    value.forEach((item, i) => walk(item, `${field}[${i}]`, keyed, maps, fn));
   } else if (value !== null && typeof value === "object" && !(value instanceof Date) && !(value instanceof Uint8Array)) {
     for (const [key, item] of Object.entries(value)) {
       if (keyed) {
-        if (key.includes("\0")) throw invalidArgument(`${field}[${key.replaceAll("\0", "\\0")}]`, "a key holds a NUL character, which cannot be stored");
+        const at = `${field}[${key.replaceAll("\0", "\\0")}]`;
+        fn(key, at, true);
         // Inside a Struct every level is the caller's.
-        walk(item, `${field}[${key}]`, true, maps);
+        walk(item, at, true, maps, fn);
       } else if (isOneof(item)) {
         // ts-proto's oneof ({ $case, value }: oneof=unions-value in buf.gen.yaml); on the wire
         // the case is a field of this message.
-        walk(item.value, join(field, item.$case), maps.has(item.$case), maps);
+        walk(item.value, join(field, item.$case), maps.has(item.$case), maps, fn);
       } else {
-        walk(item, join(field, key), maps.has(key), maps);
+        walk(item, join(field, key), maps.has(key), maps, fn);
       }
     }
   }

@@ -51,7 +51,7 @@ export function connectHandHandler(
     call.on("data", (req: ConnectHandRequest | UndecodableRequest) => {
       if (over) return;
       if (req instanceof UndecodableRequest) {
-        fail(new MhError("INVALID_ARGUMENT", `a message could not be decoded: ${req.reason}`));
+        fail(new MhError("INVALID_ARGUMENT", `a message could not be decoded: ${req.reason}`, { field: req.field }));
         return;
       }
       const m = req.message;
