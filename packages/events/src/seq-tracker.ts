@@ -37,7 +37,11 @@ export class SeqTracker {
     return this.last.get(sessionId) ?? 0;
   }
 
-  /** Drops a session that ended (its status_terminated was processed), so memory does not grow without bound. */
+  /**
+   * Drops a session's last seq, so memory does not grow without bound: only once its records can
+   * no longer come again (they left the topic). Its termination is not that moment: until then a
+   * redelivered record of a forgotten session counts as new.
+   */
   forget(sessionId: string): void {
     this.last.delete(sessionId);
   }

@@ -1,8 +1,9 @@
 /**
  * The example analytics consumer (apps/session-log/src/examples/usage-consumer.ts) against the
  * real topic: per session it sums the model's token usage and counts tool calls from what the
- * outbox published, counts a redelivered record once, and reports a session whose first events
- * never arrived as a gap.
+ * outbox published, counts a redelivered record once (also one of a session that ended: it
+ * counted again once the consumer had dropped the session's seq at its termination), and reports
+ * a session whose first events never arrived as a gap.
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -48,13 +49,18 @@ describe("the usage consumer", () => {
         newEvent("session.status_idle", { stopReason: { type: StopReasonType.STOP_REASON_TYPE_END_TURN, eventIds: [] } }),
       ],
     });
+    const ended = (await log.client.createSession({ sessionId: "", metadata: undefined })).session!.sessionId;
+    await log.client.emitEvents({ sessionId: ended, events: [newEvent("session.status_running", {}), modelEnd(10, 1), newEvent("session.status_terminated", {})] });
     // Wait until the outbox published them, then add what a retrying relay and a late start look
-    // like: the second event once more, and a session seen from its fourth event.
+    // like: the second event once more, the ended session's model request once more, and a
+    // session seen from its fourth event.
     const topic = await readTopic(log.topic);
     let second: Uint8Array;
+    let endedSecond: Uint8Array;
     try {
-      await topic.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 5);
+      await topic.waitFor((r) => r.filter((x) => x.key === sessionId).length >= 5 && r.filter((x) => x.key === ended).length >= 3);
       second = Event.encode(topic.received.find((x) => x.key === sessionId && x.event.seq === 2)!.event).finish();
+      endedSecond = Event.encode(topic.received.find((x) => x.key === ended && x.event.seq === 2)!.event).finish();
     } finally {
       await topic.close();
     }
@@ -65,6 +71,7 @@ describe("the usage consumer", () => {
       const publisher = await bus.publisher();
       await publisher.publish([
         { topic: log.topic, key: sessionId, value: second, headers: {} },
+        { topic: log.topic, key: ended, value: endedSecond, headers: {} },
         { topic: log.topic, key: late, value: lateEvent, headers: {} },
       ]);
     } finally {
@@ -104,6 +111,8 @@ describe("the usage consumer", () => {
     });
     // One line per change, in seq order: the redelivered event changed nothing.
     expect(mine.map((l) => l["seq"])).toEqual([1, 2, 3, 4, 5]);
+    // The ended session's figures are final at its termination; its redelivered request is not counted again.
+    expect(lines.filter((l) => l["session_id"] === ended).map((l) => [l["seq"], l["model_requests"]])).toEqual([[1, 0], [2, 1], [3, 1]]);
     expect(lines).toContainEqual({ gap: { session_id: late, from: 1, to: 3 } });
     expect(lines.filter((l) => l["session_id"] === late).at(-1)).toMatchObject({ seq: 4, input_tokens: 7, output_tokens: 3 });
   }, 60_000);

@@ -49,11 +49,10 @@ async function start(config: ReturnType<typeof loadConfig>, logger: Logger): Pro
           const mine = usage.get(msg.key) ?? emptyUsage(msg.key);
           usage.set(msg.key, mine);
           if (countEvent(mine, event)) print(mine);
-          // Nothing follows a session's termination: its figures are final, and need no memory.
-          if (event.type === "session.status_terminated") {
-            seqs.forget(msg.key);
-            usage.delete(msg.key);
-          }
+          // Nothing follows a session's termination: its figures are final and need no memory.
+          // Its last seq stays: its records may come again while the topic holds them, and
+          // without it they would count twice (docs/kafka.md).
+          if (event.type === "session.status_terminated") usage.delete(msg.key);
           return Promise.resolve();
         },
         { parent: extractFromHeaders(msg.headers, ROOT_CONTEXT), kind: SpanKind.CONSUMER },
