@@ -22,6 +22,11 @@ async function main(argv: string[], out: Output): Promise<number> {
   };
   // mh dev installs service-kit's shutdown handlers instead.
   if (command !== "dev") for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, onSignal);
+  // `mh run --help`: the usage, which holds every command's options, rather than "unknown option".
+  if (command !== undefined && rest.some((a) => a === "--help" || a === "-h")) {
+    out.write(USAGE);
+    return EXIT.ok;
+  }
   switch (command) {
     case "demo":
       return demo(rest, out, interrupts);
@@ -44,9 +49,16 @@ async function main(argv: string[], out: Output): Promise<number> {
   }
 }
 
+/** node:util parseArgs's refusals of a command line: an unknown option, a missing or extra value, a stray argument. */
+const PARSE_ERRORS: ReadonlySet<unknown> = new Set(["ERR_PARSE_ARGS_UNKNOWN_OPTION", "ERR_PARSE_ARGS_INVALID_OPTION_VALUE", "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL"]);
+
+function isParseError(err: unknown): boolean {
+  return err instanceof TypeError && PARSE_ERRORS.has((err as { code?: unknown }).code);
+}
+
 function exitCodeOf(err: unknown): number {
   if (err instanceof MhError && err.code === "INVALID_ARGUMENT") return EXIT.usage;
-  if (err instanceof TypeError && (err as { code?: unknown }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return EXIT.usage;
+  if (isParseError(err)) return EXIT.usage;
   return EXIT.failure;
 }
 
@@ -54,7 +66,7 @@ const out = terminalOutput();
 main(process.argv.slice(2), out).then(
   (code) => process.stdout.write("", () => process.exit(code)),
   (err: unknown) => {
-    out.error(`mh: ${err instanceof Error ? err.message : String(err)}`);
+    out.error(`mh: ${err instanceof Error ? err.message : String(err)}${isParseError(err) ? " (mh --help lists every command's options)" : ""}`);
     process.stdout.write("", () => process.exit(exitCodeOf(err)));
   },
 );

@@ -21,9 +21,22 @@ export interface Output {
 
 export function terminalOutput(env: NodeJS.ProcessEnv = process.env): Output {
   const tty = process.stdout.isTTY;
+  // A reader that leaves (`mh sessions ls | head -1`) closes the pipe: stdout errors with EPIPE,
+  // which crashed the CLI with a stack trace. It is taken as the user's stop instead: nothing
+  // more is written, and SIGTERM runs the command's own way out (an embedded stack is stopped).
+  let closed = false;
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    if (closed) return;
+    closed = true;
+    process.kill(process.pid, "SIGTERM");
+  });
+  const write = (text: string): void => {
+    if (!closed) process.stdout.write(text);
+  };
   return {
-    line: (text = "") => void process.stdout.write(`${text}\n`),
-    write: (text) => void process.stdout.write(text),
+    line: (text = "") => write(`${text}\n`),
+    write,
     error: (text) => void process.stderr.write(`${text}\n`),
     tty,
     color: tty && (env["NO_COLOR"] ?? "") === "" && env["TERM"] !== "dumb",

@@ -30,7 +30,11 @@ export function explicitUrl(flags: TargetFlags, env: NodeJS.ProcessEnv): string 
 
 export async function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
   const url = explicitUrl(flags, env) ?? DEV_URL;
-  if (!URL.canParse(url)) throw new MhError("INVALID_ARGUMENT", `--url: ${JSON.stringify(url)} is not a URL`, { field: "url" });
+  // "localhost:8080" parses, with "localhost:" as its scheme: only http and https are a gateway.
+  const scheme = URL.canParse(url) ? new URL(url).protocol : "";
+  if (scheme !== "http:" && scheme !== "https:") {
+    throw new MhError("INVALID_ARGUMENT", `--url: ${JSON.stringify(url)} is not an http or https URL (e.g. http://127.0.0.1:${DEV_PORT})`, { field: "url" });
+  }
   const dataDir = defaultDataDir(env);
   const apiKey = flags.apiKey ?? nonEmpty(env["MH_API_KEY"]) ?? (await readDevKey(dataDir));
   if (apiKey === undefined) {

@@ -4,6 +4,7 @@
  * anything else is printed and drawn again after.
  */
 import type { Output } from "../output.js";
+import { printable } from "./style.js";
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const FRAME_MS = 80;
@@ -38,7 +39,7 @@ export class Screen {
   text(chunk: string): void {
     if (chunk === "") return;
     this.stopSpinner();
-    this.out.write(chunk);
+    this.out.write(printable(chunk));
     this.open = !chunk.endsWith("\n");
     this.blank = chunk.endsWith("\n\n");
   }

@@ -21,8 +21,17 @@ export function style(color: boolean): Style {
 }
 
 /** The text on one line, cut to `max` characters with an ellipsis. */
+/**
+ * `text` from a session (a title, the model's words, a tool's output) without the control
+ * characters a terminal obeys: an escape sequence in a message could retitle the window or clear
+ * the screen. Line breaks and tabs stay.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "");
+}
+
 export function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  const flat = printable(text).replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, Math.max(max - 1, 0))}…` : flat;
 }
 

@@ -3,7 +3,7 @@
  * and how its output is shortened for a terminal: the first lines and the last ones (where test
  * runners print their totals), each cut to the screen's width.
  */
-import { clip } from "./style.js";
+import { clip, printable } from "./style.js";
 
 /** Lines of a tool's output shown; the middle of a longer one is left out. */
 export const OUTPUT_LINES = { head: 6, tail: 2 } as const;
@@ -38,7 +38,7 @@ export function toolLabel(name: string, input: Record<string, unknown>, width: n
 
 /** The output as at most head + tail lines (and one saying how many were left out). */
 export function abbreviate(text: string, width: number, limits: { head: number; tail: number } = OUTPUT_LINES): string[] {
-  const lines = text.replace(/\n+$/, "").split("\n");
+  const lines = printable(text).replace(/\n+$/, "").split("\n");
   if (lines.length === 1 && lines[0] === "") return [];
   const cut = (l: string) => (l.length > width ? `${l.slice(0, Math.max(width - 1, 1))}…` : l);
   if (lines.length <= limits.head + limits.tail + 1) return lines.map(cut);

@@ -9,6 +9,7 @@
  * directory removed at stop.
  */
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -48,12 +49,20 @@ export async function writeDevSecrets(dataDir: string | undefined): Promise<DevS
   const dir = dataDir === undefined ? await mkdtemp(join(tmpdir(), "mh-dev-secrets-")) : resolve(dataDir, "secrets");
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
+  const written: string[] = [];
+  // A process that exits before its stack is stopped (Ctrl-C while it starts ends `mh run` at
+  // once) takes its secrets with it: the exit handlers run even on process.exit, and
+  // synchronously, so the tokens and a temporary master key do not stay behind in /tmp.
+  const removeNow = (): void => {
+    if (dataDir === undefined) rmSync(dir, { recursive: true, force: true });
+    else for (const f of written) rmSync(f, { force: true });
+  };
+  process.once("exit", removeNow);
 
   const masterKeyFile = join(dir, "master.key");
   const existing = await readFile(masterKeyFile, "utf8").catch(() => undefined);
   if (existing === undefined || existing.trim() === "") await writeFile(masterKeyFile, newMasterKeyText(), { mode: 0o600 });
 
-  const written: string[] = [];
   const secretFile = async (name: string, text: string): Promise<string> => {
     const file = join(dir, name);
     await writeFile(file, text, { mode: 0o600 });
@@ -72,11 +81,13 @@ export async function writeDevSecrets(dataDir: string | undefined): Promise<DevS
     tokensFile[service] = await secretFile(`${service}-services.json`, JSON.stringify({ services }));
   }
 
+
   return {
     masterKeyFile,
     tokensFile,
     tokenFile: (service, caller) => join(dir, `${String(caller)}-${service}.token`),
     dispose: async () => {
+      process.off("exit", removeNow);
       if (dataDir === undefined) await rm(dir, { recursive: true, force: true });
       else await Promise.all(written.map((f) => rm(f, { force: true })));
     },

@@ -1,0 +1,89 @@
+/**
+ * The CLI at its edges, as an audit of a developer's laptop use found them: a reader that closes
+ * the pipe early (EPIPE crashed with a stack trace), Ctrl-C while an embedded stack starts (its
+ * tokens and master key stayed in /tmp), `--help` after a command and a flag without its value
+ * (exit 1, "unknown option"), a URL without its scheme, and text from a session that would drive
+ * the terminal (escape sequences printed raw).
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
+import { startDev, type Stack } from "@metaharness/cli";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MH, mh } from "./mh.js";
+
+let stack: Stack;
+let dataDir: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "mh-cli-edges-"));
+  stack = (await startDev({ host: "127.0.0.1", port: 0, dataDir, memory: true, logLevel: "silent" }, {})).stack;
+  env = { MH_URL: stack.url, MH_API_KEY: stack.apiKey };
+  const sdk = new Anthropic({ baseURL: stack.url, apiKey: stack.apiKey, maxRetries: 0 });
+  const agent = await sdk.beta.agents.create({ name: "edges", model: "claude-sonnet-5-5" });
+  const environment = await sdk.beta.environments.create({ name: "edges" });
+  for (let i = 0; i < 30; i++) {
+    await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id, title: i === 0 ? "\u001b]0;pwned\u0007 \u001b[2Jtitled" : `s${i}` });
+  }
+});
+afterAll(async () => {
+  await stack?.stop();
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe("mh", () => {
+  it("stops quietly when the reader closes the pipe", async () => {
+    // `mh sessions ls | true`, in a shell: the reader is gone before mh writes its first line.
+    const shell = spawn("sh", ["-c", `"${process.execPath}" "${MH}" sessions ls --limit 100 | true`], {
+      env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    shell.stderr.setEncoding("utf8").on("data", (t: string) => (stderr += t));
+    await new Promise((resolve) => shell.on("exit", resolve));
+    expect(stderr).not.toMatch(/EPIPE|Unhandled|node:events/);
+  });
+
+  it("leaves no secrets behind when Ctrl-C stops an embedded stack as it starts", { timeout: 90_000 }, async () => {
+    const tmp = await mkdtemp(join(tmpdir(), "mh-cli-tmp-"));
+    try {
+      const run = mh(["run", "hi"], { TMPDIR: tmp });
+      // Its stack has written its secrets once the directory exists; stop it before it is ready.
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && !(await readdir(tmp)).some((d) => d.startsWith("mh-dev-secrets-"))) await new Promise((r) => setTimeout(r, 20));
+      expect((await readdir(tmp)).some((d) => d.startsWith("mh-dev-secrets-"))).toBe(true);
+      run.child.kill("SIGINT");
+      expect(await run.exited).toBe(130);
+      expect((await readdir(tmp)).filter((d) => d.startsWith("mh-dev-secrets-"))).toEqual([]);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it("prints its usage for --help after a command, and exits 2 for a flag without its value", async () => {
+    const help = mh(["run", "--help"]);
+    expect(await help.exited).toBe(0);
+    expect(help.stdout()).toContain("mh run");
+    const missing = mh(["sessions", "ls", "--limit"], env);
+    expect(await missing.exited).toBe(2);
+    expect(missing.stderr()).toContain("mh --help");
+  });
+
+  it("asks for an http or https URL", async () => {
+    for (const url of ["localhost:8080", "127.0.0.1:8080", "ftp://127.0.0.1"]) {
+      const ls = mh(["sessions", "ls", "--url", url, "--api-key", "k"]);
+      expect(await ls.exited, url).toBe(2);
+      expect(ls.stderr(), url).toContain("is not an http or https URL (e.g. http://127.0.0.1:8080)");
+    }
+  });
+
+  it("prints no control characters a session's text holds", async () => {
+    const ls = mh(["sessions", "ls", "--limit", "100"], env);
+    expect(await ls.exited).toBe(0);
+    expect(ls.stdout()).toMatch(/\]0;pwned \[2Jtitled$/m);
+    expect(ls.stdout()).not.toMatch(/[\u001b\u0007]/);
+  });
+});
