@@ -4,6 +4,7 @@
  * interrupt the running command handles, and exits with the command's code once stdout is
  * flushed (an embedded stack's last handles must not keep the process alive).
  */
+import Anthropic from "@anthropic-ai/sdk";
 import { MhError } from "@metaharness/errors";
 import { Interrupts } from "./client/session-run.js";
 import { demo } from "./commands/demo.js";
@@ -56,6 +57,14 @@ function isParseError(err: unknown): boolean {
   return err instanceof TypeError && PARSE_ERRORS.has((err as { code?: unknown }).code);
 }
 
+/** What to do about a failure the message alone does not say. */
+function hintFor(err: unknown): string {
+  if (isParseError(err)) return " (mh --help lists every command's options)";
+  if (err instanceof Anthropic.APIConnectionError) return " (no gateway answered: is `mh dev` running, or do --url / MH_URL name the right one?)";
+  if (err instanceof Anthropic.AuthenticationError) return " (the gateway refused the key: check --api-key / MH_API_KEY)";
+  return "";
+}
+
 function exitCodeOf(err: unknown): number {
   if (err instanceof MhError && err.code === "INVALID_ARGUMENT") return EXIT.usage;
   if (isParseError(err)) return EXIT.usage;
@@ -66,7 +75,7 @@ const out = terminalOutput();
 main(process.argv.slice(2), out).then(
   (code) => process.stdout.write("", () => process.exit(code)),
   (err: unknown) => {
-    out.error(`mh: ${err instanceof Error ? err.message : String(err)}${isParseError(err) ? " (mh --help lists every command's options)" : ""}`);
+    out.error(`mh: ${err instanceof Error ? err.message : String(err)}${hintFor(err)}`);
     process.stdout.write("", () => process.exit(exitCodeOf(err)));
   },
 );

@@ -80,6 +80,12 @@ describe("mh", () => {
     }
   });
 
+  it("says what to check when no gateway answers", { timeout: 60_000 }, async () => {
+    const ls = mh(["sessions", "ls", "--url", "http://127.0.0.1:1", "--api-key", "k"]);
+    expect(await ls.exited).toBe(1);
+    expect(ls.stderr()).toContain("no gateway answered: is `mh dev` running, or do --url / MH_URL name the right one?");
+  });
+
   it("prints no control characters a session's text holds", async () => {
     const ls = mh(["sessions", "ls", "--limit", "100"], env);
     expect(await ls.exited).toBe(0);

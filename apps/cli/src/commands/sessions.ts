@@ -69,7 +69,7 @@ async function events(client: Anthropic, id: string, values: Values, out: Output
   const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : limitOf(values.limit, 1000, 1_000_000);
   let shown = 0;
   for await (const event of client.beta.sessions.events.list(id, { limit: 1000 })) {
-    out.line(values.json === true ? JSON.stringify(event) : formatEvent(event, out.columns - 50));
+    out.line(values.json === true ? JSON.stringify(event) : formatEvent(event, summaryWidth(out)));
     if (++shown >= limit) break;
   }
   return EXIT.ok;
@@ -82,19 +82,33 @@ async function tail(client: Anthropic, id: string, values: Values, out: Output, 
     recent.unshift(event);
     if (recent.length >= lines) break;
   }
-  for (const event of recent) out.line(formatEvent(event, out.columns - 50));
+  for (const event of recent) out.line(formatEvent(event, summaryWidth(out)));
   const leave = new AbortController();
   interrupts.onInterrupt(() => leave.abort());
-  const after = recent.length === 0 ? 0 : (seqOf(recent[recent.length - 1]!) ?? 0);
+  let after = recent.length === 0 ? 0 : (seqOf(recent[recent.length - 1]!) ?? 0);
   const s = style(out.color);
   const live = follow(client, id, {
     afterSeq: after,
     signal: leave.signal,
+    // The last seq printed, not the one it started after.
     onReconnect: (attempt) => out.error(s.dim(`connection lost; resuming after seq ${after} (${attempt})…`)),
   });
   // Only stored events: previews and heartbeats carry no seq.
-  for await (const event of live) if (seqOf(event) !== undefined) out.line(formatEvent(event, out.columns - 50));
+  for await (const event of live) {
+    const seq = seqOf(event);
+    if (seq === undefined) continue;
+    out.line(formatEvent(event, summaryWidth(out)));
+    after = seq;
+  }
   return EXIT.ok;
+}
+
+/**
+ * Room for an event's summary after its seq, time and type (50 columns): at least 30, so a narrow
+ * terminal wraps the line rather than losing the text.
+ */
+function summaryWidth(out: Output): number {
+  return Math.max(out.columns - 50, 30);
 }
 
 export async function sessions(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {

@@ -9,8 +9,8 @@
  * directory removed at stop.
  */
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtempSync, rmSync } from "node:fs";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { newMasterKeyText } from "@metaharness/credential-vault-proxy";
@@ -46,9 +46,9 @@ export interface DevSecrets {
 }
 
 export async function writeDevSecrets(dataDir: string | undefined): Promise<DevSecrets> {
-  const dir = dataDir === undefined ? await mkdtemp(join(tmpdir(), "mh-dev-secrets-")) : resolve(dataDir, "secrets");
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await chmod(dir, 0o700);
+  // Made and watched in one synchronous stretch: a signal is handled between awaits, and one
+  // that came after the directory existed but before its exit handler did would leave it behind.
+  const dir = dataDir === undefined ? mkdtempSync(join(tmpdir(), "mh-dev-secrets-")) : resolve(dataDir, "secrets");
   const written: string[] = [];
   // A process that exits before its stack is stopped (Ctrl-C while it starts ends `mh run` at
   // once) takes its secrets with it: the exit handlers run even on process.exit, and
@@ -58,6 +58,8 @@ export async function writeDevSecrets(dataDir: string | undefined): Promise<DevS
     else for (const f of written) rmSync(f, { force: true });
   };
   process.once("exit", removeNow);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
 
   const masterKeyFile = join(dir, "master.key");
   const existing = await readFile(masterKeyFile, "utf8").catch(() => undefined);
@@ -65,8 +67,8 @@ export async function writeDevSecrets(dataDir: string | undefined): Promise<DevS
 
   const secretFile = async (name: string, text: string): Promise<string> => {
     const file = join(dir, name);
+    written.push(file); // before it exists, for the exit handler
     await writeFile(file, text, { mode: 0o600 });
-    written.push(file);
     return file;
   };
   const tokensFile = {} as Record<Service, string>;
