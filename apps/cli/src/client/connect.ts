@@ -50,6 +50,13 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === "" ? undefined : value;
 }
 
+/**
+ * How long a request may wait for the gateway's answer to begin (the SDK clears its timer once the
+ * headers arrive, so an event stream is not cut): the SDK's default, ten minutes a try, left a
+ * command against a gateway that took the connection and never answered silent for forty.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
 export function sdkClient(target: Target): Anthropic {
-  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3 });
+  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3, timeout: REQUEST_TIMEOUT_MS });
 }
