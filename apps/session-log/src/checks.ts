@@ -6,7 +6,6 @@
  * encoded ends every watcher it was delivered to).
  */
 import { invalidArgument } from "@metaharness/errors";
-import { isValidSessionId } from "@metaharness/events";
 import { checkNoNul } from "@metaharness/service-kit";
 import {
   DeltaKind,
@@ -26,12 +25,6 @@ import {
 export const MAX_DELTA_BYTES = 5000;
 
 const DELTA_KINDS: ReadonlySet<DeltaKind> = new Set([DeltaKind.DELTA_KIND_TEXT, DeltaKind.DELTA_KIND_THINKING, DeltaKind.DELTA_KIND_INPUT_JSON]);
-
-export function requireSessionId(sessionId: string, field = "session_id"): string {
-  if (sessionId === "") throw invalidArgument(field, "required");
-  if (!isValidSessionId(sessionId)) throw invalidArgument(field, 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
-  return sessionId;
-}
 
 /**
  * Deltas for `sessionId`, their emitted_at set, each one deliverable to every instance: a delta
@@ -103,15 +96,14 @@ export const MAX_TENANT_CHARS = 256;
 /** Fields of the log's requests whose keys are the caller's: labels, and a tool's JSON schema. */
 const USER_KEYED: ReadonlySet<string> = new Set(["labels", "inputSchema"]);
 
-/**
- * A session's metadata, or the filters or changes of a request, as Postgres can store and index
- * them: no NUL in any text (named in protobuf names), a tenant of at most MAX_TENANT_CHARS.
- */
-export function checkText(value: object, field: string, tenant?: string): void {
+/** A session's metadata, or the filters or changes of a request, with no NUL in any text (named in protobuf names). */
+export function checkText(value: object, field: string): void {
   checkNoNul(value, field, USER_KEYED);
-  if (tenant !== undefined && tenant.length > MAX_TENANT_CHARS) {
-    throw invalidArgument(field === "" ? "tenant" : `${field}.tenant`, `must be at most ${MAX_TENANT_CHARS} characters, got ${tenant.length}`);
-  }
+}
+
+/** A tenant a session may be created with: its index takes it. */
+export function checkTenant(tenant: string, field: string): void {
+  if (tenant.length > MAX_TENANT_CHARS) throw invalidArgument(field, `must be at most ${MAX_TENANT_CHARS} characters, got ${tenant.length}`);
 }
 
 /** A value of a ts-proto enum other than UNRECOGNIZED (-1), which an unknown number decodes to. */

@@ -4,7 +4,7 @@
  */
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
-import { isEventType, isValidSessionId, newSessionId, validateEventForAppend, type ValidatedEvent } from "@metaharness/events";
+import { isEventType, isValidSessionId, newSessionId, requireSessionId, SESSION_ID_RULE, validateEventForAppend, type ValidatedEvent } from "@metaharness/events";
 import {
   SessionLogService,
   SessionMetadata,
@@ -17,7 +17,7 @@ import type { handleUnaryCall } from "@grpc/grpc-js";
 import { guardedServerStream, guardedUnary, type Guard, type GuardedContext, type Logger } from "@metaharness/service-kit";
 import { BROKER_EVENT_TYPES, POLICY, type Role, type RpcName } from "./auth/policy.js";
 import type { Db } from "@metaharness/db";
-import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, checkText, requireSessionId } from "./checks.js";
+import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, checkTenant, checkText } from "./checks.js";
 import type { AppendResult } from "./store/append.js";
 import { Appender } from "./store/appender.js";
 import { checkRepositories, updateSession } from "./store/repositories.js";
@@ -78,10 +78,11 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
   const impl: SessionLogServer = {
     createSession: rpc("createSession", async (req) => {
       if (req.sessionId !== "" && !isValidSessionId(req.sessionId)) {
-        throw invalidArgument("session_id", 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]');
+        throw invalidArgument("session_id", SESSION_ID_RULE);
       }
       const metadata = req.metadata ?? SessionMetadata.fromPartial({});
-      checkText(metadata, "metadata", metadata.tenant);
+      checkText(metadata, "metadata");
+      checkTenant(metadata.tenant, "metadata.tenant");
       checkRepositories(metadata.repositories, "metadata.repositories");
       checkMetadataEnums(metadata, "metadata");
       return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };

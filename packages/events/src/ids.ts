@@ -5,6 +5,7 @@
  * part of the previous id is incremented instead of drawn again, as in the ULID spec.
  */
 import { randomBytes } from "node:crypto";
+import { invalidArgument } from "@metaharness/errors";
 
 export const EVENT_ID_PREFIX = "sevt_";
 export const SESSION_ID_PREFIX = "sesn_";
@@ -78,6 +79,16 @@ export function isValidEventId(id: unknown): id is string {
 
 export function isValidSessionId(id: unknown): id is string {
   return typeof id === "string" && SESSION_ID.test(id);
+}
+
+/** What a session id must look like, as a refusal says it. */
+export const SESSION_ID_RULE = 'must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]';
+
+/** `sessionId` when it is one; INVALID_ARGUMENT naming `field` when it is empty or malformed. */
+export function requireSessionId(sessionId: string, field = "session_id"): string {
+  if (sessionId === "") throw invalidArgument(field, "required");
+  if (!isValidSessionId(sessionId)) throw invalidArgument(field, SESSION_ID_RULE);
+  return sessionId;
 }
 
 /**

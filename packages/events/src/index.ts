@@ -28,6 +28,8 @@ export {
   SESSION_ID_PREFIX,
   isValidEventId,
   isValidSessionId,
+  requireSessionId,
+  SESSION_ID_RULE,
   newEventId,
   newSessionId,
   timeOfId,

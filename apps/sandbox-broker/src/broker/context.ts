@@ -4,7 +4,7 @@
  */
 import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
-import { isValidSessionId } from "@metaharness/events";
+import { requireSessionId } from "@metaharness/events";
 import type { Logger } from "@metaharness/service-kit";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { CallOutcome } from "../db/calls.js";
@@ -57,10 +57,7 @@ export function startLocalSandbox(ctx: Omit<BrokerContext, "warm" | "inflight" |
  * up: the sweep of ended sessions (session-ends.ts) releases such a sandbox later.
  */
 export async function requireLiveSession(ctx: BrokerContext, value: string, field: string): Promise<string> {
-  const sessionId = requireField(value, field);
-  if (!isValidSessionId(sessionId)) {
-    throw new MhError("INVALID_ARGUMENT", `${field}: must be "sesn_" followed by 1-64 of [A-Za-z0-9_-]`, { field });
-  }
+  const sessionId = requireSessionId(value, field);
   if ((await ctx.events.sessionEnded(sessionId)) === true) {
     throw new MhError("FAILED_PRECONDITION", `${field}: session ${sessionId} has ended (terminated, or unknown to the session log): it takes no sandbox`, { field });
   }

@@ -14,7 +14,8 @@ import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { newSandboxId } from "../util/ids.js";
 import { attachRemotes, type SandboxRemotes } from "../remotes/attach.js";
-import { requireField, requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
+import { requireSessionId } from "@metaharness/events";
+import { requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
 
 interface Acquired {
   readonly id: string;
@@ -24,7 +25,7 @@ interface Acquired {
 }
 
 export async function provision(ctx: BrokerContext, req: ProvisionRequest): Promise<ProvisionResponse> {
-  requireField(req.sessionId, "session_id");
+  requireSessionId(req.sessionId, "session_id");
   const spec = resolveSpec(req.resources, ctx.config);
   const sessionId = await requireLiveSession(ctx, req.sessionId, "session_id");
   if (req.handKind !== "") return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
