@@ -66,12 +66,16 @@ describe("the usage consumer", () => {
     }
     const late = `sesn_late_${randomBytes(4).toString("hex")}`;
     const lateEvent = Event.encode({ ...modelEnd(7, 3), sessionId: late, seq: 4 }).finish();
+    // After the ended session's redelivered record, in its partition, one the consumer prints:
+    // once it is printed, the redelivery before it was read.
+    const endedAfter = Event.encode({ ...modelEnd(1, 1), sessionId: ended, seq: 4 }).finish();
     const bus = createKafkaBus({ brokers: KAFKA_BROKERS.split(","), clientId: "test-redeliver" });
     try {
       const publisher = await bus.publisher();
       await publisher.publish([
         { topic: log.topic, key: sessionId, value: second, headers: {} },
         { topic: log.topic, key: ended, value: endedSecond, headers: {} },
+        { topic: log.topic, key: ended, value: endedAfter, headers: {} },
         { topic: log.topic, key: late, value: lateEvent, headers: {} },
       ]);
     } finally {
@@ -92,7 +96,8 @@ describe("the usage consumer", () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
     try {
-      await eventually(() => Promise.resolve(lines.some((l) => l["session_id"] === late) ? true : undefined), "the late session's line", 30_000);
+      const seen = (sessionId: string, seq: number): boolean => lines.some((l) => l["session_id"] === sessionId && l["seq"] === seq);
+      await eventually(() => Promise.resolve(seen(late, 4) && seen(ended, 4) ? true : undefined), "the late and the ended session's last lines", 30_000);
     } finally {
       child.kill("SIGTERM");
     }
@@ -111,8 +116,9 @@ describe("the usage consumer", () => {
     });
     // One line per change, in seq order: the redelivered event changed nothing.
     expect(mine.map((l) => l["seq"])).toEqual([1, 2, 3, 4, 5]);
-    // The ended session's figures are final at its termination; its redelivered request is not counted again.
-    expect(lines.filter((l) => l["session_id"] === ended).map((l) => [l["seq"], l["model_requests"]])).toEqual([[1, 0], [2, 1], [3, 1]]);
+    // The ended session's figures are final at its termination; its redelivered request is not
+    // counted again (seq 4, a record no log would write after a termination, starts afresh).
+    expect(lines.filter((l) => l["session_id"] === ended).map((l) => [l["seq"], l["model_requests"]])).toEqual([[1, 0], [2, 1], [3, 1], [4, 1]]);
     expect(lines).toContainEqual({ gap: { session_id: late, from: 1, to: 3 } });
     expect(lines.filter((l) => l["session_id"] === late).at(-1)).toMatchObject({ seq: 4, input_tokens: 7, output_tokens: 3 });
   }, 60_000);
