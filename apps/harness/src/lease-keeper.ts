@@ -27,14 +27,17 @@ export class LeaseKeeper {
     this.validUntil = sentAt + ttlMs;
   }
 
-  /** Takes the lease, or returns the current holder's name when someone else holds it. */
+  /**
+   * Takes the lease, or says why not: another holder's name when someone else holds it, or
+   * `terminated` when the session ended (the log names `session_id` then, `holder` otherwise).
+   */
   static async acquire(
     client: SessionLogClient,
     sessionId: string,
     holder: string,
     ttlMs: number,
     logger: Logger,
-  ): Promise<LeaseKeeper | { heldBy: string }> {
+  ): Promise<LeaseKeeper | { heldBy: string } | "terminated"> {
     try {
       // The log counts the TTL from when it got the request, so from when we sent it is on the safe side.
       const sentAt = Date.now();
@@ -45,6 +48,7 @@ export class LeaseKeeper {
       return keeper;
     } catch (err) {
       const e = MhError.from(err);
+      if (e.code === "FAILED_PRECONDITION" && e.field === "session_id") return "terminated";
       if (e.code === "FAILED_PRECONDITION") return { heldBy: String(e.details["holder"] ?? "another harness") };
       throw e;
     }

@@ -76,6 +76,8 @@ export class Supervisor {
     } finally {
       this.waking.delete(sessionId);
     }
+    // Terminated between the read above and the lease: the log refuses it, and there is nothing to do.
+    if (got === "terminated") return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
     if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
     this.started += 1;
     const done = this.drive(sessionId, got, logger);

@@ -28,6 +28,7 @@ import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
 import { watchEvents } from "./watch/watch.js";
 import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
 import type { DeltaHub } from "./watch/deltas.js";
+import { DeltaGate } from "./watch/delta-gate.js";
 
 export const MAX_BATCH = 1000;
 export const MAX_DELTAS = 100;
@@ -51,6 +52,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
   const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
     guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
   const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix }, deps.appendMaxQueued);
+  const deltaGate = new DeltaGate(db);
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): ValidatedEvent => {
     if (event === undefined) throw invalidArgument(field, "required");
@@ -184,8 +186,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       const bytes = req.deltas.reduce((n, d) => n + Buffer.byteLength(d.text), 0);
       if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
       const deltas = checkDeltas(req.deltas, sessionId);
+      await deltaGate.check(sessionId);
       deps.deltas.publish(deltas);
-      return Promise.resolve({});
+      return {};
     }),
 
     acquireLease: rpc("acquireLease", async (req) => ({

@@ -8,10 +8,11 @@ import { rm } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
 import { CredentialType, ListCredentialsResponse, PutCredentialResponse } from "@metaharness/proto";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { rejection } from "../../support/sandbox-broker.js";
-import { newVault, putGitToken, startTestVault, type TestVault, type VaultClient } from "../../support/vault.js";
+import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVault, type VaultClient } from "../../support/vault.js";
 
 const GIT_SECRET = "ghp_vaulttest_7f3a9c2e1b5d4a6f8e0c";
 const MCP_ACCESS = "mcp_access_vaulttest_55aa77cc";
@@ -172,6 +173,28 @@ describe("service authentication", () => {
       "PERMISSION_DENIED",
     );
     expect(await denied(harness.rotateMasterKey({}))).toBe("PERMISSION_DENIED");
+  });
+});
+
+describe("a terminated session", () => {
+  it("gets no git remote, egress or MCP credential, naming session_id", async () => {
+    const vaultId = await newVault(admin);
+    await putAll(vaultId);
+    const { session } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
+    const sessionId = session!.sessionId;
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    const broker = vault.client("broker");
+    const refusals = [
+      await rejection(broker.openGitRemote({ sessionId, sandboxId: "sbx_ended", repositoryUrls: ["https://git.example.com/org/r"], ttlSeconds: 0 })),
+      await rejection(broker.openEgress({ sessionId, sandboxId: "sbx_ended", allowedHosts: ["api.example.com"], ttlSeconds: 0 })),
+      await rejection(
+        vault.client("harness").callMcpTool({ sessionId, mcpServerUrl: "https://mcp.example.com/mcp/", name: "t", arguments: {}, callId: "evt_ended" }),
+      ),
+    ];
+    for (const err of refusals) {
+      expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
+      expect(err.message).toContain("terminated");
+    }
   });
 });
 

@@ -28,7 +28,9 @@ describe("leases", () => {
 
     const busy = await rejection(log.client.acquireLease({ sessionId, holder: "harness-b", ttlMs: 1000 }));
     expect(busy.code).toBe("FAILED_PRECONDITION");
+    expect(busy.field).toBe("holder");
     expect(busy.message).toContain("harness-a");
+    expect(busy.details).toMatchObject({ holder: "harness-a", epoch: 1 });
     expect((await log.client.getSession({ sessionId })).session?.lease?.holder).toBe("harness-a");
 
     await new Promise((r) => setTimeout(r, 1100));
@@ -55,6 +57,24 @@ describe("leases", () => {
     const first = await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 5000 });
     const again = await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 5000 });
     expect(again.lease?.epoch).toBe(first.lease?.epoch);
+  });
+
+  it("are refused for a terminated session, naming session_id, whoever asks", async () => {
+    const sessionId = await newSession();
+    const { lease } = await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 5000 });
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}), leaseEpoch: lease!.epoch });
+    const refused = async (): Promise<void> => {
+      for (const holder of ["h", "other"]) {
+        const err = await rejection(log.client.acquireLease({ sessionId, holder, ttlMs: 5000 }));
+        expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
+        expect(err.message).toContain("terminated");
+      }
+    };
+    await refused();
+    expect((await log.client.getSession({ sessionId })).session?.lease).toMatchObject({ holder: "h", epoch: lease!.epoch });
+    await log.client.releaseLease({ sessionId, holder: "h", epoch: lease!.epoch });
+    await refused();
+    expect((await log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
   });
 
   it("rejects a ttl out of bounds, naming it", async () => {

@@ -150,6 +150,17 @@ describe("WatchEvents", () => {
     stopPieces.abort();
   });
 
+  it("takes no deltas for an unknown or terminated session", async () => {
+    const delta = { sessionId: "", modelRequestId: "sevt_req", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "x", emittedAt: undefined };
+    await expect(log.client.publishDeltas({ sessionId: "sesn_never_created", deltas: [delta] })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      field: "session_id",
+    });
+    const sessionId = await newSession();
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    await expect(log.client.publishDeltas({ sessionId, deltas: [delta] })).rejects.toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
+  });
+
   it("re-reads once after its LISTEN connection comes back, then waits again instead of reading in a loop", async () => {
     const sessionId = await newSession();
     const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length >= 1);

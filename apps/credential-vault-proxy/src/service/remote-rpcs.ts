@@ -36,7 +36,7 @@ export function remoteRpcs(deps: RemoteDeps) {
         throw invalidArgument("repository_urls", `between 1 and ${MAX_REPOSITORIES} URLs`);
       }
       const urls = req.repositoryUrls.map((u, i) => normalizeUrl(u, `repository_urls[${i}]`));
-      await deps.vaults.vaultIds(req.sessionId); // the session exists
+      await deps.vaults.requireLive(req.sessionId);
       const expiresAt = expiry(req.ttlSeconds);
       const capability = await openRemote(db, { kind: "git", sessionId: req.sessionId, sandboxId, scope: urls, expiresAt });
       const remotes: Record<string, string> = {};
@@ -54,7 +54,7 @@ export function remoteRpcs(deps: RemoteDeps) {
         if (!HOST_PATTERN.test(host)) throw invalidArgument(`allowed_hosts[${i}]`, "is not a host name or *.domain pattern");
         return host;
       });
-      await deps.vaults.vaultIds(req.sessionId);
+      await deps.vaults.requireLive(req.sessionId);
       const expiresAt = expiry(req.ttlSeconds);
       const capability = await openRemote(db, { kind: "egress", sessionId: req.sessionId, sandboxId, scope: hosts, expiresAt });
       ctx.logger.info({ session_id: req.sessionId, sandbox_id: sandboxId, allowed_hosts: hosts, expires_at: expiresAt.toISOString() }, "egress opened");

@@ -4,13 +4,14 @@
  * created), read from the session log, that exist, are not archived, belong to the session's
  * tenant and are no session's own. The named ones are cached briefly and boundedly; the own vault
  * is looked up each time, so one created after the session started is used at once. A session
- * that does not exist is NOT_FOUND.
+ * that does not exist is NOT_FOUND; a terminated one draws no credentials (FAILED_PRECONDITION),
+ * as soon as the log says so or, for one looked up while it ran, once its cache entry expires.
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import type { SessionLogService } from "@metaharness/proto";
 import type { Logger, PromiseClient } from "@metaharness/service-kit";
-import type { Session } from "@metaharness/proto";
+import { SessionStatus, type Session } from "@metaharness/proto";
 import { sessionVault, vaultsByIds } from "../store/vaults.js";
 
 export type SessionLogClient = PromiseClient<typeof SessionLogService>;
@@ -33,6 +34,14 @@ export class SessionVaults {
     const named = await this.namedVaultIds(sessionId);
     const own = await sessionVault(this.db, sessionId);
     return own === undefined ? named : [own.vaultId, ...named];
+  }
+
+  /**
+   * Asks the log (uncached) that the session exists and has not ended: what opening a sandbox's
+   * remotes needs, since a capability outlives any cache entry.
+   */
+  async requireLive(sessionId: string): Promise<void> {
+    await this.liveSession(sessionId);
   }
 
   /** The session's tenant, from the log (not cached: asked when a session's own vault is made). */
@@ -64,8 +73,16 @@ export class SessionVaults {
     }
   }
 
-  private async lookUp(sessionId: string): Promise<readonly string[]> {
+  private async liveSession(sessionId: string): Promise<Session> {
     const session = await this.session(sessionId);
+    if (session.status === SessionStatus.SESSION_STATUS_TERMINATED) {
+      throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it draws no credentials`, { field: "session_id" });
+    }
+    return session;
+  }
+
+  private async lookUp(sessionId: string): Promise<readonly string[]> {
+    const session = await this.liveSession(sessionId);
     const tenant = session.metadata?.tenant ?? "";
     const named = session.metadata?.vaultIds ?? [];
     const vaults = await vaultsByIds(this.db, named);

@@ -5,7 +5,7 @@
  */
 import type { Queryable } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
-import type { Lease } from "@metaharness/proto";
+import { SessionStatus, type Lease } from "@metaharness/proto";
 import { leaseFromRow, type SessionRow } from "./rows.js";
 import { notFound } from "./sessions.js";
 
@@ -14,6 +14,7 @@ export const MAX_TTL_MS = 600_000;
 
 type LeaseRow = Pick<SessionRow, "lease_holder" | "lease_epoch" | "lease_expires_at">;
 const LEASE_COLUMNS = "lease_holder, lease_epoch, lease_expires_at";
+const TERMINATED = SessionStatus.SESSION_STATUS_TERMINATED;
 
 function checkArgs(holder: string, ttlMs: number | undefined): void {
   if (holder === "" || holder.length > 256) throw invalidArgument("holder", "must be 1-256 characters");
@@ -29,6 +30,11 @@ function toLease(row: LeaseRow): Lease {
   return lease;
 }
 
+/**
+ * Takes the lease for `holder`. Refused (FAILED_PRECONDITION) while another holder's lease runs,
+ * naming `holder`, and for a terminated session, naming `session_id`: nothing can be appended to
+ * it, so a lease would only raise the epoch. A harness tells the two apart by the field.
+ */
 export async function acquireLease(db: Queryable, sessionId: string, holder: string, ttlMs: number): Promise<Lease> {
   checkArgs(holder, ttlMs);
   const { rows } = await db.query<LeaseRow>(
@@ -37,17 +43,23 @@ export async function acquireLease(db: Queryable, sessionId: string, holder: str
                                THEN lease_epoch ELSE lease_epoch + 1 END,
             lease_holder = $2,
             lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
-      WHERE session_id = $1
+      WHERE session_id = $1 AND status <> ${TERMINATED}
         AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
       RETURNING ${LEASE_COLUMNS}`,
     [sessionId, holder, ttlMs],
   );
   if (rows[0] !== undefined) return toLease(rows[0]);
-  const current = await currentLease(db, sessionId);
+  const { status, lease: current } = await currentLease(db, sessionId);
+  if (status === TERMINATED) {
+    throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it takes no lease`, {
+      field: "session_id",
+      details: { status: "terminated" },
+    });
+  }
   throw new MhError(
     "FAILED_PRECONDITION",
     `session ${sessionId} is leased to ${current?.holder ?? "another holder"} until ${current?.expiresAt?.toISOString() ?? "?"}`,
-    { details: { holder: current?.holder ?? "", epoch: current?.epoch ?? 0 } },
+    { field: "holder", details: { holder: current?.holder ?? "", epoch: current?.epoch ?? 0 } },
   );
 }
 
@@ -80,16 +92,17 @@ export async function releaseLease(db: Queryable, sessionId: string, holder: str
   if (rowCount === 0) throw await lostLease(db, sessionId, holder, epoch);
 }
 
-async function currentLease(db: Queryable, sessionId: string): Promise<Lease | undefined> {
-  const { rows } = await db.query<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM sessions WHERE session_id = $1`, [
-    sessionId,
-  ]);
+async function currentLease(db: Queryable, sessionId: string): Promise<{ status: SessionStatus; lease: Lease | undefined }> {
+  const { rows } = await db.query<LeaseRow & Pick<SessionRow, "status">>(
+    `SELECT status, ${LEASE_COLUMNS} FROM sessions WHERE session_id = $1`,
+    [sessionId],
+  );
   if (rows[0] === undefined) throw notFound(sessionId);
-  return leaseFromRow(rows[0]);
+  return { status: rows[0].status, lease: leaseFromRow(rows[0]) };
 }
 
 async function lostLease(db: Queryable, sessionId: string, holder: string, epoch: number): Promise<MhError> {
-  const current = await currentLease(db, sessionId);
+  const { lease: current } = await currentLease(db, sessionId);
   return new MhError(
     "ABORTED",
     `${holder} no longer holds epoch ${epoch} of session ${sessionId}` +
