@@ -158,6 +158,10 @@ describe("an MCP OAuth credential in a vault", () => {
     presented.length = 0;
     expect((await sdk.beta.vaults.credentials.mcpOAuthValidate(credentialId, { vault_id: vaultId })).status).toBe("valid");
     expect(new Set(presented)).toEqual(new Set([pair.accessToken]));
+    // Absent keeps the name, null clears it.
+    expect((await sdk.beta.vaults.credentials.update(credentialId, { vault_id: vaultId, metadata: {} })).display_name).toBe("calculator v2");
+    expect((await sdk.beta.vaults.credentials.update(credentialId, { vault_id: vaultId, display_name: null })).display_name).toBeNull();
+    expect((await sdk.beta.vaults.credentials.retrieve(credentialId, { vault_id: vaultId })).display_name).toBeNull();
   });
 
   it("gives a session's MCP tool calls the vault's token, and no secret shows anywhere", async () => {

@@ -77,7 +77,8 @@ export function updateRequest(vaultId: string, credentialId: string, body: Crede
     vaultId,
     credentialId,
     type: CredentialType.CREDENTIAL_TYPE_UNSPECIFIED,
-    displayName: body.display_name ?? undefined,
+    // Absent keeps the name; null clears it (a credential's name is optional; a vault's is not).
+    displayName: body.display_name === null ? "" : body.display_name,
     metadata: splitPatch(body.metadata),
     expiresAt: undefined,
     scope: undefined,
