@@ -13,3 +13,4 @@ export { Timestamp } from "./gen/google/protobuf/timestamp.js";
 export { Struct, Value, ListValue } from "./gen/google/protobuf/struct.js";
 export { loadHealthPackageDefinition, loadPackageDefinition } from "./descriptor.js";
 export { readTraceContext } from "./envelope.js";
+export { unsafeIntegerField } from "./unsafe-integers.js";

@@ -135,7 +135,8 @@ describe("startGrpcServer", () => {
         call.on("status", resolve);
       });
       expect(status.code).toBe(grpcStatus.INVALID_ARGUMENT);
-      expect(status.details).toMatch(/could not be decoded/);
+      expect(status.details).toBe("the request could not be decoded: after_seq: is outside ±9007199254740991, the integers this service reads exactly");
+      expect(status.metadata.get("mh-error-field")).toEqual(["after_seq"]);
     } finally {
       client.close();
     }

@@ -13,6 +13,7 @@
  * event of an EmitEvents (100 events: 35-50 µs beside 65-110 µs of decoding, alternated).
  */
 import type { ServiceDefinition } from "@grpc/grpc-js";
+import { unsafeIntegerField } from "@metaharness/proto";
 import { visitText } from "./request-text.js";
 
 export class UndecodableRequest {
@@ -36,7 +37,7 @@ export function decodingSafely(definition: ServiceDefinition): ServiceDefinition
         try {
           request = decode(bytes);
         } catch (err) {
-          return new UndecodableRequest(err instanceof Error ? err.message : String(err));
+          return undecodable(method.path, bytes, err);
         }
         // Not on a client stream (a hand's): one message refused ends the whole stream, and with
         // it every sandbox on the hand; its text keeps the decoder's replacements.
@@ -46,6 +47,15 @@ export function decodingSafely(definition: ServiceDefinition): ServiceDefinition
       return [name, { ...method, requestDeserialize }];
     }),
   );
+}
+
+/** Why `bytes` did not decode, naming the field when it is an integer too large (ts-proto's words name none). */
+function undecodable(path: string, bytes: Buffer, err: unknown): UndecodableRequest {
+  const reason = err instanceof Error ? err.message : String(err);
+  if (!/SAFE_INTEGER/.test(reason)) return new UndecodableRequest(reason);
+  const field = unsafeIntegerField(path, bytes);
+  const what = `is outside ±${Number.MAX_SAFE_INTEGER}, the integers this service reads exactly`;
+  return field === undefined ? new UndecodableRequest(`an integer ${what}`) : new UndecodableRequest(`${field}: ${what}`, field);
 }
 
 /** The first string of `request` holding a U+FFFD its bytes did not spell, if any. */
