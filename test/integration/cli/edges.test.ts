@@ -3,10 +3,14 @@
  * the pipe early (EPIPE crashed with a stack trace), Ctrl-C while an embedded stack starts (its
  * tokens and master key stayed in /tmp), `--help` after a command and a flag without its value
  * (exit 1, "unknown option"), a URL without its scheme, and text from a session that would drive
- * the terminal (escape sequences printed raw).
+ * the terminal (escape sequences printed raw); then a count refused under another flag's name, an
+ * empty --port taken as "any port", a web page read as "no sessions yet", a data directory it
+ * cannot write in (a bare ENOTDIR), and `mh demo`'s temporary repository left after Ctrl-C.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
@@ -91,5 +95,58 @@ describe("mh", () => {
     expect(await ls.exited).toBe(0);
     expect(ls.stdout()).toMatch(/\]0;pwned \[2Jtitled$/m);
     expect(ls.stdout()).not.toMatch(/[\u001b\u0007]/);
+  });
+
+  it("names the flag a bad count was given with, and refuses an empty --port", async () => {
+    const tail = mh(["sessions", "tail", "sesn_x", "-n", "abc"], env);
+    expect(await tail.exited).toBe(2);
+    expect(tail.stderr()).toContain('-n/--lines: "abc" is not an integer from 1 to 1000');
+    const ls = mh(["sessions", "ls", "--limit", "1e2"], env);
+    expect(await ls.exited).toBe(2);
+    expect(ls.stderr()).toContain('--limit: "1e2" is not an integer from 1 to 1000');
+    const dev = mh(["dev", "--port", ""]);
+    expect(await dev.exited).toBe(2);
+    expect(dev.stderr()).toContain('--port: "" is not a port');
+  });
+
+  it("says so when the URL serves something other than the API", async () => {
+    const page = createServer((_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<html>hello</html>"));
+    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
+      const ls = mh(["sessions", "ls", "--url", url, "--api-key", "k"]);
+      expect(await ls.exited).toBe(1);
+      expect(ls.stderr()).toContain(`${url} answered 200 with text/html, not as the Claude Managed Agents API`);
+      expect(ls.stdout()).not.toContain("no sessions yet");
+    } finally {
+      page.close();
+    }
+  });
+
+  it("says which data directory it cannot write in", async () => {
+    const tmp = await mkdtemp(join(tmpdir(), "mh-cli-dir-"));
+    try {
+      await writeFile(join(tmp, "a-file"), "");
+      const dev = mh(["dev", "--data-dir", join(tmp, "a-file", "dev"), "--port", "0"]);
+      expect(await dev.exited).toBe(1);
+      expect(dev.stderr()).toContain(`cannot write in the data directory ${join(tmp, "a-file", "dev")} (ENOTDIR)`);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it("removes the demo's temporary repository when Ctrl-C stops it as it starts", { timeout: 90_000 }, async () => {
+    const tmp = await mkdtemp(join(tmpdir(), "mh-cli-tmp-"));
+    try {
+      const run = mh(["demo"], { TMPDIR: tmp });
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && !(await readdir(tmp)).some((d) => d.startsWith("mh-demo-git-"))) await new Promise((r) => setTimeout(r, 20));
+      expect((await readdir(tmp)).some((d) => d.startsWith("mh-demo-git-"))).toBe(true);
+      run.child.kill("SIGINT");
+      expect(await run.exited).toBe(130);
+      expect((await readdir(tmp)).filter((d) => d.startsWith("mh-demo-git-"))).toEqual([]);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
   });
 });

@@ -3,7 +3,7 @@
  * MH_URL / MH_API_KEY, then the local `mh dev` (its default address, and the key it keeps in its
  * data directory). Only `baseURL` and the key differ from talking to Anthropic.
  */
-import Anthropic from "@anthropic-ai/sdk";
+import Anthropic, { type Middleware } from "@anthropic-ai/sdk";
 import { MhError } from "@metaharness/errors";
 import { defaultDataDir } from "../stack/embedded.js";
 import { readDevKey } from "../stack/dev-key.js";
@@ -58,5 +58,27 @@ function nonEmpty(value: string | undefined): string | undefined {
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 export function sdkClient(target: Target): Anthropic {
-  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3, timeout: REQUEST_TIMEOUT_MS });
+  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3, timeout: REQUEST_TIMEOUT_MS, middleware: [answersAsGateway] });
 }
+
+const API_TYPES = /^(application\/json|text\/event-stream)\b/i;
+
+/**
+ * A gateway answers JSON or an event stream. The SDK reads anything else at 2xx as text, so a
+ * URL serving a web page read as "no sessions yet". Thrown from middleware, the refusal reaches
+ * the command as it is, without the SDK's retries.
+ */
+export const answersAsGateway: Middleware = async (request, next) => {
+  const response = await next(request);
+  const type = response.headers.get("content-type") ?? "";
+  if (response.ok && response.status !== 204 && type !== "" && !API_TYPES.test(type)) {
+    await response.body?.cancel();
+    const origin = new URL(request.url).origin;
+    throw new MhError(
+      "FAILED_PRECONDITION",
+      `${origin} answered ${response.status} with ${type.split(";")[0] ?? type}, not as the Claude Managed Agents API: do --url / MH_URL name a Meta-Harness gateway?`,
+      { field: "url" },
+    );
+  }
+  return response;
+};

@@ -44,8 +44,11 @@ export function parseDevArgs(args: string[], env: NodeJS.ProcessEnv): DevOptions
       "log-level": { type: "string" },
     },
   });
-  const port = Number(values.port ?? DEV_PORT);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new MhError("INVALID_ARGUMENT", `--port: ${values.port} is not a port`, { field: "port" });
+  // Number("") is 0 (any free port): an empty --port, from an unset shell variable, is refused.
+  const port = values.port === undefined ? DEV_PORT : /^\d{1,5}$/.test(values.port) ? Number(values.port) : Number.NaN;
+  if (!Number.isInteger(port) || port > 65535) {
+    throw new MhError("INVALID_ARGUMENT", `--port: ${JSON.stringify(values.port)} is not a port (0-65535; 0 takes any free one)`, { field: "port" });
+  }
   const logLevel = (values["log-level"] ?? env["MH_LOG_LEVEL"] ?? "error") as LogLevel;
   if (!LEVELS.includes(logLevel)) throw new MhError("INVALID_ARGUMENT", `--log-level: one of ${LEVELS.join(", ")}`, { field: "log-level" });
   return { host: values.host ?? "127.0.0.1", port, dataDir: values["data-dir"] ?? defaultDataDir(env), memory: values.memory === true, logLevel };
@@ -53,8 +56,8 @@ export function parseDevArgs(args: string[], env: NodeJS.ProcessEnv): DevOptions
 
 /** Starts the stack as `mh dev` does (tests call this in-process, with port 0). */
 export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: Pick<StackOptions, "scenarios" | "offlinePace"> = {}): Promise<{ stack: Stack; keyPath: string }> {
-  const { key, path } = await ensureDevKey(opts.dataDir);
-  const unlock = opts.memory ? () => Promise.resolve() : await lockDataDir(opts.dataDir);
+  const { key, path } = await ensureDevKey(opts.dataDir).catch((err: unknown) => Promise.reject(unwritable(err, opts.dataDir)));
+  const unlock = opts.memory ? () => Promise.resolve() : await lockDataDir(opts.dataDir).catch((err: unknown) => Promise.reject(unwritable(err, opts.dataDir)));
   const realKey = env["ANTHROPIC_API_KEY"];
   const { jaegerQueryUrl } = readConfig(TRACES, env);
   const started = startStack({
@@ -82,6 +85,18 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
     stack: { ...stack, stop: () => stack.stop().finally(() => unlock()) },
     keyPath: path,
   };
+}
+
+const UNWRITABLE = new Set(["EACCES", "EPERM", "EROFS", "ENOTDIR", "EEXIST"]);
+
+/** A data directory it cannot write in, said as such (the bare error named a file in it). */
+function unwritable(err: unknown, dataDir: string): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === undefined || !UNWRITABLE.has(code)) return err instanceof Error ? err : new Error(String(err));
+  return new MhError("FAILED_PRECONDITION", `cannot write in the data directory ${dataDir} (${code}): pass --data-dir (or set MH_DEV_DIR) to one you can write`, {
+    field: "data_dir",
+    cause: err,
+  });
 }
 
 export function describeDev(stack: Stack, keyPath: string, out: Output): void {

@@ -39,14 +39,17 @@ function sessionId(positionals: string[], command: string): string {
   return id;
 }
 
-function limitOf(raw: string | undefined, fallback: number, max: number): number {
-  const n = Number(raw ?? fallback);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new MhError("INVALID_ARGUMENT", `--limit: an integer from 1 to ${max}`, { field: "limit" });
+/** A count given as `flag` ("--limit", "-n/--lines"), which the refusal names. */
+function countOf(raw: string | undefined, fallback: number, max: number, flag = "--limit"): number {
+  const n = raw === undefined ? fallback : /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new MhError("INVALID_ARGUMENT", `${flag}: ${JSON.stringify(raw)} is not an integer from 1 to ${max}`, { field: flag.replace(/^.*--/, "") });
+  }
   return n;
 }
 
 async function ls(client: Anthropic, values: Values, out: Output): Promise<ExitCode> {
-  const limit = limitOf(values.limit, 20, 1000);
+  const limit = countOf(values.limit, 20, 1000);
   const s = style(out.color);
   out.line(s.dim(`${"id".padEnd(32)} ${"status".padEnd(11)} ${"created".padEnd(20)} ${"tokens in/out".padEnd(16)} title`));
   let shown = 0;
@@ -66,7 +69,7 @@ async function show(client: Anthropic, id: string, out: Output): Promise<ExitCod
 }
 
 async function events(client: Anthropic, id: string, values: Values, out: Output): Promise<ExitCode> {
-  const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : limitOf(values.limit, 1000, 1_000_000);
+  const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : countOf(values.limit, 1000, 1_000_000);
   let shown = 0;
   for await (const event of client.beta.sessions.events.list(id, { limit: 1000 })) {
     out.line(values.json === true ? JSON.stringify(event) : formatEvent(event, summaryWidth(out)));
@@ -76,7 +79,7 @@ async function events(client: Anthropic, id: string, values: Values, out: Output
 }
 
 async function tail(client: Anthropic, id: string, values: Values, out: Output, interrupts: Interrupts): Promise<ExitCode> {
-  const lines = values.lines === undefined ? 10 : limitOf(values.lines, 10, 1000);
+  const lines = values.lines === undefined ? 10 : countOf(values.lines, 10, 1000, "-n/--lines");
   const recent: StreamEvent[] = [];
   for await (const event of client.beta.sessions.events.list(id, { limit: lines, order: "desc" })) {
     recent.unshift(event);

@@ -6,7 +6,8 @@
  * here, where `mh demo` shows it.
  */
 import { randomBytes } from "node:crypto";
-import { access, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdtempSync, rmSync } from "node:fs";
+import { access, mkdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { BetaManagedAgentsGitHubRepositoryResourceParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
@@ -35,9 +36,18 @@ export interface DemoRepository {
 
 /** `dir`: keep the repository there (`<dir>/stats.git`, which must not exist yet) after the demo. */
 export async function serveDemoRepository(dir?: string): Promise<DemoRepository> {
-  const root = dir === undefined ? await mkdtemp(join(tmpdir(), "mh-demo-git-")) : resolve(dir);
+  // A temporary one is made and watched in one synchronous stretch, and removed on exit however
+  // the process ends (Ctrl-C while the stack starts exits at once, before any finally runs).
+  const root = dir === undefined ? mkdtempSync(join(tmpdir(), "mh-demo-git-")) : resolve(dir);
+  const removeNow = (): void => rmSync(root, { recursive: true, force: true });
+  if (dir === undefined) process.once("exit", removeNow);
   const path = join(root, DEMO_REPOSITORY);
-  const cleanup = () => (dir === undefined ? rm(root, { recursive: true, force: true }) : Promise.resolve());
+  const cleanup = async (): Promise<void> => {
+    if (dir === undefined) {
+      process.off("exit", removeNow);
+      await rm(root, { recursive: true, force: true });
+    }
+  };
   try {
     if (await access(path).then(() => true, () => false)) {
       throw new MhError("INVALID_ARGUMENT", `--repo-dir: ${path} exists already; name a directory without a ${DEMO_REPOSITORY}`, { field: "repo-dir" });
