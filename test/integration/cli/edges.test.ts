@@ -52,19 +52,8 @@ describe("mh", () => {
   });
 
   it("leaves no secrets behind when Ctrl-C stops an embedded stack as it starts", { timeout: 90_000 }, async () => {
-    const tmp = await mkdtemp(join(tmpdir(), "mh-cli-tmp-"));
-    try {
-      const run = mh(["run", "hi"], { TMPDIR: tmp });
-      // Its stack has written its secrets once the directory exists; stop it before it is ready.
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && !(await readdir(tmp)).some((d) => d.startsWith("mh-dev-secrets-"))) await new Promise((r) => setTimeout(r, 20));
-      expect((await readdir(tmp)).some((d) => d.startsWith("mh-dev-secrets-"))).toBe(true);
-      run.child.kill("SIGINT");
-      expect(await run.exited).toBe(130);
-      expect((await readdir(tmp)).filter((d) => d.startsWith("mh-dev-secrets-"))).toEqual([]);
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    // Its stack has written its secrets once the directory exists; stop it before it is ready.
+    await expectGoneAfterCtrlC(["run", "hi"], "mh-dev-secrets-");
   });
 
   it("prints its usage for --help after a command, and exits 2 for a flag without its value", async () => {
@@ -136,17 +125,23 @@ describe("mh", () => {
   });
 
   it("removes the demo's temporary repository when Ctrl-C stops it as it starts", { timeout: 90_000 }, async () => {
-    const tmp = await mkdtemp(join(tmpdir(), "mh-cli-tmp-"));
-    try {
-      const run = mh(["demo"], { TMPDIR: tmp });
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && !(await readdir(tmp)).some((d) => d.startsWith("mh-demo-git-"))) await new Promise((r) => setTimeout(r, 20));
-      expect((await readdir(tmp)).some((d) => d.startsWith("mh-demo-git-"))).toBe(true);
-      run.child.kill("SIGINT");
-      expect(await run.exited).toBe(130);
-      expect((await readdir(tmp)).filter((d) => d.startsWith("mh-demo-git-"))).toEqual([]);
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    await expectGoneAfterCtrlC(["demo"], "mh-demo-git-");
   });
 });
+
+/** Runs mh with its own TMPDIR, stops it with SIGINT once a `prefix` directory exists there, and expects that directory gone. */
+async function expectGoneAfterCtrlC(args: string[], prefix: string): Promise<void> {
+  const tmp = await mkdtemp(join(tmpdir(), "mh-cli-tmp-"));
+  const made = async (): Promise<string[]> => (await readdir(tmp)).filter((d) => d.startsWith(prefix));
+  try {
+    const run = mh(args, { TMPDIR: tmp });
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline && (await made()).length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(await made()).toHaveLength(1);
+    run.child.kill("SIGINT");
+    expect(await run.exited).toBe(130);
+    expect(await made()).toEqual([]);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
