@@ -66,14 +66,16 @@ describe("the usage consumer", () => {
     }
     const late = `sesn_late_${randomBytes(4).toString("hex")}`;
     const lateEvent = Event.encode({ ...modelEnd(7, 3), sessionId: late, seq: 4 }).finish();
-    // After the ended session's redelivered record, in its partition, one the consumer prints:
-    // once it is printed, the redelivery before it was read.
+    // After each redelivered record, in its session's partition, one the consumer prints: once it
+    // is printed, the redelivery before it was read (partitions are read independently).
     const endedAfter = Event.encode({ ...modelEnd(1, 1), sessionId: ended, seq: 4 }).finish();
+    const mineAfter = Event.encode({ ...newEvent("session.status_running", {}), sessionId, seq: 6 }).finish();
     const bus = createKafkaBus({ brokers: KAFKA_BROKERS.split(","), clientId: "test-redeliver" });
     try {
       const publisher = await bus.publisher();
       await publisher.publish([
         { topic: log.topic, key: sessionId, value: second, headers: {} },
+        { topic: log.topic, key: sessionId, value: mineAfter, headers: {} },
         { topic: log.topic, key: ended, value: endedSecond, headers: {} },
         { topic: log.topic, key: ended, value: endedAfter, headers: {} },
         { topic: log.topic, key: late, value: lateEvent, headers: {} },
@@ -97,14 +99,15 @@ describe("the usage consumer", () => {
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
     try {
       const seen = (sessionId: string, seq: number): boolean => lines.some((l) => l["session_id"] === sessionId && l["seq"] === seq);
-      await eventually(() => Promise.resolve(seen(late, 4) && seen(ended, 4) ? true : undefined), "the late and the ended session's last lines", 30_000);
+      const done = (): boolean => seen(late, 4) && seen(ended, 4) && seen(sessionId, 6);
+      await eventually(() => Promise.resolve(done() ? true : undefined), "every session's last line", 30_000);
     } finally {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
 
     const mine = lines.filter((l) => l["session_id"] === sessionId);
-    expect(mine.at(-1)).toEqual({
+    expect(mine.find((l) => l["seq"] === 5)).toEqual({
       session_id: sessionId,
       seq: 5,
       model_requests: 2,
@@ -115,7 +118,8 @@ describe("the usage consumer", () => {
       status: "idle",
     });
     // One line per change, in seq order: the redelivered event changed nothing.
-    expect(mine.map((l) => l["seq"])).toEqual([1, 2, 3, 4, 5]);
+    expect(mine.map((l) => l["seq"])).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(mine.at(-1)).toMatchObject({ seq: 6, model_requests: 2, status: "running" });
     // The ended session's figures are final at its termination; its redelivered request is not
     // counted again (seq 4, a record no log would write after a termination, starts afresh).
     expect(lines.filter((l) => l["session_id"] === ended).map((l) => [l["seq"], l["model_requests"]])).toEqual([[1, 0], [2, 1], [3, 1], [4, 1]]);
