@@ -33,6 +33,8 @@ export interface Stack {
   readonly vault: TestVault | undefined;
   /** The SDK as a user would build it: only apiKey and baseURL (and fewer retries, for speed). */
   client(key?: string, options?: { maxRetries?: number }): CountingClient;
+  /** Another gateway instance on the same database and services, its settings changed by `env`; stopped with the stack. */
+  anotherGateway(env: Record<string, string>): Promise<GatewayHandle>;
   stop(): Promise<void>;
 }
 
@@ -93,7 +95,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     stops.push(() => brain.stop());
     const db = await createTestDatabase("mh_gw_test");
     stops.push(() => db.drop());
-    const config = loadConfig({
+    const configEnv: Record<string, string> = {
       MH_HTTP_PORT: "0",
       MH_DATABASE_URL: db.url,
       ...brain.log.reach("admin"),
@@ -104,9 +106,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
       ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.admin }),
       ...opts.env,
-    });
-    const gateway = await startGateway({ ...config, ui: loadUiConfig(opts.env ?? {}) }, opts.logger?.("gateway") ?? createLogger({ service: "gateway", level: config.logLevel }));
-    stops.push(() => gateway.stop());
+    };
+    const start = async (env: Record<string, string>): Promise<GatewayHandle> => {
+      const config = loadConfig({ ...configEnv, ...env });
+      const handle = await startGateway({ ...config, ui: loadUiConfig(opts.env ?? {}) }, opts.logger?.("gateway") ?? createLogger({ service: "gateway", level: config.logLevel }));
+      stops.push(() => handle.stop());
+      return handle;
+    };
+    const gateway = await start({});
     return {
       brain,
       gateway,
@@ -125,6 +132,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         });
         return { sdk, requests: () => count };
       },
+      anotherGateway: start,
       stop,
     };
   } catch (err) {
