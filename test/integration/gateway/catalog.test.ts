@@ -67,7 +67,7 @@ describe("docs/api.md", () => {
   it("documents exactly the error catalog of the code", () => {
     const rows = table(doc, "error-catalog");
     const documented = Object.fromEntries(
-      rows.map(([name, status, type, errorCode, sdkError, retries]) => [
+      rows.map(([name, status, type, errorCode, sdkError, retries, when]) => [
         code(name),
         {
           status: Number(status),
@@ -75,18 +75,18 @@ describe("docs/api.md", () => {
           ...(code(errorCode) === "" ? {} : { errorCode: code(errorCode) }),
           sdkError: code(sdkError),
           retry: retries === "yes",
+          when: when ?? "",
         },
       ]),
     );
     const inCode = Object.fromEntries(
       Object.entries(ERROR_CATALOG).map(([name, e]: [string, CatalogEntry]) => [
         name,
-        { status: e.status, type: e.type, ...(e.errorCode === undefined ? {} : { errorCode: e.errorCode }), sdkError: e.sdkError, retry: e.retry },
+        { status: e.status, type: e.type, ...(e.errorCode === undefined ? {} : { errorCode: e.errorCode }), sdkError: e.sdkError, retry: e.retry, when: e.when },
       ]),
     );
+    // The "when" column too: it said the gateway did not serve threads long after it did.
     expect(documented).toEqual(inCode);
-    // The "when" column says something for each.
-    for (const row of rows) expect(row[6]?.length ?? 0, code(row[0])).toBeGreaterThan(10);
   });
 
   it("documents how every MhError code is answered", () => {

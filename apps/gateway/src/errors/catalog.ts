@@ -132,7 +132,7 @@ export const ERROR_CATALOG = {
     errorCode: "not_implemented",
     sdkError: "NotImplementedError",
     retry: false,
-    when: "An SDK endpoint this gateway does not serve yet (threads).",
+    when: "A call a service behind the gateway does not implement (its gRPC UNIMPLEMENTED), e.g. an older session log during a rollout.",
   },
   credential_vault_unconfigured: {
     status: 501,
