@@ -20,7 +20,7 @@ const status = async (url: string, key: string): Promise<number | "ok"> => {
     await new Anthropic({ apiKey: key, baseURL: url, maxRetries: 0 }).beta.agents.list();
     return "ok";
   } catch (err) {
-    if (err instanceof Anthropic.APIError && err.status !== undefined) return err.status;
+    if (err instanceof Anthropic.APIError && err.status !== undefined) return Number(err.status);
     throw err;
   }
 };
