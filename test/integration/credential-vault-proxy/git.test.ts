@@ -204,6 +204,11 @@ describe("git repositories", () => {
       const { vaults } = await admin.listVaults({ tenant: t, pageSize: 500, pageToken: "", includeArchived: true });
       expect(vaults.map((v) => v.vaultId)).not.toContain(made!.vaultId);
     }
+    // Archived, it is not made again (asking again said ABORTED "retry", forever).
+    await admin.archiveVault({ vaultId: made!.vaultId });
+    const again = await rejection(admin.createVault(own));
+    expect(again).toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
+    expect(again.message).toContain("archived");
   });
 
   it("provision without the repository, and report it, when the session has no token for it", async () => {

@@ -180,6 +180,20 @@ describe("transfer", () => {
     expect(await state(id)).toEqual({ state: SandboxState.SANDBOX_STATE_RELEASED, reason: `released by session ${other}` });
   });
 
+  it("is refused by a broker that does not run the sandbox, which changes nothing", async () => {
+    const id = await provision(broker.client, sessionId);
+    const other = await newSession();
+    // Another instance on the same database: it only has the row, not the sandbox's process (it
+    // moved the row, and the instance that runs it went on serving the previous session).
+    const elsewhere = await broker.start({ MH_BROKER_ID: `${broker.brokerId}-b` });
+    const err = await rejection(elsewhere.client.transfer({ sandboxId: id, fromSession: sessionId, toSession: other }));
+    expect(err).toMatchObject({ code: "FAILED_PRECONDITION", field: "sandbox_id" });
+    expect(err.details).toMatchObject({ broker_id: broker.brokerId });
+    expect((await broker.client.describeSandbox({ sandboxId: id })).sandbox?.sessionId).toBe(sessionId);
+    expect((await run(broker.client, id, "bash", { command: "echo still mine" }, { sessionId })).output).toBe("still mine");
+    await broker.client.release({ sandboxId: id, sessionId });
+  });
+
   it("gives no sandbox to a session the log does not have, or has ended, or whose id is malformed", async () => {
     const ended = await newSession();
     await log.client.emitEvent({ sessionId: ended, event: newEvent("session.status_terminated", {}) });

@@ -50,8 +50,16 @@ export async function createVault(
     [newVaultId(), v.tenant, v.displayName, JSON.stringify(v.metadata), v.sessionId],
   );
   if (rows[0] !== undefined) return toVault(rows[0]);
-  const own = await sessionVault(db, v.sessionId);
+  // The session has one already: returned, unless it was archived (a session's own vault is made
+  // once; the unique index holds archived ones too, so asking again would never succeed).
+  const { rows: existing } = await db.query<VaultRow>(`SELECT ${COLUMNS} FROM vaults WHERE session_id = $1`, [v.sessionId]);
+  const own = existing[0] === undefined ? undefined : toVault(existing[0]);
   if (own === undefined) throw new MhError("ABORTED", `the vault of session ${v.sessionId} was deleted while it was being created; retry`);
+  if (own.archivedAt !== undefined) {
+    throw new MhError("FAILED_PRECONDITION", `session ${v.sessionId}'s own vault ${own.vaultId} is archived; a session has one vault of its own, made once`, {
+      field: "session_id",
+    });
+  }
   return own;
 }
 

@@ -7,7 +7,7 @@
 import { MhError } from "@metaharness/errors";
 import { SandboxState, type ExecuteRequest, type ExecuteResponse } from "@metaharness/proto";
 import { claimCall, finishCall, interruptCall, readCall, type CallKey, type CallOutcome } from "../db/calls.js";
-import { getSandbox, notFound, type SandboxRow } from "../db/sandboxes.js";
+import { getSandbox, notFound, runByAnotherBroker, type SandboxRow } from "../db/sandboxes.js";
 import { SandboxGoneError } from "../protocol/agent-channel.js";
 import { failed, type Input, type ToolOutcome } from "../tools/types.js";
 import { requireField, type BrokerContext } from "./context.js";
@@ -69,9 +69,7 @@ async function locate(ctx: BrokerContext, sandboxId: string): Promise<Target> {
   const row = await getSandbox(ctx.pool, sandboxId);
   if (row === undefined) throw notFound(sandboxId);
   if (row.state === SandboxState.SANDBOX_STATE_READY && row.brokerId !== ctx.config.brokerId) {
-    throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is run by broker ${row.brokerId}; call that broker`, {
-      details: { broker_id: row.brokerId },
-    });
+    throw runByAnotherBroker(sandboxId, row.brokerId);
   }
   return { live: undefined, row, holder: row.sessionId };
 }

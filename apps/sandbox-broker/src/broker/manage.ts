@@ -72,7 +72,7 @@ export async function transfer(ctx: BrokerContext, req: TransferRequest): Promis
   const sandboxId = requireField(req.sandboxId, "sandbox_id");
   const from = requireField(req.fromSession, "from_session");
   const to = await requireLiveSession(ctx, req.toSession, "to_session");
-  const row = await transferSandbox(ctx.pool, sandboxId, from, to);
+  const row = await transferSandbox(ctx.pool, sandboxId, from, to, ctx.config.brokerId);
   const live = ctx.live.get(sandboxId);
   if (live !== undefined) {
     live.sessionId = to;

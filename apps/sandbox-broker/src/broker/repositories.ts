@@ -7,7 +7,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import { SandboxState, type AddRepositoriesRequest, type AddRepositoriesResponse } from "@metaharness/proto";
-import { getSandbox, notFound } from "../db/sandboxes.js";
+import { getSandbox, notFound, runByAnotherBroker } from "../db/sandboxes.js";
 import { SandboxRemotes } from "../remotes/attach.js";
 import { resolveRepositories } from "../resources.js";
 import { requireField, type BrokerContext } from "./context.js";
@@ -23,10 +23,7 @@ export async function addRepositories(ctx: BrokerContext, req: AddRepositoriesRe
     const row = await getSandbox(ctx.pool, sandboxId);
     if (row === undefined || row.sessionId !== sessionId) throw notFound(sandboxId);
     if (row.state === SandboxState.SANDBOX_STATE_READY && row.brokerId !== ctx.config.brokerId) {
-      throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is run by broker ${row.brokerId}; call that broker`, {
-        field: "sandbox_id",
-        details: { broker_id: row.brokerId },
-      });
+      throw runByAnotherBroker(sandboxId, row.brokerId);
     }
     throw new MhError("FAILED_PRECONDITION", endedMessage(sandboxId, row.state, row.reason), { field: "sandbox_id" });
   }

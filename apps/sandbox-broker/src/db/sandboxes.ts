@@ -72,6 +72,14 @@ export function notFound(sandboxId: string): MhError {
   return new MhError("NOT_FOUND", `sandbox ${sandboxId} not found`, { field: "sandbox_id" });
 }
 
+/** A sandbox another broker instance runs: only that one can act on it. */
+export function runByAnotherBroker(sandboxId: string, brokerId: string): MhError {
+  return new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is run by broker ${brokerId}; call that broker`, {
+    field: "sandbox_id",
+    details: { broker_id: brokerId },
+  });
+}
+
 export interface NewSandbox {
   readonly sandboxId: string;
   readonly sessionId: string;
@@ -119,11 +127,15 @@ export async function endSandbox(pool: Queryable, sandboxId: string, state: Sand
  * Moves a READY sandbox from `from` to `to`. A retry of a transfer that already happened
  * succeeds again (the holder is `to` already); any other holder is FAILED_PRECONDITION.
  */
-export async function transferSandbox(pool: Queryable, sandboxId: string, from: string, to: string): Promise<SandboxRow> {
+/**
+ * Gives the sandbox to session `to`, when `from` holds it and this broker (`brokerId`) runs it: the
+ * broker that runs it is the one whose sandbox process must change hands with it.
+ */
+export async function transferSandbox(pool: Queryable, sandboxId: string, from: string, to: string, brokerId: string): Promise<SandboxRow> {
   const { rows } = await pool.query<RawRow>(
     `UPDATE sandboxes SET session_id = $3
-      WHERE sandbox_id = $1 AND state = 1 AND session_id IN ($2, $3) RETURNING ${COLUMNS}`,
-    [sandboxId, from, to],
+      WHERE sandbox_id = $1 AND state = 1 AND session_id IN ($2, $3) AND broker_id = $4 RETURNING ${COLUMNS}`,
+    [sandboxId, from, to, brokerId],
   );
   if (rows[0] !== undefined) return toRow(rows[0]);
   const row = await getSandbox(pool, sandboxId);
@@ -131,6 +143,7 @@ export async function transferSandbox(pool: Queryable, sandboxId: string, from: 
   if (row.state !== SandboxState.SANDBOX_STATE_READY) {
     throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} has ended (${row.reason}); there is nothing to transfer`);
   }
+  if (row.brokerId !== brokerId) throw runByAnotherBroker(sandboxId, row.brokerId);
   throw new MhError(
     "FAILED_PRECONDITION",
     `sandbox ${sandboxId} is held by session ${row.sessionId}, not ${from}: only its holder can transfer it`,
