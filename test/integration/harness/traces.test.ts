@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType } from "@metaharness/proto";
-import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
+import { SpanStatusCode, startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { userMessage } from "../../support/events.js";
 
@@ -36,10 +36,30 @@ describe("traces", () => {
     const spans = tel.finishedSpans();
     const step = spans.find(isStep);
     expect(step!.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
+    // Its usage reads as the SDK's span of the request (its child) reads: input counts the cache's.
+    const request = spans.find((s) => s.parentSpanContext?.spanId === step!.spanContext().spanId && s.name.startsWith("anthropic."));
+    expect(request, "the SDK's span of the model request").toBeDefined();
+    for (const key of ["gen_ai.usage.input_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.output_tokens"]) {
+      expect(step!.attributes[key], key).toBe(request!.attributes[key]);
+    }
     const traceId = step!.spanContext().traceId;
     const appends = spans.filter((s) => s.spanContext().traceId === traceId && s.name === "metaharness.v1.SessionLog/EmitEvents");
     expect(appends.length).toBeGreaterThanOrEqual(2);
     const answer = events.find((e) => e.type === "agent.message")!;
     expect(answer.traceContext?.traceparent).toContain(traceId);
+  });
+
+  it("mark the step whose model request failed as an error, with the error's type", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:no-such-scenario] hi") });
+    await brain.rpc.wake({ sessionId });
+    await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
+    const isStep = (s: ReturnType<TestTelemetry["finishedSpans"]>[number]): boolean =>
+      s.name === "harness.call-model" && s.attributes["mh.session_id"] === sessionId;
+    await expect.poll(() => tel.finishedSpans().some(isStep), { timeout: 5_000 }).toBe(true);
+    const step = tel.finishedSpans().find(isStep)!;
+    expect(step.status).toMatchObject({ code: SpanStatusCode.ERROR });
+    expect(step.status.message).toContain('unknown offline scenario "no-such-scenario"');
+    expect(step.attributes["error.type"]).toBe("model_request_failed_error");
   });
 });

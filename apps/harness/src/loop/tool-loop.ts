@@ -10,7 +10,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
-import { withSpan, type Span } from "@metaharness/telemetry";
+import { SpanStatusCode, withSpan, type Span } from "@metaharness/telemetry";
 import { ModelError } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
 import { deadline } from "@metaharness/service-kit";
@@ -246,10 +246,16 @@ class Driver {
       });
       await Promise.all(retries);
       await deltas.flush();
+      const usage = message.usage;
+      // As the SDK's own span of the request (its child) counts them: input includes the cache's.
+      const cacheRead = usage.cache_read_input_tokens ?? 0;
+      const cacheWrite = usage.cache_creation_input_tokens ?? 0;
       span.setAttributes({
         "gen_ai.request.model": message.model,
-        "gen_ai.usage.input_tokens": message.usage.input_tokens,
-        "gen_ai.usage.output_tokens": message.usage.output_tokens,
+        "gen_ai.usage.input_tokens": usage.input_tokens + cacheRead + cacheWrite,
+        "gen_ai.usage.cache_read.input_tokens": cacheRead,
+        "gen_ai.usage.cache_write.input_tokens": cacheWrite,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
         "mh.model.ttft_ms": ttftMs,
         "mh.model.attempts": attempts,
         "mh.model.stop_reason": message.stop_reason ?? "",
@@ -272,6 +278,11 @@ class Driver {
       }
       const type = err instanceof ModelError ? err.errorType : "unknown_error";
       this.ctx.logger.warn({ err: e, sessionId: this.ctx.log.sessionId }, "model request failed; ending the turn");
+      // The step failed though it ends normally (with session.error): its span says so, where the
+      // session page's link for that event lands.
+      span.recordException(e);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: `${type}: ${e.message}` });
+      span.setAttribute("error.type", type);
       const failure = [end, sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED)];
       if (!(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
     }
