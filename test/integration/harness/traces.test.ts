@@ -62,4 +62,11 @@ describe("traces", () => {
     expect(step.status.message).toContain('unknown offline scenario "no-such-scenario"');
     expect(step.attributes["error.type"]).toBe("model_request_failed_error");
   });
+
+  it("record nothing of the orphan sweeper's polls (four a second), while its server spans exist for others", async () => {
+    await new Promise((r) => setTimeout(r, 600));
+    const names = tel.finishedSpans().map((s) => s.name);
+    expect(names).toContain("metaharness.v1.SessionLog/EmitEvents");
+    expect(names.filter((n) => n === "metaharness.v1.SessionLog/ListSessions")).toEqual([]);
+  });
 });

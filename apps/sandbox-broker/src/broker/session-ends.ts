@@ -7,6 +7,7 @@
  */
 import { SandboxState } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
+import { untraced } from "@metaharness/telemetry";
 import type { SandboxEventSink } from "../events/sink.js";
 import type { LiveSandboxes } from "./live.js";
 
@@ -51,7 +52,8 @@ export class SessionEnds {
     let ended = 0;
     const next = async (): Promise<void> => {
       for (let sessionId = sessions.shift(); sessionId !== undefined && !this.stopped; sessionId = sessions.shift()) {
-        if ((await this.log.sessionEnded(sessionId)) === true) ended += this.endSandboxesOf(sessionId);
+        // A question per live session every few seconds: not a trace of its own each time.
+        if ((await untraced(() => this.log.sessionEnded(sessionId))) === true) ended += this.endSandboxesOf(sessionId);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, next));
