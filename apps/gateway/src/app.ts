@@ -87,7 +87,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
     const { revoked } = await bootstrapApiKeys(db, config.apiKeys);
     if (revoked > 0) logger.info({ revoked }, "revoked API keys no longer in MH_GATEWAY_API_KEYS");
-    if (config.apiKeys.length === 0) logger.warn("MH_GATEWAY_API_KEYS lists no key: every request is refused");
+    if (config.apiKeys.length === 0) logger.warn("MH_GATEWAY_API_KEYS lists no key: only keys other instances configured in this database work");
     const principals = new Principals(db, config.keyCacheMs);
 
     // The gateway serves HTTP; these are its calls to the services (TLS with MH_GRPC_TLS_CA_FILE).

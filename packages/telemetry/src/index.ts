@@ -22,6 +22,8 @@ export {
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
+  context,
+  trace,
   type Attributes,
   type Context,
   type Span,

@@ -1,6 +1,7 @@
 /**
  * MH_GATEWAY_API_KEYS is the whole list of keys that work: a key taken out of it and a restart
- * (here, another instance on the same database) withdraws it; put back, it works again.
+ * (here, another instance on the same database) withdraws it; put back, it works again; an
+ * instance without the variable changes nothing.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,6 +34,10 @@ describe("API keys", () => {
     expect(await status(onlyB.url, KEY_A)).toBe(401);
     expect(await status(first, KEY_A)).toBe(401);
     expect(await status(first, KEY_B)).toBe("ok");
+    // An instance without the variable changes nothing.
+    const unset = await stack.anotherGateway({ MH_GATEWAY_API_KEYS: "" });
+    expect(await status(unset.url, KEY_B)).toBe("ok");
+    expect(await status(unset.url, KEY_A)).toBe(401);
     const both = await stack.anotherGateway({ MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b` });
     expect(await status(both.url, KEY_A)).toBe("ok");
     expect(await status(first, KEY_A)).toBe("ok");

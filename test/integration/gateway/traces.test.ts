@@ -75,4 +75,27 @@ describe("a request to the HTTP API", () => {
     expect(span.attributes["http.response.status_code"]).toBe(404);
     expect(span.status.code).not.toBe(SpanStatusCode.ERROR);
   });
+
+  it("is a span even when refused before its handler runs: no key, a body its schema refuses, an unknown route", async () => {
+    const cases = [
+      { n: 1, path: "/v1/agents", init: { method: "GET", headers: {} }, name: "GET /v1/agents", status: 401 },
+      { n: 2, path: "/v1/sessions/sesn_x/events", init: { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body: '{"events":5}' }, name: "POST /v1/sessions/:session_id/events", status: 400 },
+      { n: 3, path: "/v1/no-such-route", init: { method: "GET", headers: { "x-api-key": KEY_A } }, name: "GET (no route)", status: 404 },
+    ];
+    for (const c of cases) {
+      const traceId = `${TRACE_ID.slice(0, 31)}${c.n}`;
+      const res = await fetch(`${stack.gateway.url}${c.path}`, {
+        ...c.init,
+        headers: { ...c.init.headers, "anthropic-version": "2023-06-01", traceparent: `00-${traceId}-${CALLER_SPAN}-01` },
+      });
+      expect(res.status, c.path).toBe(c.status);
+      await expect.poll(() => tel.finishedSpans().find((s) => s.spanContext().traceId === traceId)).toBeDefined();
+      const found = tel.finishedSpans().find((s) => s.spanContext().traceId === traceId)!;
+      expect(found.name, c.path).toBe(c.name);
+      expect(found.attributes["http.response.status_code"], c.path).toBe(c.status);
+      expect(parentOf(found), c.path).toBe(CALLER_SPAN);
+    }
+    const refused = tel.finishedSpans().find((s) => s.spanContext().traceId === `${TRACE_ID.slice(0, 31)}2`)!;
+    expect(refused.attributes["mh.session_id"]).toBe("sesn_x");
+  });
 });

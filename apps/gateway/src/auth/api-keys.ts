@@ -15,9 +15,11 @@ export function hashKey(key: string): string {
  * Makes the configured keys the ones that work: each is stored (a key already bound to another
  * tenant is rebound, a revoked one comes back), and a key configured before but no longer listed
  * is revoked, so taking a key out of MH_GATEWAY_API_KEYS and restarting is how it is withdrawn.
- * Every instance of a deployment is given the same list.
+ * Every instance of a deployment is given the same list. An instance given none changes nothing:
+ * an unset variable (a one-off instance, a mistake) must not revoke every key of a deployment.
  */
 export async function bootstrapApiKeys(db: Db, keys: readonly BootstrapKey[]): Promise<{ revoked: number }> {
+  if (keys.length === 0) return { revoked: 0 };
   return db.transaction(async (tx) => {
     for (const { key, tenant } of keys) {
       await tx.query(

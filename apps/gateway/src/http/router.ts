@@ -5,12 +5,11 @@
  * built and against which docs/api.md is tested.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
-import { extractFromHeaders, getTracer, recordError, ROOT_CONTEXT, SpanKind } from "@metaharness/telemetry";
 import { authenticate, type AuthOptions } from "../auth/authenticate.js";
-import { ApiError } from "../errors/api-error.js";
 import type { CredentialKind, Principal } from "../auth/principals.js";
 import type { GatewayErrorName } from "../errors/catalog.js";
 import type { JsonSchema } from "../schemas/common.js";
+import { inRequestSpan, traceRequests } from "./request-spans.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -53,7 +52,9 @@ export class Router {
   constructor(
     private readonly app: FastifyInstance,
     private readonly auth: AuthOptions,
-  ) {}
+  ) {
+    traceRequests(app);
+  }
 
   add<RG extends RouteGenericInterface = RouteGenericInterface>(doc: RouteDoc, handler: Handler<RG>): void {
     this.routes.push(doc);
@@ -73,32 +74,9 @@ export class Router {
               req.tenant = principal.tenant;
             },
           }),
-      handler: (req, reply) => traced(doc, req, reply, () => handler(req as FastifyRequest<RG>, reply)),
+      config: { doc },
+      handler: (req, reply) => inRequestSpan(req, reply, () => handler(req as FastifyRequest<RG>, reply)),
     });
   }
 }
 
-/**
- * Runs a route's handler in a SERVER span continuing the caller's trace (a `traceparent`
- * header), so the calls it makes to the session log and the harness, and the events it appends,
- * join one trace per request. A client's mistake (a 4xx) is an attribute, not an error: as the
- * gRPC services do, only what the server got wrong is recorded as one.
- */
-function traced(doc: RouteDoc, req: FastifyRequest, reply: FastifyReply, run: () => Promise<unknown>): Promise<unknown> {
-  const attributes = { "http.request.method": doc.method, "http.route": doc.url, "mh.sdk": doc.sdk, "mh.request_id": req.id };
-  const parent = extractFromHeaders(req.headers, ROOT_CONTEXT);
-  return getTracer().startActiveSpan(`${doc.method} ${doc.url}`, { kind: SpanKind.SERVER, attributes }, parent, async (span) => {
-    try {
-      const answer = await run();
-      span.setAttribute("http.response.status_code", reply.statusCode);
-      return answer;
-    } catch (err) {
-      const status = ApiError.from(err).status;
-      span.setAttribute("http.response.status_code", status);
-      if (status >= 500) recordError(span, err);
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
-}
