@@ -213,6 +213,15 @@ describe("the call ledger: at most one call upstream per session and call_id", (
     expect(mcp.calls).toBe(before + 1);
   });
 
+  it("refuses a call_id reused for another tool while its call is still under way", async () => {
+    const { sessionId } = await sessionWithToken(false);
+    const first = slow(sessionId, "toolu_busy", 600, "one");
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const reused = await rejection(harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "echo", arguments: { text: "x" }, callId: "toolu_busy" }));
+    expect(reused).toMatchObject({ code: "FAILED_PRECONDITION", field: "call_id" });
+    expect((await first).text).toEqual(["one"]);
+  });
+
   it("sees a call through when its caller goes away, so the harness that takes over gets its answer", async () => {
     const { sessionId } = await sessionWithToken(false);
     const before = mcp.calls;

@@ -56,7 +56,8 @@ export interface LedgerAnswer {
 export type Attempt = (signal: AbortSignal, sent: () => void) => Promise<McpCallOutcome>;
 
 export class McpCallLedger {
-  private readonly inflight = new Map<string, Promise<McpCallOutcome>>();
+  /** This process's attempts under way, with the call they make (a call_id names one call). */
+  private readonly inflight = new Map<string, { readonly call: LedgerCall; readonly outcome: Promise<McpCallOutcome> }>();
   private lastSweep = 0;
   /** Aborts the attempts still running when the proxy stops. */
   private readonly stopping = new AbortController();
@@ -79,7 +80,10 @@ export class McpCallLedger {
     for (;;) {
       signal.throwIfAborted();
       const mine = this.inflight.get(mapKey);
-      if (mine !== undefined) return { outcome: await untilAborted(mine, signal), replayed: true };
+      if (mine !== undefined) {
+        if (mine.call.name !== call.name || mine.call.serverUrl !== call.serverUrl) throw reused(call, mine.call.name, mine.call.serverUrl);
+        return { outcome: await untilAborted(mine.outcome, signal), replayed: true };
+      }
       const claim = await this.claim(call);
       switch (claim.kind) {
         case "claimed":
@@ -87,11 +91,7 @@ export class McpCallLedger {
         case "done":
           return { outcome: claim.outcome, replayed: true };
         case "other":
-          throw new MhError(
-            "FAILED_PRECONDITION",
-            `call_id ${call.callId} was already used in session ${call.sessionId} for ${claim.name} on ${claim.serverUrl}`,
-            { field: "call_id" },
-          );
+          throw reused(call, claim.name, claim.serverUrl);
         case "running": {
           if (claim.silentMs > STALE_MS) {
             const settled = await settleMcpCall(this.deps.db, call, claim.owner, { text: [UNKNOWN_OUTCOME], isError: true });
@@ -146,7 +146,7 @@ export class McpCallLedger {
       await finishMcpCall(this.deps.db, call, this.deps.owner, outcome);
       return outcome;
     })();
-    this.inflight.set(mapKey, running);
+    this.inflight.set(mapKey, { call, outcome: running });
     this.beat();
     running.catch(() => undefined); // its waiters handle the rejection
     void running.finally(() => this.inflight.delete(mapKey)).catch(() => undefined);
@@ -175,7 +175,7 @@ export class McpCallLedger {
    */
   async close(): Promise<void> {
     this.stopping.abort(new MhError("UNAVAILABLE", "the credential vault proxy is stopping"));
-    await Promise.allSettled([...this.inflight.values()]);
+    await Promise.allSettled([...this.inflight.values()].map((m) => m.outcome));
     clearInterval(this.heartbeat);
     this.heartbeat = undefined;
   }
@@ -224,5 +224,12 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       reject(MhError.from(signal.reason));
     };
     signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** A call_id names one call: the same id for another tool or server is refused, whether that call is done or under way. */
+function reused(call: LedgerCall, name: string, serverUrl: string): MhError {
+  return new MhError("FAILED_PRECONDITION", `call_id ${call.callId} was already used in session ${call.sessionId} for ${name} on ${serverUrl}`, {
+    field: "call_id",
   });
 }
