@@ -37,6 +37,9 @@ const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 1_000;
 
 export class LogPort {
+  /** The highest seq this port has read, watched or appended (ListActive reports it). */
+  lastSeq = 0;
+
   constructor(
     readonly client: SessionLogClient,
     readonly sessionId: string,
@@ -61,6 +64,7 @@ export class LogPort {
         types: [],
       });
       out.push(...page.events);
+      this.saw(page.events);
       const last = page.events[page.events.length - 1];
       if (!page.hasMore || last === undefined) return out;
       cursor = last.seq;
@@ -99,6 +103,7 @@ export class LogPort {
       try {
         const deadlineMs = Math.max(MIN_ATTEMPT_MS, until - Date.now());
         const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq }, { deadlineMs });
+        this.saw(res.events);
         return res.events;
       } catch (err) {
         if (!retryable(err) || Date.now() + wait > until) throw err;
@@ -110,11 +115,16 @@ export class LogPort {
   }
 
   /** Live events after `afterSeq` until `signal` aborts. */
-  watch(afterSeq: number, signal: AbortSignal): AsyncIterable<{ event: Event | undefined }> {
-    return this.client.watchEvents(
-      { sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false },
-      { signal, deadlineMs: undefined },
-    );
+  async *watch(afterSeq: number, signal: AbortSignal): AsyncIterable<{ event: Event | undefined }> {
+    const live = this.client.watchEvents({ sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false }, { signal, deadlineMs: undefined });
+    for await (const item of live) {
+      if (item.event !== undefined) this.saw([item.event]);
+      yield item;
+    }
+  }
+
+  private saw(events: readonly Event[]): void {
+    for (const e of events) if (e.seq > this.lastSeq) this.lastSeq = e.seq;
   }
 
   async publishDeltas(deltas: EventDelta[]): Promise<void> {

@@ -39,6 +39,7 @@ const MAX_FAILURE_BACKOFF_MS = 60_000;
 
 interface Active {
   readonly lease: LeaseKeeper;
+  readonly log: LogPort;
   readonly done: Promise<void>;
 }
 
@@ -80,13 +81,14 @@ export class Supervisor {
     if (got === "terminated") return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
     if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
     this.started += 1;
-    const done = this.drive(sessionId, got, logger);
-    this.active.set(sessionId, { lease: got, done });
+    const log = new LogPort(this.opts.log, sessionId);
+    const done = this.drive(log, got, logger);
+    this.active.set(sessionId, { lease: got, log, done });
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
   }
 
   list(): ActiveSession[] {
-    return [...this.active.entries()].map(([sessionId, a]) => ({ sessionId, leaseEpoch: a.lease.epoch, lastSeq: 0 }));
+    return [...this.active.entries()].map(([sessionId, a]) => ({ sessionId, leaseEpoch: a.lease.epoch, lastSeq: a.log.lastSeq }));
   }
 
   /** Stops driving (leases are released, another instance resumes) and waits for the loops. */
@@ -119,9 +121,9 @@ export class Supervisor {
       .catch((e: unknown) => logger.warn({ err: e }, "could not record the failure in the log"));
   }
 
-  private async drive(sessionId: string, lease: LeaseKeeper, logger: Logger): Promise<void> {
+  private async drive(log: LogPort, lease: LeaseKeeper, logger: Logger): Promise<void> {
+    const { sessionId } = log;
     try {
-      const log = new LogPort(this.opts.log, sessionId);
       const session = await log.session();
       const name = session.metadata?.harness || "tool-loop";
       const loop = this.opts.loops.get(name);

@@ -77,7 +77,7 @@ describe("a request to the HTTP API", () => {
   });
 
   it("is a span even when refused before its handler runs: no key, a body its schema refuses, an unknown route", async () => {
-    const cases = [
+    const cases: Array<{ n: number; path: string; init: { method: string; headers: Record<string, string>; body?: string }; name: string; status: number }> = [
       { n: 1, path: "/v1/agents", init: { method: "GET", headers: {} }, name: "GET /v1/agents", status: 401 },
       { n: 2, path: "/v1/sessions/sesn_x/events", init: { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body: '{"events":5}' }, name: "POST /v1/sessions/:session_id/events", status: 400 },
       { n: 3, path: "/v1/no-such-route", init: { method: "GET", headers: { "x-api-key": KEY_A } }, name: "GET (no route)", status: 404 },

@@ -134,6 +134,25 @@ describe("a turn", () => {
   });
 });
 
+describe("ListActive", () => {
+  it("names the sessions this instance drives, with their lease epoch and the last seq it has seen", async () => {
+    const sessionId = await brain.createSession();
+    await say(sessionId, "[scenario:slow] talk a while");
+    // Mid-turn (the answer streams for about half a second): the start of its model request is in.
+    let active: { sessionId: string; leaseEpoch: number; lastSeq: number } | undefined;
+    await expect
+      .poll(async () => {
+        active = (await brain.rpc.listActive({})).sessions.find((s) => s.sessionId === sessionId);
+        return active?.lastSeq ?? 0;
+      })
+      .toBeGreaterThanOrEqual(3);
+    expect(active?.leaseEpoch).toBeGreaterThanOrEqual(1);
+    const { session } = await brain.log.client.getSession({ sessionId });
+    expect(active!.lastSeq).toBeLessThanOrEqual(session!.lastSeq);
+    await brain.waitFor(sessionId, ended);
+  });
+});
+
 describe("steering a running session", () => {
   it("queues messages sent during a run and answers them in order", async () => {
     const sessionId = await brain.createSession();

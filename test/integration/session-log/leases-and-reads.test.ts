@@ -34,6 +34,8 @@ describe("leases", () => {
     expect((await log.client.getSession({ sessionId })).session?.lease?.holder).toBe("harness-a");
 
     await new Promise((r) => setTimeout(r, 1100));
+    // Expired: no one's, as a reader sees it.
+    expect((await log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
     const b = await log.client.acquireLease({ sessionId, holder: "harness-b", ttlMs: 5000 });
     expect(b.lease?.epoch).toBe(2);
 

@@ -159,6 +159,11 @@ describe("WatchEvents", () => {
     const sessionId = await newSession();
     await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
     await expect(log.client.publishDeltas({ sessionId, deltas: [delta] })).rejects.toMatchObject({ code: "FAILED_PRECONDITION", field: "session_id" });
+    // Taken while it runs, refused at once after a termination appended through the same instance.
+    const running = await newSession();
+    await expect(log.client.publishDeltas({ sessionId: running, deltas: [delta] })).resolves.toEqual({});
+    await log.client.emitEvent({ sessionId: running, event: newEvent("session.status_terminated", {}) });
+    await expect(log.client.publishDeltas({ sessionId: running, deltas: [delta] })).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
   });
 
   it("re-reads once after its LISTEN connection comes back, then waits again instead of reading in a loop", async () => {

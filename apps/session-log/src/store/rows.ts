@@ -31,8 +31,14 @@ export function sessionFromRow(row: SessionRow): Session {
     metadata: SessionMetadata.fromJSON(row.metadata),
     status: row.status,
     lastSeq: Number(row.last_seq),
-    lease: leaseFromRow(row),
+    lease: liveLease(row),
   };
+}
+
+/** The lease as a reader sees it: an expired one is no one's (its holder may still renew it if nobody took over). */
+function liveLease(row: SessionRow): Lease | undefined {
+  const lease = leaseFromRow(row);
+  return lease?.expiresAt !== undefined && lease.expiresAt.getTime() > Date.now() ? lease : undefined;
 }
 
 /** Whether, after this event, the session waits for a harness (undefined: unchanged). */

@@ -3,7 +3,9 @@
  * times a second while a model streams, so the answer is kept: "live" for a short while (a
  * session that ends meanwhile gets a few more deltas, which are ephemeral and stored nowhere),
  * "terminated" until it falls out of the bounded table (a session never comes back from it). An
- * unknown session is not kept, so one created a moment later is taken at once.
+ * unknown session is not kept, so one created a moment later is taken at once. A termination
+ * appended through this instance is known at once; one appended through another, within
+ * DELTA_GATE_LIVE_MS.
  */
 import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
@@ -21,6 +23,11 @@ export class DeltaGate {
     private readonly liveMs = DELTA_GATE_LIVE_MS,
   ) {}
 
+  /** Called when this instance appended the session's termination. */
+  terminated(sessionId: string): void {
+    this.keep(sessionId, { terminated: true, until: Number.POSITIVE_INFINITY });
+  }
+
   /** NOT_FOUND for an unknown session, FAILED_PRECONDITION naming `session_id` for an ended one. */
   async check(sessionId: string): Promise<void> {
     let known = this.kept.get(sessionId);
@@ -28,12 +35,16 @@ export class DeltaGate {
       const { status } = await getSession(this.db, sessionId);
       const terminated = status === SessionStatus.SESSION_STATUS_TERMINATED;
       known = { terminated, until: terminated ? Number.POSITIVE_INFINITY : Date.now() + this.liveMs };
-      this.kept.delete(sessionId);
-      if (this.kept.size >= MAX_KEPT) this.kept.delete(this.kept.keys().next().value ?? "");
-      this.kept.set(sessionId, known);
+      this.keep(sessionId, known);
     }
     if (known.terminated) {
       throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it takes no deltas`, { field: "session_id" });
     }
+  }
+
+  private keep(sessionId: string, known: { readonly terminated: boolean; readonly until: number }): void {
+    this.kept.delete(sessionId);
+    if (this.kept.size >= MAX_KEPT) this.kept.delete(this.kept.keys().next().value ?? "");
+    this.kept.set(sessionId, known);
   }
 }
