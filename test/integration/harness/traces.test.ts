@@ -14,7 +14,12 @@ let brain: Brain;
 let tel: TestTelemetry;
 beforeAll(async () => {
   tel = startTestTelemetry("traces-test");
-  brain = await startBrain({ scenarios: [defineScenario("hi", [{ text: "traced answer" }])] });
+  brain = await startBrain({
+    scenarios: [
+      defineScenario("hi", [{ text: "traced answer" }]),
+      defineScenario("tool", [{ toolUses: [{ name: "bash", input: { command: "exit 3" } }] }, { text: "done" }]),
+    ],
+  });
 });
 afterAll(async () => {
   await brain?.stop();
@@ -68,5 +73,23 @@ describe("traces", () => {
     const names = tel.finishedSpans().map((s) => s.name);
     expect(names).toContain("metaharness.v1.SessionLog/EmitEvents");
     expect(names.filter((n) => n === "metaharness.v1.SessionLog/ListSessions")).toEqual([]);
+  });
+
+  it("make each tool call a span, an error when the call failed", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:tool] run it") });
+    await brain.rpc.wake({ sessionId });
+    const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
+    const use = events.find((e) => e.type === "agent.tool_use")!;
+    const result = events.find((e) => e.type === "agent.tool_result");
+    const isCall = (s: ReturnType<TestTelemetry["finishedSpans"]>[number]): boolean => s.attributes["gen_ai.tool.call.id"] === use.id;
+    await expect.poll(() => tel.finishedSpans().some(isCall), { timeout: 5_000 }).toBe(true);
+    const call = tel.finishedSpans().find(isCall)!;
+    expect(call.name).toBe("execute_tool bash");
+    expect(call.attributes["gen_ai.tool.name"]).toBe("bash");
+    const failed = result?.payload?.$case === "agentToolResult" && result.payload.value.isError;
+    expect(failed).toBe(true);
+    expect(call.status.code).toBe(SpanStatusCode.ERROR);
+    expect(call.attributes["error.type"]).toBe("tool_error");
   });
 });

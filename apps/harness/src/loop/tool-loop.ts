@@ -169,7 +169,18 @@ class Driver {
         continue;
       }
       try {
-        const outcome = await this.execute(tool, signal);
+        // A span per call (the broker's or the proxy's is its child), so a failed tool shows in
+        // the trace, not only in its agent.tool_result event.
+        const attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": tool.event.id, "mh.tool.kind": tool.kind };
+        const outcome = await withSpan(`execute_tool ${tool.name}`, attributes, async (toolSpan) => {
+          const result = await this.execute(tool, signal);
+          if (result.isError) {
+            toolSpan.setAttribute("error.type", "tool_error");
+            // Not its output: a tracing backend is not where a sandbox's output is kept.
+            toolSpan.setStatus({ code: SpanStatusCode.ERROR, message: "the tool call failed (its agent.tool_result says how)" });
+          }
+          return result;
+        });
         await this.append(toolResult(tool.event.id, outcome.output, outcome.isError, tool.kind === "mcp" ? "mcp" : "sandbox"));
       } catch (err) {
         if (MhError.from(err).code === "CANCELLED" && signal.aborted) return; // the interrupt step answers it
