@@ -64,7 +64,7 @@ describe("traces", () => {
       });
       await brain.waitFor(sessionId, ended, 30_000);
       const wake = await eventually(
-        () => Promise.resolve(tel.finishedSpans().find((s) => s.name === "harness.kafka_wake" && s.attributes["mh.session_id"] === sessionId)),
+        () => Promise.resolve(tel.finishedSpans().find((s) => s.name === "harness.wake" && s.attributes["mh.session_id"] === sessionId)),
         "the wake's span",
       );
       expect(wake.spanContext().traceId).toBe(traceId);

@@ -26,7 +26,8 @@ export async function wakeFromKafka(
       // A child of whoever appended the event (the record's traceparent): in the trace, the wake
       // follows the user's send.
       const parent = extractFromHeaders(msg.headers, ROOT_CONTEXT);
-      await withSpan("harness.kafka_wake", { "mh.session_id": msg.key }, async () => {
+      // Named for what it does, not the bus: `mh dev`'s bus is in-process, not Kafka.
+      await withSpan("harness.wake", { "mh.session_id": msg.key, "messaging.destination.name": opts.topic }, async () => {
         try {
           await supervisor.wake(msg.key);
         } catch (err) {
