@@ -28,43 +28,46 @@ const RET_KILL_PROCESS = 0x80000000;
 const EPERM = 1;
 const RET_EPERM = 0x00050000 | EPERM;
 
-/** x86_64 numbers of what the filter refuses. */
-export const REFUSED_X86_64 = {
-  acct: 163,
-  mount: 165,
-  umount2: 166,
-  swapon: 167,
-  swapoff: 168,
-  reboot: 169,
-  init_module: 175,
-  delete_module: 176,
-  quotactl: 179,
-  kexec_load: 246,
-  add_key: 248,
-  request_key: 249,
-  keyctl: 250,
-  unshare: 272,
-  perf_event_open: 298,
-  fanotify_init: 300,
-  name_to_handle_at: 303,
-  open_by_handle_at: 304,
-  setns: 308,
-  finit_module: 313,
-  kexec_file_load: 320,
-  bpf: 321,
-  userfaultfd: 323,
-  io_uring_setup: 425,
-  io_uring_enter: 426,
-  io_uring_register: 427,
-  open_tree: 428,
-  move_mount: 429,
-  fsopen: 430,
-  fsconfig: 431,
-  fsmount: 432,
-  fspick: 433,
-  pivot_root: 155,
-  mount_setattr: 442,
-} as const satisfies Readonly<Record<string, number>>;
+/**
+ * What the filter refuses, with each call's number on x86_64 and on aarch64 (the kernel's generic
+ * table, include/uapi/asm-generic/unistd.h).
+ */
+export const REFUSED: Readonly<Record<string, { readonly x64: number; readonly arm64: number }>> = {
+  acct: { x64: 163, arm64: 89 },
+  mount: { x64: 165, arm64: 40 },
+  umount2: { x64: 166, arm64: 39 },
+  swapon: { x64: 167, arm64: 224 },
+  swapoff: { x64: 168, arm64: 225 },
+  reboot: { x64: 169, arm64: 142 },
+  init_module: { x64: 175, arm64: 105 },
+  delete_module: { x64: 176, arm64: 106 },
+  quotactl: { x64: 179, arm64: 60 },
+  kexec_load: { x64: 246, arm64: 104 },
+  add_key: { x64: 248, arm64: 217 },
+  request_key: { x64: 249, arm64: 218 },
+  keyctl: { x64: 250, arm64: 219 },
+  unshare: { x64: 272, arm64: 97 },
+  perf_event_open: { x64: 298, arm64: 241 },
+  fanotify_init: { x64: 300, arm64: 262 },
+  name_to_handle_at: { x64: 303, arm64: 264 },
+  open_by_handle_at: { x64: 304, arm64: 265 },
+  setns: { x64: 308, arm64: 268 },
+  finit_module: { x64: 313, arm64: 273 },
+  kexec_file_load: { x64: 320, arm64: 294 },
+  bpf: { x64: 321, arm64: 280 },
+  userfaultfd: { x64: 323, arm64: 282 },
+  io_uring_setup: { x64: 425, arm64: 425 },
+  io_uring_enter: { x64: 426, arm64: 426 },
+  io_uring_register: { x64: 427, arm64: 427 },
+  open_tree: { x64: 428, arm64: 428 },
+  move_mount: { x64: 429, arm64: 429 },
+  fsopen: { x64: 430, arm64: 430 },
+  fsconfig: { x64: 431, arm64: 431 },
+  fsmount: { x64: 432, arm64: 432 },
+  fspick: { x64: 433, arm64: 433 },
+  pivot_root: { x64: 155, arm64: 41 },
+  mount_setattr: { x64: 442, arm64: 442 },
+};
 
 function instruction(code: number, jt: number, jf: number, k: number): Buffer {
   const b = Buffer.alloc(8);
@@ -75,55 +78,23 @@ function instruction(code: number, jt: number, jf: number, k: number): Buffer {
   return b;
 }
 
-/** aarch64 numbers of the same calls (the generic table). */
-export const REFUSED_AARCH64: Readonly<Record<keyof typeof REFUSED_X86_64, number>> = {
-  acct: 89,
-  mount: 40,
-  umount2: 39,
-  swapon: 224,
-  swapoff: 225,
-  reboot: 142,
-  init_module: 105,
-  delete_module: 106,
-  quotactl: 60,
-  kexec_load: 104,
-  add_key: 217,
-  request_key: 218,
-  keyctl: 219,
-  unshare: 97,
-  perf_event_open: 241,
-  fanotify_init: 262,
-  name_to_handle_at: 264,
-  open_by_handle_at: 265,
-  setns: 268,
-  finit_module: 273,
-  kexec_file_load: 294,
-  bpf: 280,
-  userfaultfd: 282,
-  io_uring_setup: 425,
-  io_uring_enter: 426,
-  io_uring_register: 427,
-  open_tree: 428,
-  move_mount: 429,
-  fsopen: 430,
-  fsconfig: 431,
-  fsmount: 432,
-  fspick: 433,
-  pivot_root: 41,
-  mount_setattr: 442,
-};
 
 /** What the filter needs of an architecture, by Node's name for it (process.arch). */
-export const ARCHITECTURES: Readonly<Record<string, { readonly audit: number; readonly refused: Readonly<Record<string, number>>; readonly x32: boolean }>> = {
-  x64: { audit: AUDIT_ARCH_X86_64, refused: REFUSED_X86_64, x32: true },
-  arm64: { audit: AUDIT_ARCH_AARCH64, refused: REFUSED_AARCH64, x32: false },
+export const ARCHITECTURES: Readonly<Record<"x64" | "arm64", { readonly audit: number; readonly x32: boolean }>> = {
+  x64: { audit: AUDIT_ARCH_X86_64, x32: true },
+  arm64: { audit: AUDIT_ARCH_AARCH64, x32: false },
 };
+
+/** The numbers of the refused calls on `arch`, in REFUSED's order. */
+export function refusedNumbers(arch: keyof typeof ARCHITECTURES): number[] {
+  return Object.values(REFUSED).map((call) => call[arch]);
+}
 
 /** The filter for this machine's architecture, as bwrap reads it; undefined where none is described. */
 export function seccompProgram(arch: string = process.arch): Buffer | undefined {
+  if (arch !== "x64" && arch !== "arm64") return undefined;
   const described = ARCHITECTURES[arch];
-  if (described === undefined) return undefined;
-  const refused = Object.values(described.refused);
+  const refused = refusedNumbers(arch);
   // Layout: load arch, arch check, load nr, [x32 check,] one jeq per refused call, then ALLOW,
   // EPERM, KILL. Jump offsets count from the next instruction.
   const head = described.x32 ? 4 : 3;
