@@ -59,7 +59,21 @@ export interface StackOptions {
   readonly logger?: (service: string) => Logger;
 }
 
+/**
+ * The session log's port is picked before it starts (see below), so another test process may take
+ * it meanwhile (EADDRINUSE): then the stack, stopped, starts again on another port.
+ */
 export async function startStack(opts: StackOptions): Promise<Stack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startStackOnce(opts);
+    } catch (err) {
+      if (attempt >= 3 || !String(err).includes("EADDRINUSE")) throw err;
+    }
+  }
+}
+
+async function startStackOnce(opts: StackOptions): Promise<Stack> {
   const stops: Array<() => Promise<void>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
