@@ -8,8 +8,7 @@
  */
 import { fromBinary, createFileRegistry, type FileRegistry } from "@bufbuild/protobuf";
 import { reflect, isReflectList, isReflectMap, isReflectMessage, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { readFileSync } from "node:fs";
+import { contractDescriptorSet } from "./descriptor.js";
 
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const MIN = BigInt(Number.MIN_SAFE_INTEGER);
@@ -17,7 +16,7 @@ const MIN = BigInt(Number.MIN_SAFE_INTEGER);
 let registry: FileRegistry | undefined;
 
 function contracts(): FileRegistry {
-  registry ??= createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(new URL("./gen/metaharness.binpb", import.meta.url))));
+  registry ??= createFileRegistry(contractDescriptorSet());
   return registry;
 }
 

@@ -36,14 +36,6 @@ export class SessionVaults {
     return own === undefined ? named : [own.vaultId, ...named];
   }
 
-  /**
-   * Asks the log (uncached) that the session exists and has not ended: what opening a sandbox's
-   * remotes needs, since a capability outlives any cache entry.
-   */
-  async requireLive(sessionId: string): Promise<void> {
-    await this.liveSession(sessionId);
-  }
-
   /** The session's tenant, from the log (not cached: asked when a session's own vault is made). */
   async tenantOf(sessionId: string): Promise<string> {
     return (await this.session(sessionId)).metadata?.tenant ?? "";
@@ -73,7 +65,11 @@ export class SessionVaults {
     }
   }
 
-  private async liveSession(sessionId: string): Promise<Session> {
+  /**
+   * Asks the log (uncached) that the session exists and has not ended: what opening a sandbox's
+   * remotes needs, since a capability outlives any cache entry.
+   */
+  async requireLive(sessionId: string): Promise<Session> {
     const session = await this.session(sessionId);
     if (session.status === SessionStatus.SESSION_STATUS_TERMINATED) {
       throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it draws no credentials`, { field: "session_id" });
@@ -82,7 +78,7 @@ export class SessionVaults {
   }
 
   private async lookUp(sessionId: string): Promise<readonly string[]> {
-    const session = await this.liveSession(sessionId);
+    const session = await this.requireLive(sessionId);
     const tenant = session.metadata?.tenant ?? "";
     const named = session.metadata?.vaultIds ?? [];
     const vaults = await vaultsByIds(this.db, named);
