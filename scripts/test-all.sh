@@ -4,6 +4,8 @@
 # package's unit tests and the cross-service tests against those real services.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# turbo sends usage telemetry unless told not to: nothing phones home from a user's machine.
+export TURBO_TELEMETRY_DISABLED=1
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
