@@ -14,3 +14,4 @@ export { Struct, Value, ListValue } from "./gen/google/protobuf/struct.js";
 export { loadHealthPackageDefinition, loadPackageDefinition } from "./descriptor.js";
 export { readTraceContext } from "./envelope.js";
 export { unsafeIntegerField } from "./unsafe-integers.js";
+export { wireFault } from "./wire-faults.js";

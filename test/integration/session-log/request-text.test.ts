@@ -6,6 +6,7 @@
  * holder beyond ASCII, whose name in another holder's refusal could not be sent (the call hung
  * until its deadline).
  */
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SessionMetadata, type DeepPartial } from "@metaharness/proto";
 import { newSession, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
@@ -74,5 +75,41 @@ describe("a lease holder beyond ASCII", () => {
     expect((await log.client.acquireLease({ sessionId, holder: "harness-ü 🦀", ttlMs: 30_000 })).lease?.holder).toBe("harness-ü 🦀");
     const err = await rejection(log.client.acquireLease({ sessionId, holder: "harness-b", ttlMs: 30_000 }, { deadlineMs: 5_000 }));
     expect(err).toMatchObject({ code: "FAILED_PRECONDITION", details: { holder: "harness-ü 🦀" } });
+  });
+});
+
+describe("bytes that are not protobuf", () => {
+  it("are refused by CreateSession, sent raw, and nothing is created", async () => {
+    // What the generated decoder skips unread (an unknown field, here holding an 11-byte varint)
+    // was accepted, and the session stored; every RPC now refuses it (service-kit's decodingSafely).
+    const listed = async () => (await log.client.listSessions({ pageSize: 100, pageToken: "", tenant: "", status: 0, labels: {}, orphaned: false })).sessions;
+    const before = (await listed()).length;
+    const title = Buffer.from("raw");
+    const metadata = Buffer.concat([Buffer.from([0x42, title.length]), title]); // SessionMetadata { title: "raw" } (field 8)
+    const overlong = Buffer.from([0x78, ...Array<number>(10).fill(0x80), 0x01]); // field 15 (unknown): an over-long varint
+    const send = (request: Buffer) =>
+      new Promise<grpc.ServiceError | null>((resolve) => {
+        const client = new grpc.Client(log.handle.address, grpc.credentials.createInsecure());
+        const headers = new grpc.Metadata();
+        headers.set("authorization", `Bearer ${log.tokens.tokens.admin}`);
+        const identity = (b: Buffer): Buffer => b;
+        client.makeUnaryRequest("/metaharness.v1.SessionLog/CreateSession", identity, identity, request, headers, (err) => {
+          client.close();
+          resolve(err);
+        });
+      });
+    for (const request of [
+      overlong,
+      Buffer.concat([Buffer.from([0x12, metadata.length]), metadata, overlong]),
+      Buffer.concat([Buffer.from([0x12, metadata.length + overlong.length]), metadata, overlong]),
+    ]) {
+      const err = await send(request);
+      expect(err?.code, request.toString("hex")).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(err?.details).toMatch(/^the request could not be decoded: (metadata\.)?field 15: a varint longer than 10 bytes$/);
+    }
+    expect(await listed()).toHaveLength(before);
+    // The same bytes without the over-long varint: a session is created (the test can fail).
+    expect(await send(Buffer.concat([Buffer.from([0x12, metadata.length]), metadata]))).toBeNull();
+    expect((await listed()).map((s) => s.metadata?.title)).toContain("raw");
   });
 });
