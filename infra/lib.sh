@@ -1,10 +1,16 @@
 # shellcheck shell=bash
 # Shared helpers for the infra scripts. Source it; do not run it.
 #
-# Sets MH_ROOT (the repository) and MH_LOCAL (its git-ignored state folder, <repo>/.local).
+# Sets MH_ROOT (the repository), MH_LOCAL (its git-ignored state folder, <repo>/.local) and
+# MH_CACHE (binaries built from source, outside the checkout; see build_cached).
 
 MH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MH_LOCAL="${MH_ROOT}/.local"
+# Binaries built from source take minutes each on 2 cores (Jaeger about 6): they are kept outside
+# the checkout, one folder per name and build key, so that a fresh clone on the same machine reuses
+# them instead of building again. Go's module cache lives there too (GOPATH).
+MH_CACHE="${MH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metaharness}"
+MH_GOPATH="${MH_CACHE}/go"
 MH_LOG_TAG="${MH_LOG_TAG:-infra}"
 
 log() { printf '[%s] %s\n' "$MH_LOG_TAG" "$*" >&2; }
@@ -66,6 +72,49 @@ find_go() {
   [[ -n $go_bin ]] || go_bin=/usr/local/go/bin/go
   [[ -x $go_bin ]] || die "go not found on PATH or in /usr/local/go/bin: $1"
   echo "$go_bin"
+}
+
+# Prints where binary $1 built with key $2 (a version, or a hash of what it is built from) lives in
+# MH_CACHE; it exists only once a build_cached of that name and key succeeded.
+cached_bin() { printf '%s/%s/%s/%s\n' "$MH_CACHE" "$1" "$2" "$1"; }
+
+# build_cached NAME KEY LOG CMD...: makes `cached_bin NAME KEY` exist, running CMD only when it does
+# not yet. CMD must write the binary NAME into the folder $MH_BUILD_STAGE, with its output going to
+# LOG; it runs with Go's settings for our builds ($MH_GO_ENV: the shared module cache, made writable
+# so that `rm -rf` works, a build cache in the stage that goes with it, never another Go, no cgo).
+# A lock shared by every checkout keeps two of them from building the same thing at once, and the
+# binary is renamed into place only after CMD succeeded, so a failed or killed build leaves nothing
+# that looks built.
+build_cached() {
+  local name=$1 key=$2 buildlog=$3
+  shift 3
+  local final
+  final=$(cached_bin "$name" "$key")
+  [[ -x $final ]] && return 0
+  mkdir -p "$MH_CACHE/$name" "$(dirname "$buildlog")"
+  (
+    exec 8>"$MH_CACHE/$name/build.lock"
+    if ! flock -n 8; then
+      log "waiting for another checkout's build of $name (lock $MH_CACHE/$name/build.lock)"
+      flock -w 1800 8 || die "lock $MH_CACHE/$name/build.lock still held after 1800s"
+    fi
+    [[ -x $final ]] && exit 0
+    local stage
+    stage=$(mktemp -d "$MH_CACHE/$name/.stage.XXXXXX")
+    # 8>&- 9>&-: the compiler must not inherit our locks.
+    if ! env MH_BUILD_STAGE="$stage" GOPATH="$MH_GOPATH" GOMODCACHE="$MH_GOPATH/pkg/mod" GOCACHE="$stage/.gocache" \
+        GOFLAGS="-modcacherw" GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 "$@" >"$buildlog" 2>&1 8>&- 9>&-; then
+      chmod -R u+w "$stage" 2>/dev/null || true
+      rm -rf "$stage"
+      show_tail 30 "$buildlog"
+      die "building $name failed (log: $buildlog)"
+    fi
+    [[ -x $stage/$name ]] || die "the build of $name finished without writing $stage/$name"
+    mkdir -p "$(dirname "$final")"
+    mv "$stage/$name" "$final"
+    chmod -R u+w "$stage" 2>/dev/null || true
+    rm -rf "$stage"
+  )
 }
 
 # Prints the last lines of each given file that exists, to stderr.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds (once), starts and checks the tests' Jaeger v2: an OTLP receiver keeping spans in memory,
 # with the query API and UI. Safe to run any number of times, and quick when it already answers.
-# The first run builds the binary from the Go module proxy (`go install tool` in this folder, Go's
-# module cache in .local/go; about 6 minutes on 2 cores); later runs reuse .local/bin/jaeger.
+# The first run on a machine builds the binary from the Go module proxy (`go install tool` in this
+# folder; about 6 minutes on 2 cores) into MH_CACHE (default ~/.cache/metaharness), outside the
+# checkout; later runs, fresh clones included, reuse it.
 # Traces do not survive a restart. stdout: the environment for the tests; progress to stderr.
 #   MH_OTLP_ENDPOINT=http://127.0.0.1:4318
 #   MH_JAEGER_QUERY_URL=http://127.0.0.1:16686
@@ -31,24 +32,13 @@ done
 [[ $(printf '%s\n' "${PORTS[@]}" | sort -u | wc -l) == "${#PORTS[@]}" ]] || die "the four MH_JAEGER_*_PORT must differ"
 [[ -z $UI_ASSETS || -f $UI_ASSETS/index.html ]] || die "MH_JAEGER_UI_ASSETS=$UI_ASSETS has no index.html"
 
-# The Jaeger module version from go.mod, recorded in the binary (`jaeger version`).
-JAEGER_VERSION=$(sed -nE 's/^[[:space:]]*github\.com\/jaegertracing\/jaeger (v[^ ]+).*/\1/p' "$JAEGER_HOME/go.mod")
 [[ -n $JAEGER_VERSION ]] || die "no github.com/jaegertracing/jaeger requirement in $JAEGER_HOME/go.mod"
-LDFLAGS="-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=${JAEGER_VERSION}"
-# Compiled without optimizations or inlining: this Jaeger holds the spans of tests and of one
-# developer's machine, and the build is the longest step of a cold test run. Measured on 2 cores
-# from a warm module cache: 664 CPU-seconds (358 s) against 954 with the compiler's defaults.
-GCFLAGS="all=-N -l"
-
-bin_stamp() {
-  { cat "$JAEGER_HOME/go.mod" "$JAEGER_HOME/go.sum"; echo "$LDFLAGS $GCFLAGS"; } | sha256sum | cut -d' ' -f1
-}
 
 # What a running Jaeger must have been started with to be kept: ports, config, UI, and a binary
 # built from this go.mod, go.sum and these flags (so editing them rebuilds and restarts it).
 desired_settings() {
   printf 'ports=%s\nconfig=%s\nbin=%s\nui=%s\n' "${PORTS[*]}" \
-    "$(sha256sum "$JAEGER_CONFIG" | cut -d' ' -f1)" "$(bin_stamp)" "$UI_ASSETS"
+    "$(sha256sum "$JAEGER_CONFIG" | cut -d' ' -f1)" "$JAEGER_BIN" "$UI_ASSETS"
 }
 
 print_env() {
@@ -66,31 +56,21 @@ fi
 take_lock "${JAEGER_STATE}/up.lock"
 mkdir -p "$JAEGER_LOGS" "$(dirname "$JAEGER_BIN")"
 
-# ---- 1. the binary, built once per go.mod/go.sum ------------------------------------------------------
+# ---- 1. the binary, built once per go.mod/go.sum/flags (in MH_CACHE, shared by every checkout) ----------
 bin_changed=0
-if [[ ! -x $JAEGER_BIN || "$(cat "$JAEGER_BIN_STAMP" 2>/dev/null)" != "$(bin_stamp)" ]]; then
+if [[ ! -x $JAEGER_BIN ]]; then
   go_bin=$(find_go "Jaeger is built from source (Go >= 1.24)")
   go_minor=$("$go_bin" env GOVERSION | sed -nE 's/^go1\.([0-9]+).*/\1/p')
   [[ -n $go_minor ]] && (( go_minor >= 24 )) || die "need Go 1.24 or newer for 'go install tool' (found $("$go_bin" env GOVERSION))"
-  log "building Jaeger ${JAEGER_VERSION} with $("$go_bin" env GOVERSION) into $JAEGER_BIN (once; minutes on 2 cores, log $JAEGER_LOGS/build.log)"
-  rm -f "$JAEGER_BIN_STAMP"
+  log "building Jaeger ${JAEGER_VERSION} with $("$go_bin" env GOVERSION) into $JAEGER_BIN (once per machine; minutes on 2 cores, log $JAEGER_LOGS/build.log)"
   build_t0=$(now_ms)
-  # GOFLAGS replaces the user's: -modcacherw so that `rm -rf .local` works (the module cache is
-  # read-only otherwise). GOTOOLCHAIN=local: never download another Go. CGO off: a static binary
-  # and no C compiler needed. 9>&-: the compiler must not inherit our lock.
-  go_env=(GOBIN="$(dirname "$JAEGER_BIN")" GOPATH="$JAEGER_GOPATH" GOMODCACHE="$JAEGER_GOPATH/pkg/mod"
-    GOCACHE="$JAEGER_GOPATH/cache" GOFLAGS="-modcacherw" GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0)
-  if ! (cd "$JAEGER_HOME" && exec env "${go_env[@]}" "$go_bin" install -trimpath -gcflags="$GCFLAGS" -ldflags="$LDFLAGS" tool) \
-      >"$JAEGER_LOGS/build.log" 2>&1 9>&-; then
-    show_tail 30 "$JAEGER_LOGS/build.log"
-    die "go install failed (log: $JAEGER_LOGS/build.log)"
-  fi
-  [[ -x $JAEGER_BIN ]] || die "go install finished but $JAEGER_BIN is missing"
-  bin_stamp >"$JAEGER_BIN_STAMP"
-  # The build cache (about 1.6 GB) would only speed up a rebuild after go.mod changes; the module
-  # cache (1.3 GB, 245 MB of it downloaded) is kept, so such a rebuild downloads nothing.
-  (cd "$JAEGER_HOME" && env "${go_env[@]}" "$go_bin" clean -cache) >>"$JAEGER_LOGS/build.log" 2>&1 9>&- || true
-  log "built $JAEGER_BIN ($(du -m "$JAEGER_BIN" | cut -f1) MB) in $(elapsed "$build_t0"); Go's module cache is in $JAEGER_GOPATH ($(du -sm "$JAEGER_GOPATH" | cut -f1) MB)"
+  # `go install tool` writes the binary into GOBIN; the module cache (1.3 GB, 245 MB of it
+  # downloaded) is kept in MH_CACHE, so a rebuild after go.mod changes downloads little; the build
+  # cache (1.6 GB) goes with the stage.
+  # shellcheck disable=SC2016  # expanded by the inner shell, where build_cached sets MH_BUILD_STAGE
+  build_cached jaeger "$JAEGER_BIN_KEY" "$JAEGER_LOGS/build.log" bash -c 'cd "$1" && GOBIN="$MH_BUILD_STAGE" exec "$2" install -trimpath -gcflags="$3" -ldflags="$4" tool' \
+    _ "$JAEGER_HOME" "$go_bin" "$JAEGER_GCFLAGS" "$JAEGER_LDFLAGS"
+  log "built $JAEGER_BIN ($(du -m "$JAEGER_BIN" | cut -f1) MB) in $(elapsed "$build_t0")"
   bin_changed=1
 fi
 
