@@ -22,11 +22,12 @@ const ARGS = [
   "--disable-sync",
 ];
 
-export async function launchChromium(): Promise<Browser> {
+/** `extraArgs`: more switches, e.g. `--host-resolver-rules=MAP name 127.0.0.1` to reach this machine by another name. */
+export async function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`${CHROMIUM_PATH} is missing: run infra/chromium/up.sh (Debian's chromium package), or set MH_CHROMIUM_PATH`);
   }
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ARGS, timeout: 30_000 });
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...ARGS, ...extraArgs], timeout: 30_000 });
 }
 
 /**

@@ -127,7 +127,7 @@ describe("the session page", () => {
   it("follows a session live: streamed text, a tool call with its input and output, idle, trace links", async () => {
     const page = await newPage();
     await page.goto(`${stack.gateway.url}/ui/`);
-    // The key is kept for the tab (sessionStorage): asked for again in a new page.
+    // On loopback the key is kept for the browser's other tabs (entry.test.ts); signed in again only if asked.
     if (await page.getByLabel("API key").isVisible()) await signIn(page, KEY_A);
     await page.locator(`tr[data-session-id="${sessionA}"] a.session-link`).click();
     await page.waitForURL(`**/ui/sessions/${sessionA}`);

@@ -24,16 +24,19 @@ export class ApiError extends Error {
   readonly headers: Readonly<Record<string, string>>;
   /** Sent in `error.details` beside the catalog's error_code, e.g. a heartbeat's `current_state`. */
   readonly details: Readonly<Record<string, unknown>>;
+  /** The thrower has said all there is to log (or that nothing is): the error handler logs nothing more. */
+  readonly logged: boolean;
 
   constructor(
     error: GatewayErrorName,
     message: string,
-    options: { cause?: unknown; headers?: Record<string, string>; details?: Record<string, unknown> } = {},
+    options: { cause?: unknown; headers?: Record<string, string>; details?: Record<string, unknown>; logged?: boolean } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.error = error;
     this.headers = options.headers ?? {};
     this.details = options.details ?? {};
+    this.logged = options.logged ?? false;
   }
 
   get status(): number {

@@ -68,6 +68,9 @@ function validatorsByPart(): { readonly body: Ajv; readonly text: Ajv } {
   return { body: new Ajv({ ...AJV_OPTIONS, coerceTypes: false }), text: new Ajv({ ...AJV_OPTIONS, coerceTypes: "array" }) };
 }
 
+/** Requests whose failure the thrower logged already (ApiError.logged): their access line is not a warning too. */
+const accountedFor = new WeakSet<FastifyRequest>();
+
 export function createServer(opts: ServerOptions): FastifyInstance {
   const loggerInstance: FastifyBaseLogger = opts.logger;
   const app = Fastify({
@@ -98,13 +101,14 @@ export function createServer(opts: ServerOptions): FastifyInstance {
       tenant: req.tenant === "" ? undefined : req.tenant,
       ms: Math.round(reply.elapsedTime),
     };
-    if (reply.statusCode >= 500) req.log.warn(line, "request failed");
+    if (reply.statusCode >= 500 && !accountedFor.has(req)) req.log.warn(line, "request failed");
     else req.log.info(line, "request");
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
     const apiError = isFastifyError(err) ? fromFastify(err) : ApiError.from(err);
-    if (apiError.serverSide) req.log.error({ err, tenant: req.tenant }, apiError.message);
+    if (apiError.logged) accountedFor.add(req);
+    else if (apiError.serverSide) req.log.error({ err, tenant: req.tenant }, apiError.message);
     return sendError(req, reply, apiError);
   });
 

@@ -1,5 +1,5 @@
 /**
- * The session page: GET /ui/ (the sessions of the key's tenant), /ui/sessions/:id (one
+ * The session page: GET / (a redirect to it), /ui/ (the sessions of the key's tenant), /ui/sessions/:id (one
  * session as a live timeline) and /ui/traces/:id (one trace as a waterfall), their static
  * files, and small JSON routes for what the Managed Agents API does not show (traces and
  * thinking of events, each session's last activity, a trace read from Jaeger). The pages
@@ -17,7 +17,7 @@ import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type
 import type { UiConfig } from "./config.js";
 import { JaegerQuery } from "./jaeger.js";
 import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
-import { readTrace, traceParams } from "./traces.js";
+import { JaegerHealth, readTrace, traceParams } from "./traces.js";
 
 export interface UiOptions extends UiConfig {
   readonly principals: Principals;
@@ -42,6 +42,8 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
 
     const page = (_req: FastifyRequest, reply: FastifyReply): FastifyReply =>
       reply.header("cache-control", "no-cache").type("text/html; charset=utf-8").send(html);
+    // The gateway's root is where a person lands first: the page.
+    ui.get("/", (_req, reply) => reply.redirect("/ui/", 302));
     ui.get("/ui", (_req, reply) => reply.redirect("/ui/", 308));
     ui.get("/ui/", page);
     ui.get("/ui/sessions/:session_id", page);
@@ -72,10 +74,11 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
       async (req) => activity(ctx, req.tenant, req.query.session_id),
     );
     const jaeger = opts.jaegerQueryUrl === undefined ? undefined : new JaegerQuery(opts.jaegerQueryUrl);
+    const health = new JaegerHealth(ui.log);
     ui.get<{ Params: { trace_id: string } }>(
       "/ui/api/traces/:trace_id",
       { onRequest: authenticated, schema: { params: traceParams } },
-      async (req) => readTrace(ctx, jaeger, req.tenant, req.params.trace_id),
+      async (req) => readTrace(ctx, jaeger, health, req.tenant, req.params.trace_id),
     );
   });
 }

@@ -1,16 +1,31 @@
 /**
- * The page's calls to the gateway, with the API key the person entered. The key is kept in
- * sessionStorage (this tab only, gone when it closes) and sent as `x-api-key` on each fetch to
- * this origin, as the SDK sends it; the gateway answers with the key's tenant's objects only.
+ * The page's calls to the gateway, with the API key the person entered, sent as `x-api-key` on
+ * each fetch to this origin (as the SDK sends it); the gateway answers with the key's tenant's
+ * objects only. The key never goes into a URL (so neither into history nor into a log line).
+ *
+ * Where the key is kept depends on where the page is served from. From a loopback address
+ * (`mh dev` on 127.0.0.1, localhost, [::1]), the gateway and the browser are on one machine and
+ * one person's: the key goes to localStorage, so a new tab or a restarted browser does not ask
+ * again. From any other address it stays in sessionStorage (this tab only, gone when it closes),
+ * since the machine or its browser profile may be shared.
  */
 
 const KEY_ITEM = "mh-api-key";
 /** The Managed Agents version the gateway serves (sent in case it requires the header). */
 const BETA = "managed-agents-2026-04-01";
 
+/** Whether the page is served from this machine's loopback interface. */
+export function onLoopback(hostname: string = location.hostname): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+function keyStore(): Storage {
+  return onLoopback() ? localStorage : sessionStorage;
+}
+
 export function storedKey(): string | undefined {
   try {
-    return sessionStorage.getItem(KEY_ITEM) ?? undefined;
+    return keyStore().getItem(KEY_ITEM) ?? undefined;
   } catch {
     return undefined; // storage disabled: the key is asked for on each load
   }
@@ -25,7 +40,7 @@ export function currentKey(): string | undefined {
 export function storeKey(key: string): void {
   memoryKey = key;
   try {
-    sessionStorage.setItem(KEY_ITEM, key);
+    keyStore().setItem(KEY_ITEM, key);
   } catch {
     // kept in memory only
   }
@@ -33,10 +48,12 @@ export function storeKey(key: string): void {
 
 export function forgetKey(): void {
   memoryKey = undefined;
-  try {
-    sessionStorage.removeItem(KEY_ITEM);
-  } catch {
-    // nothing stored
+  for (const store of [localStorage, sessionStorage]) {
+    try {
+      store.removeItem(KEY_ITEM);
+    } catch {
+      // nothing stored
+    }
   }
 }
 

@@ -3,7 +3,7 @@
  * path names (/ui/, /ui/sessions/:id or /ui/traces/:id). A key the gateway refuses is forgotten
  * and asked for again. The key is checked against /v1/sessions before it is kept.
  */
-import { currentKey, forgetKey, getJson, HttpError, storeKey } from "./api.js";
+import { currentKey, forgetKey, getJson, HttpError, onLoopback, storeKey } from "./api.js";
 import { byId, h, meta, replaceChildren } from "./dom.js";
 import { listPage } from "./list-page.js";
 import type { PageContext } from "./page-context.js";
@@ -22,7 +22,7 @@ function showKeyStatus(): void {
     forgetKey();
     askForKey();
   });
-  replaceChildren(keyStatus, h("span", { class: "muted", title: "The API key this tab uses" }, `key …${key.slice(-4)}`), " ", forget);
+  replaceChildren(keyStatus, h("span", { class: "muted", title: "The API key this page uses" }, `key …${key.slice(-4)}`), " ", forget);
 }
 
 function askForKey(problem?: string): void {
@@ -61,7 +61,11 @@ function askForKey(problem?: string): void {
       h(
         "p",
         { id: "key-help" },
-        "Enter an API key of this gateway. The page shows the sessions of the key's tenant only. The key stays in this browser tab (session storage, cleared when the tab closes) and is sent only to this gateway, as the x-api-key header.",
+        `Enter an API key of this gateway. The page shows the sessions of the key's tenant only. ${
+          onLoopback()
+            ? "This gateway runs on this machine, so the browser keeps the key (local storage) for its other tabs until you choose Forget key."
+            : "The key stays in this browser tab (session storage, cleared when the tab closes)."
+        } It is sent only to this gateway, as the x-api-key header.`,
       ),
       form,
     ),
