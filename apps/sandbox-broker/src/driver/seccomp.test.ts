@@ -47,6 +47,16 @@ describe("seccompProgram", () => {
     });
   }
 
+  it("refuses ptrace and process_vm_readv/writev on both architectures (a tool attaching to its own agent)", () => {
+    // The numbers as the kernel's tables give them (arch/x86/entry/syscalls/syscall_64.tbl,
+    // include/uapi/asm-generic/unistd.h), written out here rather than read from REFUSED.
+    const numbers = { x64: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311 }, arm64: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271 } };
+    for (const c of cases) {
+      const program = seccompProgram(c.arch)!;
+      for (const [name, nr] of Object.entries(numbers[c.arch])) expect(run(program, c.audit, nr), `${c.arch} ${name}`).toBe(EPERM);
+    }
+  });
+
   it("kills x32 calls on x86_64", () => {
     expect(run(seccompProgram("x64")!, 0xc000003e, 0x40000000 | 0)).toBe(KILL);
   });

@@ -3,7 +3,8 @@
  * refuses, with EPERM, the system calls a tool never needs and a kernel exploit often does
  * (keyrings, bpf, userfaultfd, perf events, io_uring, module and kexec loading, mounts and
  * namespaces, which --cap-drop ALL and --disable-userns already deny but leave reachable as
- * kernel attack surface), and kills a process that calls through another ABI (32-bit int 0x80,
+ * kernel attack surface), and ptrace and process_vm_readv/writev (a tool attaching to the
+ * sandbox's own agent), and kills a process that calls through another ABI (32-bit int 0x80,
  * x32), where the numbers differ and would slip past the list. Everything else is allowed, as in
  * Docker's default profile. x86_64 and aarch64 are described (aarch64 numbers from the kernel's
  * generic table, include/uapi/asm-generic/unistd.h; it has no x32, and AArch32 calls carry another
@@ -67,6 +68,11 @@ export const REFUSED: Readonly<Record<string, { readonly x64: number; readonly a
   fspick: { x64: 433, arm64: 433 },
   pivot_root: { x64: 155, arm64: 41 },
   mount_setattr: { x64: 442, arm64: 442 },
+  // Another process's memory and registers: a tool could attach to its own sandbox's agent (same
+  // uid, same namespaces) and forge the frames it sends the broker, or read what it holds.
+  ptrace: { x64: 101, arm64: 117 },
+  process_vm_readv: { x64: 310, arm64: 270 },
+  process_vm_writev: { x64: 311, arm64: 271 },
 };
 
 function instruction(code: number, jt: number, jf: number, k: number): Buffer {
