@@ -39,6 +39,13 @@ beforeAll(async () => {
     secret: { token: GIT_TOKEN, accessToken: "", refreshToken: "", clientSecret: "" },
     metadata: {},
   });
+  // The echoing host passes the credential on to the real server: the same token, by host.
+  await admin.putCredential({
+    vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, displayName: "echoing git host",
+    config: { $case: "gitToken", value: { urlPrefix: "", host: new URL(stack.echoGit.url).host, username: "" } },
+    secret: { token: GIT_TOKEN, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
+  });
   await admin.putCredential({
     vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_MCP_OAUTH, displayName: "mcp",
     config: { $case: "mcpOauth", value: { mcpServerUrl: stack.mcp.url, expiresAt: pair.expiresAt, clientId: "mh-agent", tokenEndpoint: stack.oauth.url, tokenEndpointAuthMethod: "client_secret_basic", scope: "" } },
@@ -65,7 +72,12 @@ beforeAll(async () => {
       cpuMillis: 0, memoryBytes: 0, diskBytes: 0, maxProcesses: 0, lifetimeSeconds: 0, idleTimeoutSeconds: 0,
       network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: [stack.api] },
       files: [],
-      repositories: [{ url: `${stack.git.url}/org/app.git`, mountPath: "app", checkout: "" }],
+      repositories: [
+        { url: `${stack.git.url}/org/app.git`, mountPath: "app", checkout: "" },
+        { url: `${stack.echoGit.url}/org/app.git`, mountPath: "echo", checkout: "" },
+        // Refused with a 403 that echoes the credential: a repository failure, in session.error and the logs.
+        { url: `${stack.echoGit.url}/org/denied.git`, mountPath: "denied", checkout: "" },
+      ],
     },
   });
   sandboxId = sandbox!.sandboxId;
@@ -113,7 +125,7 @@ const outputs = (): string => events.map((e) => JSON.stringify(Event.toJSON(e)))
 describe("a prompt-injected agent", () => {
   it("really tried, and the legitimate paths worked for it", () => {
     const text = outputs();
-    expect(events.filter((e) => e.type === "agent.tool_result").length).toBe(8);
+    expect(events.filter((e) => e.type === "agent.tool_result").length).toBe(10);
     expect(text).toContain("own-fetch-ok");
     expect(text).toContain("api says hi; you sent [redacted]");
     expect(text).toContain("I saw: Bearer [redacted]");
@@ -122,6 +134,25 @@ describe("a prompt-injected agent", () => {
     expect(text).toContain("via-egress 403");
     expect(stack.oauth.refreshes).toBe(1);
     expect(stack.apiSeen.some((h) => h["authorization"] === `Bearer ${API_BEARER}`)).toBe(true);
+  });
+
+  it("heard the echoing git host, without the token (progress lines, headers, error bodies)", () => {
+    const text = outputs();
+    expect(stack.echoGit.injected).toBeGreaterThanOrEqual(2); // the provisioning clone and the agent's
+    expect(text).toContain("echo-clone=0");
+    expect(text).toContain("remote: you sent Basic ");
+    expect(text).toContain("(split across two packets)");
+    expect(text).toMatch(/cache-control: no-cache; seen=\\"Basic /i);
+    expect(text).toContain("forbidden: you sent Basic ");
+    expect(text).toContain("[redacted]");
+    expect(events.some((e) => e.type === "session.error" && JSON.stringify(Event.toJSON(e)).includes("org/denied.git"))).toBe(true);
+  });
+
+  it("could not attach to its own sandbox's agent (ptrace, process_vm_readv, process_vm_writev)", () => {
+    const text = outputs();
+    expect(text).toContain("ptrace=refused (Operation not permitted)");
+    expect(text).toContain("process_vm_readv=refused (Operation not permitted)");
+    expect(text).toContain("process_vm_writev=refused (Operation not permitted)");
   });
 
   it("is searched for by scans that do find a secret where there is one", async () => {

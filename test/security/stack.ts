@@ -24,6 +24,7 @@ import { LOG_ROLES, type LogRole } from "../support/session-log.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
 import { freePort, startTestVault, type TestVault } from "../support/vault.js";
 import { captureTopic, type TopicCapture } from "./capture.js";
+import { startEchoGitHost, type EchoGitHost } from "./echo-git-host.js";
 import { LogCapture } from "../support/log-capture.js";
 
 export const GIT_TOKEN = `ghs_attack_${randomBytes(12).toString("hex")}`;
@@ -41,6 +42,8 @@ export interface Stack {
   readonly harness: PromiseClient<typeof HarnessService>;
   readonly vault: TestVault;
   readonly git: GitServer;
+  /** A host that echoes the git credential back (echo-git-host.ts), in front of `git`. */
+  readonly echoGit: EchoGitHost;
   readonly oauth: OAuthServer;
   readonly mcp: TestMcpServer;
   /** host:port of the HTTP API the session's http_bearer is for. */
@@ -54,6 +57,7 @@ export interface Stack {
 
 export interface Targets {
   readonly gitUrl: string;
+  readonly echoGitUrl: string;
   readonly mcpUrl: string;
   readonly api: string;
   readonly vaultPort: number;
@@ -105,6 +109,8 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     stops.push(() => git.close());
     await git.seed("org/app.git", { "README.md": "the app\n" });
     await git.seed("org/other.git", { "OTHER.md": "another team's code\n" });
+    const echoGit = await startEchoGitHost(git.url);
+    stops.push(() => echoGit.close());
     const oauth = await startOAuthServer({ clientId: "mh-agent", clientSecret: CLIENT_SECRET, method: "client_secret_basic" });
     stops.push(() => oauth.close());
     const mcp = await startMcpServer((t) => oauth.isValid(t));
@@ -141,6 +147,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
 
     const targets: Targets = {
       gitUrl: git.url,
+      echoGitUrl: echoGit.url,
       mcpUrl: mcp.url,
       api,
       vaultPort: vault.handle.port,
@@ -175,6 +182,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
       harness: promisify(rawHarness, HarnessService),
       vault,
       git,
+      echoGit,
       oauth,
       mcp,
       api,

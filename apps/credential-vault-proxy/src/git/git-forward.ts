@@ -2,22 +2,34 @@
  * The git smart-HTTP path of the remote endpoint: `/git/<capability>/<n>/<service path>`. The
  * capability names a remote the broker opened for one sandbox; `n` picks one of its repositories.
  * Only the three smart-HTTP requests pass (ref advertisement, upload-pack, receive-pack); the
- * session's git_token for that repository is added as Basic auth on the way to the real server.
+ * session's git_token for that repository is added as Basic auth on the way to the real server,
+ * and taken out of everything that comes back: a host that echoes the Authorization it got (in a
+ * "remote:" progress line, an error body, a header) must not hand the token to the sandbox, and
+ * from there to tool results, events, logs and the model. Bodies are decoded first (a coding
+ * the proxy cannot read is refused), then scrubbed as pkt-lines (git/pkt-line-scrub.ts) or, for
+ * anything else such as a text/plain error, as plain bytes.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { Readable } from "node:stream";
+import { Readable, pipeline } from "node:stream";
 import type { Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
+import { scrub, type Secret } from "../crypto/secret.js";
+import { scrubStream } from "../egress/scrub-stream.js";
+import { decodersFor } from "../http/content-coding.js";
 import { forward, reply } from "../http/forward.js";
 import type { EgressPolicy } from "../net/egress-policy.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
 import { findRemote } from "../store/remotes.js";
+import { scrubPktLines } from "./pkt-line-scrub.js";
 
 const GIT_PATH = /^\/git\/([A-Za-z0-9_-]{43})\/(\d{1,3})\/(info\/refs|git-upload-pack|git-receive-pack)$/;
 const SERVICES = new Set(["git-upload-pack", "git-receive-pack"]);
 
-const REQUEST_HEADERS = ["content-type", "content-encoding", "content-length", "transfer-encoding", "accept", "accept-encoding", "git-protocol", "user-agent"];
-const RESPONSE_HEADERS = ["content-type", "content-encoding", "content-length", "cache-control", "expires", "pragma"];
+// accept-encoding is ours (identity): an answer is scrubbed decoded, so it had better come so.
+const REQUEST_HEADERS = ["content-type", "content-encoding", "content-length", "transfer-encoding", "accept", "git-protocol", "user-agent"];
+// content-length and content-encoding are not passed: the body comes back decoded and scrubbed.
+const RESPONSE_HEADERS = ["content-type", "cache-control", "expires", "pragma"];
+const GIT_CONTENT = /^application\/x-git-/i;
 
 export interface GitForwardDeps {
   readonly db: Db;
@@ -44,7 +56,7 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
   const auth = await deps.credentials.git(remote.sessionId, repoUrl);
   const target = new URL(`${repoUrl}/${path}`);
   if (service !== null) target.searchParams.set("service", service);
-  const addHeaders: Record<string, string> = {};
+  const addHeaders: Record<string, string> = { "accept-encoding": "identity" };
   if (auth !== undefined) {
     addHeaders["authorization"] = `Basic ${Buffer.from(`${auth.username}:${auth.token.reveal()}`, "utf8").toString("base64")}`;
   }
@@ -53,11 +65,11 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
     target,
     passRequestHeaders: REQUEST_HEADERS,
     addHeaders,
-    passResponseHeaders: RESPONSE_HEADERS,
+    passResponseHeaders: [],
     policy: deps.egress,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
-    responseBody: refusedCredentials,
+    responseBody: (answer) => scrubbedAnswer(answer, auth === undefined ? [] : [auth.token]),
   });
   log.info(
     {
@@ -72,19 +84,32 @@ export async function forwardGit(deps: GitForwardDeps, req: IncomingMessage, res
   );
 }
 
+type Answer = { body: Readable; headers: OutgoingHttpHeaders; status?: number };
+
 /**
- * An upstream 401/407 reaches git as a 403 (forward.ts); its body says why, in words git prints
- * ("remote: ...") and the broker reads to tell a rejected credential from a refused access
- * (repository_authentication_error vs repository_forbidden_error). Anything else passes as is.
+ * The server's answer as git gets it: decoded and scrubbed of `secrets`, with the allowed headers
+ * scrubbed too. An upstream 401/407 reaches git as a 403 (forward.ts); its body says why, in words
+ * git prints ("remote: ...") and the broker reads to tell a rejected credential from a refused
+ * access (repository_authentication_error vs repository_forbidden_error).
  */
-function refusedCredentials(answer: IncomingMessage): { body: Readable; headers: OutgoingHttpHeaders } {
+function scrubbedAnswer(answer: IncomingMessage, secrets: readonly Secret[]): Answer {
   const status = answer.statusCode ?? 0;
-  if (status !== 401 && status !== 407) return { body: answer, headers: {} };
-  answer.resume(); // the server's own words may name the auth it wants: dropped
-  const text = `the repository host rejected the credentials (HTTP ${status})\n`;
-  return {
-    body: Readable.from([text]),
-    // Our own body: none of the server's encoding headers apply to it.
-    headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)), "content-encoding": undefined },
-  };
+  // The server's own words may name the auth it wants: dropped.
+  if (status === 401 || status === 407) return ourText(answer, `the repository host rejected the credentials (HTTP ${status})`);
+  const decoding = decodersFor(answer.headers["content-encoding"]);
+  if (!decoding.ok) return { ...ourText(answer, `the repository host answered in a content encoding the credential proxy cannot read (${decoding.coding})`), status: 502 };
+  const headers: OutgoingHttpHeaders = {};
+  for (const name of RESPONSE_HEADERS) {
+    const value = answer.headers[name];
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.map((v) => scrub(v, secrets)) : scrub(value, secrets);
+  }
+  const scrubber = GIT_CONTENT.test(String(answer.headers["content-type"] ?? "")) ? scrubPktLines(secrets) : scrubStream(secrets);
+  pipeline([answer, ...decoding.decoders, scrubber], () => undefined);
+  return { body: scrubber, headers };
+}
+
+function ourText(answer: IncomingMessage, message: string): Answer {
+  answer.resume();
+  const text = `${message}\n`;
+  return { body: Readable.from([text]), headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)) } };
 }

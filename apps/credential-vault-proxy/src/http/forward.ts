@@ -24,9 +24,10 @@ export interface ForwardOptions {
   readonly policy: EgressPolicy;
   /**
    * Rewrites the response body on its way back (egress scrubs credentials from it); its headers
-   * replace the server's, and one set to undefined is dropped.
+   * replace the server's, and one set to undefined is dropped; `status`, when given, replaces the
+   * server's (an answer the proxy refuses to pass on).
    */
-  readonly responseBody?: (upstream: IncomingMessage) => { body: Readable; headers: OutgoingHttpHeaders };
+  readonly responseBody?: (upstream: IncomingMessage) => { body: Readable; headers: OutgoingHttpHeaders; status?: number };
 }
 
 export interface Forwarded {
@@ -91,8 +92,8 @@ export function forward(req: IncomingMessage, res: ServerResponse, opts: Forward
     });
     upstream.on("response", (answer) => {
       upstreamStatus = answer.statusCode ?? 502;
-      const status = upstreamStatus === 401 || upstreamStatus === 407 ? 403 : upstreamStatus;
       const rewritten = opts.responseBody?.(answer);
+      const status = rewritten?.status ?? (upstreamStatus === 401 || upstreamStatus === 407 ? 403 : upstreamStatus);
       res.writeHead(status, defined({ ...pick(answer.headers, opts.passResponseHeaders), ...(rewritten?.headers ?? {}) }));
       pipeline(rewritten?.body ?? answer, res, (err) => done(status, err === undefined || err === null ? undefined : "aborted"));
     });
