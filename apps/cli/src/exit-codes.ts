@@ -20,6 +20,11 @@ export const EXIT = {
   error: 5,
   /** The model refused. */
   refusal: 6,
+  /**
+   * The machine is not ready for an embedded stack, and mh could not make it so: bubblewrap is
+   * missing (not root, no password-less sudo) or cannot start a sandbox here, or the port is taken.
+   */
+  setup: 7,
   /** Interrupted (Ctrl-C sends user.interrupt first), as shells report SIGINT. */
   interrupted: 130,
 } as const;
@@ -56,7 +61,7 @@ export function exitCodeFor(ending: Ending): ExitCode {
 }
 
 /** The exit code table of `mh --help`. */
-export const EXIT_CODE_HELP = `exit codes (mh run, mh demo):
+export const EXIT_CODE_HELP = `exit codes (mh run, mh demo; mh dev uses 0, 1, 2, 7):
   ${EXIT.ok}    end_turn: the agent finished its turn
   ${EXIT.failure}    the CLI failed (deployment unreachable, request refused, ...)
   ${EXIT.usage}    bad command line
@@ -64,4 +69,6 @@ export const EXIT_CODE_HELP = `exit codes (mh run, mh demo):
   ${EXIT.budgetReached}    budget_reached: the session's token budget is spent
   ${EXIT.error}    retries_exhausted, session terminated, the stream failed, or an unknown stop reason
   ${EXIT.refusal}    refusal: the model refused
+  ${EXIT.setup}    setup: bubblewrap is missing and mh could not install it, or it cannot start a sandbox
+       here, or the port is in use (the message says which command to run)
   ${EXIT.interrupted}  interrupted (Ctrl-C sends user.interrupt, then mh exits)`;

@@ -1,10 +1,11 @@
 /**
  * Which deployment a command talks to, and the official SDK client for it. Flags first, then
- * MH_URL / MH_API_KEY, then the local `mh dev` (its default address, and the key it keeps in its
- * data directory). Only `baseURL` and the key differ from talking to Anthropic.
+ * MH_URL / MH_API_KEY, then the local `mh dev` (the address it wrote in its data directory, else
+ * its default one, and the key it keeps there). Only `baseURL` and the key differ from talking to Anthropic.
  */
 import Anthropic, { type Middleware } from "@anthropic-ai/sdk";
 import { MhError } from "@metaharness/errors";
+import { readDevAddress } from "../stack/dev-address.js";
 import { defaultDataDir } from "../stack/embedded.js";
 import { readDevKey } from "../stack/dev-key.js";
 
@@ -29,13 +30,14 @@ export function explicitUrl(flags: TargetFlags, env: NodeJS.ProcessEnv): string 
 }
 
 export async function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
-  const url = explicitUrl(flags, env) ?? DEV_URL;
+  const dataDir = defaultDataDir(env);
+  // A running mh dev says where it listens (--port 0 included); without one, its default address.
+  const url = explicitUrl(flags, env) ?? (await readDevAddress(dataDir))?.url ?? DEV_URL;
   // "localhost:8080" parses, with "localhost:" as its scheme: only http and https are a gateway.
   const scheme = URL.canParse(url) ? new URL(url).protocol : "";
   if (scheme !== "http:" && scheme !== "https:") {
     throw new MhError("INVALID_ARGUMENT", `--url: ${JSON.stringify(url)} is not an http or https URL (e.g. http://127.0.0.1:${DEV_PORT})`, { field: "url" });
   }
-  const dataDir = defaultDataDir(env);
   const apiKey = flags.apiKey ?? nonEmpty(env["MH_API_KEY"]) ?? (await readDevKey(dataDir));
   if (apiKey === undefined) {
     throw new MhError(
@@ -58,7 +60,34 @@ function nonEmpty(value: string | undefined): string | undefined {
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 export function sdkClient(target: Target): Anthropic {
-  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3, timeout: REQUEST_TIMEOUT_MS, middleware: [answersAsGateway] });
+  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3, timeout: REQUEST_TIMEOUT_MS, middleware: [refusedAtOnce, answersAsGateway] });
+}
+
+/** What to check when no gateway answers (main.ts adds it to the SDK's connection errors). */
+export const NO_GATEWAY_HINT = "no gateway answered: is `mh dev` running, or do --url / MH_URL name the right one?";
+
+/**
+ * A refused connection means nothing listens there: the SDK's retries (about 5 s of backoff)
+ * cannot change that, so it is said at once. Thrown from middleware without the fetch error as
+ * its cause, the SDK passes it on as it is; timeouts and dropped connections keep their retries.
+ */
+export const refusedAtOnce: Middleware = async (request, next) => {
+  try {
+    return await next(request);
+  } catch (err) {
+    if (!refused(err)) throw err;
+    const origin = new URL(request.url).origin;
+    throw new MhError("UNAVAILABLE", `nothing listens at ${origin} (connection refused): ${NO_GATEWAY_HINT}`, { details: { url: origin } });
+  }
+};
+
+/** ECONNREFUSED anywhere in the error's causes (undici: "fetch failed", caused by it, or by an AggregateError of one per address). */
+function refused(err: unknown, depth = 0): boolean {
+  if (typeof err !== "object" || err === null || depth > 5) return false;
+  const { code, cause, errors } = err as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (code === "ECONNREFUSED") return true;
+  if (Array.isArray(errors) && errors.length > 0 && errors.every((e) => refused(e, depth + 1))) return true;
+  return refused(cause, depth + 1);
 }
 
 const API_TYPES = /^(application\/json|text\/event-stream)\b/i;

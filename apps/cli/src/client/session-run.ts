@@ -24,6 +24,8 @@ export interface SessionRunOptions {
   readonly resources?: SessionCreateParams["resources"];
   /** Stop following: the first signal interrupts the agent, a second one leaves at once. */
   readonly interrupts: Interrupts;
+  /** How long the session's page can be opened: while "this run" lasts (an embedded stack), or as long as "the deployment". */
+  readonly pageLasts?: "this run" | "the deployment";
 }
 
 export interface SessionRunResult {
@@ -49,6 +51,11 @@ export class Interrupts {
   }
 }
 
+/** The session page of the gateway (apps/gateway/src/ui/routes.ts: /ui/sessions/:session_id). */
+export function sessionPage(baseUrl: string, sessionId: string): string {
+  return `${baseUrl.replace(/\/+$/, "")}/ui/sessions/${encodeURIComponent(sessionId)}`;
+}
+
 export async function runSession(client: Anthropic, opts: SessionRunOptions, out: Output): Promise<SessionRunResult> {
   const started = Date.now();
   const s = style(out.color);
@@ -61,6 +68,7 @@ export async function runSession(client: Anthropic, opts: SessionRunOptions, out
     ...(opts.resources === undefined || opts.resources.length === 0 ? {} : { resources: opts.resources }),
   });
   renderer.note(`session ${session.id}`);
+  renderer.note(`page    ${sessionPage(client.baseURL, session.id)}${opts.pageLasts === "this run" ? "  (while this run lasts)" : ""}`);
 
   const leave = new AbortController();
   let graceTimer: NodeJS.Timeout | undefined;

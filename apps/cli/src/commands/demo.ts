@@ -31,11 +31,17 @@ export async function demo(args: string[], out: Output, interrupts: Interrupts, 
       env: { ...env, MH_URL: undefined },
       scenarios: [demoScenario()],
       allowRealModel: false,
+      // The demo's git server lives in this process, and a run of its own is the proof it works here.
+      useRunningDev: false,
     };
-    return await withDeployment(deployment, out, async ({ client }) => {
+    return await withDeployment(deployment, out, async ({ client, kind }) => {
       const agentId = await ensureAgent(client, { name: DEMO_AGENT_NAME, model: DEFAULT_MODEL, system: DEMO_SYSTEM });
       const environmentId = await ensureEnvironment(client);
-      const result = await runSession(client, { agentId, environmentId, prompt: DEMO_PROMPT, resources: [repository.resource], interrupts }, out);
+      const result = await runSession(
+        client,
+        { agentId, environmentId, prompt: DEMO_PROMPT, resources: [repository.resource], interrupts, pageLasts: kind === "embedded" ? "this run" : "the deployment" },
+        out,
+      );
       const code = exitCodeFor(result.ending);
       const pushed = await showPush(repository, out);
       return code === EXIT.ok && !pushed ? EXIT.error : code;

@@ -11,12 +11,15 @@ import { MhError } from "@metaharness/errors";
 import { createLogger, env as envVar, installShutdown, readConfig, type LogLevel } from "@metaharness/service-kit";
 import { startTelemetry } from "@metaharness/telemetry";
 import { DEV_PORT } from "../client/connect.js";
+import { readBwrapPath, readMoreApiKeys } from "../config.js";
 import { demoScenario } from "../demo/scenario.js";
 import type { Output } from "../output.js";
 import { duration, style } from "../render/style.js";
+import { writeDevAddress } from "../stack/dev-address.js";
 import { ensureDevKey } from "../stack/dev-key.js";
 import { lockDataDir } from "../stack/dev-lock.js";
 import { defaultDataDir, startStack, type Stack, type StackOptions } from "../stack/embedded.js";
+import { progressLine } from "./deployment.js";
 
 const LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "silent"];
 /** Where spans go and where the session page reads them back, as for the services run alone. */
@@ -31,6 +34,8 @@ export interface DevOptions {
   readonly dataDir: string;
   readonly memory: boolean;
   readonly logLevel: LogLevel;
+  /** Other tenants' keys, `key:tenant,...` (--api-keys, else MH_GATEWAY_API_KEYS); the local key is tenant "local". */
+  readonly moreApiKeys?: string | undefined;
 }
 
 export function parseDevArgs(args: string[], env: NodeJS.ProcessEnv): DevOptions {
@@ -42,6 +47,7 @@ export function parseDevArgs(args: string[], env: NodeJS.ProcessEnv): DevOptions
       "data-dir": { type: "string" },
       memory: { type: "boolean" },
       "log-level": { type: "string" },
+      "api-keys": { type: "string" },
     },
   });
   // Number("") is 0 (any free port): an empty --port, from an unset shell variable, is refused.
@@ -51,15 +57,17 @@ export function parseDevArgs(args: string[], env: NodeJS.ProcessEnv): DevOptions
   }
   const logLevel = (values["log-level"] ?? env["MH_LOG_LEVEL"] ?? "error") as LogLevel;
   if (!LEVELS.includes(logLevel)) throw new MhError("INVALID_ARGUMENT", `--log-level: one of ${LEVELS.join(", ")}`, { field: "log-level" });
-  return { host: values.host ?? "127.0.0.1", port, dataDir: values["data-dir"] ?? defaultDataDir(env), memory: values.memory === true, logLevel };
+  const moreApiKeys = values["api-keys"] ?? readMoreApiKeys(env);
+  return { host: values.host ?? "127.0.0.1", port, dataDir: values["data-dir"] ?? defaultDataDir(env), memory: values.memory === true, logLevel, moreApiKeys };
 }
 
 /** Starts the stack as `mh dev` does (tests call this in-process, with port 0). */
-export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: Pick<StackOptions, "scenarios" | "offlinePace"> = {}): Promise<{ stack: Stack; keyPath: string }> {
+export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: Pick<StackOptions, "scenarios" | "offlinePace" | "onProgress"> = {}): Promise<{ stack: Stack; keyPath: string }> {
   const { key, path } = await ensureDevKey(opts.dataDir).catch((err: unknown) => Promise.reject(unwritable(err, opts.dataDir)));
   const unlock = opts.memory ? () => Promise.resolve() : await lockDataDir(opts.dataDir).catch((err: unknown) => Promise.reject(unwritable(err, opts.dataDir)));
   const realKey = env["ANTHROPIC_API_KEY"];
   const { jaegerQueryUrl } = readConfig(TRACES, env);
+  const bwrapPath = readBwrapPath(env);
   const started = startStack({
     apiKey: key,
     host: opts.host,
@@ -67,6 +75,9 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
     logLevel: opts.logLevel,
     scenarios: [demoScenario(), ...(extra.scenarios ?? [])],
     ...(extra.offlinePace === undefined ? {} : { offlinePace: extra.offlinePace }),
+    ...(extra.onProgress === undefined ? {} : { onProgress: extra.onProgress }),
+    ...(opts.moreApiKeys === undefined ? {} : { moreApiKeys: opts.moreApiKeys }),
+    ...(bwrapPath === undefined ? {} : { bwrapPath }),
     ...(opts.memory ? {} : { dataDir: opts.dataDir }),
     ...(realKey === undefined || realKey === "" ? {} : { anthropicApiKey: realKey }),
     ...(jaegerQueryUrl === undefined ? {} : { jaegerQueryUrl }),
@@ -76,13 +87,20 @@ export async function startDev(opts: DevOptions, env: NodeJS.ProcessEnv, extra: 
     stack = await started;
   } catch (err) {
     await unlock();
+    // Free when checked, taken by the time the gateway listened.
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
       throw new MhError("FAILED_PRECONDITION", `${opts.host}:${opts.port} is in use: pass --port N (0: any free port)`, { cause: err });
     }
     throw err;
   }
+  // `mh run` and `mh sessions` on this machine find it there (the in-memory one too: its key is there).
+  const forget = await writeDevAddress(opts.dataDir, stack.url).catch(async (err: unknown) => {
+    await stack.stop();
+    await unlock();
+    throw err;
+  });
   return {
-    stack: { ...stack, stop: () => stack.stop().finally(() => unlock()) },
+    stack: { ...stack, stop: () => stack.stop().finally(() => forget().finally(() => unlock())) },
     keyPath: path,
   };
 }
@@ -99,22 +117,29 @@ function unwritable(err: unknown, dataDir: string): Error {
   });
 }
 
-export function describeDev(stack: Stack, keyPath: string, out: Output): void {
+export function describeDev(stack: Stack, keyPath: string, out: Output, tenants = 0): void {
   const s = style(out.color);
   out.line(s.bold(`Meta-Harness dev: every service in this process, ready in ${duration(stack.startMs)}`));
-  const width = Math.max(...stack.components.map((c) => c.name.length));
-  for (const c of stack.components) out.line(`  ${c.name.padEnd(width)}  ${c.detail}${c.startMs > 0 ? s.dim(`  (${duration(c.startMs)})`) : ""}`);
   out.line();
+  out.line(`  Page     ${s.cyan(`${stack.url}/ui/`)}  ${s.dim("(sessions live; it asks for the API key)")}`);
   out.line(`  URL      ${s.cyan(stack.url)}`);
   out.line(`  API key  ${s.cyan(stack.apiKey)}  ${s.dim(`(kept in ${keyPath})`)}`);
+  if (tenants > 0) out.line(`  Tenants  local (this key) and ${tenants} more key${tenants === 1 ? "" : "s"} (--api-keys / MH_GATEWAY_API_KEYS)`);
+  if (stack.model === "offline") {
+    out.line("  Model    the offline model, as ANTHROPIC_API_KEY is not set: it acts on plain requests");
+    out.line(`           ("list the files", "run <command>", "read <file>") and plays the demo; for Claude:`);
+    out.line(s.dim("           ANTHROPIC_API_KEY=sk-ant-... npm run mh -- dev"));
+  } else {
+    out.line("  Model    Claude, through Anthropic's API (ANTHROPIC_API_KEY)");
+  }
   out.line();
   out.line("From the official SDK (only baseURL changes):");
   out.line(s.dim(`  const client = new Anthropic({ baseURL: "${stack.url}", apiKey: "${stack.apiKey}" });`));
   out.line(s.dim("  await client.beta.sessions.create({ agent, environment_id });"));
-  out.line("From the CLI, in another terminal:");
-  out.line(s.dim(`  export MH_URL=${stack.url} MH_API_KEY=${stack.apiKey}`));
-  out.line(s.dim('  npm run mh -- run "list the files of the sandbox"'));
-  out.line(s.dim("  npm run mh -- demo --url $MH_URL"));
+  out.line("From the CLI, in another terminal here (it finds this mh dev; elsewhere, export MH_URL and MH_API_KEY):");
+  out.line(s.dim('  npm run mh -- run "list the files"'));
+  out.line(s.dim('  npm run mh -- run "run uname -a"'));
+  out.line(s.dim(`  npm run mh -- demo --url ${stack.url}`));
   out.line(s.dim("  npm run mh -- sessions ls"));
   out.line(`An external hand (the example ${stack.hands.kind}), in another terminal:`);
   out.line(s.dim(`  MH_SANDBOX_BROKER_ADDR=${stack.hands.brokerAddress} MH_HAND_TOKEN_FILE=${shellWord(stack.hands.tokenFile)} npm run kv-device -w @metaharness/sandbox-broker`));
@@ -132,11 +157,13 @@ export async function dev(args: string[], out: Output, env: NodeJS.ProcessEnv = 
   const traces = readConfig(TRACES, env);
   // Before the services start, so their spans (and their events' trace ids) exist from the first.
   const telemetry = traces.otlpEndpoint === undefined ? undefined : startTelemetry({ serviceName: "mh-dev", otlpEndpoint: traces.otlpEndpoint });
-  const { stack, keyPath } = await startDev(opts, env).catch(async (err: unknown) => {
+  const s = style(out.color);
+  out.line(s.bold("Meta-Harness dev: starting every service in this process"));
+  const { stack, keyPath } = await startDev(opts, env, { onProgress: (p) => out.line(progressLine(p)) }).catch(async (err: unknown) => {
     await telemetry?.shutdown().catch(() => undefined);
     throw err;
   });
-  describeDev(stack, keyPath, out);
+  describeDev(stack, keyPath, out, opts.moreApiKeys?.split(",").filter((k) => k.trim() !== "").length ?? 0);
   if (telemetry !== undefined) out.line(`Spans go to ${traces.otlpEndpoint}${traces.jaegerQueryUrl === undefined ? "." : `; each event's trace opens on the session page (${stack.url}/ui/).`}`);
   const logger = createLogger({ service: "mh-dev", level: opts.logLevel, destination: process.stderr });
   const stops = [{ name: "stack", run: () => stack.stop() }, ...(telemetry === undefined ? [] : [{ name: "telemetry", run: () => telemetry.shutdown() }])];

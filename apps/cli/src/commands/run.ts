@@ -1,6 +1,6 @@
 /**
- * `mh run "prompt"`: one prompt as a session on a deployment (or an embedded stack), streamed to
- * the terminal, with the default agent and environment ensured first. The exit code says how the
+ * `mh run "prompt"`: one prompt as a session on a deployment (the running `mh dev`, or else an
+ * embedded stack), streamed to the terminal, with the default agent and environment ensured first. The exit code says how the
  * turn ended (exit-codes.ts).
  */
 import { parseArgs } from "node:util";
@@ -32,13 +32,14 @@ export async function run(args: string[], out: Output, interrupts: Interrupts, e
     env,
     scenarios: [demoScenario()],
     allowRealModel: true,
+    useRunningDev: true,
   };
-  return withDeployment(deployment, out, async ({ client }) => {
+  return withDeployment(deployment, out, async ({ client, kind }) => {
     const agentId =
       values.agent ??
       (await ensureAgent(client, { name: DEFAULT_AGENT_NAME, model: values.model ?? env["MH_MODEL"] ?? DEFAULT_MODEL, system: values.system ?? DEFAULT_SYSTEM }));
     const environmentId = values.environment ?? (await ensureEnvironment(client));
-    const result = await runSession(client, { agentId, environmentId, prompt, interrupts }, out);
+    const result = await runSession(client, { agentId, environmentId, prompt, interrupts, pageLasts: kind === "embedded" ? "this run" : "the deployment" }, out);
     return exitCodeFor(result.ending);
   });
 }

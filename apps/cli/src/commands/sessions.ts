@@ -4,7 +4,7 @@
  * resume (after_seq) when the connection drops, until the session terminates or Ctrl-C.
  */
 import { parseArgs } from "node:util";
-import type Anthropic from "@anthropic-ai/sdk";
+import Anthropic from "@anthropic-ai/sdk";
 import { MhError } from "@metaharness/errors";
 import { resolveTarget, sdkClient } from "../client/connect.js";
 import { follow, seqOf, type StreamEvent } from "../client/follow.js";
@@ -51,9 +51,11 @@ function countOf(raw: string | undefined, fallback: number, max: number, flag = 
 async function ls(client: Anthropic, values: Values, out: Output): Promise<ExitCode> {
   const limit = countOf(values.limit, 20, 1000);
   const s = style(out.color);
+  // The first page before the header: a gateway that does not answer gets its one line alone.
+  const page = await client.beta.sessions.list({ limit: Math.min(limit, 100), include_archived: values.all === true });
   out.line(s.dim(`${"id".padEnd(32)} ${"status".padEnd(11)} ${"created".padEnd(20)} ${"tokens in/out".padEnd(16)} title`));
   let shown = 0;
-  for await (const session of client.beta.sessions.list({ limit: Math.min(limit, 100), include_archived: values.all === true })) {
+  for await (const session of page) {
     const tokens = `${count(session.usage.input_tokens ?? 0)}/${count(session.usage.output_tokens ?? 0)}`;
     out.line(`${session.id.padEnd(32)} ${session.status.padEnd(11)} ${session.created_at.slice(0, 19).padEnd(20)} ${tokens.padEnd(16)} ${clip(session.title ?? "", 50)}`);
     if (++shown >= limit) break;
@@ -63,7 +65,10 @@ async function ls(client: Anthropic, values: Values, out: Output): Promise<ExitC
 }
 
 async function show(client: Anthropic, id: string, out: Output): Promise<ExitCode> {
-  const session = await client.beta.sessions.retrieve(id);
+  const session = await client.beta.sessions.retrieve(id).catch((err: unknown) => {
+    if (err instanceof Anthropic.NotFoundError) throw new MhError("NOT_FOUND", `no session ${JSON.stringify(id)} at ${client.baseURL} (mh sessions ls lists them)`, { cause: err });
+    throw err;
+  });
   out.line(JSON.stringify(session, null, 2));
   return EXIT.ok;
 }

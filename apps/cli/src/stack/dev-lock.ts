@@ -9,7 +9,8 @@ import { MhError } from "@metaharness/errors";
 
 export const LOCK_FILE = "mh-dev.pid";
 
-function alive(pid: number): boolean {
+/** True while process `pid` exists (EPERM: it does, as another user's). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

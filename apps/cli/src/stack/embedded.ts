@@ -20,7 +20,7 @@ import { loadConfig as brokerConfig, startSandboxBroker } from "@metaharness/san
 import { createLogger, type LogLevel } from "@metaharness/service-kit";
 import { loadConfig as sessionLogConfig, startSessionLog } from "@metaharness/session-log";
 import { DEV_HAND_KIND, writeDevSecrets } from "./dev-secrets.js";
-import { checkSandboxSupport } from "./preflight.js";
+import { BWRAP_PATH, ensurePortFree, ensureSandboxSupport } from "./preflight.js";
 
 export interface StackOptions {
   /** Where the services keep their databases (one PGlite directory each); undefined: in memory. */
@@ -28,8 +28,14 @@ export interface StackOptions {
   /** The gateway's address; port 0 picks a free one. */
   readonly host?: string;
   readonly port?: number;
-  /** The one API key the gateway accepts (tenant "local"). */
+  /** The API key of tenant "local", which the CLI uses. */
   readonly apiKey: string;
+  /** More keys the gateway accepts, as MH_GATEWAY_API_KEYS writes them (`key:tenant,...`): other tenants. */
+  readonly moreApiKeys?: string;
+  /** The bwrap the sandbox broker runs (MH_BWRAP_PATH); default /usr/bin/bwrap, installed when missing. */
+  readonly bwrapPath?: string;
+  /** Told as each part comes up (and before bubblewrap is installed), so a start is never a silent wait. */
+  readonly onProgress?: (progress: StackProgress) => void;
   /** Anthropic's API with this key instead of the offline model. */
   readonly anthropicApiKey?: string;
   /** Scenarios the offline model knows besides its echoing default. */
@@ -48,6 +54,9 @@ export interface StackComponent {
   readonly startMs: number;
 }
 
+/** A part that came up, or a line about the machine's setup. */
+export type StackProgress = { readonly kind: "component"; readonly component: StackComponent } | { readonly kind: "setup"; readonly line: string };
+
 export interface Stack {
   /** The gateway: the SDK's baseURL. */
   readonly url: string;
@@ -65,6 +74,9 @@ export interface Stack {
   /** Stops every service, the front first; idempotent. */
   stop(): Promise<void>;
 }
+
+/** Which model answers without an API key, and how to use a real one. */
+const OFFLINE_MODEL_DETAIL = "the offline model (no API key: it acts on plain requests)";
 
 /** A broker id of its own: two stacks on one machine must not clean up each other's sandboxes. */
 function brokerId(dataDir: string | undefined): string {
@@ -98,12 +110,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const timed = async <T>(name: string, detail: string, start: () => Promise<T>): Promise<T> => {
     const t0 = Date.now();
     const value = await start();
-    components.push({ name, detail, startMs: Date.now() - t0 });
+    const component = { name, detail, startMs: Date.now() - t0 };
+    components.push(component);
+    opts.onProgress?.({ kind: "component", component });
     return value;
   };
 
   try {
-    await checkSandboxSupport();
+    // The port first: taken, it is said at once rather than after every service started.
+    await ensurePortFree(opts.host ?? "127.0.0.1", opts.port ?? 0);
+    const bwrapPath = opts.bwrapPath ?? BWRAP_PATH;
+    await timed("bubblewrap", bwrapPath, () =>
+      ensureSandboxSupport({ bwrapPath, explicitPath: opts.bwrapPath !== undefined, progress: (line) => opts.onProgress?.({ kind: "setup", line }) }),
+    );
     const bus = createMemoryBus({ maxRecordsPerPartition: 10_000 });
     stops.push({ name: "bus", run: () => bus.close() });
     const store = opts.dataDir === undefined ? "PGlite in memory" : `PGlite in ${opts.dataDir}`;
@@ -149,6 +168,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile("proxy", "broker"),
       MH_SERVICE_TOKENS_FILE: secrets.tokensFile.broker,
       MH_BROKER_ID: brokerId(opts.dataDir),
+      MH_BWRAP_PATH: bwrapPath,
       MH_LOG_LEVEL: level,
     });
     const broker = await timed("sandbox broker", `bubblewrap (${sbxConfig.bwrapPath})`, () => startSandboxBroker(sbxConfig, logger("sandbox-broker")));
@@ -157,10 +177,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let modelEnv: Record<string, string>;
     if (opts.anthropicApiKey !== undefined) {
       modelEnv = { ANTHROPIC_API_KEY: opts.anthropicApiKey };
-      components.push({ name: "model", detail: "Anthropic's API (ANTHROPIC_API_KEY)", startMs: 0 });
+      await timed("model", "Anthropic's API (ANTHROPIC_API_KEY)", () => Promise.resolve());
     } else {
       const pace = opts.offlinePace ?? { ttftMs: 300, tokensPerSecond: 80 };
-      const model = await timed("model", "the offline model (set ANTHROPIC_API_KEY for Anthropic's API)", () =>
+      const model = await timed("model", OFFLINE_MODEL_DETAIL, () =>
         startOfflineModel({ scenarios: opts.scenarios ?? [], ...pace }),
       );
       stops.push({ name: "model", run: () => model.close() });
@@ -193,7 +213,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_HARNESS_TOKEN_FILE: secrets.tokenFile("harness", "gateway"),
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
       MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile("proxy", "gateway"),
-      MH_GATEWAY_API_KEYS: `${opts.apiKey}:local`,
+      MH_GATEWAY_API_KEYS: [`${opts.apiKey}:local`, ...(opts.moreApiKeys === undefined || opts.moreApiKeys === "" ? [] : [opts.moreApiKeys])].join(","),
       MH_LOG_LEVEL: level,
     });
     const ui = loadUiConfig(opts.jaegerQueryUrl === undefined ? {} : { MH_JAEGER_QUERY_URL: opts.jaegerQueryUrl });
