@@ -70,7 +70,7 @@ beforeAll(async () => {
     handKind: "",
     resources: {
       cpuMillis: 0, memoryBytes: 0, diskBytes: 0, maxProcesses: 0, lifetimeSeconds: 0, idleTimeoutSeconds: 0,
-      network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: [stack.api] },
+      network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: [stack.api], allowPackageManagers: false },
       files: [],
       repositories: [
         { url: `${stack.git.url}/org/app.git`, mountPath: "app", checkout: "" },

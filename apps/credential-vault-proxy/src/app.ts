@@ -12,7 +12,9 @@ import { migrate, openDb, type Db } from "@metaharness/db";
 import { ROLES } from "./auth/policy.js";
 import type { CredentialProxyConfig } from "./config.js";
 import { loadMasterKeyring, type MasterKeyring } from "./crypto/master-keys.js";
+import { connectEgress } from "./egress/egress-connect.js";
 import { forwardEgress } from "./egress/egress-forward.js";
+import { unrestrictedLimits } from "./egress/egress-scope.js";
 import { forwardGit } from "./git/git-forward.js";
 import { startRemoteServer } from "./http/remote-server.js";
 import { McpCallLedger } from "./mcp/call-ledger.js";
@@ -79,6 +81,9 @@ export async function startCredentialProxy(
     const credentials = new SessionCredentials(db, vaults, keyring);
     const egress = new EgressPolicy(config.allowPrivateNetworks);
     cleanups.push(() => egress.close());
+    const publicOnly = new EgressPolicy(false, false);
+    cleanups.push(() => publicOnly.close());
+    const unrestricted = unrestrictedLimits(config.egressUnrestrictedPorts, config.egressDeniedHosts);
     const tokens = new OAuthTokenSource({
       db,
       keyring,
@@ -101,7 +106,8 @@ export async function startCredentialProxy(
       port: config.remotePort,
       tokens: serviceTokens,
       git: (req, res, url) => forwardGit(remoteDeps, req, res, url),
-      egress: (req, res, url) => forwardEgress({ ...remoteDeps, upstreamScheme: config.egressUpstreamScheme }, req, res, url),
+      egress: (req, res, url) => forwardEgress({ ...remoteDeps, publicOnly, unrestricted, upstreamScheme: config.egressUpstreamScheme }, req, res, url),
+      connect: (req, socket, head) => connectEgress({ ...remoteDeps, unrestricted }, req, socket, head),
       logger: logger.child({ component: "remote" }),
       tls: tls.httpsServer,
     });
@@ -119,7 +125,7 @@ export async function startCredentialProxy(
       ...vaultRpcs({ ...guard, db, keyring, vaults }),
       ...credentialRpcs({ ...guard, db, keyring, validation: { db, keyring, tokens, fetch: egress.fetch, timeoutMs: config.mcpTimeoutMs, logger } }),
       ...mcpRpcs({ ...guard, mcp, ledger }),
-      ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds }),
+      ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds, unrestricted }),
     };
     const server = await startGrpcServer({
       host: config.host,

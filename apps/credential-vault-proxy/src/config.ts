@@ -44,6 +44,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        * those URLs are the tenants' and must not reach this deployment's own neighbours.
        */
       allowPrivateNetworks: env.bool("MH_CREDENTIAL_PROXY_ALLOW_PRIVATE_NETWORKS", { default: false }),
+      /**
+       * What unrestricted egress (networking `unrestricted`) may reach on public addresses: these
+       * ports ("none": this deployment refuses unrestricted sandboxes) and no host these patterns
+       * match. Private addresses it never reaches, whatever the setting above says.
+       */
+      egressUnrestrictedPorts: env.list("MH_EGRESS_UNRESTRICTED_PORTS", { default: ["80", "443"] }),
+      egressDeniedHosts: env.list("MH_EGRESS_DENIED_HOSTS", { default: [] }),
       upstreamTimeoutMs: env.int("MH_UPSTREAM_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
 
       /** A token is refreshed when it expires within this margin (clock skew, call duration). */

@@ -4,7 +4,7 @@
  * round to fix them all), and workspace paths must stay inside the workspace.
  */
 import { MhError } from "@metaharness/errors";
-import { NetworkMode, type GitRepository, type Resources, type WorkspaceFile } from "@metaharness/proto";
+import { NetworkMode, type GitRepository, type NetworkPolicy, type Resources, type WorkspaceFile } from "@metaharness/proto";
 import { isCheckoutName, normalizeRepositoryUrl, repositoryMountPath, workspacePath } from "@metaharness/events";
 import type { SandboxBrokerConfig } from "./config.js";
 
@@ -23,10 +23,18 @@ export interface SandboxSpec {
   readonly files: readonly WorkspaceFile[];
   /** Git repositories to clone through the credential proxy (mount paths normalised). */
   readonly repositories: readonly GitRepository[];
-  /** NETWORK_MODE_ALLOWLIST: the hosts its egress may reach; empty: no network at all. */
-  readonly allowedHosts: readonly string[];
+  /** What its egress may reach (ALLOWLIST or UNRESTRICTED); undefined: no network at all. */
+  readonly egress: EgressScope | undefined;
   /** The resources as they are recorded and described: defaults filled in, file contents left out. */
   readonly resources: Resources;
+}
+
+/** A sandbox's egress, as the credential proxy's OpenEgress takes it. */
+export interface EgressScope {
+  /** Host names or *.domain patterns (lower-case); empty with unrestricted. */
+  readonly allowedHosts: readonly string[];
+  readonly allowPackageManagers: boolean;
+  readonly unrestricted: boolean;
 }
 
 type LimitKey = keyof Limits;
@@ -103,7 +111,7 @@ export function resolveSpec(
   if (fileBytes > limits.diskBytes) {
     problems.push({ field: `${prefix}.files`, message: `${fileBytes} bytes do not fit in disk_bytes ${limits.diskBytes}` });
   }
-  const allowedHosts = checkNetwork(requested, prefix, problems);
+  const egress = checkNetwork(requested, prefix, problems);
   const repositories = checkRepositories(requested?.repositories ?? [], prefix, problems);
   const first = problems[0];
   if (first !== undefined) {
@@ -116,10 +124,10 @@ export function resolveSpec(
     limits,
     files,
     repositories,
-    allowedHosts,
+    egress,
     resources: {
       ...limits,
-      network: { mode: allowedHosts.length > 0 ? NetworkMode.NETWORK_MODE_ALLOWLIST : NetworkMode.NETWORK_MODE_NONE, allowedHosts: [...allowedHosts] },
+      network: networkOf(egress),
       files: files.map((f) => ({ path: f.path, mode: f.mode, content: Buffer.alloc(0) })),
       repositories: [...repositories],
     },
@@ -133,23 +141,35 @@ export const MAX_REPOSITORIES = 64;
 export const MAX_ALLOWED_HOSTS = 64;
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9.-]{0,252})(:\d{1,5})?$/;
 
-/** The allowlist's hosts (lower-case), or none for NETWORK_MODE_NONE. */
-function checkNetwork(requested: Resources | undefined, prefix: string, problems: Problems): string[] {
+/** The egress a Provision asks for: undefined for NETWORK_MODE_NONE. */
+function checkNetwork(requested: Resources | undefined, prefix: string, problems: Problems): EgressScope | undefined {
   const mode = requested?.network?.mode ?? NetworkMode.NETWORK_MODE_UNSPECIFIED;
   const field = `${prefix}.network`;
-  if (mode === NetworkMode.NETWORK_MODE_NONE || mode === NetworkMode.NETWORK_MODE_UNSPECIFIED) return [];
+  if (mode === NetworkMode.NETWORK_MODE_NONE || mode === NetworkMode.NETWORK_MODE_UNSPECIFIED) return undefined;
+  const hosts = (requested?.network?.allowedHosts ?? []).map((h) => h.trim().toLowerCase());
+  const allowPackageManagers = requested?.network?.allowPackageManagers ?? false;
+  if (mode === NetworkMode.NETWORK_MODE_UNRESTRICTED) {
+    if (hosts.length > 0) problems.push({ field: `${field}.allowed_hosts`, message: "must be empty with UNRESTRICTED (which reaches every public host)" });
+    return { allowedHosts: [], allowPackageManagers: false, unrestricted: true };
+  }
   if (mode !== NetworkMode.NETWORK_MODE_ALLOWLIST) {
     problems.push({ field: `${field}.mode`, message: `unknown mode ${String(mode)}` });
-    return [];
+    return undefined;
   }
-  const hosts = (requested?.network?.allowedHosts ?? []).map((h) => h.trim().toLowerCase());
-  if (hosts.length === 0 || hosts.length > MAX_ALLOWED_HOSTS) {
-    problems.push({ field: `${field}.allowed_hosts`, message: `ALLOWLIST needs 1 to ${MAX_ALLOWED_HOSTS} hosts` });
+  if (hosts.length > MAX_ALLOWED_HOSTS || (hosts.length === 0 && !allowPackageManagers)) {
+    problems.push({ field: `${field}.allowed_hosts`, message: `ALLOWLIST needs 1 to ${MAX_ALLOWED_HOSTS} hosts (0 with allow_package_managers)` });
   }
   hosts.forEach((h, i) => {
     if (!HOST_PATTERN.test(h)) problems.push({ field: `${field}.allowed_hosts[${i}]`, message: "is not a host name or *.domain pattern" });
   });
-  return hosts;
+  return { allowedHosts: hosts, allowPackageManagers, unrestricted: false };
+}
+
+/** The NetworkPolicy a sandbox is recorded and described with. */
+function networkOf(egress: EgressScope | undefined): NetworkPolicy {
+  if (egress === undefined) return { mode: NetworkMode.NETWORK_MODE_NONE, allowedHosts: [], allowPackageManagers: false };
+  const mode = egress.unrestricted ? NetworkMode.NETWORK_MODE_UNRESTRICTED : NetworkMode.NETWORK_MODE_ALLOWLIST;
+  return { mode, allowedHosts: [...egress.allowedHosts], allowPackageManagers: egress.allowPackageManagers };
 }
 
 /** checkRepositories for AddRepositories (fields "repositories[i]..."): INVALID_ARGUMENT naming the first bad one. */

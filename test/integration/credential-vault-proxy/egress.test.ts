@@ -59,7 +59,7 @@ async function allowlisted(hosts: string[]): Promise<{ sessionId: string; sandbo
   });
   const { session } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
   const sessionId = session!.sessionId;
-  const sandboxId = await provision(broker.client, sessionId, { network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: hosts } });
+  const sandboxId = await provision(broker.client, sessionId, { network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: hosts, allowPackageManagers: false } });
   return { sessionId, sandboxId };
 }
 
@@ -77,7 +77,7 @@ describe("egress with injected credentials", () => {
     expect(await sh(s, "env | grep -i proxy | sort | tr '\\n' ' '")).not.toContain(BEARER);
   });
 
-  it("refuses hosts off the allowlist, CONNECT tunnels, and sandboxes without ALLOWLIST", async () => {
+  it("refuses hosts off the allowlist (plain or by CONNECT), and sandboxes without ALLOWLIST", async () => {
     const s = await allowlisted(["api.example.com"]);
     expect(await sh(s, `curl -s -o /dev/null -w '%{http_code}' http://${origin}/hello`)).toBe("403");
     const before = seen.length;

@@ -186,7 +186,7 @@ describe("a terminated session", () => {
     const broker = vault.client("broker");
     const refusals = [
       await rejection(broker.openGitRemote({ sessionId, sandboxId: "sbx_ended", repositoryUrls: ["https://git.example.com/org/r"], ttlSeconds: 0 })),
-      await rejection(broker.openEgress({ sessionId, sandboxId: "sbx_ended", allowedHosts: ["api.example.com"], ttlSeconds: 0 })),
+      await rejection(broker.openEgress({ sessionId, sandboxId: "sbx_ended", allowedHosts: ["api.example.com"], ttlSeconds: 0, allowPackageManagers: false, unrestricted: false })),
       await rejection(
         vault.client("harness").callMcpTool({ sessionId, mcpServerUrl: "https://mcp.example.com/mcp/", name: "t", arguments: {}, callId: "evt_ended" }),
       ),

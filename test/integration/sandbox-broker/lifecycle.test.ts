@@ -82,7 +82,7 @@ describe("provisioning", () => {
     }
     const path = await rejection(provision(broker.client, sessionId, { files: [{ path: "../escape", content: Buffer.from("x"), mode: 0 }] }));
     expect(path).toMatchObject({ code: "INVALID_ARGUMENT", field: "resources.files[0].path" });
-    const allowlist = await rejection(provision(broker.client, sessionId, { network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: ["github.com"] } }));
+    const allowlist = await rejection(provision(broker.client, sessionId, { network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: ["github.com"], allowPackageManagers: false } }));
     expect(allowlist.code).toBe("FAILED_PRECONDITION");
     const repos = await rejection(provision(broker.client, sessionId, { repositories: [{ url: "https://github.com/a/b", mountPath: "b", checkout: "" }] }));
     expect(repos.code).toBe("UNIMPLEMENTED");

@@ -14,9 +14,9 @@ import type { Logger } from "@metaharness/service-kit";
 import { scrub } from "../crypto/secret.js";
 import { forward, reply } from "../http/forward.js";
 import type { EgressPolicy } from "../net/egress-policy.js";
-import { hostMatches } from "../store/credential-config.js";
 import { findRemote } from "../store/remotes.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
+import { scopeAllows, type UnrestrictedLimits } from "./egress-scope.js";
 import { scrubStream } from "./scrub-stream.js";
 
 /** Never passed on: hop-by-hop, proxy, and our own headers. */
@@ -30,6 +30,9 @@ export interface EgressDeps {
   readonly db: Db;
   readonly credentials: SessionCredentials;
   readonly egress: EgressPolicy;
+  /** The policy of unrestricted endpoints: public addresses only. */
+  readonly publicOnly: EgressPolicy;
+  readonly unrestricted: UnrestrictedLimits;
   readonly upstreamScheme: "http" | "https";
   readonly maxRequestBytes: number;
   readonly timeoutMs: number;
@@ -42,9 +45,10 @@ export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res:
   if (remote === undefined) return reply(res, 407, "no such egress endpoint (it expired or was closed)");
   const log = deps.logger.child({ session_id: remote.sessionId, sandbox_id: remote.sandboxId, host: url.host, method: req.method });
   if (url.protocol !== "http:" || url.username !== "" || url.password !== "") return reply(res, 400, "only plain http:// URLs without user info");
-  if (!remote.scope.some((pattern) => hostMatches(pattern, url.host))) {
+  const decision = scopeAllows(remote.scope, { host: url.host, hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || (deps.upstreamScheme === "https" ? 443 : 80)) }, deps.unrestricted);
+  if (!decision.allowed) {
     log.info({ allowed: remote.scope }, "egress refused: host not allowed");
-    return reply(res, 403, `${url.hostname} is not an allowed host of this sandbox`);
+    return reply(res, 403, decision.why);
   }
   const injected = await deps.credentials.bearer(remote.sessionId, url.host);
   const target = new URL(url);
@@ -57,7 +61,7 @@ export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res:
     passRequestHeaders: passRequest,
     addHeaders: { "accept-encoding": "identity", ...(injected === undefined ? {} : { [injected.headerName]: injected.value.reveal() }) },
     passResponseHeaders: [],
-    policy: deps.egress,
+    policy: decision.publicOnly ? deps.publicOnly : deps.egress,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
     responseBody: (answer) => ({ body: scrubbed(answer, secrets), headers: scrubbedHeaders(answer, secrets) }),

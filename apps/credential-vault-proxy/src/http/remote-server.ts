@@ -3,20 +3,24 @@
  * request carries the broker's service token (`x-mh-service-authorization: Bearer <token>`; the
  * plain Authorization header belongs to the sandbox's own request) and a capability naming the
  * remote; git requests come in origin-form (`/git/...`), egress requests in absolute-form
- * (`GET http://host/path`, as to any forward proxy). Connections and header sizes are bounded.
+ * (`GET http://host/path`, as to any forward proxy) or as `CONNECT host:port` tunnels.
+ * Connections and header sizes are bounded.
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { MhError } from "@metaharness/errors";
 import type { HttpsServerTls, Logger, ServiceTokens } from "@metaharness/service-kit";
+import type { Duplex } from "node:stream";
 import { POLICY, type Role } from "../auth/policy.js";
+import { refuse } from "../egress/egress-connect.js";
 import { reply } from "./forward.js";
 
 export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
 const MAX_CONNECTIONS = 1024;
 
 export type RemoteRoute = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+export type ConnectRoute = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
 
 export interface RemoteServerOptions {
   readonly host: string;
@@ -24,6 +28,8 @@ export interface RemoteServerOptions {
   readonly tokens: ServiceTokens<Role>;
   readonly git: RemoteRoute;
   readonly egress: RemoteRoute;
+  /** CONNECT tunnels of the egress path. */
+  readonly connect: ConnectRoute;
   readonly logger: Logger;
   /** HTTPS (the service's gRPC TLS settings, see grpc-tls.ts); plain HTTP when omitted. */
   readonly tls?: HttpsServerTls | undefined;
@@ -46,6 +52,14 @@ export async function startRemoteServer(opts: RemoteServerOptions): Promise<Remo
   const limits = { maxHeaderSize: 16 * 1024, requestTimeout: 0 };
   const server: Server = opts.tls === undefined ? createServer(limits, onRequest) : createHttpsServer({ ...limits, ...opts.tls }, onRequest);
   server.maxConnections = MAX_CONNECTIONS;
+  server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy());
+    void handleConnect(opts, req, socket, head).catch((err: unknown) => {
+      const e = MhError.from(err);
+      opts.logger.error({ err: e, code: e.code }, "remote CONNECT failed");
+      refuse(socket, 502, "the proxy could not serve this request");
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => resolve());
@@ -81,6 +95,17 @@ async function handle(opts: RemoteServerOptions, req: IncomingMessage, res: Serv
     return opts.egress(req, res, new URL(raw));
   }
   return opts.git(req, res, new URL(raw, "http://remote.invalid"));
+}
+
+async function handleConnect(opts: RemoteServerOptions, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  let caller;
+  try {
+    caller = opts.tokens.authenticate(headerValue(req, SERVICE_AUTH_HEADER));
+  } catch {
+    return refuse(socket, 407, "a service token is required");
+  }
+  if (!POLICY.openEgress.includes(caller.role)) return refuse(socket, 403, `${caller.name} may not use this endpoint`);
+  return opts.connect(req, socket, head);
 }
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {

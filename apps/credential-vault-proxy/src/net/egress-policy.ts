@@ -52,10 +52,13 @@ export function isPrivateAddress(address: string): boolean {
 
 /** A connection refused by the policy; the message names the host and the setting, nothing else. */
 export class EgressRefused extends MhError {
-  constructor(host: string) {
+  /** `settable`: whether ALLOW_PRIVATE_SETTING would allow it (not for unrestricted egress, which is public-only). */
+  constructor(host: string, settable = true) {
     super(
       "PERMISSION_DENIED",
-      `${host} is on a private network (loopback, link-local or private address), which this credential proxy does not connect to; set ${ALLOW_PRIVATE_SETTING}=true if this deployment's upstreams live there`,
+      settable
+        ? `${host} is on a private network (loopback, link-local or private address), which this credential proxy does not connect to; set ${ALLOW_PRIVATE_SETTING}=true if this deployment's upstreams live there`
+        : `${host} is on a private network (loopback, link-local or private address), which unrestricted egress never reaches: it is for public addresses only`,
     );
   }
 }
@@ -75,11 +78,15 @@ export class EgressPolicy {
   readonly fetch: FetchLike;
   private readonly agent: Agent;
 
-  constructor(readonly allowPrivateNetworks: boolean) {
+  /** `settable`: whether refusals name ALLOW_PRIVATE_SETTING (false for the public-only policy of unrestricted egress). */
+  constructor(
+    readonly allowPrivateNetworks: boolean,
+    private readonly settable = true,
+  ) {
     this.lookup = (hostname, options, callback) => {
       dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
         if (err !== null) return callback(err, "", 0);
-        if (!this.allowPrivateNetworks && addresses.some((a) => isPrivateAddress(a.address))) return callback(new EgressRefused(hostname), "", 0);
+        if (!this.allowPrivateNetworks && addresses.some((a) => isPrivateAddress(a.address))) return callback(new EgressRefused(hostname, this.settable), "", 0);
         if (options.all === true) return callback(null, addresses);
         const first = addresses[0];
         if (first === undefined) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
@@ -109,7 +116,7 @@ export class EgressPolicy {
    * the addresses it resolves to, by `lookup`.)
    */
   check(hostname: string): void {
-    if (!this.allowPrivateNetworks && isPrivateAddress(hostname)) throw new EgressRefused(hostname.replace(/^\[|\]$/g, ""));
+    if (!this.allowPrivateNetworks && isPrivateAddress(hostname)) throw new EgressRefused(hostname.replace(/^\[|\]$/g, ""), this.settable);
   }
 
   close(): Promise<void> {

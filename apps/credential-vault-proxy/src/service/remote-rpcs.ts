@@ -4,9 +4,11 @@
  * remote HTTP endpoint, which adds the session's credentials on the way to the real server; no
  * credential ever crosses to the broker, let alone into the sandbox.
  */
-import { invalidArgument } from "@metaharness/errors";
+import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import { checkNoNul } from "@metaharness/service-kit";
+import { ANY_PUBLIC_HOST, type UnrestrictedLimits } from "../egress/egress-scope.js";
+import { PACKAGE_REGISTRY_HOSTS } from "../net/package-registries.js";
 import { normalizeUrl } from "../store/credential-config.js";
 import { closeSandboxRemotes, openRemote } from "../store/remotes.js";
 import type { SessionVaults } from "../session/session-vaults.js";
@@ -18,6 +20,7 @@ export interface RemoteDeps extends GuardDeps {
   /** The remote HTTP endpoint as the broker reaches it, without a trailing slash. */
   readonly baseUrl: () => string;
   readonly ttlSeconds: number;
+  readonly unrestricted: UnrestrictedLimits;
 }
 
 /** As many as a session may have (session-log store/repositories.ts). */
@@ -46,19 +49,15 @@ export function remoteRpcs(deps: RemoteDeps) {
     }),
     openEgress: guarded("openEgress", deps, async (req, ctx) => {
       const sandboxId = checkSandbox(req.sandboxId);
-      if (req.allowedHosts.length === 0 || req.allowedHosts.length > MAX_ALLOWED_HOSTS) {
-        throw invalidArgument("allowed_hosts", `between 1 and ${MAX_ALLOWED_HOSTS} hosts`);
-      }
-      const hosts = req.allowedHosts.map((h, i) => {
-        const host = h.trim().toLowerCase();
-        if (!HOST_PATTERN.test(host)) throw invalidArgument(`allowed_hosts[${i}]`, "is not a host name or *.domain pattern");
-        return host;
-      });
+      const hosts = checkEgressScope(req, deps.unrestricted);
       await deps.vaults.requireLive(req.sessionId);
       const expiresAt = expiry(req.ttlSeconds);
       const capability = await openRemote(db, { kind: "egress", sessionId: req.sessionId, sandboxId, scope: hosts, expiresAt });
-      ctx.logger.info({ session_id: req.sessionId, sandbox_id: sandboxId, allowed_hosts: hosts, expires_at: expiresAt.toISOString() }, "egress opened");
-      return { proxyUrl: deps.baseUrl(), expiresAt, proxyAuthorization: `Bearer ${capability}` };
+      ctx.logger.info(
+        { session_id: req.sessionId, sandbox_id: sandboxId, allowed_hosts: req.allowedHosts, package_managers: req.allowPackageManagers, unrestricted: req.unrestricted, expires_at: expiresAt.toISOString() },
+        "egress opened",
+      );
+      return { proxyUrl: deps.baseUrl(), expiresAt, proxyAuthorization: `Bearer ${capability}`, caCertificatePem: "" };
     }),
     closeSandboxRemotes: guarded("closeSandboxRemotes", deps, async (req, ctx) => {
       checkNoNul(req, "");
@@ -67,6 +66,26 @@ export function remoteRpcs(deps: RemoteDeps) {
       return { closed };
     }),
   };
+}
+
+/** The scope to store: ANY_PUBLIC_HOST, or the allowed hosts (lower-case) and the package registries if asked for. */
+function checkEgressScope(req: { allowedHosts: string[]; allowPackageManagers: boolean; unrestricted: boolean }, unrestricted: UnrestrictedLimits): string[] {
+  if (req.unrestricted) {
+    if (req.allowedHosts.length > 0) throw invalidArgument("allowed_hosts", "must be empty with unrestricted (which reaches every public host)");
+    if (unrestricted.ports.length === 0) {
+      throw new MhError("FAILED_PRECONDITION", "unrestricted: this deployment gives sandboxes no unrestricted egress (MH_EGRESS_UNRESTRICTED_PORTS=none)", { field: "unrestricted" });
+    }
+    return [ANY_PUBLIC_HOST];
+  }
+  if (req.allowedHosts.length > MAX_ALLOWED_HOSTS || (req.allowedHosts.length === 0 && !req.allowPackageManagers)) {
+    throw invalidArgument("allowed_hosts", `between 1 and ${MAX_ALLOWED_HOSTS} hosts (0 with allow_package_managers)`);
+  }
+  const hosts = req.allowedHosts.map((h, i) => {
+    const host = h.trim().toLowerCase();
+    if (!HOST_PATTERN.test(host)) throw invalidArgument(`allowed_hosts[${i}]`, "is not a host name or *.domain pattern");
+    return host;
+  });
+  return [...new Set([...hosts, ...(req.allowPackageManagers ? PACKAGE_REGISTRY_HOSTS : [])])];
 }
 
 function checkSandbox(id: string): string {

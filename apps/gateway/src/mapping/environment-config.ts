@@ -1,11 +1,10 @@
 /**
  * What an environment's config means to the services behind the gateway. A `cloud` config
  * becomes the sandboxes' network (the harness maps the snapshot onto the broker's NetworkPolicy);
- * a `self_hosted` config sends the session's tools to the environment's workers. What the broker
- * cannot do is refused here, naming the field and why, instead of being stored and ignored:
- * - `unrestricted` networking: a sandbox has no network but its egress allowlist;
- * - `allow_package_managers`: the egress relays plain HTTP only (no CONNECT tunnels), and package
- *   managers speak HTTPS through a proxy by CONNECT;
+ * a `self_hosted` config sends the session's tools to the environment's workers. `unrestricted`
+ * networking reaches public addresses, and `allow_package_managers` the public package
+ * registries, through the credential proxy's egress (CONNECT tunnels). What the broker cannot do
+ * is refused here, naming the field and why, instead of being stored and ignored:
  * - `packages`: sandboxes run a fixed, read-only system with no install step.
  */
 import type { BetaCloudConfig, BetaSelfHostedConfig } from "@anthropic-ai/sdk/resources/beta/environments/environments";
@@ -26,21 +25,14 @@ export const PACKAGE_MANAGERS = ["apt", "cargo", "gem", "go", "npm", "pip"] as c
 export function unhonoured(config: EnvironmentConfig): ApiError | undefined {
   if (config.type === "self_hosted") return undefined;
   const net = config.networking;
-  if (net.type === "unrestricted") {
-    return invalidRequest(
-      "config.networking.type",
-      '"unrestricted" cannot be honoured: sandboxes have no network except an allowlist; use {"type": "limited", "allowed_hosts": [...]}',
-    );
-  }
-  if (net.allow_package_managers) {
-    return invalidRequest(
-      "config.networking.allow_package_managers",
-      "cannot be honoured: the sandbox egress relays plain HTTP requests only (no CONNECT tunnels, which package managers need); list the hosts to reach in allowed_hosts",
-    );
-  }
+  if (net.type === "unrestricted") return packagesRefusal(config);
   if (net.allowed_hosts.length > MAX_ALLOWED_HOSTS) {
     return invalidRequest("config.networking.allowed_hosts", `at most ${MAX_ALLOWED_HOSTS} hosts (the sandbox egress allowlist's limit)`);
   }
+  return packagesRefusal(config);
+}
+
+function packagesRefusal(config: BetaCloudConfig): ApiError | undefined {
   const manager = PACKAGE_MANAGERS.find((m) => config.packages[m].length > 0);
   if (manager !== undefined) {
     return invalidRequest(

@@ -93,12 +93,15 @@ describe("environments", () => {
     });
   });
 
-  it("refuses what the sandbox broker cannot honour, naming the field", () => {
+  it("serves unrestricted networking and the package registries, refuses what the sandbox broker cannot honour, naming the field", () => {
     const create = (config: Parameters<typeof environmentBodyFromCreate>[0]["config"]) => () => environmentBodyFromCreate({ name: "e", config });
-    expect(create({ type: "cloud", networking: { type: "unrestricted" } })).toThrow(/^config.networking.type: "unrestricted" cannot be honoured/);
-    expect(create({ type: "cloud", networking: { type: "limited", allow_package_managers: true } })).toThrow(
-      /^config.networking.allow_package_managers: cannot be honoured/,
-    );
+    expect(environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "unrestricted" } } }).config).toMatchObject({
+      networking: { type: "unrestricted" },
+    });
+    expect(environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited", allow_package_managers: true } } }).config).toMatchObject({
+      networking: { type: "limited", allowed_hosts: [], allow_package_managers: true },
+    });
+    expect(create({ type: "cloud", networking: { type: "unrestricted" }, packages: { npm: ["x"] } })).toThrow(/^config.packages.npm: cannot be honoured/);
     expect(create({ type: "cloud", packages: { pip: ["x"] } })).toThrow(/^config.packages.pip: cannot be honoured/);
     const hosts = Array.from({ length: 65 }, (_, i) => `h${i}.example.com`);
     expect(create({ type: "cloud", networking: { type: "limited", allowed_hosts: hosts } })).toThrow(/^config.networking.allowed_hosts: at most 64/);

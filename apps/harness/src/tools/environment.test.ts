@@ -1,7 +1,7 @@
 /**
  * A session's environment onto its sandboxes' network: limited hosts (and the agent's MCP
- * servers when allowed) become an allowlist, no hosts no network; what the broker cannot give is
- * refused naming the environment's field.
+ * servers when allowed) become an allowlist, with the package registries when allowed; no hosts
+ * no network; unrestricted networking an unrestricted sandbox.
  */
 import { describe, expect, it } from "vitest";
 import {
@@ -53,15 +53,19 @@ describe("sandboxNetwork", () => {
     expect(sandboxNetwork(cloud({ allowedHosts: ["API.example.com", "*.cdn.example"] }))).toEqual({
       mode: NetworkMode.NETWORK_MODE_ALLOWLIST,
       allowedHosts: ["api.example.com", "*.cdn.example"],
+      allowPackageManagers: false,
     });
     expect(sandboxNetwork(cloud({ allowMcpServers: true }))?.allowedHosts).toEqual(["mcp.example.com:8443"]);
   });
 
-  it("refuses what the broker cannot give, naming the field", () => {
-    expect(() => sandboxNetwork(cloud({ networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_UNRESTRICTED }))).toThrow(
-      /env_1: config.networking.type cannot be honoured/,
-    );
-    expect(() => sandboxNetwork(cloud({ allowPackageManagers: true }))).toThrow(/config.networking.allow_package_managers/);
+  it("gives the package registries, alone or with hosts, and unrestricted networking", () => {
+    expect(sandboxNetwork(cloud({ allowPackageManagers: true }))).toEqual({ mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: [], allowPackageManagers: true });
+    expect(sandboxNetwork(cloud({ allowPackageManagers: true, allowedHosts: ["a.example"] }))?.allowedHosts).toEqual(["a.example"]);
+    expect(sandboxNetwork(cloud({ networking: EnvironmentNetworking.ENVIRONMENT_NETWORKING_UNRESTRICTED, allowedHosts: ["ignored.example"] }))).toEqual({
+      mode: NetworkMode.NETWORK_MODE_UNRESTRICTED,
+      allowedHosts: [],
+      allowPackageManagers: false,
+    });
   });
 
   it("tells a self-hosted environment apart", () => {

@@ -59,7 +59,7 @@ async function provisionOn(
       }
       await runtime.writeFiles(spec.files);
     }
-    if (spec.repositories.length > 0 || spec.allowedHosts.length > 0) {
+    if (spec.repositories.length > 0 || spec.egress !== undefined) {
       if (!isLocal(runtime)) {
         throw new MhError("INVALID_ARGUMENT", "resources: an external hand has no workspace for repositories or egress", { field: "resources" });
       }

@@ -1,7 +1,7 @@
 /**
  * A sandbox's ways out, set up at Provision (and, for repositories added later, by
  * AddRepositories) and torn down when it ends: the git relay (its repositories, cloned), and the
- * egress relay (NETWORK_MODE_ALLOWLIST). Both go through remotes the credential proxy opens for
+ * egress relay (NETWORK_MODE_ALLOWLIST, NETWORK_MODE_UNRESTRICTED). Both go through remotes the credential proxy opens for
  * this sandbox and session; the broker keeps their capabilities, the sandbox only ever sees its
  * own unix sockets.
  */
@@ -10,7 +10,7 @@ import type { GitRepository, RepositoryFailure } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
-import type { SandboxSpec } from "../resources.js";
+import type { EgressScope, SandboxSpec } from "../resources.js";
 import { cloneRepositories } from "./clone.js";
 import { startEgress } from "./egress.js";
 import { startGitRelay } from "./git-relay.js";
@@ -38,17 +38,17 @@ export async function attachRemotes(
   ids: { sessionId: string; sandboxId: string },
   spec: SandboxSpec,
 ): Promise<Attached | undefined> {
-  if (spec.repositories.length === 0 && spec.allowedHosts.length === 0) return undefined;
+  if (spec.repositories.length === 0 && spec.egress === undefined) return undefined;
   if (ctx.proxy === undefined) {
     if (spec.repositories.length > 0) throw noGit();
-    throw new MhError("FAILED_PRECONDITION", "resources.network.mode: ALLOWLIST needs the credential proxy, which this broker has not (MH_CREDENTIAL_PROXY_ADDR)", {
+    throw new MhError("FAILED_PRECONDITION", "resources.network.mode: egress needs the credential proxy, which this broker has not (MH_CREDENTIAL_PROXY_ADDR)", {
       field: "resources.network.mode",
     });
   }
   const remotes = new SandboxRemotes(ctx, ctx.proxy, sandbox, ids, spec.limits.lifetimeSeconds);
   try {
     const repositoryFailures = spec.repositories.length > 0 ? (await remotes.addRepositories(spec.repositories)).failures : [];
-    if (spec.allowedHosts.length > 0) await remotes.openEgress(spec.allowedHosts);
+    if (spec.egress !== undefined) await remotes.openEgress(spec.egress);
     return { remotes, repositoryFailures };
   } catch (err) {
     await remotes.detach();
@@ -223,8 +223,8 @@ export class SandboxRemotes {
     }
   }
 
-  async openEgress(allowedHosts: readonly string[]): Promise<void> {
-    const egress = await startEgress(this.sandbox, this.proxy, { ...this.ids, allowedHosts: [...allowedHosts], ttlSeconds: this.lifetimeSeconds }, this.limits());
+  async openEgress(scope: EgressScope): Promise<void> {
+    const egress = await startEgress(this.sandbox, this.proxy, { ...this.ids, scope, ttlSeconds: this.lifetimeSeconds }, this.limits());
     this.closers.push(() => egress.close());
   }
 

@@ -1,18 +1,23 @@
 /**
- * Egress of a NETWORK_MODE_ALLOWLIST sandbox. Inside, programs use HTTP_PROXY=127.0.0.1:3128,
- * where agent/mh-egress-relay relays each connection to egress.sock in the sandbox's run
- * directory. Here, absolute-form requests (`GET http://host/path`) are relayed to the credential
- * proxy's egress endpoint with this sandbox's capability; the proxy checks the host against the
- * allowlist, injects the session's http_bearer credential, speaks TLS to the host and scrubs the
- * answer. CONNECT tunnels are refused: a tunnel would hide the request the credential goes into,
- * so HTTPS hosts are reached as http:// URLs and the proxy upgrades them.
+ * Egress of a NETWORK_MODE_ALLOWLIST or NETWORK_MODE_UNRESTRICTED sandbox. Inside, programs use
+ * HTTP_PROXY=127.0.0.1:3128, where agent/mh-egress-relay relays each connection to egress.sock in
+ * the sandbox's run directory. Here, absolute-form requests (`GET http://host/path`) and `CONNECT
+ * host:port` tunnels are relayed to the credential proxy's egress endpoint with this sandbox's
+ * capability; the proxy checks the host against the sandbox's scope and its addresses against the
+ * egress policy, injects the session's http_bearer credential where one matches (an http:// URL
+ * is upgraded to TLS by the proxy; a tunnel to such a host is terminated by the proxy with the
+ * sandbox's own certificate authority) and scrubs the answer.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { Duplex } from "node:stream";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MhError } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit";
-import { EGRESS_RELAY_IN_SANDBOX, SANDBOX_ENV, WORKSPACE } from "../driver/bwrap-args.js";
+import { EGRESS_RELAY_IN_SANDBOX, RUN_DIR_IN_SANDBOX, SANDBOX_ENV, WORKSPACE } from "../driver/bwrap-args.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
+import type { EgressScope } from "../resources.js";
 import { SERVICE_AUTH_HEADER, type ProxyConnection } from "./proxy-client.js";
 import { relay, respond } from "./relay-forward.js";
 import { serveOnSocket, type SocketServer } from "./socket-server.js";
@@ -31,6 +36,16 @@ export const EGRESS_ENV: readonly string[] = [
 ];
 const DROPPED = new Set(["proxy-authorization", "proxy-connection", SERVICE_AUTH_HEADER]);
 
+/** The host's trust store (Debian's path; shown read-only in every sandbox at the same path). */
+const SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
+/** The sandbox's trust bundle, in its run directory: the system's roots and the sandbox's own CA. */
+const TRUST_BUNDLE = "ca-certificates.crt";
+const TRUST_IN_SANDBOX = `${RUN_DIR_IN_SANDBOX}/${TRUST_BUNDLE}`;
+/** Where each TLS stack of the sandbox's tools reads its roots from (OpenSSL, curl, Python requests and pip, Node, cargo, git). */
+export const TRUST_ENV: readonly string[] = ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS", "CARGO_HTTP_CAINFO", "GIT_SSL_CAINFO"].map(
+  (name) => `${name}=${TRUST_IN_SANDBOX}`,
+);
+
 export interface EgressLimits {
   readonly maxRequestBytes: number;
   readonly maxConnections: number;
@@ -40,10 +55,17 @@ export interface EgressLimits {
 export async function startEgress(
   sandbox: LocalSandbox,
   proxy: ProxyConnection,
-  req: { sessionId: string; sandboxId: string; allowedHosts: readonly string[]; ttlSeconds: number },
+  req: { sessionId: string; sandboxId: string; scope: EgressScope; ttlSeconds: number },
   limits: EgressLimits,
 ): Promise<SocketServer> {
-  const opened = await proxy.client.openEgress({ ...req, allowedHosts: [...req.allowedHosts] });
+  const opened = await proxy.client.openEgress({
+    sessionId: req.sessionId,
+    sandboxId: req.sandboxId,
+    ttlSeconds: req.ttlSeconds,
+    allowedHosts: [...req.scope.allowedHosts],
+    allowPackageManagers: req.scope.allowPackageManagers,
+    unrestricted: req.scope.unrestricted,
+  });
   const target = new URL(opened.proxyUrl);
   const addHeaders = { "proxy-authorization": opened.proxyAuthorization, [SERVICE_AUTH_HEADER]: proxy.serviceAuthorization };
   const server = await serveOnSocket(
@@ -55,16 +77,65 @@ export async function startEgress(
       limits.logger.debug({ status }, "egress request relayed");
     },
     limits.logger,
-    (socket) => socket.end("HTTP/1.1 405 Method Not Allowed\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nCONNECT is not supported: request http:// URLs, the egress proxy speaks TLS to the host\n"),
+    (incoming, socket, head) => relayConnect(incoming, socket, head, target, addHeaders, proxy),
   );
   try {
+    await writeTrust(sandbox.runDir, opened.caCertificatePem);
     await startRelayInSandbox(sandbox);
-    sandbox.addToolEnv(EGRESS_ENV);
+    sandbox.addToolEnv([...EGRESS_ENV, ...TRUST_ENV]);
     return server;
   } catch (err) {
     await server.close();
     throw err;
   }
+}
+
+/**
+ * The sandbox's trust bundle: the host's roots (a tunnel carries the sandbox's TLS to the real
+ * host, whose certificate they verify) and, when the proxy gave one, the sandbox's own CA (the
+ * certificate only), which the proxy's interception of credential hosts is signed by.
+ */
+async function writeTrust(runDir: string, caPem: string): Promise<void> {
+  const system = await readFile(SYSTEM_BUNDLE, "utf8").catch(() => "");
+  const bundle = [system.trimEnd(), caPem.trim()].filter((p) => p !== "").join("\n");
+  await writeFile(join(runDir, TRUST_BUNDLE), `${bundle}\n`, { mode: 0o644 });
+}
+
+/**
+ * Relays `CONNECT host:port` to the proxy's egress endpoint, then the tunnel's bytes both ways.
+ * The proxy's answer (200, or a refusal whose reason phrase says why) goes back as it came.
+ */
+function relayConnect(incoming: IncomingMessage, socket: Duplex, head: Buffer, target: URL, addHeaders: Record<string, string>, proxy: ProxyConnection): void {
+  const secure = target.protocol === "https:";
+  const send = secure ? httpsRequest : httpRequest;
+  const upstream = send({
+    host: target.hostname,
+    port: target.port,
+    method: "CONNECT",
+    path: incoming.url ?? "",
+    headers: addHeaders,
+    agent: false,
+    ...(secure ? (proxy.tls ?? {}) : {}),
+  });
+  socket.on("error", () => upstream.destroy());
+  upstream.on("error", () => socket.end("HTTP/1.1 502 the credential proxy could not be reached\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"));
+  upstream.on("connect", (answer: IncomingMessage, tunnel: Duplex, upHead: Buffer) => {
+    const lines = [`HTTP/1.1 ${answer.statusCode ?? 502} ${answer.statusMessage ?? ""}`];
+    for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) lines.push(`${answer.rawHeaders[i]}: ${answer.rawHeaders[i + 1]}`);
+    socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+    if (upHead.length > 0) socket.write(upHead);
+    if (head.length > 0) tunnel.write(head);
+    tunnel.pipe(socket);
+    socket.pipe(tunnel);
+    const end = (): void => {
+      tunnel.destroy();
+      socket.destroy();
+    };
+    tunnel.on("error", end);
+    tunnel.on("close", end);
+    socket.on("close", end);
+  });
+  upstream.end();
 }
 
 // Detached (its own session, no pipe of the call held), then probed until it accepts connections.

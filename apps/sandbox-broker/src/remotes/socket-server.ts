@@ -18,7 +18,7 @@ export async function serveOnSocket(
   maxConnections: number,
   handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
   logger: Logger,
-  onConnect?: (socket: Duplex) => void,
+  onConnect?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
 ): Promise<SocketServer> {
   const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => {
     handler(req, res).catch((err: unknown) => {
@@ -27,9 +27,9 @@ export async function serveOnSocket(
     });
   });
   server.maxConnections = maxConnections;
-  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+  server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (onConnect === undefined) socket.destroy();
-    else onConnect(socket);
+    else onConnect(req, socket, head);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
