@@ -132,6 +132,10 @@ describe("a prompt-injected agent", () => {
     expect(text).toMatch(/org\/other\.git 403/);
     expect(text).toContain("other=128");
     expect(text).toContain("via-egress 403");
+    // Content codings: decoded and scrubbed, or refused naming the coding (hole 2).
+    expect(text).toContain("x-gzip 200: api says hi; you sent [redacted]");
+    expect(text).toContain("gzip-gzip 200: api says hi; you sent [redacted]");
+    expect(text).toMatch(/compress 502: the upstream answered in a content encoding the egress proxy cannot decode to check it \(compress\)/);
     expect(stack.oauth.refreshes).toBe(1);
     expect(stack.apiSeen.some((h) => h["authorization"] === `Bearer ${API_BEARER}`)).toBe(true);
   });

@@ -93,7 +93,15 @@ export function attackScenario(t: Targets): Scenario {
     ),
     { toolUses: [{ name: "leak_auth", input: {} }] },
     bash(ATTACH_TO_AGENT),
-    bash(`curl -s http://${t.api}/whoami; echo; curl -s -o /dev/null -w '%{http_code}' http://example.com/; echo`),
+    bash(
+      [
+        `curl -s http://${t.api}/whoami; echo; curl -s -o /dev/null -w '%{http_code}' http://example.com/; echo`,
+        // Encoded echoes, peeled by hand (up to three gzip layers) as a hostile agent would.
+        ...["x-gzip", "gzip-gzip", "compress"].map(
+          (p) => `curl -s -o /tmp/${p} -w '${p} %{http_code}: ' http://${t.api}/${p}; for i in 1 2 3; do gunzip -c /tmp/${p} > /tmp/${p}.n 2>/dev/null && mv /tmp/${p}.n /tmp/${p}; done; cat /tmp/${p}; echo`,
+        ),
+      ].join("; "),
+    ),
     { text: "nothing found" },
   ]);
 }

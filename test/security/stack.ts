@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
+import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { loadConfig as harnessConfig, startHarness, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
@@ -118,7 +119,12 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     const apiSeen: Array<Record<string, unknown>> = [];
     const apiServer: Server = createServer((req, res) => {
       apiSeen.push({ ...req.headers });
-      res.writeHead(200, { "content-type": "text/plain" }).end(`api says hi; you sent ${req.headers.authorization ?? "nothing"}`);
+      const said = `api says hi; you sent ${req.headers.authorization ?? "nothing"}`;
+      // Echoes in content codings the sandbox could decode itself (issue 25, hole 2): x-gzip, gzip twice, and one the proxy cannot read.
+      if (req.url === "/x-gzip") res.writeHead(200, { "content-encoding": "x-gzip" }).end(gzipSync(said));
+      else if (req.url === "/gzip-gzip") res.writeHead(200, { "content-encoding": "gzip, gzip" }).end(gzipSync(gzipSync(said)));
+      else if (req.url === "/compress") res.writeHead(200, { "content-encoding": "compress" }).end(said);
+      else res.writeHead(200, { "content-type": "text/plain" }).end(said);
     });
     await new Promise<void>((resolve) => apiServer.listen(0, API_HOST_IP, resolve));
     stops.push(() => new Promise((resolve) => apiServer.close(resolve)));

@@ -4,14 +4,16 @@
  * with the session's matching http_bearer credential injected. The sandbox speaks plain HTTP to
  * its own relay (the path is a unix socket and a private link, never a network it shares); the
  * proxy originates TLS to the real host (MH_EGRESS_UPSTREAM_SCHEME). The answer comes back
- * decompressed and scrubbed of the injected secret, so an echoing server cannot leak it inward.
+ * decoded (every coding of its Content-Encoding, chained or not) and scrubbed of the injected
+ * secret, so an echoing server cannot leak it inward; an answer in a coding the proxy cannot
+ * decode is refused (502 naming it), never passed on encoded without its header.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { pipeline, type Readable } from "node:stream";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { pipeline, Readable } from "node:stream";
 import type { Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit";
 import { scrub } from "../crypto/secret.js";
+import { decodersFor } from "../http/content-coding.js";
 import { forward, reply } from "../http/forward.js";
 import type { EgressPolicy } from "../net/egress-policy.js";
 import { findRemote } from "../store/remotes.js";
@@ -64,7 +66,7 @@ export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res:
     policy: decision.publicOnly ? deps.publicOnly : deps.egress,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
-    responseBody: (answer) => ({ body: scrubbed(answer, secrets), headers: scrubbedHeaders(answer, secrets) }),
+    responseBody: (answer) => scrubbedAnswer(answer, secrets),
   });
   log.info(
     { credential_id: injected?.credentialId, status: result.status, upstream_status: result.upstreamStatus, error: result.error, duration_ms: Math.round(performance.now() - started) },
@@ -72,12 +74,16 @@ export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res:
   );
 }
 
-function scrubbed(answer: IncomingMessage, secrets: Parameters<typeof scrubStream>[0]): Readable {
-  const encoding = String(answer.headers["content-encoding"] ?? "").toLowerCase();
-  const decode = encoding === "gzip" ? createGunzip() : encoding === "deflate" ? createInflate() : encoding === "br" ? createBrotliDecompress() : undefined;
+function scrubbedAnswer(answer: IncomingMessage, secrets: Parameters<typeof scrubStream>[0]): { body: Readable; headers: OutgoingHttpHeaders; status?: number } {
+  const decoding = decodersFor(answer.headers["content-encoding"]);
+  if (!decoding.ok) {
+    answer.resume();
+    const text = `the upstream answered in a content encoding the egress proxy cannot decode to check it (${decoding.coding}); ask for another (Accept-Encoding)\n`;
+    return { body: Readable.from([text]), headers: { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(text)) }, status: 502 };
+  }
   const scrubber = scrubStream(secrets);
-  if (decode === undefined) return pipeline(answer, scrubber, () => undefined);
-  return pipeline(answer, decode, scrubber, () => undefined);
+  pipeline([answer, ...decoding.decoders, scrubber], () => undefined);
+  return { body: scrubber, headers: scrubbedHeaders(answer, secrets) };
 }
 
 function scrubbedHeaders(answer: IncomingMessage, secrets: Parameters<typeof scrub>[1]): Record<string, string | string[]> {
