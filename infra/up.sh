@@ -16,6 +16,8 @@ source "$here/lib.sh"
 t0=$(now_ms)
 "$here/sandbox/up.sh" >/dev/null || die "sandbox/up.sh failed (bubblewrap for the sandbox broker)"
 "$here/chromium/up.sh" >/dev/null || die "chromium/up.sh failed (headless Chromium for the page tests)"
+# tmux gives the CLI's tests a terminal of a set width (test/integration/cli/terminal.test.ts).
+command -v tmux >/dev/null 2>&1 || apt_install tmux
 # openssl mints the certificates of the TLS tests and of infra/stack (tls/dev-certs.sh).
 command -v openssl >/dev/null 2>&1 || apt_install openssl
 pg_out=$(mktemp) kafka_out=$(mktemp)

@@ -6,8 +6,10 @@
 import { describe, expect, it } from "vitest";
 import type { StreamEvent } from "./client/follow.js";
 import { captureOutput } from "./output.js";
-import { formatEvent } from "./render/event-line.js";
+import { idleCue } from "./commands/sessions.js";
+import { formatEvent, wrap } from "./render/event-line.js";
 import { LiveRenderer } from "./render/live.js";
+import { style } from "./render/style.js";
 import { abbreviate, toolLabel } from "./render/tools.js";
 
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1, 12, 0, 0, ms)).toISOString();
@@ -97,11 +99,53 @@ describe("tool lines", () => {
 });
 
 describe("formatEvent", () => {
+  const when = "2026-01-01T14:03:07.412Z";
+
   it("prints seq, time, type and a summary", () => {
-    const line = formatEvent(ev({ type: "agent.tool_use", seq: 12, processed_at: "2026-01-01T14:03:07.412Z", name: "bash", input: { command: "ls" } }));
-    expect(line).toBe(`   12  14:03:07.412  ${"agent.tool_use".padEnd(26)} bash {"command":"ls"}`);
-    expect(formatEvent(ev({ type: "session.status_idle", seq: 3, processed_at: "2026-01-01T14:03:07.412Z", stop_reason: { type: "end_turn" } }))).toContain(
-      "stop_reason=end_turn",
-    );
+    const line = formatEvent(ev({ type: "agent.tool_use", seq: 12, processed_at: when, name: "bash", input: { command: "ls" } }));
+    expect(line).toBe(`   12 14:03:07.412 ${"agent.tool_use".padEnd(24)} bash  ls`);
+    expect(formatEvent(ev({ type: "session.status_idle", seq: 3, processed_at: when, stop_reason: { type: "end_turn" } }))).toContain("stop_reason=end_turn");
+  });
+
+  it("keeps every head line within the width, and wraps a message's text under it instead of cutting it", () => {
+    const long = "The deploy failed at migration 0042 because the orders table does not exist yet; run migration 0041 first, then deploy again. ".repeat(3);
+    const events = [
+      ev({ type: "agent.tool_use", seq: 4, processed_at: when, name: "bash", input: { command: `cd /workspace/stats && ${"npm test -- --runInBand ".repeat(8)}` } }),
+      ev({ type: "agent.tool_result", seq: 5, processed_at: when, is_error: true, content: text(`${"x".repeat(200)}\nsecond line\nthird`) }),
+      ev({ type: "agent.message", seq: 6, processed_at: when, content: text(long) }),
+      ev({ type: "session.error", seq: 7, processed_at: when, error: { type: "model_overloaded_error", message: "m".repeat(300), retry_status: { type: "retrying" } } }),
+    ];
+    for (const width of [80, 60, 120]) {
+      const lines = events.flatMap((e) => formatEvent(e, width).split("\n"));
+      for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(width);
+      const message = lines.slice(lines.findIndex((l) => l.includes("agent.message")) + 1, -1).map((l) => l.trim()).join(" ");
+      expect(message).toBe(long.trim());
+    }
+    expect(formatEvent(events[1]!, 80)).toMatch(/error: x+… \(\+2 lines\)$/);
+  });
+
+  it("colours by kind only when asked", () => {
+    const result = ev({ type: "agent.tool_result", seq: 5, processed_at: when, is_error: true, content: text("boom") });
+    expect(formatEvent(result, 80)).not.toMatch(/\x1b\[/);
+    const coloured = formatEvent(result, 80, style(true));
+    expect(coloured).toContain("\x1b[31magent.tool_result");
+    // Colour codes take no columns: the text is the same once they are taken out.
+    expect(coloured.replace(/\x1b\[\d+m/g, "")).toBe(formatEvent(result, 80));
+  });
+});
+
+describe("wrap", () => {
+  it("breaks between words, keeps paragraphs, and splits a word longer than the line", () => {
+    expect(wrap("one two three four", 10)).toEqual(["one two", "three four"]);
+    expect(wrap("a\n\nb", 10)).toEqual(["a", "", "b"]);
+    expect(wrap(`${"y".repeat(25)} z`, 10)).toEqual(["y".repeat(10), "y".repeat(10), "yyyyy z"]);
+  });
+});
+
+describe("idleCue", () => {
+  it("says what the idle session waits for", () => {
+    expect(idleCue(ev({ type: "session.status_idle", stop_reason: { type: "end_turn" } }))).toContain("idle, waiting for a message");
+    expect(idleCue(ev({ type: "session.status_idle", stop_reason: { type: "requires_action", event_ids: ["a", "b"] } }))).toContain("waiting for the client (2 tool calls to answer)");
+    expect(idleCue(undefined)).toContain("idle, waiting for a message");
   });
 });

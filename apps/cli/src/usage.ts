@@ -38,9 +38,12 @@ commands:
                            stack's harness calls Anthropic's API (else the offline model answers).
   sessions ls              list sessions (--limit N, --all to include archived)
   sessions show ID         one session, as JSON
-  sessions events ID       its events, one per line (--json, --limit N)
+  sessions events ID       its events, a line each within the terminal's width, messages
+                           wrapped below it (--json, --limit N); colours on a terminal
+                           unless NO_COLOR is set
   sessions tail ID         its last events (-n N), then follow live, resuming after a lost
-                           connection, until it terminates or Ctrl-C
+                           connection, until it terminates or Ctrl-C; says when the session
+                           is idle and what it waits for
 
 connecting (run, demo, sessions):
   --url URL                the gateway (or MH_URL); sessions default to a local mh dev, ${DEV_URL}

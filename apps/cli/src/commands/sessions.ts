@@ -77,7 +77,7 @@ async function events(client: Anthropic, id: string, values: Values, out: Output
   const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : countOf(values.limit, 1000, 1_000_000);
   let shown = 0;
   for await (const event of client.beta.sessions.events.list(id, { limit: 1000 })) {
-    out.line(values.json === true ? JSON.stringify(event) : formatEvent(event, summaryWidth(out)));
+    out.line(values.json === true ? JSON.stringify(event) : formatEvent(event, out.columns, style(out.color)));
     if (++shown >= limit) break;
   }
   return EXIT.ok;
@@ -85,16 +85,20 @@ async function events(client: Anthropic, id: string, values: Values, out: Output
 
 async function tail(client: Anthropic, id: string, values: Values, out: Output, interrupts: Interrupts): Promise<ExitCode> {
   const lines = values.lines === undefined ? 10 : countOf(values.lines, 10, 1000, "-n/--lines");
+  const s = style(out.color);
+  const session = await client.beta.sessions.retrieve(id);
   const recent: StreamEvent[] = [];
   for await (const event of client.beta.sessions.events.list(id, { limit: lines, order: "desc" })) {
     recent.unshift(event);
     if (recent.length >= lines) break;
   }
-  for (const event of recent) out.line(formatEvent(event, summaryWidth(out)));
+  for (const event of recent) out.line(formatEvent(event, out.columns, s));
+  // A session that waits says so, or a quiet terminal reads as a stuck one.
+  const idle = recent.findLast((e) => e.type === "session.status_idle");
+  if (session.status === "idle") out.line(s.dim(idleCue(idle)));
   const leave = new AbortController();
   interrupts.onInterrupt(() => leave.abort());
   let after = recent.length === 0 ? 0 : (seqOf(recent[recent.length - 1]!) ?? 0);
-  const s = style(out.color);
   const live = follow(client, id, {
     afterSeq: after,
     signal: leave.signal,
@@ -105,18 +109,23 @@ async function tail(client: Anthropic, id: string, values: Values, out: Output, 
   for await (const event of live) {
     const seq = seqOf(event);
     if (seq === undefined) continue;
-    out.line(formatEvent(event, summaryWidth(out)));
+    out.line(formatEvent(event, out.columns, s));
+    if (event.type === "session.status_idle") out.line(s.dim(idleCue(event)));
     after = seq;
   }
   return EXIT.ok;
 }
 
-/**
- * Room for an event's summary after its seq, time and type (50 columns): at least 30, so a narrow
- * terminal wraps the line rather than losing the text.
- */
-function summaryWidth(out: Output): number {
-  return Math.max(out.columns - 50, 30);
+/** "      ⋯ idle, waiting for a message (Ctrl-C to leave)", after what made the session idle. */
+export function idleCue(idle: StreamEvent | undefined): string {
+  const reason = idle?.type === "session.status_idle" ? idle.stop_reason : undefined;
+  const waiting =
+    reason === undefined || reason.type === "end_turn"
+      ? "waiting for a message"
+      : reason.type === "requires_action"
+        ? `waiting for the client (${reason.event_ids.length} tool ${reason.event_ids.length === 1 ? "call" : "calls"} to answer)`
+        : `stopped: ${reason.type.replaceAll("_", " ")}; waiting for a message`;
+  return `      ⋯ idle, ${waiting} (Ctrl-C to leave)`;
 }
 
 export async function sessions(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
