@@ -3,7 +3,7 @@
  * ("metaharness": { "nodeFlags": [...] }): the one list that infra/stack/up.sh, the deploy files
  * (checked by test/integration/infra/deploy-files.test.ts) and the tests' own service processes
  * (process.ts) all start it with, so what the benchmarks measure is what is deployed. Why a
- * service has flags at all: README, "Garbage collection".
+ * service has flags at all: docs/performance.md, "Garbage collection".
  */
 import { readFileSync } from "node:fs";
 

@@ -5,7 +5,7 @@
  * scavenge of either process stops it for several milliseconds, the client's about once per 50
  * GetEvents calls, so a tail latency is often a pause rather than the code under test: node:http2
  * and grpc-js keep a finished call's objects reachable until a later collection, so each
- * scavenge copies 15-30% of what was allocated since the one before (README, "Garbage collection").
+ * scavenge copies 15-30% of what was allocated since the one before (docs/performance.md, "Garbage collection").
  */
 import { PerformanceObserver, constants, type PerformanceEntry } from "node:perf_hooks";
 import { percentile } from "./stats.js";
