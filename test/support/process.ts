@@ -1,23 +1,36 @@
 /**
  * Real service processes for fault tests: spawn one from its built dist/main.js with an
- * environment, wait until its gRPC port answers, and kill it (-9 included).
+ * environment, on port 0, read back the port it bound, wait until it answers, and kill it (-9 included).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import { readdir, readFile, readlink } from "node:fs/promises";
 import { nodeFlagsOf } from "./node-flags.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
+/**
+ * The TCP ports `pid` listens on, read from /proc: its socket inodes (fd links) matched against
+ * the listening sockets of its network namespace. A service started on port 0 says its port this
+ * way whatever its log level, where a pre-picked free port could be taken by anyone before the
+ * service bound it.
+ */
+export async function listeningPorts(pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [])) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "");
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode !== undefined) inodes.add(inode);
+  }
+  const ports = new Set<number>();
+  for (const table of ["tcp", "tcp6"]) {
+    const text = await readFile(`/proc/${pid}/net/${table}`, "utf8").catch(() => "");
+    for (const line of text.split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      // local_address is cols[1] ("0100007F:C350"), st cols[3] (0A: LISTEN), inode cols[9].
+      if (cols[3] === "0A" && cols[9] !== undefined && inodes.has(cols[9])) ports.add(parseInt(cols[1]!.split(":")[1]!, 16));
+    }
+  }
+  return [...ports];
 }
 
 export interface ServiceProcess {
@@ -35,19 +48,21 @@ export async function startProcess(
   /** Flags for node itself besides the service's own (e.g. --cpu-prof, which NODE_OPTIONS does not allow). */
   nodeArgs: readonly string[] = [],
 ): Promise<ServiceProcess> {
-  const port = await freePort();
   const main = `apps/${app}/dist/main.js`;
   const child = spawn(process.execPath, [...nodeFlagsOf(main), ...nodeArgs, `${ROOT}${main}`], {
-    env: { PATH: process.env["PATH"] ?? "", ...env, MH_GRPC_PORT: String(port) },
+    env: { PATH: process.env["PATH"] ?? "", ...env, MH_GRPC_PORT: "0" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
   child.stdout?.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr?.on("data", (b: Buffer) => (out += b.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let port = 0;
   const handle: ServiceProcess = {
     child,
-    port,
+    get port() {
+      return port;
+    },
     output: () => out,
     async kill(signal = "SIGKILL") {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -58,7 +73,11 @@ export async function startProcess(
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${app} exited at start:\n${out}`);
     try {
-      await ready(port);
+      // Bound to port 0: the one port it listens on once its server is up (the gRPC port).
+      const ports = child.pid === undefined ? [] : await listeningPorts(child.pid);
+      if (ports.length !== 1) throw new Error(`listening on ${ports.length} ports`);
+      await ready(ports[0]!);
+      port = ports[0]!;
       return handle;
     } catch {
       if (Date.now() > deadline) {

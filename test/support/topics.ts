@@ -25,3 +25,17 @@ export async function deleteTopic(topic: string): Promise<void> {
     await admin.disconnect();
   }
 }
+
+/** A consumer group as the broker describes it: its state and its members' client ids. */
+export async function describeGroup(groupId: string): Promise<{ state: string; clients: string[] }> {
+  const kafka = new kafkajs.Kafka({ clientId: "test-describe", brokers: KAFKA_BROKERS.split(","), logLevel: kafkajs.logLevel.NOTHING });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    const { groups } = await admin.describeGroups([groupId]);
+    const group = groups[0];
+    return { state: group?.state ?? "Dead", clients: (group?.members ?? []).map((m) => m.clientId) };
+  } finally {
+    await admin.disconnect();
+  }
+}

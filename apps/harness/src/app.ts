@@ -3,7 +3,7 @@
  * Harness gRPC service (Wake, ListActive), the orphan sweeper and (optionally) wakes from Kafka.
  */
 import { MhError } from "@metaharness/errors";
-import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type BusConsumer, type EventBus } from "@metaharness/event-bus";
+import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type BusSubscription, type EventBus } from "@metaharness/event-bus";
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { Cleanups, createClient, guardedUnary, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
@@ -19,11 +19,16 @@ import { Sweeper } from "./wake/sweeper.js";
 export interface HarnessHandle {
   readonly port: number;
   readonly supervisor: Supervisor;
+  /** The Kafka wake group's membership (MH_KAFKA_WAKE), joined in the background; undefined without it. */
+  readonly wakeGroup: BusSubscription | undefined;
   stop(): Promise<void>;
 }
 
 /** Who may call the harness's API: it wakes sessions and lists them, so an admin (the gateway, an operator) only. */
 export const ROLES = ["admin"] as const;
+
+/** How long calls in flight (Wake, ListActive: short ones) may finish at shutdown. */
+const SERVER_GRACE_MS = 1000;
 
 export const LOOPS: ReadonlyMap<string, HarnessLoop> = new Map([[toolLoop.name, toolLoop], [externalProcessLoop.name, externalProcessLoop]]);
 
@@ -86,18 +91,33 @@ export async function startHarness(
       workerToolTimeoutMs: config.workerToolTimeoutMs,
       logger,
     });
-    cleanups.push(() => supervisor.stop());
+    const bus =
+      kafka === undefined
+        ? undefined
+        : (options.bus ??
+          createKafkaBus({
+            brokers: config.kafkaBrokers,
+            clientId: supervisor.instanceId,
+            logger,
+            sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+            rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
+            ...kafka,
+          }));
+    if (bus !== undefined && options.bus === undefined) cleanups.push(() => bus.close());
+    // What serves stops all at once, not in turn: the leases go back first thing (the next
+    // brain needs no expiry wait), and neither a rebalance (which held a leave for over 15 s) nor
+    // a draining call waits for the others. Each is bounded, so a stop ends within about 2 s.
+    const serving: Array<() => Promise<unknown>> = [() => supervisor.stop()];
+    cleanups.push(() => Promise.allSettled(serving.map((s) => s())));
 
     const sweeper = new Sweeper(log, supervisor, config.sweepMs, logger);
     sweeper.start();
-    cleanups.push(() => sweeper.stop());
+    serving.push(() => sweeper.stop());
 
-    if (kafka !== undefined) {
-      const bus = options.bus ?? createKafkaBus({ brokers: config.kafkaBrokers, clientId: supervisor.instanceId, logger, ...kafka });
-      if (options.bus === undefined) cleanups.push(() => bus.close());
-      const consumer: BusConsumer = await wakeFromKafka(bus, { topic: config.topic, partitions: config.topicPartitions, groupId: config.consumerGroup }, supervisor, logger);
-      cleanups.push(() => consumer.close());
-    }
+    // Joined in the background: this instance serves Wake and the sweeper from now on, whatever the group does.
+    const wakeGroup =
+      bus === undefined ? undefined : wakeFromKafka(bus, { topic: config.topic, partitions: config.topicPartitions, groupId: config.consumerGroup }, supervisor, logger);
+    if (wakeGroup !== undefined) serving.push(() => wakeGroup.close());
 
     const server = await startGrpcServer({
       host: config.host,
@@ -120,12 +140,12 @@ export async function startHarness(
         },
       ],
     });
-    cleanups.push(() => server.shutdown(5000));
+    serving.push(() => server.shutdown(SERVER_GRACE_MS));
     logger.info(
       { port: server.port, tls: tls.serving, tls_calls: tls.calling, kafka: kafka === undefined ? "off" : kafkaLinkName(kafka), instance: supervisor.instanceId },
       "harness serving",
     );
-    return { port: server.port, supervisor, stop };
+    return { port: server.port, supervisor, wakeGroup, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -40,6 +40,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // Used only if the topic does not exist yet; the session log creates it the same way.
       topicPartitions: env.int("MH_KAFKA_TOPIC_PARTITIONS", { default: 12, min: 1, max: 1000 }),
       consumerGroup: env.string("MH_KAFKA_GROUP", { default: "metaharness-harness" }),
+      // A harness killed with -9 holds every join of the group until this drops it (the broker's
+      // group.min.session.timeout.ms, 6 s by default, is the least it takes); test/bench/recovery.ts measures it.
+      kafkaSessionTimeoutMs: env.durationMs("MH_KAFKA_SESSION_TIMEOUT_MS", { default: 6000, min: 2000, max: 300_000 }),
+      // How long a rebalance waits for the live harnesses to join again.
+      kafkaRebalanceTimeoutMs: env.durationMs("MH_KAFKA_REBALANCE_TIMEOUT_MS", { default: 6000, min: 1000, max: 300_000 }),
       // TLS and SASL to Kafka (MH_KAFKA_TLS*, MH_KAFKA_SASL_*): see the event bus's kafka-security.ts.
       ...KAFKA_SECURITY_ENV,
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),

@@ -9,6 +9,9 @@ import type { Lease } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { SessionLogClient } from "./log-port.js";
 
+/** How long a release may take before it is given up (see release()). */
+const RELEASE_DEADLINE_MS = 1000;
+
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private readonly controller = new AbortController();
@@ -68,8 +71,10 @@ export class LeaseKeeper {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.controller.signal.aborted) this.controller.abort(new MhError("CANCELLED", "lease released"));
+    // Bounded: a harness shutting down gives its leases back on the way out, and a log that does
+    // not answer must not hold the shutdown (the lease then expires as after a crash).
     await this.client
-      .releaseLease({ sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch })
+      .releaseLease({ sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch }, { deadlineMs: RELEASE_DEADLINE_MS })
       .catch(() => undefined);
   }
 

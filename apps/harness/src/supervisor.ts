@@ -33,6 +33,8 @@ export interface SupervisorOptions {
   readonly logger: Logger;
 }
 
+/** How long stop() waits for the loops once their leases are released. */
+const STOP_GRACE_MS = 1500;
 /** After a loop fails (not a lost lease), wakes of that session wait this long, doubling. */
 const FAILURE_BACKOFF_MS = 1000;
 const MAX_FAILURE_BACKOFF_MS = 60_000;
@@ -80,6 +82,11 @@ export class Supervisor {
     // Terminated between the read above and the lease: the log refuses it, and there is nothing to do.
     if (got === "terminated") return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
     if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
+    if (this.stopping) {
+      // Taken while stop() released the others: given back too, not left to expire.
+      await got.release();
+      throw new MhError("UNAVAILABLE", `harness ${this.instanceId} is shutting down`);
+    }
     this.started += 1;
     const log = new LogPort(this.opts.log, sessionId);
     const done = this.drive(log, got, logger);
@@ -91,12 +98,21 @@ export class Supervisor {
     return [...this.active.entries()].map(([sessionId, a]) => ({ sessionId, leaseEpoch: a.lease.epoch, lastSeq: a.log.lastSeq }));
   }
 
-  /** Stops driving (leases are released, another instance resumes) and waits for the loops. */
-  async stop(): Promise<void> {
+  /**
+   * Stops driving: every lease is given back at once (another instance resumes without waiting
+   * for it to expire), which aborts the loops; then waits for them, at most `graceMs`: a loop
+   * that does not stop by then is left to the process's exit (its writes are fenced by the epoch
+   * the next holder takes). SIGTERM once waited here, and for the Kafka group, over 15 s.
+   */
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     const all = [...this.active.values()];
     await Promise.all(all.map((a) => a.lease.release()));
-    await Promise.allSettled(all.map((a) => a.done));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), graceMs)));
+    const outcome = await Promise.race([Promise.allSettled(all.map((a) => a.done)), late]);
+    clearTimeout(timer);
+    if (outcome === "late") this.opts.logger.warn({ graceMs, sessions: this.active.size }, "sessions still stopping at shutdown; leaving them");
   }
 
   /**

@@ -154,6 +154,30 @@ export function describeBusContract(target: ContractTarget): void {
       expect(bodies(c).sort()).toEqual(ints(30).map((n) => `new-${n}`).sort());
     });
 
+    it("keeps a subscription in the background: returns at once, creates its topic, delivers once joined", async () => {
+      const topic = uniqueName("contract-kept");
+      created.push(topic);
+      const c = new Collector();
+      const joins: boolean[] = [];
+      const kept = bus().keepSubscribed({
+        groupId: uniqueName("g-kept"),
+        topics: [topic],
+        ensure: [{ topic, partitions: 2 }],
+        onJoined: ({ first }) => joins.push(first),
+        handler: c.handler(),
+      });
+      const deadline = Date.now() + waitMs;
+      while (!kept.joined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(kept.joined).toBe(true);
+      expect(joins[0]).toBe(true);
+      await publish(ints(10).map((n) => record(topic, `k${n % 3}`, String(n))));
+      await c.waitFor((m) => m.length >= 10, waitMs, "10 records");
+      expect(bodies(c).sort()).toEqual(range(0, 10).sort());
+      await kept.close();
+      await kept.close();
+      expect(kept.joined).toBe(false);
+    });
+
     it("applies concurrent publish calls in call order", async () => {
       const topic = await newTopic(3);
       const c = new Collector();

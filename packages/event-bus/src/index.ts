@@ -10,7 +10,9 @@ export type {
   BusMessage,
   BusPublisher,
   BusRecord,
+  BusSubscription,
   EventBus,
+  KeepSubscribedOptions,
   SubscribeOptions,
   TopicSpec,
 } from "./types.js";

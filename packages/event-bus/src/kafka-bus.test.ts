@@ -199,6 +199,25 @@ describe("Kafka bus without a working broker", () => {
     }
   });
 
+  it("keeps a subscription with no broker to reach: never fails, tries again with a logged count, closes at once", async () => {
+    const logger = recordingLogger();
+    const bus = createKafkaBus({ ...fast, brokers: ["127.0.0.1:1"], logger });
+    try {
+      const kept = bus.keepSubscribed({ groupId: "g", topics: ["t"], ensure: [{ topic: "t", partitions: 1 }], handler: () => Promise.resolve() });
+      expect(kept.joined).toBe(false);
+      const deadline = Date.now() + 10_000;
+      const failures = (): number => logger.lines.filter((l) => l.msg === "event-bus: group membership failed; trying again").length;
+      while (failures() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(failures()).toBeGreaterThan(0);
+      expect(kept.joined).toBe(false);
+      const started = Date.now();
+      await kept.close();
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      await bus.close();
+    }
+  });
+
   it("rejects bad options with INVALID_ARGUMENT", () => {
     expect(() => createKafkaBus({ ...fast, brokers: [] })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
     expect(() => createKafkaBus({ ...fast, brokers: ["localhost"] })).toThrow(

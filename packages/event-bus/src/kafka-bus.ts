@@ -7,12 +7,13 @@ import kafkajs from "kafkajs";
 import type { Kafka, SASLOptions } from "kafkajs";
 import { MhError } from "@metaharness/errors";
 import { KafkaConsumer } from "./kafka-consumer.js";
+import { KafkaMembership } from "./kafka-membership.js";
 import { toMhError } from "./kafka-errors.js";
 import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from "./kafka-log.js";
 import { withDefaults, type KafkaBusConfig, type KafkaBusOptions, type KafkaSasl } from "./kafka-options.js";
 import { KafkaPublisher } from "./kafka-publisher.js";
 import { ensureKafkaTopics } from "./kafka-topics.js";
-import type { BusConsumer, BusPublisher, EventBus, SubscribeOptions, TopicSpec } from "./types.js";
+import type { BusConsumer, BusPublisher, BusSubscription, EventBus, KeepSubscribedOptions, SubscribeOptions, TopicSpec } from "./types.js";
 import { checkSubscribe, checkTopicSpecs } from "./validate.js";
 
 /** The Kafka implementation adds nothing to the interface; the alias names what was built. */
@@ -67,6 +68,17 @@ class KafkaEventBus implements KafkaBus {
     this.open.add(consumer);
     await consumer.start(); // closes itself on failure
     return consumer;
+  }
+
+  keepSubscribed(options: KeepSubscribedOptions): BusSubscription {
+    this.checkOpen();
+    checkSubscribe(options);
+    if (options.ensure !== undefined) checkTopicSpecs(options.ensure);
+    const membership: KafkaMembership = new KafkaMembership(this.kafka, this.config, options, (t) => this.ensureTopics(t), () =>
+      this.open.delete(membership),
+    );
+    this.open.add(membership);
+    return membership;
   }
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {

@@ -7,6 +7,10 @@
  * record after a backoff and, once its retries are spent, restarts the consumer. Rethrowing the
  * handler's own error would be unsafe: kafkajs treats a TypeError (or `retriable: false`) as
  * fatal and stops the consumer for good, silently.
+ *
+ * The pieces a group member is made of (kafkaMember, deliverTo, disconnectWithin) serve this
+ * consumer, which joins before subscribe() resolves, and the membership kept in the background
+ * (kafka-membership.ts).
  */
 import kafkajs from "kafkajs";
 import type { Consumer, EachMessagePayload, Kafka } from "kafkajs";
@@ -25,7 +29,7 @@ const EMPTY = new Uint8Array(0);
  * defaults (5 s wait, 3 s heartbeat) every join took 5 s. Data still arrives as soon as written.
  */
 const FETCH_MAX_WAIT_MS = 1_000;
-/** Heartbeats are also throttled to this interval (kafkajs default 3 s); the session timeout is 30 s. */
+/** Heartbeats are also throttled to this interval (kafkajs default 3 s). */
 const HEARTBEAT_INTERVAL_MS = 1_000;
 
 function toBusMessage({ topic, partition, message }: EachMessagePayload): BusMessage {
@@ -40,6 +44,58 @@ function toBusMessage({ topic, partition, message }: EachMessagePayload): BusMes
   };
 }
 
+/** A kafkajs consumer of `groupId` with the bus's timeouts (never kafkajs's defaults). */
+export function kafkaMember(kafka: Kafka, config: KafkaBusConfig, groupId: string): Consumer {
+  return kafka.consumer({
+    groupId,
+    allowAutoTopicCreation: false,
+    maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+    heartbeatInterval: HEARTBEAT_INTERVAL_MS,
+    sessionTimeout: config.sessionTimeoutMs,
+    rebalanceTimeout: config.rebalanceTimeoutMs,
+    retry: config.retry,
+  });
+}
+
+/** kafkajs's eachMessage for `options.handler` (see the header on rejections). */
+export function deliverTo(options: SubscribeOptions, config: KafkaBusConfig): (payload: EachMessagePayload) => Promise<void> {
+  return async (payload) => {
+    const message = toBusMessage(payload);
+    try {
+      await options.handler(message);
+    } catch (err) {
+      const { topic, partition, offset } = message;
+      config.logger.error(
+        { err, groupId: options.groupId, topic, partition, offset },
+        "event-bus: handler failed; the record will be delivered again",
+      );
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new kafkajs.KafkaJSError(`event-bus handler failed: ${reason}`, { retriable: true });
+    }
+  };
+}
+
+/** Leaves the group and disconnects, giving up after closeTimeoutMs (a rebalance holds a leave). */
+export async function disconnectWithin(consumer: Consumer, config: KafkaBusConfig, groupId: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), config.closeTimeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([consumer.disconnect().then(() => "left" as const), late]);
+    if (outcome === "late") {
+      config.logger.warn(
+        { groupId, closeTimeoutMs: config.closeTimeoutMs, sessionTimeoutMs: config.sessionTimeoutMs },
+        "event-bus: the consumer did not leave its group in time; the coordinator drops it after the session timeout",
+      );
+    }
+  } catch (err) {
+    config.logger.warn({ err, groupId }, "event-bus: consumer disconnect failed");
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class KafkaConsumer implements BusConsumer {
   private readonly consumer: Consumer;
   private closing: Promise<void> | undefined;
@@ -50,13 +106,7 @@ export class KafkaConsumer implements BusConsumer {
     private readonly options: SubscribeOptions,
     private readonly onClosed: () => void,
   ) {
-    this.consumer = kafka.consumer({
-      groupId: options.groupId,
-      allowAutoTopicCreation: false,
-      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
-      heartbeatInterval: HEARTBEAT_INTERVAL_MS,
-      retry: config.retry,
-    });
+    this.consumer = kafkaMember(kafka, config, options.groupId);
   }
 
   /** Connects, subscribes and waits until the group is joined; rejects with UNAVAILABLE if not. */
@@ -93,13 +143,13 @@ export class KafkaConsumer implements BusConsumer {
       await consumer.connect();
       await consumer.subscribe({ topics: [...options.topics], fromBeginning: options.fromBeginning ?? false });
       // run() itself waits for the first join; `joined` also rejects on a crash or the timeout.
-      await Promise.all([consumer.run({ autoCommit: true, eachMessage: (p) => this.deliver(p) }), joined]);
+      await Promise.all([consumer.run({ autoCommit: true, eachMessage: deliverTo(options, config) }), joined]);
       if (this.closing !== undefined) {
         throw new MhError("FAILED_PRECONDITION", "event-bus: consumer closed while subscribing");
       }
     } catch (err) {
       // Disconnect even if close() already did: run() may have started after it.
-      await consumer.disconnect().catch(() => undefined);
+      await disconnectWithin(consumer, config, options.groupId);
       this.closing ??= Promise.resolve();
       this.onClosed();
       throw toMhError(err, `subscribe group ${options.groupId}`);
@@ -116,27 +166,7 @@ export class KafkaConsumer implements BusConsumer {
   }
 
   close(): Promise<void> {
-    this.closing ??= this.consumer
-      .disconnect()
-      .catch((err: unknown) => {
-        this.config.logger.warn({ err, groupId: this.options.groupId }, "event-bus: consumer disconnect failed");
-      })
-      .finally(this.onClosed);
+    this.closing ??= disconnectWithin(this.consumer, this.config, this.options.groupId).finally(this.onClosed);
     return this.closing;
-  }
-
-  private async deliver(payload: EachMessagePayload): Promise<void> {
-    const message = toBusMessage(payload);
-    try {
-      await this.options.handler(message);
-    } catch (err) {
-      const { topic, partition, offset } = message;
-      this.config.logger.error(
-        { err, groupId: this.options.groupId, topic, partition, offset },
-        "event-bus: handler failed; the record will be delivered again",
-      );
-      const reason = err instanceof Error ? err.message : String(err);
-      throw new kafkajs.KafkaJSError(`event-bus handler failed: ${reason}`, { retriable: true });
-    }
   }
 }

@@ -60,6 +60,21 @@ export interface KafkaBusOptions {
   readonly maxBatchBytes?: number;
   /** How long subscribe() waits for the consumer to join its group; default 30 000 ms. */
   readonly joinTimeoutMs?: number;
+  /**
+   * How long the group coordinator waits for a silent member (one killed with -9) before it
+   * drops it; until then a rebalance, and so every join, waits for it. The brokers allow
+   * group.min.session.timeout.ms (6 000 by default) and up. Default KAFKA_DEFAULTS.sessionTimeoutMs.
+   */
+  readonly sessionTimeoutMs?: number;
+  /** How long a rebalance waits for the live members to join again; default KAFKA_DEFAULTS.rebalanceTimeoutMs. */
+  readonly rebalanceTimeoutMs?: number;
+  /**
+   * Most a consumer's close() waits for kafkajs to leave the group: a leave in the middle of a
+   * rebalance waits for the rebalance (kafkajs's JoinGroup can take the rebalance timeout), and a
+   * shutdown must not. Past it the member is dropped by the coordinator after the session
+   * timeout instead. Default 2 000 ms.
+   */
+  readonly closeTimeoutMs?: number;
 }
 
 export interface KafkaBusConfig {
@@ -81,6 +96,9 @@ export interface KafkaBusConfig {
   readonly maxBatchRecords: number;
   readonly maxBatchBytes: number;
   readonly joinTimeoutMs: number;
+  readonly sessionTimeoutMs: number;
+  readonly rebalanceTimeoutMs: number;
+  readonly closeTimeoutMs: number;
 }
 
 export const KAFKA_DEFAULTS = {
@@ -92,6 +110,9 @@ export const KAFKA_DEFAULTS = {
   maxBatchRecords: 500,
   maxBatchBytes: 768 * 1024,
   joinTimeoutMs: 30_000,
+  sessionTimeoutMs: 6_000,
+  rebalanceTimeoutMs: 6_000,
+  closeTimeoutMs: 2_000,
 } as const;
 
 function positiveInt(field: string, value: number | undefined, fallback: number, min = 1): number {
@@ -131,6 +152,10 @@ export function withDefaults(options: KafkaBusOptions): KafkaBusConfig {
     maxBatchRecords: positiveInt("maxBatchRecords", options.maxBatchRecords, d.maxBatchRecords),
     maxBatchBytes: positiveInt("maxBatchBytes", options.maxBatchBytes, d.maxBatchBytes),
     joinTimeoutMs: positiveInt("joinTimeoutMs", options.joinTimeoutMs, d.joinTimeoutMs),
+    // Above two heartbeats (1 s apart, kafka-consumer.ts); brokers refuse less than their minimum anyway.
+    sessionTimeoutMs: positiveInt("sessionTimeoutMs", options.sessionTimeoutMs, d.sessionTimeoutMs, 2_000),
+    rebalanceTimeoutMs: positiveInt("rebalanceTimeoutMs", options.rebalanceTimeoutMs, d.rebalanceTimeoutMs),
+    closeTimeoutMs: positiveInt("closeTimeoutMs", options.closeTimeoutMs, d.closeTimeoutMs),
   };
 }
 

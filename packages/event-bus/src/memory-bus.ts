@@ -10,10 +10,12 @@ import { MemoryLog } from "./memory-log.js";
 import { silentLogger } from "./silent-logger.js";
 import type {
   BusConsumer,
+  BusSubscription,
   BusLogger,
   BusPublisher,
   BusRecord,
   EventBus,
+  KeepSubscribedOptions,
   SubscribeOptions,
   TopicSpec,
 } from "./types.js";
@@ -94,35 +96,30 @@ class MemoryBus implements EventBus {
   }
 
   subscribe(options: SubscribeOptions): Promise<BusConsumer> {
-    return now(() => {
-      this.checkOpen();
-      checkSubscribe(options);
-      for (const topic of options.topics) this.log.partitions(topic); // NOT_FOUND before joining
-      let group = this.groups.get(options.groupId);
-      if (group === undefined) this.groups.set(options.groupId, (group = new MemoryGroup(options.groupId)));
-      const member: MemoryMember = new MemoryMember(this.log, group, options, this.backoff, this.logger, () =>
-        this.open.delete(member),
-      );
-      this.open.add(member);
-      member.start();
-      return member;
-    });
+    return now(() => this.join(options));
+  }
+
+  /** In this process a group is joined at once: the membership is the subscription, joined. */
+  keepSubscribed(options: KeepSubscribedOptions): BusSubscription {
+    this.checkOpen();
+    checkSubscribe(options);
+    if (options.ensure !== undefined) this.ensure(options.ensure);
+    const member = this.join(options);
+    options.onJoined?.({ durationMs: 0, first: true });
+    let joined = true;
+    return {
+      get joined() {
+        return joined;
+      },
+      close: () => {
+        joined = false;
+        return member.close();
+      },
+    };
   }
 
   ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
-    return now(() => {
-      this.checkOpen();
-      checkTopicSpecs(topics);
-      for (const { topic, partitions } of topics) {
-        const actual = this.log.create(topic, partitions);
-        if (actual !== undefined && actual !== partitions) {
-          this.logger.warn(
-            { topic, expected: partitions, actual },
-            "event-bus: topic exists with a different partition count; keys map to other partitions",
-          );
-        }
-      }
-    });
+    return now(() => this.ensure(topics));
   }
 
   close(): Promise<void> {
@@ -137,6 +134,32 @@ class MemoryBus implements EventBus {
     const topics = new Set(records.map((r) => r.topic));
     for (const group of this.groups.values()) {
       for (const m of group.members) if (m.topics.some((t) => topics.has(t))) m.wake();
+    }
+  }
+
+  private join(options: SubscribeOptions): MemoryMember {
+    this.checkOpen();
+    checkSubscribe(options);
+    for (const topic of options.topics) this.log.partitions(topic); // NOT_FOUND before joining
+    let group = this.groups.get(options.groupId);
+    if (group === undefined) this.groups.set(options.groupId, (group = new MemoryGroup(options.groupId)));
+    const member: MemoryMember = new MemoryMember(this.log, group, options, this.backoff, this.logger, () => this.open.delete(member));
+    this.open.add(member);
+    member.start();
+    return member;
+  }
+
+  private ensure(topics: readonly TopicSpec[]): void {
+    this.checkOpen();
+    checkTopicSpecs(topics);
+    for (const { topic, partitions } of topics) {
+      const actual = this.log.create(topic, partitions);
+      if (actual !== undefined && actual !== partitions) {
+        this.logger.warn(
+          { topic, expected: partitions, actual },
+          "event-bus: topic exists with a different partition count; keys map to other partitions",
+        );
+      }
     }
   }
 

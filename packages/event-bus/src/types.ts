@@ -68,6 +68,20 @@ export interface BusConsumer {
   close(): Promise<void>;
 }
 
+/** What keepSubscribed() is told besides a subscription's options. */
+export interface KeepSubscribedOptions extends SubscribeOptions {
+  /** Topics to create first when missing (as ensureTopics), tried again with each attempt to join. */
+  readonly ensure?: readonly TopicSpec[];
+  /** Called at each join of the group (the first, and after each rebalance or restart), with how long that join took. */
+  readonly onJoined?: (join: { readonly durationMs: number; readonly first: boolean }) => void;
+}
+
+/** A membership kept in the background (keepSubscribed). */
+export interface BusSubscription extends BusConsumer {
+  /** Whether the consumer holds its partitions now: false until the first join, during a rebalance and while restarting. */
+  readonly joined: boolean;
+}
+
 export interface TopicSpec {
   readonly topic: string;
   readonly partitions: number;
@@ -84,6 +98,15 @@ export interface EventBus {
   publisher(): Promise<BusPublisher>;
   /** Resolves once the consumer has joined its group and been assigned its partitions. */
   subscribe(options: SubscribeOptions): Promise<BusConsumer>;
+  /**
+   * The same subscription kept in the background, for a process that must serve whatever the
+   * group does: returns at once, joins when the brokers and the group allow it (a member killed
+   * with -9 holds every join until the session timeout drops it), and starts again after
+   * failures (brokers down, a consumer stopped for good) with a capped backoff, logged, until
+   * closed. Never fails for a slow or absent Kafka; throws only for bad options or a closed bus.
+   * A partition the group never committed starts at its end as of the attempt that joins.
+   */
+  keepSubscribed(options: KeepSubscribedOptions): BusSubscription;
   /**
    * Creates the topics that do not exist yet. An existing topic is left as it is; a different
    * partition count is logged as a warning (keys would hash to different partitions).

@@ -1,6 +1,6 @@
 /**
  * A gRPC server with nothing of ours in it: grpc-js answering grpc.health.v1.Health/Check with
- * SERVING from bytes it never decodes, on 127.0.0.1 at the port given as argv[2]. Run as its own
+ * SERVING from bytes it never decodes, on 127.0.0.1 at a port of its own (it prints it). Run as its own
  * process by grpc-alone.ts, it is the least any unary call can cost on this machine with this
  * stack (Node's HTTP/2 and grpc-js), measured beside the session log's calls.
  */
@@ -15,7 +15,8 @@ server.addService(
   HEALTH_CHECK,
   { check: (_call: unknown, callback: grpc.sendUnaryData<Buffer>) => callback(null, SERVING) },
 );
-server.bindAsync(`127.0.0.1:${process.argv[2] ?? "0"}`, grpc.ServerCredentials.createInsecure(), (err) => {
+server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => {
   if (err) throw err;
+  process.stdout.write(`${port}\n`);
 });
 process.once("SIGTERM", () => server.forceShutdown());

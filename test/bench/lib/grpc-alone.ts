@@ -4,7 +4,6 @@
  * the server: grpc-js alone, or the session log with its event loop, relay and pools.
  */
 import { spawn } from "node:child_process";
-import { freePort } from "../../support/process.js";
 import { healthClient } from "./service.js";
 
 export interface GrpcAlone {
@@ -16,11 +15,19 @@ export interface GrpcAlone {
 const SERVER = new URL("./grpc-alone-server.ts", import.meta.url).pathname;
 
 export async function startGrpcAlone(): Promise<GrpcAlone> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", SERVER, String(port)], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", SERVER], { stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr.on("data", (b: Buffer) => (err += b.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // It binds port 0 and prints the port it got.
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (b: Buffer) => {
+      out += b.toString();
+      if (out.includes("\n")) resolve(Number(out.trim()));
+    });
+    child.once("exit", () => reject(new Error(`grpc-alone-server exited before binding: ${err}`)));
+  });
   const health = healthClient(`127.0.0.1:${port}`);
   const stop = async (): Promise<void> => {
     health.close();

@@ -26,8 +26,10 @@ beforeAll(async () => {
     // The brain's own instance neither sweeps nor consumes: only the two below drive sessions.
     env: { MH_SWEEP_MS: "600000" },
   });
-  await brain.addHarness({ ...kafkaEnv, MH_KAFKA_TOPIC: brain.log.topic });
-  await brain.addHarness({ ...kafkaEnv, MH_KAFKA_TOPIC: brain.log.topic });
+  const a = await brain.addHarness({ ...kafkaEnv, MH_KAFKA_TOPIC: brain.log.topic });
+  const b = await brain.addHarness({ ...kafkaEnv, MH_KAFKA_TOPIC: brain.log.topic });
+  // They join the group in the background; what is published before a join may not wake them.
+  await eventually(() => Promise.resolve(a.wakeGroup?.joined === true && b.wakeGroup?.joined === true ? true : undefined), "both in the group", 30_000);
 });
 afterAll(async () => {
   await brain?.stop();

@@ -9,7 +9,6 @@ import { newEvent } from "@metaharness/events";
 import { StopReasonType } from "@metaharness/proto";
 import { LogPort, SessionEvents, type ViewContext } from "@metaharness/harness";
 import { createLogger } from "@metaharness/service-kit";
-import { freePort } from "../../support/process.js";
 import { newSession, startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
@@ -73,8 +72,9 @@ describe("a harness's view of its session", () => {
 
   it("follows the log again when the session log behind it restarts", async () => {
     const sessionId = await newSession(log.client);
-    const port = await freePort();
-    const first = await log.startReplica({ MH_GRPC_PORT: String(port) });
+    // Port 0, read back: the restart below binds the same port, the one this replica just freed.
+    const first = await log.startReplica({ MH_GRPC_PORT: "0" });
+    const port = first.handle.port;
     const stop = new AbortController();
     const view = await SessionEvents.open(await context(first.client, sessionId, stop.signal), () => undefined);
     try {

@@ -9,6 +9,9 @@ import { untraced } from "@metaharness/telemetry";
 import type { SessionLogClient } from "../log-port.js";
 import type { Supervisor } from "../supervisor.js";
 
+/** The most a stop waits for a sweep under way (its list call may wait up to its 5 s deadline on a log that does not answer). */
+const STOP_WAIT_MS = 1000;
+
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -26,10 +29,13 @@ export class Sweeper {
     this.schedule(0);
   }
 
+  /** Stops sweeping; waits for a sweep under way, at most STOP_WAIT_MS (its wakes fail at once: the supervisor is stopping). */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   private schedule(ms: number): void {
