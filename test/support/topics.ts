@@ -26,7 +26,7 @@ export async function deleteTopic(topic: string): Promise<void> {
   }
 }
 
-/** A consumer group as the broker describes it: its state and its members' client ids. */
+/** A consumer group as the broker describes it: its state and its members' client ids, sorted. */
 export async function describeGroup(groupId: string): Promise<{ state: string; clients: string[] }> {
   const kafka = new kafkajs.Kafka({ clientId: "test-describe", brokers: KAFKA_BROKERS.split(","), logLevel: kafkajs.logLevel.NOTHING });
   const admin = kafka.admin();
@@ -34,7 +34,7 @@ export async function describeGroup(groupId: string): Promise<{ state: string; c
     await admin.connect();
     const { groups } = await admin.describeGroups([groupId]);
     const group = groups[0];
-    return { state: group?.state ?? "Dead", clients: (group?.members ?? []).map((m) => m.clientId) };
+    return { state: group?.state ?? "Dead", clients: (group?.members ?? []).map((m) => m.clientId).sort() };
   } finally {
     await admin.disconnect();
   }
