@@ -33,6 +33,23 @@ export async function listeningPorts(pid: number): Promise<number[]> {
   return [...ports];
 }
 
+/**
+ * A port nothing listens on (one bound and closed at once), for a test of what a client does
+ * when nothing answers there. Never to start a service on: services bind port 0.
+ */
+export async function closedPort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 export interface ServiceProcess {
   readonly child: ChildProcess;
   readonly port: number;
