@@ -32,7 +32,11 @@ export interface Stack {
   /** The credential vault proxy; undefined for a stack started with `vault: false`. */
   readonly vault: TestVault | undefined;
   /** The SDK as a user would build it: only apiKey and baseURL (and fewer retries, for speed). */
-  client(key?: string, options?: { maxRetries?: number }): CountingClient;
+  /**
+   * The SDK as a user would build it: only apiKey and baseURL (and fewer retries, for speed);
+   * `extensions` asks for Meta-Harness's additions to the events (the MH-Extensions header).
+   */
+  client(key?: string, options?: { maxRetries?: number; extensions?: boolean }): CountingClient;
   /** Another gateway instance on the same database and services, its settings changed by `env`; stopped with the stack. */
   anotherGateway(env: Record<string, string>): Promise<GatewayHandle>;
   stop(): Promise<void>;
@@ -139,6 +143,7 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
           apiKey: key,
           baseURL: gateway.url,
           maxRetries: options.maxRetries ?? 2,
+          ...(options.extensions === true ? { defaultHeaders: { "MH-Extensions": "true" } } : {}),
           fetch: (input, init) => {
             count += 1;
             return fetch(input, init);

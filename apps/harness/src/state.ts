@@ -3,27 +3,10 @@
  * and after a crash on a fresh instance, this function reads the events and names the next step.
  * That is what makes "resume from the last event" exact.
  */
-import {
-  EvaluatedPermission,
-  ToolConfirmationResult,
-  type Event,
-} from "@metaharness/proto";
+import { unansweredToolUses, type PendingToolUse } from "@metaharness/events";
+import type { Event } from "@metaharness/proto";
 
-export type ToolUseKind = "sandbox" | "mcp" | "custom";
-
-export interface PendingToolUse {
-  readonly event: Event;
-  readonly kind: ToolUseKind;
-  readonly name: string;
-  readonly input: Record<string, unknown>;
-  readonly sandboxId: string;
-  /** undefined: no confirmation needed or none yet. */
-  readonly confirmation: "allow" | "deny" | undefined;
-  readonly denyMessage: string;
-  readonly needsConfirmation: boolean;
-  /** When the call could run: its confirmation's time if it needed one, else its own. */
-  readonly readyAt: Date | undefined;
-}
+export { unansweredToolUses, type PendingToolUse, type ToolUseKind } from "@metaharness/events";
 
 export type NextStep =
   | { readonly kind: "stop"; readonly why: "terminated" }
@@ -60,57 +43,6 @@ export function lastStatus(events: readonly Event[]): Event | undefined {
     if (c === "sessionStatusIdle" || c === "sessionStatusRunning" || c === "sessionStatusTerminated") return events[i];
   }
   return undefined;
-}
-
-/** Tool uses of the log that have no result yet, in order, with their confirmations. */
-export function unansweredToolUses(events: readonly Event[]): PendingToolUse[] {
-  const answered = new Set<string>();
-  const confirmations = new Map<string, { result: ToolConfirmationResult; denyMessage: string; at: Date | undefined }>();
-  for (const e of events) {
-    const p = e.payload;
-    if (p?.$case === "agentToolResult") answered.add(p.value.toolUseId);
-    else if (p?.$case === "agentMcpToolResult") answered.add(p.value.mcpToolUseId);
-    else if (p?.$case === "userCustomToolResult") answered.add(p.value.customToolUseId);
-    else if (p?.$case === "userToolResult") answered.add(p.value.toolUseId);
-    else if (p?.$case === "userToolConfirmation") confirmations.set(p.value.toolUseId, { ...p.value, at: e.createdAt });
-  }
-  const out: PendingToolUse[] = [];
-  for (const e of events) {
-    const p = e.payload;
-    if (answered.has(e.id)) continue;
-    let kind: ToolUseKind;
-    let name: string;
-    let input: Record<string, unknown> | undefined;
-    let sandboxId = "";
-    let permission = EvaluatedPermission.EVALUATED_PERMISSION_ALLOW;
-    if (p?.$case === "agentToolUse") {
-      kind = "sandbox";
-      ({ name, input, sandboxId } = p.value);
-      permission = p.value.evaluatedPermission;
-    } else if (p?.$case === "agentMcpToolUse") {
-      kind = "mcp";
-      ({ name, input } = p.value);
-      permission = p.value.evaluatedPermission;
-    } else if (p?.$case === "agentCustomToolUse") {
-      kind = "custom";
-      ({ name, input } = p.value);
-    } else continue;
-    const needsConfirmation = permission === EvaluatedPermission.EVALUATED_PERMISSION_ASK;
-    const c = confirmations.get(e.id);
-    out.push({
-      event: e,
-      kind,
-      name,
-      input: input ?? {},
-      sandboxId,
-      needsConfirmation,
-      confirmation:
-        c === undefined ? undefined : c.result === ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY ? "deny" : "allow",
-      denyMessage: c?.denyMessage ?? "",
-      readyAt: needsConfirmation ? c?.at : e.createdAt,
-    });
-  }
-  return out;
 }
 
 /** The seqs of span.model_request_start events whose request completed (an end refers to it). */

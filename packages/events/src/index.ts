@@ -45,3 +45,5 @@ export { MAX_INPUT_DEPTH } from "./validate/struct.js";
 export { toManagedAgentsJson } from "./json/to-json.js";
 export { USER_EVENT_TYPES, fromManagedAgentsParams, type UserEventType } from "./json/from-json.js";
 export type * from "./json/types.js";
+export { isSdkEventType, publicEventId, toSdkEventJson, type SdkEventJson, type SdkJsonOptions } from "./json/sdk.js";
+export { unansweredToolUses, type PendingToolUse, type ToolUseKind } from "./pending.js";

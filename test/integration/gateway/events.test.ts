@@ -1,14 +1,15 @@
 /**
  * Events through the official SDK on real services: send, list with pagination, stream as the
- * SDK parses it, resume a stream after a disconnect (Last-Event-ID or after_seq) with no gap and
- * no duplicate, opt-in token previews, interrupt, and the custom tool and confirmation round
- * trips.
+ * SDK parses it, resume a stream after a disconnect (Last-Event-ID with an event's id or seq, or
+ * after_seq) with no gap and no duplicate, opt-in token previews, interrupt, and the custom tool
+ * and confirmation round trips. Events come in the SDK's shapes exactly (ids `sevt_`, unique
+ * across sessions), our additions (seq, ...) only to a client that asks (`ext`); an answer or a
+ * confirmation naming no waiting tool use is refused and stores nothing.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import type { BetaManagedAgentsStreamSessionEvents } from "@anthropic-ai/sdk/resources/beta/sessions/events";
 import { betaTool } from "@anthropic-ai/sdk/helpers/beta/json-schema";
 import { defineScenario } from "@metaharness/offline-model";
-import { previewEventId } from "@metaharness/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../support/gateway.js";
 
@@ -20,6 +21,11 @@ const scenarios = [
     { text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] },
     (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` }),
   ]),
+  defineScenario(
+    "weather-again",
+    [{ text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] }, (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` })],
+    { onExhausted: "repeat-last" },
+  ),
   defineScenario("ask", [
     { toolUses: [{ name: "bash", input: { command: "rm -rf /tmp/x" } }] },
     (ctx) => ({ text: `tool said: ${ctx.lastToolResult?.content ?? "?"}` }),
@@ -29,11 +35,14 @@ const scenarios = [
 type StreamEvent = BetaManagedAgentsStreamSessionEvents;
 let stack: Stack;
 let sdk: Anthropic;
+/** The SDK asking for our additions (MH-Extensions: true): events carry their seq. */
+let ext: Anthropic;
 let environmentId: string;
 
 beforeAll(async () => {
   stack = await startStack({ scenarios });
   sdk = stack.client().sdk;
+  ext = stack.client(undefined, { extensions: true }).sdk;
   environmentId = (await sdk.beta.environments.create({ name: "env" })).id;
 });
 afterAll(async () => {
@@ -72,16 +81,16 @@ function reader(stream: AsyncIterable<StreamEvent>): Reader {
   };
 }
 
-async function allEvents(sessionId: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
+async function allEvents(sessionId: string, client: Anthropic = sdk): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
   const out = [];
-  for await (const e of sdk.beta.sessions.events.list(sessionId)) out.push(e);
+  for await (const e of client.beta.sessions.events.list(sessionId)) out.push(e);
   return out;
 }
 
 describe("streaming", () => {
   it("streams a turn live, as the SDK parses it", async () => {
     const sessionId = await sessionFor("hello");
-    const stream = await sdk.beta.sessions.events.stream(sessionId);
+    const stream = await ext.beta.sessions.events.stream(sessionId);
     const readStream = reader(stream);
     await say(sessionId, "hi");
     const events = await readStream(isIdle);
@@ -100,7 +109,7 @@ describe("streaming", () => {
 
   it("resumes after a disconnect with Last-Event-ID: no gap, no duplicate", async () => {
     const sessionId = await sessionFor("slow");
-    const first = await sdk.beta.sessions.events.stream(sessionId);
+    const first = await ext.beta.sessions.events.stream(sessionId);
     const readFirst = reader(first);
     await say(sessionId, "one");
     const before = await readFirst((_e, all) => all.length === 3);
@@ -110,13 +119,13 @@ describe("streaming", () => {
     await say(sessionId, "two");
 
     const lastSeen = seqOf(before[before.length - 1]!)!;
-    const second = await sdk.beta.sessions.events.stream(sessionId, {}, { headers: { "Last-Event-ID": String(lastSeen) } });
+    const second = await ext.beta.sessions.events.stream(sessionId, {}, { headers: { "Last-Event-ID": String(lastSeen) } });
     const readSecond = reader(second);
     const after = await readSecond((_e, all) => all.filter(isIdle).length === 2);
     second.controller.abort();
 
     const seqs = [...before, ...after].map(seqOf);
-    const stored = await allEvents(sessionId);
+    const stored = await allEvents(sessionId, ext);
     expect(seqs).toEqual(stored.map((e) => (e as { seq?: number }).seq));
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
     expect([...before, ...after].map((e) => e.type)).toEqual(stored.map((e) => e.type));
@@ -126,7 +135,7 @@ describe("streaming", () => {
     const sessionId = await sessionFor("hello");
     await say(sessionId, "first");
     await stack.brain.waitFor(sessionId, (ev) => ev.some((x) => x.type === "session.status_idle"));
-    const stream = await sdk.beta.sessions.events.stream(sessionId, {}, { query: { after_seq: 2 } });
+    const stream = await ext.beta.sessions.events.stream(sessionId, {}, { query: { after_seq: 2 } });
     const readStream = reader(stream);
     const replayed = await readStream(isIdle);
     expect(replayed.map(seqOf)).toEqual([3, 4, 5, 6]);
@@ -148,8 +157,8 @@ describe("streaming", () => {
     expect(start).toBeLessThan(message);
     expect(deltas.length).toBeGreaterThan(3);
     const opened = events[start] as Anthropic.Beta.Sessions.BetaManagedAgentsStartEvent;
-    const requestStart = events.find((e) => e.type === "span.model_request_start")!;
-    expect(opened.event).toEqual({ type: "agent.message", id: previewEventId(requestStart.id, 0) });
+    // The preview is announced under the id the stored message is served with.
+    expect(opened.event).toEqual({ type: "agent.message", id: (events[message] as Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent).id });
     expect(new Set(deltas.map((d) => d.event_id))).toEqual(new Set([opened.event.id]));
     const text = deltas.map((d) => d.delta.content.text).join("");
     expect(text).toBe((events[message] as Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent).content.map((b) => (b.type === "text" ? b.text : "")).join(""));
@@ -179,10 +188,10 @@ describe("listing", () => {
     expect(page.data).toHaveLength(5);
     expect(page.next_page).toEqual(expect.any(String));
     const seqs = [];
-    for await (const e of sdk.beta.sessions.events.list(sessionId, { limit: 5 })) seqs.push((e as { seq?: number }).seq);
+    for await (const e of ext.beta.sessions.events.list(sessionId, { limit: 5 })) seqs.push((e as { seq?: number }).seq);
     expect(seqs).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     const desc = [];
-    for await (const e of sdk.beta.sessions.events.list(sessionId, { limit: 4, order: "desc" })) desc.push((e as { seq?: number }).seq);
+    for await (const e of ext.beta.sessions.events.list(sessionId, { limit: 4, order: "desc" })) desc.push((e as { seq?: number }).seq);
     expect(desc).toEqual([...seqs].reverse());
     const messages = [];
     for await (const e of sdk.beta.sessions.events.list(sessionId, { types: ["agent.message", "user.message"], limit: 1 })) messages.push(e.type);
@@ -212,9 +221,13 @@ describe("steering", () => {
     });
     expect(Date.now() - sent).toBeLessThan(2000);
     const idle = events[events.length - 1] as Anthropic.Beta.Sessions.BetaManagedAgentsSessionStatusIdleEvent;
-    expect((idle.stop_reason as { type: string }).type).toBe("interrupted");
+    // The SDK has no "interrupted": the interrupt returns control to the user, an end_turn.
+    expect(idle.stop_reason).toEqual({ type: "end_turn" });
     expect(events.some((e) => e.type === "user.interrupt")).toBe(true);
     expect(events.some((e) => e.type === "agent.message")).toBe(false);
+    // A client that asks for our additions sees why the turn ended.
+    const extIdle = (await allEvents(sessionId, ext)).find((e) => e.id === idle.id) as { stop_reason: { type: string } } | undefined;
+    expect(extIdle?.stop_reason.type).toBe("interrupted");
   });
 
   it("pauses on a custom tool and resumes with the client's result", async () => {
@@ -331,5 +344,111 @@ describe("steering", () => {
       expect((err as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain(`${field}:`);
     }
     expect(await allEvents(sessionId)).toEqual([]);
+  });
+});
+
+const WEATHER_TOOL: NonNullable<Anthropic.Beta.AgentCreateParams["tools"]> = [
+  { type: "custom", name: "get_weather", description: "weather", input_schema: { type: "object", properties: { city: { type: "string" } } } },
+];
+
+/** A weather session paused on its custom tool use, and that event as served. */
+async function pausedOnCustomTool(scenario = "weather-again"): Promise<{ sessionId: string; use: Anthropic.Beta.Sessions.BetaManagedAgentsAgentCustomToolUseEvent }> {
+  const sessionId = await sessionFor(scenario, WEATHER_TOOL);
+  await say(sessionId, "weather in Paris?");
+  await stack.brain.waitFor(sessionId, (ev) => ev.some((x) => x.type === "session.status_idle"));
+  const use = (await allEvents(sessionId)).find((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentCustomToolUseEvent => e.type === "agent.custom_tool_use")!;
+  return { sessionId, use };
+}
+
+const result = (id: string, text: string): Anthropic.Beta.Sessions.BetaManagedAgentsEventParams => ({
+  type: "user.custom_tool_result",
+  custom_tool_use_id: id,
+  content: [{ type: "text", text }],
+});
+
+async function refusal(sessionId: string, events: Anthropic.Beta.Sessions.BetaManagedAgentsEventParams[]): Promise<string> {
+  const err = await sdk.beta.sessions.events.send(sessionId, { events }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+  return (err as InstanceType<typeof Anthropic.APIError>).apiMessage ?? "";
+}
+
+describe("the SDK's shapes", () => {
+  it("serves every event with a sevt_ id unique across sessions, no additions, and references that follow the ids", async () => {
+    const a = await pausedOnCustomTool("weather");
+    const b = await pausedOnCustomTool("weather");
+    // The deterministic model names both tool uses alike; the sessions' events must not be.
+    const [rawA, rawB] = [await stack.brain.waitFor(a.sessionId, () => true), await stack.brain.waitFor(b.sessionId, () => true)];
+    expect(rawA.find((e) => e.type === "agent.custom_tool_use")!.id).toBe(rawB.find((e) => e.type === "agent.custom_tool_use")!.id);
+    for (const s of [a, b]) await sdk.beta.sessions.events.send(s.sessionId, { events: [result(s.use.id, "sunny")] });
+    for (const s of [a, b]) await stack.brain.waitFor(s.sessionId, (ev) => ev.filter((x) => x.type === "session.status_idle").length === 2);
+    const [listA, listB] = [await allEvents(a.sessionId), await allEvents(b.sessionId)];
+    const ids = [...listA, ...listB].map((e) => e.id);
+    expect(ids.every((id) => /^sevt_[0-9A-Za-z]{26}$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const e of listA) {
+      expect(e, e.type).not.toHaveProperty("seq");
+      expect(e, e.type).not.toHaveProperty("session_id");
+      expect(e.type.startsWith("sandbox.")).toBe(false);
+    }
+    expect(listA.find((e) => e.type === "span.model_request_start")).not.toHaveProperty("model");
+    expect(listA.find((e) => e.type === "span.model_request_end")).not.toHaveProperty("stop_reason");
+    const idle = listA.find((e) => e.type === "session.status_idle")!;
+    expect(idle.type === "session.status_idle" && idle.stop_reason).toEqual({ type: "requires_action", event_ids: [a.use.id] });
+    const answer = listA.find((e) => e.type === "user.custom_tool_result")!;
+    expect(answer.type === "user.custom_tool_result" && answer.custom_tool_use_id).toBe(a.use.id);
+    const start = listA.find((e) => e.type === "span.model_request_start")!;
+    const end = listA.find((e) => e.type === "span.model_request_end")!;
+    expect(end.type === "span.model_request_end" && end.model_request_start_id).toBe(start.id);
+  });
+
+  it("resumes a stream from Last-Event-ID naming an event's id, as the SDK yields it", async () => {
+    const { sessionId, use } = await pausedOnCustomTool();
+    const all = await allEvents(sessionId);
+    const from = all.findIndex((e) => e.id === use.id);
+    const stream = await sdk.beta.sessions.events.stream(sessionId, {}, { headers: { "Last-Event-ID": use.id } });
+    const replayed = await reader(stream)((_e, seen) => seen.length === all.length - from - 1);
+    stream.controller.abort();
+    expect(replayed.map((e) => (e as { id?: string }).id)).toEqual(all.slice(from + 1).map((e) => e.id));
+    const err = await sdk.beta.sessions.events.stream(sessionId, {}, { headers: { "Last-Event-ID": "sevt_nothere" } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as InstanceType<typeof Anthropic.APIError>).apiMessage).toContain("Last-Event-ID:");
+  });
+});
+
+describe("answers that name no waiting tool use", () => {
+  it("are refused with the field named, store nothing, and the session takes its next turns", async () => {
+    const { sessionId, use } = await pausedOnCustomTool();
+    const before = (await allEvents(sessionId)).length;
+    expect(await refusal(sessionId, [result("sevt_01JZ8Q4D3M5X6V7B8N9P0R1S2T", "stray")])).toMatch(/^events\[0\]\.custom_tool_use_id: /);
+    expect(await refusal(sessionId, [result("toolu_unknown", "stray")])).toMatch(/^events\[0\]\.custom_tool_use_id: /);
+    // The custom tool asks for no confirmation.
+    expect(await refusal(sessionId, [{ type: "user.tool_confirmation", tool_use_id: use.id, result: "allow" }])).toMatch(/^events\[0\]\.tool_use_id: .*confirmation/);
+    // Two answers to one call in one request: the whole request is refused.
+    expect(await refusal(sessionId, [result(use.id, "one"), result(use.id, "two")])).toMatch(/^events\[1\]\.custom_tool_use_id: /);
+    expect(await allEvents(sessionId)).toHaveLength(before);
+
+    await sdk.beta.sessions.events.send(sessionId, { events: [result(use.id, "sunny")] });
+    await stack.brain.waitFor(sessionId, (ev) => ev.filter((x) => x.type === "session.status_idle").length === 2);
+    const answered = (await allEvents(sessionId)).length;
+    expect(await refusal(sessionId, [result(use.id, "again")])).toMatch(/already answered/);
+    expect(await allEvents(sessionId)).toHaveLength(answered);
+
+    // The next turn asks again and is answered: nothing stray reached the model.
+    await say(sessionId, "and tomorrow?");
+    await stack.brain.waitFor(sessionId, (ev) => ev.filter((x) => x.type === "session.status_idle").length === 3);
+    const last = (await allEvents(sessionId)).filter((e) => e.type === "session.status_idle").at(-1)!;
+    expect(last.type === "session.status_idle" && last.stop_reason.type).toBe("end_turn");
+  });
+
+  it("refuse a second confirmation of one tool use", async () => {
+    const sessionId = await sessionFor("ask", [{ type: "agent_toolset_20260401", configs: [{ name: "bash", permission_policy: { type: "always_ask" } }] }]);
+    await say(sessionId, "clean up");
+    await stack.brain.waitFor(sessionId, (ev) => ev.some((x) => x.type === "session.status_idle"));
+    const use = (await allEvents(sessionId)).find((e) => e.type === "agent.tool_use")!;
+    const deny: Anthropic.Beta.Sessions.BetaManagedAgentsEventParams = { type: "user.tool_confirmation", tool_use_id: use.id, result: "deny" };
+    expect(await refusal(sessionId, [deny, deny])).toMatch(/^events\[1\]\.tool_use_id: /);
+    await sdk.beta.sessions.events.send(sessionId, { events: [deny] });
+    await stack.brain.waitFor(sessionId, (ev) => ev.filter((x) => x.type === "session.status_idle").length === 2);
+    expect(await refusal(sessionId, [deny])).toMatch(/^events\[0\]\.tool_use_id: /);
   });
 });

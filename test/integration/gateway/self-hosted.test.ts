@@ -5,7 +5,7 @@
  * agent's bash and read calls run in the worker's workdir ("its machine", never a sandbox of
  * ours), the results flow back as user.tool_result and the agent answers. A worker killed with
  * -9 mid-call loses its lease, the item goes back to the queue and a second worker finishes the
- * session. An interrupt ends the wait at once; the worker's late answer changes nothing.
+ * session. An interrupt ends the wait at once; the worker's late answer is refused and changes nothing.
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
@@ -15,7 +15,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnWorker, startWorker, type RunningWorker } from "../../support/environment-worker.js";
-import { startStack, type Stack } from "../../support/gateway.js";
+import { apiFailure, startStack, type Stack } from "../../support/gateway.js";
 import { eventually } from "../../support/sandbox-broker.js";
 
 type SessionEvent = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
@@ -131,23 +131,26 @@ describe("a self-hosted environment", () => {
     expect(stats.workers_polling).toBeGreaterThanOrEqual(1);
   });
 
-  it("ends the wait at once on an interrupt; the worker's late answer is a duplicate", async () => {
+  it("ends the wait at once on an interrupt; the worker's late answer is refused and changes nothing", async () => {
     const sessionId = await sessionFor("worker-slow");
     await eventually(() => Promise.resolve(existsSync(join(workdir, "slow-started")) ? true : undefined), "the worker to start the call");
     await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.interrupt" }] });
     const all = await turnEnded(sessionId, 5000);
     const idle = all.at(-1);
-    expect(idle?.type === "session.status_idle" && idle.stop_reason.type).toBe("interrupted");
+    // The SDK's stop reason for a turn the user interrupted: control is back with the user.
+    expect(idle?.type === "session.status_idle" && idle.stop_reason.type).toBe("end_turn");
     const use = all.find((e) => e.type === "agent.tool_use")!;
     const answer = all.find((e) => e.type === "agent.tool_result");
     expect(answer?.type === "agent.tool_result" && [answer.tool_use_id, answer.is_error]).toEqual([use.id, true]);
-    // The worker finishes the call 2 s in and sends its result: stored under the one answer's id,
-    // it is a duplicate of the harness's answer. So is any later answer.
+    // The worker finishes the call 2 s in and sends its result: the call was answered (by the
+    // harness), so the answer is refused (the SDK's worker logs it and goes on). So is any later one.
     await new Promise((r) => setTimeout(r, 3000));
-    const late = await sdk.beta.sessions.events.send(sessionId, {
-      events: [{ type: "user.tool_result", tool_use_id: use.id, content: [{ type: "text", text: "later still" }] }],
-    });
-    expect(late.data?.map((e) => [e.type, e.id])).toEqual([["agent.tool_result", answer!.id]]);
+    const late = await apiFailure(
+      sdk.beta.sessions.events.send(sessionId, {
+        events: [{ type: "user.tool_result", tool_use_id: use.id, content: [{ type: "text", text: "later still" }] }],
+      }),
+    );
+    expect([late.status, late.apiMessage]).toEqual([400, expect.stringMatching(/events\[0\]\.tool_use_id: .*already answered/)]);
     const later = await events(sessionId);
     expect(later.filter((e) => e.type === "user.tool_result")).toEqual([]);
     expect(later.length).toBe(all.length);

@@ -59,8 +59,20 @@ function nonEmpty(value: string | undefined): string | undefined {
  */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
+/**
+ * mh reads Meta-Harness's additions to the SDK's events (seq to resume, the sandbox.* events, the
+ * stop reason "interrupted"), so it asks for them (the gateway's MH-Extensions header); another
+ * deployment of the API ignores the header.
+ */
 export function sdkClient(target: Target): Anthropic {
-  return new Anthropic({ apiKey: target.apiKey, baseURL: target.url, maxRetries: 3, timeout: REQUEST_TIMEOUT_MS, middleware: [refusedAtOnce, answersAsGateway] });
+  return new Anthropic({
+    apiKey: target.apiKey,
+    baseURL: target.url,
+    maxRetries: 3,
+    timeout: REQUEST_TIMEOUT_MS,
+    middleware: [refusedAtOnce, answersAsGateway],
+    defaultHeaders: { "MH-Extensions": "true" },
+  });
 }
 
 /** What to check when no gateway answers (main.ts adds it to the SDK's connection errors). */

@@ -2,18 +2,21 @@
  * /v1/sessions/{id}/events: list a session's events page by page (by seq, either order,
  * optionally by type and time), and send user events, appended in order and followed by a Wake.
  * A self-hosted environment's worker does both with its work item's sessions token, and sends
- * only tool results; each user.tool_result is stored as `<tool_use_id>.result`, the id the harness
- * gives its own answer (an interrupt's, or a timeout's), so a call is answered once: a later
- * answer (another worker's, after the harness gave up) is a duplicate and changes nothing.
+ * only tool results. An answer or a confirmation must name a tool use that waits for it
+ * (sessions/answers.ts): a stray one is refused with a 400. Events are served in the SDK's shapes
+ * (with our additions only when asked for, http/extensions.ts).
  */
 import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { EventSendParams } from "@anthropic-ai/sdk/resources/beta/sessions/events";
-import { fromManagedAgentsParams, isValidEventId, toManagedAgentsJson, type ManagedAgentsEventJson } from "@metaharness/events";
+import { fromManagedAgentsParams, toSdkEventJson, type SdkEventJson, type SdkJsonOptions } from "@metaharness/events";
 import type { Event } from "@metaharness/proto";
 import { ApiError, invalidRequest } from "../errors/api-error.js";
+import { extensionsQuery, renderOptions } from "../http/extensions.js";
 import { decodeCursor, encodeCursor, EVENT_PAGE, isSeqPosition, pageLimit } from "../http/pagination.js";
+import { resolveAnswers } from "../sessions/answers.js";
 import { appendUserEvents } from "../sessions/append.js";
 import { requestHands, wantsHands } from "../sessions/hands.js";
+import { obj } from "../schemas/common.js";
 import { listEventsQuery, sendEventsBody } from "../schemas/events.js";
 import { sessionParams } from "../schemas/sessions.js";
 import { readEventPage } from "../sessions/event-page.js";
@@ -28,11 +31,9 @@ interface SessionParams {
 const WORKER_EVENTS: ReadonlySet<string> = new Set(["user.tool_result", "user.custom_tool_result"]);
 const KEY_OR_WORKER = ["api_key", "work_token"] as const;
 
-/** A user.tool_result under the id of the call's one answer. */
-function oneAnswer(event: Event): Event {
-  if (event.payload?.$case !== "userToolResult") return event;
-  const id = `${event.payload.value.toolUseId}.result`;
-  return isValidEventId(id) ? { ...event, id } : event;
+/** The events as served; those the SDK has no type for are left out unless asked for. */
+export function served(events: readonly Event[], options: SdkJsonOptions): SdkEventJson[] {
+  return events.flatMap((e) => toSdkEventJson(e, options) ?? []);
 }
 
 export type EventListQuery = {
@@ -47,7 +48,12 @@ export type EventListQuery = {
 };
 
 /** One page of a session's events (its primary thread's too, routes/threads.ts), as the query asks. */
-export async function listEvents(ctx: RouteContext, sessionId: string, q: EventListQuery): Promise<PageCursorResponse<ManagedAgentsEventJson>> {
+export async function listEvents(
+  ctx: RouteContext,
+  sessionId: string,
+  q: EventListQuery,
+  options: SdkJsonOptions,
+): Promise<PageCursorResponse<SdkEventJson>> {
   const cursor = decodeCursor("events", q.page, isSeqPosition);
   const page = await readEventPage(ctx.log, {
     sessionId,
@@ -58,7 +64,7 @@ export async function listEvents(ctx: RouteContext, sessionId: string, q: EventL
     time: { gt: timeFilter(q, "gt"), gte: timeFilter(q, "gte"), lt: timeFilter(q, "lt"), lte: timeFilter(q, "lte") },
   });
   return {
-    data: page.events.map(toManagedAgentsJson),
+    data: served(page.events, options),
     next_page: page.next === undefined ? null : encodeCursor("events", page.next),
   };
 }
@@ -77,10 +83,10 @@ export function registerEventRoutes(ctx: RouteContext): void {
       schema: { params: sessionParams, querystring: listEventsQuery },
       accepts: KEY_OR_WORKER,
     },
-    async (req) => listEvents(ctx, (await sessions.require(req.tenant, req.params.session_id)).id, req.query),
+    async (req) => listEvents(ctx, (await sessions.require(req.tenant, req.params.session_id)).id, req.query, renderOptions(req)),
   );
 
-  router.add<{ Params: SessionParams; Body: SendBody }>(
+  router.add<{ Params: SessionParams; Body: SendBody; Querystring: { mh_extensions?: boolean } }>(
     {
       method: "POST",
       url: "/v1/sessions/:session_id/events",
@@ -88,13 +94,13 @@ export function registerEventRoutes(ctx: RouteContext): void {
       summary: "Send user events; they are appended in order, atomically, and the harness is woken.",
       response: "BetaManagedAgentsSendSessionEvents",
       errors: ["permission_denied", "not_found", "request_too_large"],
-      schema: { params: sessionParams, body: sendEventsBody },
+      schema: { params: sessionParams, body: sendEventsBody, querystring: obj(extensionsQuery) },
       accepts: KEY_OR_WORKER,
     },
-    async (req): Promise<{ data: ManagedAgentsEventJson[] }> => {
+    async (req): Promise<{ data: SdkEventJson[] }> => {
       const session = await sessions.require(req.tenant, req.params.session_id);
       if (session.archivedAt !== null) throw invalidRequest("", `session ${session.id} is archived and cannot receive events`);
-      const events = req.body.events.map((json, i) => {
+      const parsed = req.body.events.map((json, i) => {
         const event = fromManagedAgentsParams(json, `events[${i}]`);
         if (event.type === "user.tool_result" && session.environmentType !== "self_hosted") {
           throw invalidRequest(`events[${i}].type`, "user.tool_result is only valid in sessions of a self_hosted environment");
@@ -102,12 +108,13 @@ export function registerEventRoutes(ctx: RouteContext): void {
         if (req.principal?.kind === "work_token" && !WORKER_EVENTS.has(event.type)) {
           throw new ApiError("permission_denied", `events[${i}].type: a worker's sessions token sends tool results only, not ${event.type}`);
         }
-        return oneAnswer(event);
+        return event;
       });
+      const resolved = await resolveAnswers(ctx.log, session.id, parsed);
       const logger = req.log.child({ session_id: session.id });
-      const stored = await appendUserEvents(ctx, session.id, events, logger);
-      if (wantsHands(events)) await requestHands(ctx, req.tenant, session, "input", logger);
-      return { data: stored.map(toManagedAgentsJson) };
+      const stored = await appendUserEvents(ctx, session.id, resolved, logger);
+      if (wantsHands(resolved)) await requestHands(ctx, req.tenant, session, "input", logger);
+      return { data: served(stored, renderOptions(req)) };
     },
   );
 }

@@ -1,19 +1,24 @@
 /**
  * GET /v1/sessions/{id}/events/stream: the SDK's `sessions.events.stream()`. Like Anthropic's
  * stream it starts live, from the session's current end. Beyond it, a client that lost its
- * connection resumes where it left off: `Last-Event-ID: <seq>` (what EventSource sends by itself)
- * or `?after_seq=<seq>` replays the events after that seq and then goes live, with no gap and no
- * duplicate. `event_deltas[]` opts into token previews.
+ * connection resumes where it left off: `Last-Event-ID` with the seq (the SSE `id:`, what
+ * EventSource sends by itself) or the `id` of the last event it read (what the SDK yields), or
+ * `?after_seq=<seq>`, replays the events after it and then goes live, with no gap and no
+ * duplicate. `event_deltas[]` opts into token previews; events are in the SDK's shapes unless
+ * the client asks for our additions (http/extensions.ts).
  */
 import type { BetaManagedAgentsDeltaType } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import { isValidEventId } from "@metaharness/events";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../auth/principals.js";
 import { revokedToken } from "../auth/authenticate.js";
 import { type ApiError, invalidRequest } from "../errors/api-error.js";
+import { renderOptions } from "../http/extensions.js";
 import { headerValue } from "../http/headers.js";
 import { streamEventsQuery } from "../schemas/events.js";
 import { sessionParams } from "../schemas/sessions.js";
 import { logSession } from "../sessions/live.js";
+import { seqOfServedId } from "../sessions/log-scan.js";
 import { Previews } from "../stream/previews.js";
 import { pump } from "../stream/pump.js";
 import { SseWriter } from "../stream/sse.js";
@@ -22,6 +27,7 @@ import type { RouteContext } from "./context.js";
 export interface StreamQuery {
   event_deltas?: BetaManagedAgentsDeltaType[];
   after_seq?: number;
+  mh_extensions?: boolean;
 }
 
 interface StreamRoute {
@@ -29,13 +35,17 @@ interface StreamRoute {
   Querystring: StreamQuery;
 }
 
-/** `?after_seq=` wins over `Last-Event-ID`; neither: undefined (start live). */
-function resumeFrom(req: FastifyRequest<{ Querystring: StreamQuery }>): number | undefined {
+/** `?after_seq=` wins over `Last-Event-ID` (a seq, or an event's id); neither: undefined (start live). */
+async function resumeFrom(ctx: RouteContext, req: FastifyRequest<{ Querystring: StreamQuery }>, sessionId: string): Promise<number | undefined> {
   if (req.query.after_seq !== undefined) return req.query.after_seq;
-  const value = headerValue(req, "last-event-id");
-  if (value === undefined || value.trim() === "") return undefined;
-  if (!/^\d{1,15}$/.test(value.trim())) throw invalidRequest("Last-Event-ID", "must be the seq of an event (the `id:` of its SSE message)");
-  return Number(value.trim());
+  const value = headerValue(req, "last-event-id")?.trim();
+  if (value === undefined || value === "") return undefined;
+  if (/^\d{1,15}$/.test(value)) return Number(value);
+  const seq = isValidEventId(value) ? await seqOfServedId(ctx.log, sessionId, value) : undefined;
+  if (seq === undefined) {
+    throw invalidRequest("Last-Event-ID", `must be the seq of an event (the \`id:\` of its SSE message) or the id of one of this session's events, not ${JSON.stringify(value)}`);
+  }
+  return seq;
 }
 
 /**
@@ -76,7 +86,7 @@ export async function streamSession(
 ): Promise<void> {
   const record = await ctx.sessions.require(req.tenant, sessionId);
   const live = await logSession(ctx, record.id);
-  const resume = resumeFrom(req);
+  const resume = await resumeFrom(ctx, req, record.id);
   if (resume !== undefined && resume > live.lastSeq) {
     throw invalidRequest(req.query.after_seq === undefined ? "Last-Event-ID" : "after_seq", `${resume} is beyond the session's last event (${live.lastSeq})`);
   }
@@ -93,7 +103,8 @@ export async function streamSession(
       log: ctx.log,
       sessionId: record.id,
       afterSeq: resume ?? live.lastSeq,
-      previews: new Previews(new Set(req.query.event_deltas ?? [])),
+      previews: new Previews(new Set(req.query.event_deltas ?? []), record.id),
+      render: renderOptions(req),
       writer,
       signal: AbortSignal.any([lease.signal, gone.signal]),
       heartbeatMs: ctx.heartbeatMs,

@@ -9,6 +9,7 @@ import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { BetaManagedAgentsSessionThread, BetaManagedAgentsSessionThreadStatus } from "@anthropic-ai/sdk/resources/beta/sessions/threads/threads";
 import { ApiError, invalidRequest } from "../errors/api-error.js";
+import { extensionsQuery, renderOptions } from "../http/extensions.js";
 import { decodeCursor, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { obj, pageQuery, pathParams } from "../schemas/common.js";
 import { streamEventsQuery } from "../schemas/events.js";
@@ -21,7 +22,7 @@ import { streamSession, type StreamQuery } from "./stream.js";
 
 const threadParams = pathParams("session_id", "thread_id");
 const listThreadsQuery = obj({ ...pageQuery, statuses: { type: "array", items: { enum: SESSION_STATUSES } } });
-const threadEventsQuery = obj({ ...pageQuery });
+const threadEventsQuery = obj({ ...pageQuery, ...extensionsQuery });
 const KEY_OR_WORKER = ["api_key", "work_token"] as const;
 
 interface ThreadPath {
@@ -134,7 +135,8 @@ export function registerThreadRoutes(ctx: RouteContext): void {
       schema: { params: threadParams, querystring: threadEventsQuery },
       accepts: KEY_OR_WORKER,
     },
-    async (req) => listEvents(ctx, (await requireThread(req.tenant, req.params)).id, { limit: req.query.limit, page: req.query.page }),
+    async (req) =>
+      listEvents(ctx, (await requireThread(req.tenant, req.params)).id, { limit: req.query.limit, page: req.query.page }, renderOptions(req)),
   );
 
   router.add<{ Params: ThreadPath; Querystring: StreamQuery }>(

@@ -3,6 +3,7 @@
  * EventListParams, EventSendParams and EventStreamParams (resources/beta/sessions/events.d.ts).
  * Event params are checked in depth by @metaharness/events' fromManagedAgentsParams.
  */
+import { extensionsQuery } from "../http/extensions.js";
 import { createdAtQuery, obj, pageQuery, str, type JsonSchema } from "./common.js";
 
 export const MAX_SEND_EVENTS = 100;
@@ -29,6 +30,7 @@ export const listEventsQuery = obj({
   ...createdAtQuery("gt", "gte", "lt", "lte"),
   order: { enum: ["asc", "desc"] },
   types: { type: "array", items: str(undefined, { pattern: "^[a-z_]+\\.[a-z_]+$" }) },
+  ...extensionsQuery,
 });
 
 export const streamEventsQuery = obj({
@@ -36,6 +38,7 @@ export const streamEventsQuery = obj({
   after_seq: {
     type: "integer",
     minimum: 0,
-    description: "Meta-Harness: replay the events after this seq, then go live (the Last-Event-ID header does the same).",
+    description: "Meta-Harness: replay the events after this seq, then go live (the Last-Event-ID header does the same, with a seq or an event's id).",
   },
+  ...extensionsQuery,
 });

@@ -5,11 +5,12 @@
  * documents; tool input deltas have no SDK counterpart and are not sent.
  *
  * The previewed event's id is derived from (R, N) by previewEventId, so the buffered
- * agent.message reconciles its preview when the harness gives it that id (see docs/api.md).
+ * agent.message reconciles its preview when the harness gives it that id (see docs/api.md);
+ * both are served under the same public id (publicEventId).
  * A model request that ends without the event (error, interrupt) is closed by its
  * span.model_request_end, after which its previews are forgotten.
  */
-import { contentBlockEventId } from "@metaharness/events";
+import { contentBlockEventId, publicEventId } from "@metaharness/events";
 import type { BetaManagedAgentsDeltaEvent, BetaManagedAgentsDeltaType, BetaManagedAgentsStartEvent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { DeltaKind, type Event, type EventDelta } from "@metaharness/proto";
 
@@ -25,7 +26,10 @@ export class Previews {
   /** Preview id -> its model request id. */
   private readonly open = new Map<string, string>();
 
-  constructor(private readonly types: ReadonlySet<BetaManagedAgentsDeltaType>) {}
+  constructor(
+    private readonly types: ReadonlySet<BetaManagedAgentsDeltaType>,
+    private readonly sessionId: string,
+  ) {}
 
   get enabled(): boolean {
     return this.types.size > 0;
@@ -36,13 +40,14 @@ export class Previews {
     if (type === undefined || !this.types.has(type)) return [];
     const id = previewEventId(delta.modelRequestId, delta.blockIndex);
     const out: PreviewFrame[] = [];
+    const served = publicEventId(this.sessionId, id);
     if (!this.open.has(id)) {
       if (this.open.size >= MAX_OPEN_PREVIEWS) this.open.delete(this.open.keys().next().value ?? "");
       this.open.set(id, delta.modelRequestId);
-      out.push({ type: "event_start", event: { id, type } });
+      out.push({ type: "event_start", event: { id: served, type } });
     }
     if (type === "agent.message" && delta.text !== "") {
-      out.push({ type: "event_delta", event_id: id, delta: { type: "content_delta", content: { type: "text", text: delta.text }, index: 0 } });
+      out.push({ type: "event_delta", event_id: served, delta: { type: "content_delta", content: { type: "text", text: delta.text }, index: 0 } });
     }
     return out;
   }

@@ -6,7 +6,7 @@
  * no longer read the session (sent as an `error` event); a failure after the stream opened is sent as an `error` event,
  * which the SDK raises as an APIError.
  */
-import { toManagedAgentsJson } from "@metaharness/events";
+import { toSdkEventJson, type SdkJsonOptions } from "@metaharness/events";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError } from "../errors/api-error.js";
 import type { SessionLogRpc } from "../routes/context.js";
@@ -18,6 +18,8 @@ export interface PumpOptions {
   readonly sessionId: string;
   readonly afterSeq: number;
   readonly previews: Previews;
+  /** The SDK's shapes, or with our additions (http/extensions.ts). */
+  readonly render: SdkJsonOptions;
   readonly writer: SseWriter;
   readonly signal: AbortSignal;
   readonly heartbeatMs: number;
@@ -58,9 +60,12 @@ export async function pump(o: PumpOptions): Promise<void> {
     for await (const item of watch) {
       if (item.event !== undefined) {
         o.previews.settle(item.event);
-        await o.writer.send(item.event.type, toManagedAgentsJson(item.event), item.event.seq);
+        const json = toSdkEventJson(item.event, o.render);
+        if (json !== undefined) {
+          await o.writer.send(item.event.type, json, item.event.seq);
+          sent += 1;
+        }
         lastSeq = item.event.seq;
-        sent += 1;
       } else if (item.delta !== undefined) {
         for (const frame of o.previews.frames(item.delta)) await o.writer.send(frame.type, frame);
       }

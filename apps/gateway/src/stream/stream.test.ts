@@ -1,7 +1,7 @@
 /**
  * Token previews and usage folding, which the integration tests see only end to end.
  */
-import { newEvent } from "@metaharness/events";
+import { newEvent, publicEventId } from "@metaharness/events";
 import { DeltaKind, type EventDelta } from "@metaharness/proto";
 import { describe, expect, it } from "vitest";
 import { foldEvent } from "../sessions/usage.js";
@@ -19,22 +19,24 @@ const delta = (kind: DeltaKind, text: string, blockIndex = 0): EventDelta => ({
 
 describe("Previews", () => {
   it("starts a message preview once, then sends its fragments; thinking is start-only", () => {
-    const previews = new Previews(new Set(["agent.message", "agent.thinking"] as const));
-    const id = previewEventId("sevt_req", 1);
+    const previews = new Previews(new Set(["agent.message", "agent.thinking"] as const), "sesn_1");
+    // Served as the stored event will be: under its public id, a sevt_ id unique to the session.
+    const id = publicEventId("sesn_1", previewEventId("sevt_req", 1));
+    expect(id).toMatch(/^sevt_[0-9a-z]{26}$/);
     expect(previews.frames(delta(DeltaKind.DELTA_KIND_TEXT, "Hel", 1))).toEqual([
       { type: "event_start", event: { id, type: "agent.message" } },
       { type: "event_delta", event_id: id, delta: { type: "content_delta", content: { type: "text", text: "Hel" }, index: 0 } },
     ]);
     expect(previews.frames(delta(DeltaKind.DELTA_KIND_TEXT, "lo", 1))).toHaveLength(1);
     expect(previews.frames(delta(DeltaKind.DELTA_KIND_THINKING, "hmm", 0))).toEqual([
-      { type: "event_start", event: { id: previewEventId("sevt_req", 0), type: "agent.thinking" } },
+      { type: "event_start", event: { id: publicEventId("sesn_1", previewEventId("sevt_req", 0)), type: "agent.thinking" } },
     ]);
     expect(previews.frames(delta(DeltaKind.DELTA_KIND_THINKING, "more", 0))).toEqual([]);
     expect(previews.frames(delta(DeltaKind.DELTA_KIND_INPUT_JSON, "{"))).toEqual([]);
   });
 
   it("sends only the kinds asked for, and forgets a request's previews when it ends", () => {
-    const previews = new Previews(new Set(["agent.message"] as const));
+    const previews = new Previews(new Set(["agent.message"] as const), "sesn_1");
     expect(previews.frames(delta(DeltaKind.DELTA_KIND_THINKING, "hmm"))).toEqual([]);
     previews.frames(delta(DeltaKind.DELTA_KIND_TEXT, "a"));
     previews.settle(newEvent("span.model_request_end", { modelRequestStartId: "sevt_req", isError: true, modelUsage: undefined, stopReason: "" }));
