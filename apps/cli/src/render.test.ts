@@ -61,8 +61,25 @@ describe("LiveRenderer", () => {
     expect(printed).toContain("│ line 20\n");
     expect(printed).not.toMatch(/\x1b\[/);
     expect(r.tally.summary("end_turn", 1234, { bold: String, dim: String, red: String, green: String, yellow: String, cyan: String })).toBe(
-      "── end_turn · 1 tool call (1 failed) · 2 model requests · tokens in 13 (cache read 100) · out 7 · 1.2 s",
+      "── end_turn · 1 tool call (1 failed) · 2 model requests · tokens in 113 (13 + cache read 100) · out 7 · 1.2 s",
     );
+  });
+
+  it("adds up every input token and estimates the cost at each request's model price", () => {
+    const plain = { bold: String, dim: String, red: String, green: String, yellow: String, cyan: String };
+    const r = new LiveRenderer(captureOutput());
+    r.handle(ev({ type: "span.model_request_start", seq: 1, model: "claude-sonnet-4-5" }));
+    // A request that only wrote the cache: its input_tokens is 0, yet the model read 581 tokens.
+    r.handle(ev({ type: "span.model_request_end", seq: 2, model_usage: { input_tokens: 0, output_tokens: 40, cache_read_input_tokens: 0, cache_creation_input_tokens: 581 } }));
+    // 581 x $3.75 + 40 x $15 per million.
+    expect(r.tally.summary("end_turn", 1000, plain)).toBe("── end_turn · 0 tool calls · 1 model request · tokens in 581 (0 + cache write 581) · out 40 · ≈ $0.0028 · 1.0 s");
+    r.handle(ev({ type: "span.model_request_start", seq: 3, model: "a-model-without-a-price" }));
+    r.handle(ev({ type: "span.model_request_end", seq: 4, model_usage: { input_tokens: 10, output_tokens: 1 } }));
+    expect(r.tally.summary("end_turn", 1000, plain)).toContain("· ≈ $0.0028 (1 unpriced) ·");
+    const unknown = new LiveRenderer(captureOutput());
+    unknown.handle(ev({ type: "span.model_request_start", seq: 1, model: "a-model-without-a-price" }));
+    unknown.handle(ev({ type: "span.model_request_end", seq: 2, model_usage: { input_tokens: 10, output_tokens: 1 } }));
+    expect(unknown.tally.summary("end_turn", 1000, plain)).not.toContain("$");
   });
 
   it("draws a spinner on a terminal, and clears it before printing", () => {

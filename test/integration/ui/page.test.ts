@@ -168,7 +168,7 @@ describe("the session page", () => {
     // Model requests show their usage and duration; the header adds it up.
     const models = page.locator(".ev--model");
     expect(await models.count()).toBe(2);
-    expect(await models.first().textContent()).toMatch(/Model request \S+ \d+(\.\d+)? (ms|s) · in [\d.]+k? · out [\d.]+k? · .*stop: tool_use/);
+    expect(await models.first().textContent()).toMatch(/Model request \S+ \d+(\.\d+)? (ms|s) · in [\d.]+k?( \([^)]*\))? · out [\d.]+k? · ≈ \$\d\.\d{4} · stop: tool_use/);
     const final = await sdk.beta.sessions.retrieve(sessionA);
     expect(final.usage.output_tokens).toBeGreaterThan(0);
     await expect.poll(() => page.locator(".facts").textContent()).toContain(`out ${final.usage.output_tokens}`);
@@ -230,7 +230,9 @@ describe("the session page", () => {
     expect(await page.locator(".sandbox", { hasText: "Sandbox provisioned sbx_01UITEST" }).textContent()).toContain("bubblewrap · 84 ms");
     expect(await page.locator(".sandbox--lost").textContent()).toContain("out of memory");
     expect(await page.locator(".error-box").textContent()).toContain("model_overloaded_error");
-    expect(await page.locator(".ev--model").textContent()).toMatch(/in 1\.83k · out 95 · cache read 1\.20k · stop: tool_use/);
+    // Every input token the model read, its parts, and the estimate: 1,830 x $3 + 1,200 x $0.30 + 95 x $15 per million.
+    expect(await page.locator(".ev--model").textContent()).toMatch(/in 3\.03k \(1\.83k \+ cache read 1\.20k\) · out 95 · ≈ \$0\.0073 · stop: tool_use/);
+    expect(await page.locator(".facts").textContent()).toMatch(/Tokensin 3\.03k \(1\.83k \+ cache read 1\.20k\) · out 95Est\. cost≈ \$0\.0073/);
 
     await page.screenshot({ path: `${SCREENSHOTS}session-sandbox.png`, fullPage: true });
     await page.emulateMedia({ colorScheme: "dark" });

@@ -6,6 +6,7 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { SessionCreateParams } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type { PriceTable } from "@metaharness/gateway";
 import type { Ending } from "../exit-codes.js";
 import type { Output } from "../output.js";
 import { LiveRenderer } from "../render/live.js";
@@ -26,6 +27,8 @@ export interface SessionRunOptions {
   readonly interrupts: Interrupts;
   /** How long the session's page can be opened: while "this run" lasts (an embedded stack), or as long as "the deployment". */
   readonly pageLasts?: "this run" | "the deployment";
+  /** Model prices for the summary's cost estimate (MH_MODEL_PRICES over the defaults). */
+  readonly prices?: PriceTable;
 }
 
 export interface SessionRunResult {
@@ -59,7 +62,7 @@ export function sessionPage(baseUrl: string, sessionId: string): string {
 export async function runSession(client: Anthropic, opts: SessionRunOptions, out: Output): Promise<SessionRunResult> {
   const started = Date.now();
   const s = style(out.color);
-  const renderer = new LiveRenderer(out);
+  const renderer = new LiveRenderer(out, opts.prices);
   const session = await client.beta.sessions.create({
     agent: opts.agentId,
     environment_id: opts.environmentId,

@@ -18,6 +18,7 @@ import { EXIT, exitCodeFor, type ExitCode } from "../exit-codes.js";
 import type { Output } from "../output.js";
 import { style } from "../render/style.js";
 import { withDeployment } from "./deployment.js";
+import { loadModelPrices } from "@metaharness/gateway";
 
 export const DEMO_AGENT_NAME = "mh-demo";
 
@@ -39,7 +40,7 @@ export async function demo(args: string[], out: Output, interrupts: Interrupts, 
       const environmentId = await ensureEnvironment(client);
       const result = await runSession(
         client,
-        { agentId, environmentId, prompt: DEMO_PROMPT, resources: [repository.resource], interrupts, pageLasts: kind === "embedded" ? "this run" : "the deployment" },
+        { agentId, environmentId, prompt: DEMO_PROMPT, resources: [repository.resource], interrupts, pageLasts: kind === "embedded" ? "this run" : "the deployment", prices: loadModelPrices(env) },
         out,
       );
       const code = exitCodeFor(result.ending);

@@ -11,6 +11,7 @@ import { exitCodeFor, type ExitCode } from "../exit-codes.js";
 import type { Output } from "../output.js";
 import { withDeployment } from "./deployment.js";
 import { demoScenario } from "../demo/scenario.js";
+import { loadModelPrices } from "@metaharness/gateway";
 
 export async function run(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   const { values, positionals } = parseArgs({
@@ -39,7 +40,7 @@ export async function run(args: string[], out: Output, interrupts: Interrupts, e
       values.agent ??
       (await ensureAgent(client, { name: DEFAULT_AGENT_NAME, model: values.model ?? env["MH_MODEL"] ?? DEFAULT_MODEL, system: values.system ?? DEFAULT_SYSTEM }));
     const environmentId = values.environment ?? (await ensureEnvironment(client));
-    const result = await runSession(client, { agentId, environmentId, prompt, interrupts, pageLasts: kind === "embedded" ? "this run" : "the deployment" }, out);
+    const result = await runSession(client, { agentId, environmentId, prompt, interrupts, pageLasts: kind === "embedded" ? "this run" : "the deployment", prices: loadModelPrices(env) }, out);
     return exitCodeFor(result.ending);
   });
 }

@@ -49,7 +49,9 @@ export function eventSummary(event: StreamEvent, width = 100): string {
       const u = obj(e, "model_usage");
       const n = (k: string) => count(typeof u[k] === "number" ? u[k] : 0);
       const failed = e["is_error"] === true ? "failed · " : "";
-      return clip(`${failed}in ${n("input_tokens")} out ${n("output_tokens")} cache_read ${n("cache_read_input_tokens")}${str(e, "stop_reason") === "" ? "" : ` ${str(e, "stop_reason")}`}`, width);
+      // "in" is every input token the model read; the API's input_tokens counts those outside the cache only.
+      const input = ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"].reduce((sum, k) => sum + (typeof u[k] === "number" ? u[k] : 0), 0);
+      return clip(`${failed}in ${count(input)} (cache ${n("cache_read_input_tokens")} read, ${n("cache_creation_input_tokens")} written) out ${n("output_tokens")}${str(e, "stop_reason") === "" ? "" : ` ${str(e, "stop_reason")}`}`, width);
     }
     case "sandbox.provisioned":
       return clip(`${str(e, "sandbox_id")} ${str(e, "driver")} ${typeof e["duration_ms"] === "number" ? e["duration_ms"] : "?"} ms`, width);

@@ -4,6 +4,7 @@
  * duration (terminals) or a start line (pipes), then its output shortened, sandbox lifecycle and
  * errors on their own lines. `handle` returns how the run ended once an event says so.
  */
+import type { PriceTable } from "@metaharness/gateway";
 import type { Ending } from "../exit-codes.js";
 import type { StreamEvent } from "../client/follow.js";
 import { Screen } from "./screen.js";
@@ -32,7 +33,9 @@ function timeOf(e: Loose): number {
 }
 
 export class LiveRenderer {
-  readonly tally = new Tally();
+  readonly tally: Tally;
+  /** The model of the request under way (span.model_request_start), to price its usage. */
+  private model: string | undefined;
   private readonly screen: Screen;
   private readonly s: Style;
   private readonly pending = new Map<string, PendingTool>();
@@ -42,7 +45,11 @@ export class LiveRenderer {
   /** Text streamed so far per previewed message id. */
   private readonly previews = new Map<string, string>();
 
-  constructor(private readonly out: Output) {
+  constructor(
+    private readonly out: Output,
+    prices?: PriceTable,
+  ) {
+    this.tally = new Tally(prices);
     this.screen = new Screen(out);
     this.s = style(out.color);
   }
@@ -60,6 +67,7 @@ export class LiveRenderer {
         this.screen.line(this.s.yellow("⏹ interrupt sent"));
         return undefined;
       case "span.model_request_start":
+        this.model = str(e, "model") || undefined;
         this.screen.spin(() => this.s.dim("the model is working…"));
         return undefined;
       case "event_start": {
@@ -102,7 +110,7 @@ export class LiveRenderer {
         return undefined;
       case "span.model_request_end":
         this.screen.stopSpinner();
-        this.tally.addUsage(e["model_usage"]);
+        this.tally.addUsage(e["model_usage"], this.model);
         return undefined;
       case "sandbox.provisioned":
         this.note(`◆ sandbox ${str(e, "sandbox_id")} ready (${str(e, "driver") || "?"}, ${duration(Number(e["duration_ms"] ?? 0))})`);

@@ -4,6 +4,7 @@
  * page. It holds no data, so it is served without a key; the data comes from key-checked JSON
  * routes.
  */
+import type { PriceTable } from "./browser/prices.js";
 
 const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -28,6 +29,8 @@ export const CONTENT_SECURITY_POLICY = [
 
 export interface PageOptions {
   readonly traceUrlTemplate: string;
+  /** Model prices for the cost estimates (JSON in a meta tag: the page holds no script of its own). */
+  readonly prices: PriceTable;
   /** False when the browser modules are missing (the gateway runs from sources). */
   readonly built: boolean;
 }
@@ -43,6 +46,7 @@ export function pageHtml(opts: PageOptions): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <meta name="mh-trace-url-template" content="${escapeHtml(opts.traceUrlTemplate)}">
+<meta name="mh-model-prices" content="${escapeHtml(JSON.stringify(opts.prices))}">
 <title>Sessions · Meta-Harness</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/assets/app.css">

@@ -34,7 +34,7 @@ export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: 
   // A plugin, so its hooks apply to these routes only; fastify awaits it before listening.
   void app.register(async (ui) => {
     const assets = await loadAssets();
-    const html = pageHtml({ traceUrlTemplate: opts.traceUrlTemplate, built: assets.has("app.js") });
+    const html = pageHtml({ traceUrlTemplate: opts.traceUrlTemplate, prices: opts.prices, built: assets.has("app.js") });
 
     ui.addHook("onSend", async (_req, reply) => {
       void reply.headers(SECURITY_HEADERS);

@@ -9,6 +9,7 @@ import { listPage } from "./list-page.js";
 import type { PageContext } from "./page-context.js";
 import { sessionPage } from "./session-page.js";
 import { tracePage } from "./trace-page.js";
+import { pagePrices } from "./usage-view.js";
 import { notice } from "./widgets.js";
 
 const main = byId("main");
@@ -75,6 +76,7 @@ function askForKey(problem?: string): void {
 
 const ctx: PageContext = {
   traceTemplate: meta("mh-trace-url-template"),
+  prices: pagePrices(meta("mh-model-prices")),
   unauthorized(err) {
     forgetKey();
     askForKey(`The gateway refused the key: ${err.message}`);

@@ -9,6 +9,8 @@ import { getJson, HttpError, query } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatAgo, formatDateTime, formatSeconds, formatTokens } from "./format.js";
 import type { PageContext } from "./page-context.js";
+import { totalInput, type PriceTable } from "./prices.js";
+import { costText } from "./usage-view.js";
 import { notice, statusBadge } from "./widgets.js";
 
 const PAGE_SIZE = 50;
@@ -20,11 +22,11 @@ interface SessionPage {
   prev_page: string | null;
 }
 
-function row(s: BetaManagedAgentsSession, a: SessionActivity | undefined, now: number): HTMLTableRowElement {
+function row(s: BetaManagedAgentsSession, a: SessionActivity | undefined, now: number, prices: PriceTable): HTMLTableRowElement {
   const last = a?.last_activity_at ?? s.created_at;
   const href = `/ui/sessions/${encodeURIComponent(s.id)}`;
   const u = s.usage;
-  const cache = (u.cache_read_input_tokens ?? 0) + (u.cache_creation?.ephemeral_5m_input_tokens ?? 0) + (u.cache_creation?.ephemeral_1h_input_tokens ?? 0);
+  const cache = totalInput(u) - (u.input_tokens ?? 0);
   return h(
     "tr",
     { "data-session-id": s.id },
@@ -33,8 +35,9 @@ function row(s: BetaManagedAgentsSession, a: SessionActivity | undefined, now: n
     h("td", {}, s.agent.name, h("div", { class: "muted small" }, h("code", {}, s.agent.model.id))),
     h("td", {}, h("time", { datetime: s.created_at }, formatDateTime(s.created_at))),
     h("td", {}, h("time", { datetime: last, title: formatDateTime(last) }, formatAgo(last, now)), a === undefined ? "" : h("div", { class: "muted small" }, `${a.last_seq} events`)),
-    h("td", { class: "num" }, formatTokens(s.usage.input_tokens), cache > 0 ? h("div", { class: "muted small" }, `+${formatTokens(cache)} cache`) : ""),
+    h("td", { class: "num" }, formatTokens(totalInput(u)), cache > 0 ? h("div", { class: "muted small" }, `${formatTokens(cache)} cached`) : ""),
     h("td", { class: "num" }, formatTokens(s.usage.output_tokens)),
+    h("td", { class: "num" }, costText(prices, s.agent.model.id, u) ?? h("span", { class: "muted", title: `No price for ${s.agent.model.id}` }, "—")),
     h("td", { class: "num" }, s.usage.active_seconds ? formatSeconds(s.usage.active_seconds) : "—"),
   );
 }
@@ -59,7 +62,7 @@ export function listPage(main: HTMLElement, ctx: PageContext): void {
         "tr",
         {},
         ...["Session", "Status", "Agent", "Created", "Last activity"].map((t) => h("th", { scope: "col" }, t)),
-        ...["Tokens in", "Tokens out", "Active"].map((t) => h("th", { scope: "col", class: "num" }, t)),
+        ...["Tokens in", "Tokens out", "Est. cost", "Active"].map((t) => h("th", { scope: "col", class: "num" }, t)),
       ),
     ),
     tbody,
@@ -93,7 +96,7 @@ export function listPage(main: HTMLElement, ctx: PageContext): void {
       const activity = ids.length === 0 ? { data: [] } : await getJson<{ data: SessionActivity[] }>(`/ui/api/activity${query({ session_id: ids })}`);
       const byId = new Map(activity.data.map((a) => [a.session_id, a]));
       const now = Date.now();
-      const rows = page.data.map((s) => row(s, byId.get(s.id), now));
+      const rows = page.data.map((s) => row(s, byId.get(s.id), now, ctx.prices));
       // Keep rows that read the same, so a refresh does not steal focus.
       const current = new Map([...tbody.rows].map((r) => [r.dataset["sessionId"] ?? "", r]));
       tbody.replaceChildren(...rows.map((r) => {

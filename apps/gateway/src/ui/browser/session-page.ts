@@ -12,6 +12,7 @@ import { formatAgo, formatDateTime, formatSeconds, formatTokens } from "./format
 import { LiveStream, type LiveState } from "./live.js";
 import type { PageContext } from "./page-context.js";
 import { CATEGORIES, Timeline, type Category } from "./timeline.js";
+import { costText, inputText } from "./usage-view.js";
 import { notice, statusBadge } from "./widgets.js";
 
 const SLICE = 500;
@@ -48,7 +49,7 @@ function fact(label: string, ...value: Array<Node | string>): HTMLElement {
 export async function sessionPage(main: HTMLElement, sessionId: string, ctx: PageContext): Promise<void> {
   const base = `/v1/sessions/${encodeURIComponent(sessionId)}`;
   const uiEvents = `/ui/api/sessions/${encodeURIComponent(sessionId)}/events`;
-  const timeline = new Timeline(ctx.traceTemplate);
+  const timeline = new Timeline(ctx.traceTemplate, ctx.prices);
 
   let session: BetaManagedAgentsSession;
   let slice: UiEventSlice;
@@ -79,14 +80,15 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
     document.title = `${s.title ?? s.id} · Meta-Harness`;
     replaceChildren(title, s.title ?? "Untitled session", " ", statusBadge(s.status));
     const u = s.usage;
-    const cache = (u.cache_read_input_tokens ?? 0) + (u.cache_creation?.ephemeral_5m_input_tokens ?? 0) + (u.cache_creation?.ephemeral_1h_input_tokens ?? 0);
+    const cost = costText(ctx.prices, s.agent.model.id, u);
     replaceChildren(
       facts,
       fact("Session", h("code", {}, s.id)),
       fact("Agent", `${s.agent.name} v${s.agent.version} · `, h("code", {}, s.agent.model.id)),
       fact("Created", h("time", { datetime: s.created_at }, formatDateTime(s.created_at))),
       fact("Last activity", h("time", { datetime: timeline.lastActivity ?? s.created_at, title: timeline.lastActivity ?? s.created_at }, formatAgo(timeline.lastActivity ?? s.created_at, Date.now()))),
-      fact("Tokens", `in ${formatTokens(u.input_tokens)} · out ${formatTokens(u.output_tokens)}${cache > 0 ? ` · cache ${formatTokens(cache)}` : ""}`),
+      fact("Tokens", `in ${inputText(u)} · out ${formatTokens(u.output_tokens)}`),
+      fact("Est. cost", cost === undefined ? h("span", { class: "muted" }, `no price for ${s.agent.model.id}`) : h("span", { title: "From the deployment's price table (MH_MODEL_PRICES)" }, cost)),
       fact("Active", formatSeconds(u.active_seconds)),
     );
   };

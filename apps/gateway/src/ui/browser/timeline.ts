@@ -9,7 +9,9 @@
 import type { UiEventJson } from "../events.js";
 import { append, h } from "./dom.js";
 import { between, describeSize, formatClock, formatDuration, formatTokens, prettyJson, traceUrl } from "./format.js";
+import type { PriceTable } from "./prices.js";
 import { blocksText, breakable, longText, toolInput } from "./text-views.js";
+import { costText, inputText } from "./usage-view.js";
 
 /** What the filters of the page hide or show. */
 export const CATEGORIES = {
@@ -36,6 +38,7 @@ interface ToolCard {
 interface ModelRow {
   readonly stats: HTMLElement;
   readonly at: string | null;
+  readonly model: string;
 }
 
 type EventOf<T extends UiEventJson["type"]> = Extract<UiEventJson, { type: T }>;
@@ -49,7 +52,10 @@ export class Timeline {
   private readonly previews = new Map<string, { readonly row: HTMLLIElement; readonly text: HTMLElement }>();
   private newest: string | null = null;
 
-  constructor(private readonly traceTemplate: string) {
+  constructor(
+    private readonly traceTemplate: string,
+    private readonly prices: PriceTable,
+  ) {
     this.list = h("ol", { class: "timeline", "aria-label": "Events, oldest first" });
   }
 
@@ -298,7 +304,7 @@ export class Timeline {
 
   private modelStart(event: EventOf<"span.model_request_start">): HTMLLIElement {
     const stats = h("span", { class: "model__stats" }, "in progress…");
-    this.models.set(event.id, { stats, at: event.processed_at });
+    this.models.set(event.id, { stats, at: event.processed_at, model: event.model });
     return this.row(event, "model", "model", h("div", { class: "model" }, h("span", { class: "model__label" }, "Model request"), " ", h("code", {}, event.model || "model"), " ", stats));
   }
 
@@ -311,14 +317,14 @@ export class Timeline {
       }
     }
     const u = event.model_usage;
+    const start = this.models.get(event.model_request_start_id);
+    const cost = costText(this.prices, start?.model, u);
     const parts = [
-      `in ${formatTokens(u.input_tokens)}`,
+      `in ${inputText(u)}`,
       `out ${formatTokens(u.output_tokens)}`,
-      ...(u.cache_read_input_tokens > 0 ? [`cache read ${formatTokens(u.cache_read_input_tokens)}`] : []),
-      ...(u.cache_creation_input_tokens > 0 ? [`cache write ${formatTokens(u.cache_creation_input_tokens)}`] : []),
+      ...(cost === undefined ? [] : [cost]),
       ...(event.stop_reason === undefined ? [] : [`stop: ${event.stop_reason}`]),
     ];
-    const start = this.models.get(event.model_request_start_id);
     if (start === undefined) {
       return this.row(event, "model", "model", h("div", { class: "model" }, h("span", { class: "model__label" }, event.is_error ? "Model request failed" : "Model request ended"), " ", parts.join(" · ")));
     }
