@@ -5,7 +5,11 @@
  * session, every Kafka record of the session-events topic, every log line of every service and
  * every exported span. Not one occurrence is allowed. Positive controls show each scan sees data.
  */
-import { readFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialType, Event, NetworkMode, PermissionPolicy, StopReasonType, ToolKind } from "@metaharness/proto";
 import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
@@ -191,3 +195,37 @@ describe("a prompt-injected agent", () => {
     await expectClean("the spans", spans.map((s) => ({ name: s.name, bytes: Buffer.from(spanText(s)) })));
   });
 });
+
+describe("a host process of another sandbox's uid", () => {
+  const uidOf = async (pid: number): Promise<number> => Number(/^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1]);
+  // Asynchronously: the broker answering them runs in this process.
+  const run = (cmd: readonly string[]): Promise<string> =>
+    new Promise((resolve) => execFile(cmd[0]!, cmd.slice(1), { encoding: "utf8", timeout: 20_000 }, (_err, stdout) => resolve(stdout)));
+  const as = (uid: number, cmd: readonly string[]): Promise<string> => run(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--", ...cmd]);
+  const infoRefs = (socket: string) => ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, `http://x/${Buffer.from(`${stack.git.url}/org/app.git`).toString("hex")}/info/refs?service=git-upload-pack`];
+
+  it("finds no run directory on bwrap's command line and cannot use this sandbox's git socket", async () => {
+    if (process.getuid?.() !== 0) return; // sandboxes run as users of their own only when the broker is root
+    const { sandbox: other } = await stack.broker.provision({ sessionId, handKind: "", resources: undefined });
+    const mine = stack.brokerHandle.pidOf(sandboxId)!;
+    const theirs = stack.brokerHandle.pidOf(other!.sandboxId)!;
+    const [myUid, theirUid] = [await uidOf(mine), await uidOf(theirs)];
+    expect(myUid).not.toBe(theirUid);
+    expect([myUid, theirUid].filter((u) => u === 65534)).toEqual([]); // nobody's uid is no sandbox's
+    const bases = (await readdir(tmpdir())).filter((n) => n.startsWith("mhrun-")).map((n) => join(tmpdir(), n));
+    const runDir = bases.map((b) => join(b, sandboxId)).find((d) => existsSync(d))!;
+    expect(runDir).toBeDefined();
+    // What a host process reads first: the command lines of the sandbox's processes.
+    const cmdline = (await readFile(`/proc/${mine}/cmdline`)).toString("utf8");
+    expect(cmdline).not.toContain(runDir);
+    const socket = join(runDir, "git.sock");
+    // The other sandbox's uid cannot reach the socket (the directory is its owner's alone)...
+    expect(await as(theirUid, infoRefs(socket))).toBe("000");
+    // ...root can (no mode stops it), but is not the sandbox's user: the broker hangs up on it...
+    expect(await run(infoRefs(socket))).toBe("000");
+    expect(stack.logs.lines.some((l) => l.includes("connected to a sandbox's socket: refused") && l.includes(`"peer_uid":0`))).toBe(true);
+    // ...and the sandbox's own uid is served (the control).
+    expect(await as(myUid, infoRefs(socket))).toBe("200");
+  });
+});
+

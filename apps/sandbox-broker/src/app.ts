@@ -106,6 +106,7 @@ export async function startSandboxBroker(
       cgroupParent: config.cgroupParent,
       brokerId: config.brokerId,
       tmpBytes: config.tmpBytes,
+      uids: { base: config.sandboxUidBase, count: config.sandboxUidCount },
       logger,
     });
     cleanups.push(() => launcher.stop());

@@ -94,6 +94,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       maxFileBytes: env.int("MH_MAX_FILE_BYTES", { default: 256 * 1024, min: 1024, max: 8 * MiB }),
       /** Calls at once per sandbox; more wait their turn. */
       maxConcurrentCalls: env.int("MH_MAX_CONCURRENT_CALLS", { default: 8, min: 1, max: 256 }),
+      /**
+       * The host uids of sandboxes when the broker is root: each running sandbox gets one of its
+       * own (also its gid; inside, every sandbox is uid 65534), never one another sandbox of any
+       * broker on the host holds (driver/sandbox-uids.ts). Reserve the range for sandboxes: no
+       * user, service or container of the host may own an id in it (the broker refuses to start
+       * when /etc/passwd or /etc/group names one). The default lies above what useradd
+       * (1000-60000), systemd (61184-65519, and 524288-1879048191 for containers) and /etc/subuid
+       * (100000 on, 65536 a user) usually hand out; the count bounds the sandboxes of a host.
+       */
+      sandboxUidBase: env.int("MH_SANDBOX_UID_BASE", { default: 1_900_000_000, min: 1000, max: 2_147_483_646 }),
+      sandboxUidCount: env.int("MH_SANDBOX_UID_COUNT", { default: 65_536, min: 1, max: 1_000_000 }),
       /** Local sandboxes at once on this broker; Provision past it answers RESOURCE_EXHAUSTED. */
       maxSandboxes: env.int("MH_MAX_SANDBOXES", { default: 1000, min: 1, max: 100_000 }),
       warmPoolSize: env.int("MH_WARM_POOL_SIZE", { default: 0, min: 0, max: 1000 }),

@@ -16,7 +16,7 @@ import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** The unprivileged user and group the sandbox runs as, inside and (when we can) outside. */
+/** The unprivileged user and group the sandbox runs as inside (outside: sandbox-uids.ts). */
 export const SANDBOX_UID = 65534;
 export const SANDBOX_GID = 65534;
 export const WORKSPACE = "/workspace";
@@ -92,13 +92,14 @@ export class SandboxRuntimeDir {
   /**
    * A fresh, empty run directory for sandbox `name` (the sandbox sees it read-only), open to its
    * host user alone: the sockets in it carry the session's credentials out (git, egress), so no
-   * other local user may reach them. `owner` is the sandbox's host uid (undefined: the broker's own).
+   * other local user, another sandbox's included, may reach them. `owner` is the sandbox's host
+   * uid, its gid too (undefined: the broker's own).
    */
   async runDir(name: string, owner: number | undefined): Promise<string> {
     const dir = join(this.runBase, name);
     await mkdir(dir, { mode: 0o700 });
     await chmod(dir, 0o700);
-    if (owner !== undefined) await chown(dir, owner, SANDBOX_GID);
+    if (owner !== undefined) await chown(dir, owner, owner);
     return dir;
   }
 
@@ -137,8 +138,12 @@ export interface BwrapSpec {
   readonly maxProcesses?: number;
 }
 
-/** Arguments after `bwrap`: isolation, filesystem, then the agent as the sandbox's one program. */
-export function bwrapArgs(spec: BwrapSpec): string[] {
+/**
+ * What bwrap is told: its options (isolation, filesystem; host paths among them, so the launcher
+ * hands them over through a descriptor, `--args`, never on a command line that any host process
+ * may read in /proc), then the command, the agent as the sandbox's one program.
+ */
+export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string[] } {
   const args = [
     "--unshare-all", // user, ipc, pid, net, uts, cgroup namespaces: no network, no host pids
     "--die-with-parent",
@@ -213,9 +218,9 @@ export function bwrapArgs(spec: BwrapSpec): string[] {
     const eq = kv.indexOf("=");
     args.push("--setenv", kv.slice(0, eq), kv.slice(eq + 1));
   }
-  if (spec.maxProcesses !== undefined) args.push(PRLIMIT, `--nproc=${spec.maxProcesses}`, "--");
-  args.push(...(spec.command ?? ["/usr/bin/perl", AGENT_IN_SANDBOX]));
-  return args;
+  const command = spec.maxProcesses === undefined ? [] : [PRLIMIT, `--nproc=${spec.maxProcesses}`, "--"];
+  command.push(...(spec.command ?? ["/usr/bin/perl", AGENT_IN_SANDBOX]));
+  return { options: args, command };
 }
 
 /** /bin, /lib, /lib64 and /sbin as the host has them: merged-/usr links, or read-only binds. */

@@ -4,7 +4,6 @@
  * than our own stop() (killed, out of memory, the agent broke or went silent), every call in
  * flight and every later call fails with "sandbox <id> was lost: <why>", and `lost` says why.
  */
-import { rm } from "node:fs/promises";
 import type { Logger } from "@metaharness/service-kit";
 import { MhError } from "@metaharness/errors";
 import type { WorkspaceFile } from "@metaharness/proto";
@@ -16,6 +15,7 @@ import { runTool } from "../tools/index.js";
 import { mib, signalName } from "../tools/output.js";
 import type { RunOutcome, SandboxOps, ToolOutcome } from "../tools/types.js";
 import { Semaphore } from "../util/semaphore.js";
+import type { PeerGuard } from "../remotes/peer-credentials.js";
 import { SANDBOX_ENV, WORKSPACE } from "./bwrap-args.js";
 import type { Launched, Launcher } from "./launcher.js";
 
@@ -109,6 +109,11 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
     return this.launched.runDir;
   }
 
+  /** Who may connect to the broker's sockets for it: its own host uid. */
+  get socketGuard(): PeerGuard | undefined {
+    return this.launched.guard;
+  }
+
   get inFlight(): number {
     return this.semaphore.busy;
   }
@@ -185,8 +190,8 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
       this.opts.logger.warn({ sandbox_id: this.opts.id, reason, code, signal }, "sandbox lost");
       this.resolveLost(reason);
     }
-    await this.launched.cgroup?.destroy();
-    await rm(this.launched.runDir, { recursive: true, force: true });
+    // Its pid namespace is empty by now: its cgroups, run directory and host uid can go.
+    await this.launched.cleanup();
   }
 
   private exitReason(code: number | null, signal: NodeJS.Signals | null, oomKilled: boolean): string {

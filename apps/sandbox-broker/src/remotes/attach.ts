@@ -211,7 +211,7 @@ export class SandboxRemotes {
 
   private async startRelay(): Promise<void> {
     try {
-      const relay = await startGitRelay({ runDir: this.sandbox.runDir, remotes: this.gitRemotes, serviceAuthorization: this.proxy.serviceAuthorization, tls: this.proxy.tls, ...this.limits() });
+      const relay = await startGitRelay({ runDir: this.sandbox.runDir, guard: this.sandbox.socketGuard, remotes: this.gitRemotes, serviceAuthorization: this.proxy.serviceAuthorization, tls: this.proxy.tls, ...this.limits() });
       if (this.closed) {
         await relay.close();
         return;

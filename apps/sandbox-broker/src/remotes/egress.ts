@@ -69,15 +69,18 @@ export async function startEgress(
   const target = new URL(opened.proxyUrl);
   const addHeaders = { "proxy-authorization": opened.proxyAuthorization, [SERVICE_AUTH_HEADER]: proxy.serviceAuthorization };
   const server = await serveOnSocket(
-    join(sandbox.runDir, EGRESS_SOCKET),
-    limits.maxConnections,
+    {
+      path: join(sandbox.runDir, EGRESS_SOCKET),
+      maxConnections: limits.maxConnections,
+      logger: limits.logger,
+      guard: sandbox.socketGuard,
+      onConnect: (incoming, socket, head) => relayConnect(incoming, socket, head, target, addHeaders, proxy),
+    },
     async (incoming: IncomingMessage, res: ServerResponse) => {
       if (!/^http:\/\//i.test(incoming.url ?? "")) return respond(res, 400, "send absolute http:// URLs to this proxy");
       const status = await relay(incoming, res, { target, dropHeaders: DROPPED, addHeaders, maxRequestBytes: limits.maxRequestBytes, absoluteForm: true, tls: proxy.tls });
       limits.logger.debug({ status }, "egress request relayed");
     },
-    limits.logger,
-    (incoming, socket, head) => relayConnect(incoming, socket, head, target, addHeaders, proxy),
   );
   try {
     await writeTrust(sandbox.runDir, opened.caCertificatePem);

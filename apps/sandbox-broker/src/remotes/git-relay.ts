@@ -11,6 +11,7 @@ import type { HttpsClientTls, Logger } from "@metaharness/service-kit";
 import { SERVICE_AUTH_HEADER } from "./proxy-client.js";
 import { relay, respond } from "./relay-forward.js";
 import { normalizeRepositoryUrl } from "@metaharness/events";
+import type { PeerGuard } from "./peer-credentials.js";
 import { serveOnSocket, type SocketServer } from "./socket-server.js";
 
 export const GIT_SOCKET = "git.sock";
@@ -20,6 +21,8 @@ const HEADERS = ["content-type", "content-encoding", "content-length", "transfer
 
 export interface GitRelayOptions {
   readonly runDir: string;
+  /** Who may connect (LocalSandbox.socketGuard). */
+  readonly guard: PeerGuard | undefined;
   /** Normalised repository URL -> the proxy's remote for it. */
   readonly remotes: ReadonlyMap<string, string>;
   readonly serviceAuthorization: string;
@@ -31,7 +34,7 @@ export interface GitRelayOptions {
 }
 
 export function startGitRelay(opts: GitRelayOptions): Promise<SocketServer> {
-  return serveOnSocket(join(opts.runDir, GIT_SOCKET), opts.maxConnections, (req, res) => handle(opts, req, res), opts.logger);
+  return serveOnSocket({ path: join(opts.runDir, GIT_SOCKET), maxConnections: opts.maxConnections, logger: opts.logger, guard: opts.guard }, (req, res) => handle(opts, req, res));
 }
 
 async function handle(opts: GitRelayOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
