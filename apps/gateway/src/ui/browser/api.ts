@@ -70,7 +70,8 @@ export class HttpError extends Error {
 
 export function headers(extra: Record<string, string> = {}): Record<string, string> {
   const key = currentKey();
-  return { ...(key === undefined ? {} : { "x-api-key": key }), "anthropic-beta": BETA, ...extra };
+  // Our additions to the SDK's event shapes (seq above all, which the live view resumes from).
+  return { ...(key === undefined ? {} : { "x-api-key": key }), "anthropic-beta": BETA, "mh-extensions": "true", ...extra };
 }
 
 /** The error of a non-2xx answer, with the message of the Anthropic error body when there is one. */
