@@ -64,10 +64,12 @@ export async function startProcess(
   ready: (port: number) => Promise<unknown>,
   /** Flags for node itself besides the service's own (e.g. --cpu-prof, which NODE_OPTIONS does not allow). */
   nodeArgs: readonly string[] = [],
+  /** Its gRPC port, for a restart on the port its callers know; port 0 by default. */
+  fixedPort?: number,
 ): Promise<ServiceProcess> {
   const main = `apps/${app}/dist/main.js`;
   const child = spawn(process.execPath, [...nodeFlagsOf(main), ...nodeArgs, `${ROOT}${main}`], {
-    env: { PATH: process.env["PATH"] ?? "", ...env, MH_GRPC_PORT: "0" },
+    env: { PATH: process.env["PATH"] ?? "", ...env, MH_GRPC_PORT: String(fixedPort ?? 0) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -90,11 +92,10 @@ export async function startProcess(
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${app} exited at start:\n${out}`);
     try {
-      // Bound to port 0: the one port it listens on once its server is up (the gRPC port).
-      const ports = child.pid === undefined ? [] : await listeningPorts(child.pid);
-      if (ports.length !== 1) throw new Error(`listening on ${ports.length} ports`);
-      await ready(ports[0]!);
-      port = ports[0]!;
+      // Bound to port 0: of the ports it listens on once its server is up, the one `ready`
+      // accepts (the gRPC port; the credential vault proxy also serves HTTP on another).
+      const ports = fixedPort !== undefined ? [fixedPort] : child.pid === undefined ? [] : await listeningPorts(child.pid);
+      port = await firstReady(ports, ready);
       return handle;
     } catch {
       if (Date.now() > deadline) {
@@ -104,4 +105,17 @@ export async function startProcess(
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+async function firstReady(ports: readonly number[], ready: (port: number) => Promise<unknown>): Promise<number> {
+  let last: unknown = new Error("listening on no port yet");
+  for (const p of ports) {
+    try {
+      await ready(p);
+      return p;
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
 }

@@ -29,7 +29,9 @@ export async function openDb(
   return db;
 }
 
-function unusable(url: string, err: unknown): MhError {
+function unusable(url: string, thrown: unknown): MhError {
+  // The driver's own error, not the UNAVAILABLE a query's refusal was mapped to (client-errors.ts).
+  const err = thrown instanceof MhError && thrown.cause !== undefined ? thrown.cause : thrown;
   // The URL's host, port and database, never its password.
   let where = "the PostgreSQL server";
   try {

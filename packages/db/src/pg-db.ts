@@ -65,13 +65,19 @@ export function createPgDb(
     query: <R>(text: string, params?: readonly unknown[]) => base.query<R>(text, params),
     exec: (script: string) => base.exec(script),
     async transaction(fn) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((err: unknown) => {
+        throw clientError(err);
+      });
       let open = false;
       try {
-        await client.query("BEGIN");
+        await client.query("BEGIN").catch((err: unknown) => {
+          throw clientError(err);
+        });
         open = true;
         const result = await fn(queryable(client));
-        await client.query("COMMIT");
+        await client.query("COMMIT").catch((err: unknown) => {
+          throw clientError(err);
+        });
         open = false;
         return result;
       } finally {

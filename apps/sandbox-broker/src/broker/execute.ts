@@ -104,11 +104,33 @@ async function runOnce(
   const started = performance.now();
   const result = await run(ctx, key, target, call);
   const outcome: CallOutcome = { ...result, durationMs: Math.round(performance.now() - started) };
-  const written = finishCall(ctx.pool, key, outcome).catch((err: unknown) => {
-    // The model still gets its result; after this process, a repeat reports the outcome unknown.
-    ctx.logger.error({ err, sandbox_id: key.sandboxId, call_id: key.callId }, "could not record a call's outcome");
-  });
-  return { outcome, replayed: false, recorded: written };
+  return { outcome, replayed: false, recorded: record(ctx, key, outcome) };
+}
+
+/** How long an outcome's write is tried again while the database is out of reach. */
+const RECORD_RETRY_MS = 15_000;
+
+/**
+ * Writes the outcome to the ledger, again with backoff while that fails: until it is in, a repeat
+ * of the call in this process is answered from memory (execute's inflight). A write given up on
+ * left the call "running" for this incarnation, and a repeat (a harness resuming the session after
+ * Postgres restarted) waited the call's whole timeout for an outcome that never came.
+ */
+async function record(ctx: BrokerContext, key: CallKey, outcome: CallOutcome): Promise<void> {
+  const until = Date.now() + RECORD_RETRY_MS;
+  for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
+    try {
+      await finishCall(ctx.pool, key, outcome);
+      return;
+    } catch (err) {
+      if (Date.now() + wait > until) {
+        // The model still gets its result; after this process, a repeat reports the outcome unknown.
+        ctx.logger.error({ err, sandbox_id: key.sandboxId, call_id: key.callId }, "could not record a call's outcome");
+        return;
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
 }
 
 async function run(ctx: BrokerContext, key: CallKey, target: Target, call: Call): Promise<ToolOutcome> {
