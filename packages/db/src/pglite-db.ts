@@ -3,7 +3,8 @@
  * migrations as the server, in this process, in memory or in a directory. PGlite is one backend,
  * so a "session" is that backend and transactions are serialized by PGlite itself.
  *
- * One PGlite costs ~1-2 s to start and a few hundred MB, so the services of one process share
+ * One PGlite costs ~1-2 s to start (an in-memory one starts from a template, pglite-template.ts)
+ * and a few hundred MB, so the services of one process share
  * one: every Db opened on the same directory (two PGlites on one directory would corrupt it), or
  * on the same named in-memory database, is a handle to one instance, closed with the last handle.
  * Their tables never collide (as on a shared server, each service's migrations own their tables).
@@ -16,6 +17,7 @@ import { resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { Db, QueryResult, Queryable } from "./db.js";
 import { clientError } from "./client-errors.js";
+import { createFromTemplate } from "./pglite-template.js";
 
 interface PgliteLike {
   query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
@@ -53,13 +55,13 @@ export type PgliteTarget =
 
 export async function createPgliteDb(target: PgliteTarget): Promise<Db> {
   if (target.kind === "private-memory") {
-    const db = await PGlite.create();
+    const db = await createFromTemplate();
     return wrap(db, () => db.close());
   }
   const key = target.kind === "directory" ? target.dataDir : `memory:${target.name}`;
   let entry = shared.get(key);
   if (entry === undefined) {
-    const instance = PGlite.create(target.kind === "directory" ? { dataDir: target.dataDir } : undefined);
+    const instance = target.kind === "directory" ? PGlite.create({ dataDir: target.dataDir }) : createFromTemplate();
     entry = { instance, handles: 0 };
     shared.set(key, entry);
     instance.catch(() => shared.delete(key));
