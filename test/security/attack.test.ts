@@ -82,6 +82,7 @@ beforeAll(async () => {
         // Refused with a 403 that echoes the credential: a repository failure, in session.error and the logs.
         { url: `${stack.echoGit.url}/org/denied.git`, mountPath: "denied", checkout: "" },
       ],
+      packages: undefined,
     },
   });
   sandboxId = sandbox!.sandboxId;

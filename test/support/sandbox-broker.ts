@@ -6,6 +6,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { SandboxBrokerClient, SandboxBrokerService, type ExecuteResponse } from "@metaharness/proto";
@@ -22,8 +24,8 @@ import { createTestDatabase, type TestDatabase } from "./postgres.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
-export type BrokerRole = "harness" | "hand" | "admin";
-export const BROKER_ROLES: readonly BrokerRole[] = ["harness", "hand", "admin"];
+export type BrokerRole = "harness" | "hand" | "admin" | "gateway";
+export const BROKER_ROLES: readonly BrokerRole[] = ["harness", "hand", "admin", "gateway"];
 /** The kinds the tests' hand token may register. */
 export const HAND_KINDS: readonly string[] = ["kv-device", "mute"];
 
@@ -92,6 +94,8 @@ export function brokerEnv(databaseUrl: string, brokerId: string, env: Record<str
     MH_GRPC_PORT: "0",
     MH_BROKER_ID: brokerId,
     MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
+    // Package layers outlive a broker: the tests' brokers share one directory of their own.
+    MH_LAYER_DIR: join(tmpdir(), "mh-test-layers"),
     ...env,
   };
 }
@@ -228,6 +232,7 @@ export async function provisionResponse(
       network: undefined,
       files: [],
       repositories: [],
+      packages: undefined,
       ...resources,
     },
   });

@@ -13,7 +13,7 @@ import { LeaseKeeper } from "./lease-keeper.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { McpPort, type CredentialProxyClient } from "./tools/mcp.js";
-import { isSelfHosted, sandboxNetwork } from "./tools/environment.js";
+import { isSelfHosted, sandboxNetwork, sandboxPackages } from "./tools/environment.js";
 import { SandboxPort, brokerRepositories } from "./tools/sandbox.js";
 import { RetryStatus, StopReasonType, idle, sessionError } from "./loop/turn-events.js";
 
@@ -148,6 +148,7 @@ export class Supervisor {
       const broker = isSelfHosted(session.metadata) ? undefined : this.opts.broker;
       const setup = {
         network: () => sandboxNetwork(session.metadata),
+        packages: () => sandboxPackages(session.metadata),
         // Read afresh: the session's repositories may change while it runs (UpdateSession).
         repositories: async () => brokerRepositories((await log.session()).metadata?.repositories ?? []),
       };

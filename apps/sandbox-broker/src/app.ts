@@ -22,6 +22,7 @@ import { LocalSandbox } from "./driver/local-sandbox.js";
 import { NO_EVENTS, SessionLogSink, type SandboxEventSink } from "./events/sink.js";
 import { HandRegistry } from "./hands/registry.js";
 import { WarmPool } from "./pool/warm-pool.js";
+import { Layers } from "./layers/layers.js";
 import { defaultLimits } from "./resources.js";
 import { sandboxBrokerService } from "./service.js";
 import { connectCredentialProxy, type ProxyConnection } from "./remotes/proxy-client.js";
@@ -133,7 +134,18 @@ export async function startSandboxBroker(
     warm.fill();
     refill = () => warm.refillSoon();
     cleanups.push(() => warm.stop());
-    const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites };
+    const layers = new Layers({
+      dir: config.layerDir,
+      brokerId: config.brokerId,
+      bwrapPath: config.bwrapPath,
+      buildTimeoutMs: config.layerBuildTimeoutMs,
+      maxBytes: config.layerMaxBytes,
+      buildsAtOnce: config.layerBuildsAtOnce,
+      logger: logger.child({ component: "layers" }),
+    });
+    await layers.open();
+    cleanups.push(() => layers.stop());
+    const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites, layers };
 
     const reaper = new Reaper(live, config.reapIntervalMs);
     reaper.start();

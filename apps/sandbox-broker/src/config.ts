@@ -115,6 +115,16 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** How long a sandbox may take to answer its first frame before Provision gives up. */
       startTimeoutMs: env.int("MH_SANDBOX_START_TIMEOUT_MS", { default: 10_000, min: 100, max: 120_000 }),
 
+      /**
+       * Environment package layers (src/layers/): where they are kept (they outlive the broker
+       * process and are shared by every environment with the same lists), how long one build may
+       * run, how large a layer may grow, and how many build at once.
+       */
+      layerDir: env.absolutePath("MH_LAYER_DIR", { default: "/var/cache/metaharness/layers" }),
+      layerBuildTimeoutMs: env.durationMs("MH_LAYER_BUILD_TIMEOUT_MS", { default: 15 * 60_000, min: 100, max: 6 * 3_600_000 }),
+      layerMaxBytes: env.int("MH_LAYER_MAX_BYTES", { default: 4 * GiB, min: MiB }),
+      layerBuildsAtOnce: env.int("MH_LAYER_BUILDS_AT_ONCE", { default: 2, min: 1, max: 64 }),
+
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.

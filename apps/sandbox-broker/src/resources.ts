@@ -4,8 +4,8 @@
  * round to fix them all), and workspace paths must stay inside the workspace.
  */
 import { MhError } from "@metaharness/errors";
-import { NetworkMode, type GitRepository, type NetworkPolicy, type Resources, type WorkspaceFile } from "@metaharness/proto";
-import { isCheckoutName, normalizeRepositoryUrl, repositoryMountPath, workspacePath } from "@metaharness/events";
+import { NetworkMode, type GitRepository, type NetworkPolicy, type PackageLists, type Resources, type WorkspaceFile } from "@metaharness/proto";
+import { hasPackages, isCheckoutName, normalizeRepositoryUrl, repositoryMountPath, workspacePath } from "@metaharness/events";
 import type { SandboxBrokerConfig } from "./config.js";
 
 export interface Limits {
@@ -25,6 +25,8 @@ export interface SandboxSpec {
   readonly repositories: readonly GitRepository[];
   /** What its egress may reach (ALLOWLIST or UNRESTRICTED); undefined: no network at all. */
   readonly egress: EgressScope | undefined;
+  /** The environment's packages (their layer is mounted); undefined when none. */
+  readonly packages: PackageLists | undefined;
   /** The resources as they are recorded and described: defaults filled in, file contents left out. */
   readonly resources: Resources;
 }
@@ -125,11 +127,13 @@ export function resolveSpec(
     files,
     repositories,
     egress,
+    packages: hasPackages(requested?.packages) ? requested?.packages : undefined,
     resources: {
       ...limits,
       network: networkOf(egress),
       files: files.map((f) => ({ path: f.path, mode: f.mode, content: Buffer.alloc(0) })),
       repositories: [...repositories],
+      packages: hasPackages(requested?.packages) ? requested?.packages : undefined,
     },
   };
 }

@@ -13,6 +13,7 @@ import { describe, list, release, transfer } from "./broker/manage.js";
 import { provision } from "./broker/provision.js";
 import { addRepositories } from "./broker/repositories.js";
 import { connectHandHandler } from "./hands/connect.js";
+import { buildLayer, describeLayer } from "./layers/rpc.js";
 
 type Definition<R extends RpcName> = (typeof SandboxBrokerService)[R];
 type Request<R extends RpcName> = Definition<R> extends { requestDeserialize: (b: Buffer) => infer Q } ? Q : never;
@@ -24,7 +25,7 @@ export function sandboxBrokerService(ctx: BrokerContext, guard: Guard<Role>): Un
     fn: (req: Request<R>, call: GuardedContext<Role>) => Promise<Response<R>>,
   ) => guardedUnary<Request<R>, Response<R>, Role>(SandboxBrokerService[name].path.slice(1), guard, POLICY[name], fn);
   const impl: SandboxBrokerServer = {
-    provision: rpc("provision", (req) => provision(ctx, req)),
+    provision: rpc("provision", (req, call) => provision(ctx, req, call.signal)),
     addRepositories: rpc("addRepositories", (req, call) => {
       requireSessionFor(call.caller, req.sessionId);
       return addRepositories(ctx, req);
@@ -43,6 +44,8 @@ export function sandboxBrokerService(ctx: BrokerContext, guard: Guard<Role>): Un
     }),
     describeSandbox: rpc("describeSandbox", (req) => describe(ctx, req)),
     transfer: rpc("transfer", (req) => transfer(ctx, req)),
+    buildLayer: rpc("buildLayer", (req) => buildLayer(ctx.layers, req)),
+    describeLayer: rpc("describeLayer", (req) => describeLayer(ctx.layers, req)),
     connectHand: guardedBidi(SandboxBrokerService.connectHand.path.slice(1), guard, POLICY.connectHand, (caller) =>
       connectHandHandler(ctx.hands, guard.logger.child({ rpc: "metaharness.v1.SandboxBroker/ConnectHand", caller: caller.name }), caller.scopes ?? []),
     ),

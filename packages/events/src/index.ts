@@ -47,3 +47,14 @@ export { USER_EVENT_TYPES, fromManagedAgentsParams, type UserEventType } from ".
 export type * from "./json/types.js";
 export { isSdkEventType, publicEventId, toSdkEventJson, type SdkEventJson, type SdkJsonOptions } from "./json/sdk.js";
 export { unansweredToolUses, type PendingToolUse, type ToolUseKind } from "./pending.js";
+export {
+  MAX_PACKAGES_PER_MANAGER,
+  MAX_PACKAGE_SPEC_LENGTH,
+  PACKAGE_MANAGERS,
+  hasPackages,
+  normalizePackages,
+  packageProblems,
+  type PackageListsInput,
+  type PackageManager,
+  type PackageProblem,
+} from "./packages.js";

@@ -107,7 +107,7 @@ describe("provisioning", () => {
     const cold = await broker.client.provision({
       sessionId,
       handKind: "",
-      resources: { cpuMillis: 500, memoryBytes: 0, diskBytes: 0, maxProcesses: 0, lifetimeSeconds: 0, idleTimeoutSeconds: 0, network: undefined, files: [], repositories: [] },
+      resources: { cpuMillis: 500, memoryBytes: 0, diskBytes: 0, maxProcesses: 0, lifetimeSeconds: 0, idleTimeoutSeconds: 0, network: undefined, files: [], repositories: [], packages: undefined },
     });
     expect(cold.warm).toBe(false);
     const listed = await broker.client.listSandboxes({ sessionId, includeEnded: false });

@@ -42,6 +42,7 @@ const cloud = (config: Partial<EnvironmentConfig>): SessionMetadata => ({
     allowedHosts: [],
     allowMcpServers: false,
     allowPackageManagers: false,
+    packages: undefined,
     ...config,
   },
 });

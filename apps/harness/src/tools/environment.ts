@@ -3,12 +3,14 @@
  * harness acts on it: a self-hosted environment's tools run on its workers, not in the broker;
  * a cloud environment's networking becomes its sandboxes' NetworkPolicy.
  */
+import { hasPackages } from "@metaharness/events";
 import {
   EnvironmentNetworking,
   EnvironmentType,
   NetworkMode,
   ToolKind,
   type NetworkPolicy,
+  type PackageLists,
   type SessionMetadata,
 } from "@metaharness/proto";
 
@@ -38,4 +40,11 @@ export function sandboxNetwork(metadata: SessionMetadata | undefined): NetworkPo
   const allowedHosts = [...new Set(hosts)];
   if (allowedHosts.length === 0 && !env.allowPackageManagers) return undefined;
   return { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts, allowPackageManagers: env.allowPackageManagers };
+}
+
+/** The packages of a cloud environment, whose layer every sandbox of the session mounts; undefined when none. */
+export function sandboxPackages(metadata: SessionMetadata | undefined): PackageLists | undefined {
+  const env = metadata?.environment;
+  if (env?.type !== EnvironmentType.ENVIRONMENT_TYPE_CLOUD) return undefined;
+  return hasPackages(env.packages) ? env.packages : undefined;
 }

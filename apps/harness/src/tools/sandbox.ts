@@ -15,6 +15,7 @@ import {
   SandboxState,
   type GitRepository,
   type NetworkPolicy,
+  type PackageLists,
   type Resources,
   type SandboxBrokerService,
   type SessionRepository,
@@ -28,6 +29,8 @@ export interface SandboxSetup {
   network(): NetworkPolicy | undefined;
   /** The session's repositories as they are now: they may be added or removed while it runs. */
   repositories(): Promise<GitRepository[]>;
+  /** The environment's packages, whose layer the broker mounts (building it first if it must). */
+  packages?(): PackageLists | undefined;
 }
 
 /** A sandbox call (a tool, or cloning repositories for one) may run this long. */
@@ -59,9 +62,10 @@ export class SandboxPort {
     private readonly setup: SandboxSetup = NO_SETUP,
   ) {}
 
-  async provision(resources: Partial<Resources>): Promise<string> {
+  async provision(resources: Partial<Resources>, signal?: AbortSignal): Promise<string> {
     const repositories = await this.setup.repositories();
-    const { sandbox, repositoryFailures } = await this.broker.provision({
+    // Waits for the environment's package layer if it is still building: the deadline is a tool call's.
+    const request = {
       sessionId: this.sessionId,
       handKind: "",
       resources: {
@@ -74,8 +78,10 @@ export class SandboxPort {
         network: this.setup.network(),
         files: [],
         repositories,
+        packages: this.setup.packages?.(),
       },
-    });
+    };
+    const { sandbox, repositoryFailures } = await this.broker.provision(request, { deadlineMs: CALL_DEADLINE_MS, ...(signal === undefined ? {} : { signal }) });
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");
     this.given.set(sandbox.sandboxId, repositoriesKey(repositories));
     if (repositoryFailures.length > 0) this.failing.set(sandbox.sandboxId, new Set(repositoryFailures.map((f) => mountKey(f.mountPath))));
@@ -123,28 +129,20 @@ export class SandboxPort {
   }
 
   /** The session's default sandbox: its oldest ready one, or a new one. */
-  private async resolveDefault(): Promise<string> {
+  private async resolveDefault(signal?: AbortSignal): Promise<string> {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;
     const { sandboxes } = await this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false });
     const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY);
-    this.defaultSandbox = ready?.sandboxId ?? (await this.provision({}));
+    this.defaultSandbox = ready?.sandboxId ?? (await this.provision({}, signal));
     return this.defaultSandbox;
   }
 
   async execute(name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal): Promise<ToolOutcome> {
-    if (name === "provision") {
-      const memoryMb = typeof input["memory_mb"] === "number" ? input["memory_mb"] : undefined;
-      const id = await this.provision({
-        ...(memoryMb === undefined ? {} : { memoryBytes: memoryMb * 1024 * 1024 }),
-        ...(typeof input["cpu_millis"] === "number" ? { cpuMillis: input["cpu_millis"] } : {}),
-        ...(typeof input["lifetime_seconds"] === "number" ? { lifetimeSeconds: input["lifetime_seconds"] } : {}),
-      });
-      return { output: `provisioned sandbox_id: ${id}`, isError: false };
-    }
+    if (name === "provision") return this.provisionTool(input, signal);
     const named = typeof input["sandbox_id"] === "string" && input["sandbox_id"] !== "" ? input["sandbox_id"] : undefined;
     const { sandbox_id: _omit, ...toolInput } = input;
     try {
-      const sandboxId = named ?? (await this.resolveDefault());
+      const sandboxId = named ?? (await this.resolveDefault(signal));
       await this.syncRepositories(sandboxId, signal);
       const res = await this.broker.execute(
         { sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 },
@@ -157,6 +155,26 @@ export class SandboxPort {
       const e = MhError.from(err);
       if (e.code === "CANCELLED") throw e;
       if (e.code === "NOT_FOUND" && named === undefined) this.defaultSandbox = undefined;
+      return { output: `sandbox error (${e.code}): ${e.message}`, isError: true };
+    }
+  }
+
+  /** The model's `provision` tool: a sandbox it names in later calls. A failure is a tool error. */
+  private async provisionTool(input: Record<string, unknown>, signal: AbortSignal): Promise<ToolOutcome> {
+    const memoryMb = typeof input["memory_mb"] === "number" ? input["memory_mb"] : undefined;
+    try {
+      const id = await this.provision(
+        {
+          ...(memoryMb === undefined ? {} : { memoryBytes: memoryMb * 1024 * 1024 }),
+          ...(typeof input["cpu_millis"] === "number" ? { cpuMillis: input["cpu_millis"] } : {}),
+          ...(typeof input["lifetime_seconds"] === "number" ? { lifetimeSeconds: input["lifetime_seconds"] } : {}),
+        },
+        signal,
+      );
+      return { output: `provisioned sandbox_id: ${id}`, isError: false };
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "CANCELLED") throw e;
       return { output: `sandbox error (${e.code}): ${e.message}`, isError: true };
     }
   }

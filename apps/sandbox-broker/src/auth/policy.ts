@@ -2,7 +2,8 @@
  * Who may call the broker, which runs code: every RPC needs a service token (MH_SERVICE_TOKENS_FILE)
  * whose role the policy lists for it. A harness provisions and uses sandboxes, always naming the
  * session it acts for; an external hand connects and does nothing else, registering only the kinds
- * its tokens-file entry lists in "scopes"; an admin (an operator)
+ * its tokens-file entry lists in "scopes"; a gateway builds and describes environments' package
+ * layers; an admin (an operator)
  * may do what a harness does for any session, and see every sandbox. The record is keyed by the generated service, so a new RPC does not compile until
  * it is given its roles here.
  */
@@ -11,7 +12,7 @@ import type { SandboxBrokerService } from "@metaharness/proto";
 import type { Caller, Policy } from "@metaharness/service-kit";
 
 /** The roles a service token file of the broker may give its callers. */
-export const ROLES = ["harness", "hand", "admin"] as const;
+export const ROLES = ["harness", "hand", "admin", "gateway"] as const;
 export type Role = (typeof ROLES)[number];
 
 export type RpcName = keyof SandboxBrokerService;
@@ -25,6 +26,9 @@ export const POLICY: Policy<RpcName, Role> = {
   describeSandbox: ["admin"],
   transfer: ["admin"],
   connectHand: ["hand"],
+  // The gateway builds and reports environments' package layers, and does nothing else here.
+  buildLayer: ["gateway", "admin"],
+  describeLayer: ["gateway", "admin"],
 };
 
 /**

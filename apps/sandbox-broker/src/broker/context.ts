@@ -16,6 +16,8 @@ import type { WarmPool } from "../pool/warm-pool.js";
 import type { Limits } from "../resources.js";
 import type { ProxyConnection } from "../remotes/proxy-client.js";
 import type { LiveSandboxes } from "./live.js";
+import type { Layers } from "../layers/layers.js";
+import type { LayerMount } from "../layers/mount.js";
 
 export interface BrokerContext {
   readonly config: SandboxBrokerConfig;
@@ -34,9 +36,16 @@ export interface BrokerContext {
   readonly proxy: ProxyConnection | undefined;
   /** Ledger writes not yet done (answers do not wait for them; shutdown does). */
   readonly pendingWrites: Set<Promise<void>>;
+  /** Environment package layers (layers/). */
+  readonly layers: Layers;
 }
 
-export function startLocalSandbox(ctx: Omit<BrokerContext, "warm" | "inflight" | "pendingWrites">, id: string, limits: Limits): Promise<LocalSandbox> {
+export function startLocalSandbox(
+  ctx: Omit<BrokerContext, "warm" | "inflight" | "pendingWrites" | "layers">,
+  id: string,
+  limits: Limits,
+  layer?: LayerMount,
+): Promise<LocalSandbox> {
   const { config } = ctx;
   return LocalSandbox.start({
     id,
@@ -48,6 +57,7 @@ export function startLocalSandbox(ctx: Omit<BrokerContext, "warm" | "inflight" |
     maxTimeoutMs: config.maxCallTimeoutMs,
     outputCapBytes: config.outputCapBytes,
     maxFileBytes: config.maxFileBytes,
+    ...(layer === undefined ? {} : { layer }),
   });
 }
 

@@ -16,6 +16,8 @@ import { newSandboxId } from "../util/ids.js";
 import { attachRemotes, type SandboxRemotes } from "../remotes/attach.js";
 import { requireSessionId } from "@metaharness/events";
 import { requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
+import { sandboxLayer } from "../layers/rpc.js";
+import type { LayerMount } from "../layers/mount.js";
 
 interface Acquired {
   readonly id: string;
@@ -24,16 +26,24 @@ interface Acquired {
   readonly warm: boolean;
 }
 
-export async function provision(ctx: BrokerContext, req: ProvisionRequest): Promise<ProvisionResponse> {
+export async function provision(ctx: BrokerContext, req: ProvisionRequest, signal?: AbortSignal): Promise<ProvisionResponse> {
   requireSessionId(req.sessionId, "session_id");
   const spec = resolveSpec(req.resources, ctx.config);
   const sessionId = await requireLiveSession(ctx, req.sessionId, "session_id");
-  if (req.handKind !== "") return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
+  if (req.handKind !== "") {
+    if (spec.packages !== undefined) {
+      throw new MhError("INVALID_ARGUMENT", "resources.packages: an external hand has no way to mount a package layer", { field: "resources.packages" });
+    }
+    return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
+  }
+  // The environment's package layer first (built now if nobody asked for it yet): the wait for a
+  // build holds no place under the cap.
+  const layer = spec.packages === undefined ? undefined : await sandboxLayer(ctx.layers, spec.packages, "resources.packages", signal);
   // A local sandbox holds its place under the cap from now until it is live (or has failed).
   const unreserve = ctx.live.reserve(ctx.config.maxSandboxes);
   try {
     const started = performance.now();
-    return await provisionOn(ctx, sessionId, spec, await localSandbox(ctx, spec), started);
+    return await provisionOn(ctx, sessionId, spec, await localSandbox(ctx, spec, layer), started);
   } finally {
     unreserve();
   }
@@ -94,15 +104,16 @@ export function isLocal(runtime: SandboxRuntime): runtime is LocalSandbox {
   return "writeFiles" in runtime;
 }
 
-async function localSandbox(ctx: BrokerContext, spec: SandboxSpec): Promise<Acquired> {
-  if (fitsWarmPool(spec.limits, ctx.config)) {
+async function localSandbox(ctx: BrokerContext, spec: SandboxSpec, layer: LayerMount | undefined): Promise<Acquired> {
+  // Warm sandboxes have no layer.
+  if (layer === undefined && fitsWarmPool(spec.limits, ctx.config)) {
     const pooled = ctx.warm.take();
     if (pooled !== undefined) return { id: pooled.id, runtime: pooled.runtime, handId: "", warm: true };
   }
   // A new sandbox: the pool gives up a place it holds if the cap leaves none over.
   await ctx.warm.trim();
   const id = newSandboxId();
-  return { id, runtime: await startLocalSandbox(ctx, id, spec.limits), handId: "", warm: false };
+  return { id, runtime: await startLocalSandbox(ctx, id, spec.limits, layer), handId: "", warm: false };
 }
 
 function bindHand(ctx: BrokerContext, kind: string): Acquired {

@@ -136,15 +136,13 @@ export interface BwrapSpec {
    * every sandbox together, so one sandbox at its limit stopped forks in all the others.
    */
   readonly maxProcesses?: number;
+  /** An environment's package layer (layers/mount.ts): its /usr, its binds. */
+  readonly layer?: { readonly usr: string | undefined; readonly binds: readonly string[] };
 }
 
-/**
- * What bwrap is told: its options (isolation, filesystem; host paths among them, so the launcher
- * hands them over through a descriptor, `--args`, never on a command line that any host process
- * may read in /proc), then the command, the agent as the sandbox's one program.
- */
-export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string[] } {
-  const args = [
+/** Every sandbox's isolation, tools' and package builds' alike (layers/build-sandbox.ts). */
+export function isolationArgs(): string[] {
+  return [
     "--unshare-all", // user, ipc, pid, net, uts, cgroup namespaces: no network, no host pids
     "--die-with-parent",
     "--new-session", // no TIOCSTI into the broker's terminal
@@ -155,11 +153,22 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
     String(SANDBOX_GID),
     "--cap-drop",
     "ALL",
+  ];
+}
+
+/**
+ * What bwrap is told: its options (isolation, filesystem; host paths among them, so the launcher
+ * hands them over through a descriptor, `--args`, never on a command line that any host process
+ * may read in /proc), then the command, the agent as the sandbox's one program.
+ */
+export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string[] } {
+  const args = [
+    ...isolationArgs(),
     ...(spec.disableUserns === true ? ["--unshare-user", "--disable-userns"] : []),
     "--hostname",
     "sandbox",
     "--ro-bind",
-    "/usr",
+    spec.layer?.usr ?? "/usr",
     "/usr",
     ...links(),
     "--dir",
@@ -207,6 +216,7 @@ export function bwrapArgs(spec: BwrapSpec): { options: string[]; command: string
     // A socket in a read-only mount still accepts connections: the sandbox can reach the broker's
     // sockets for it, and cannot create or replace anything there.
     ...(spec.runDir === undefined ? [] : ["--ro-bind", spec.runDir, RUN_DIR_IN_SANDBOX]),
+    ...(spec.layer?.binds ?? []),
     // Everything mounted so far stays as it is, but / itself (and so /etc) turns read-only:
     // only /workspace and /tmp can be written.
     "--remount-ro",

@@ -24,6 +24,7 @@ import { SandboxRuntimeDir, bwrapArgs } from "./bwrap-args.js";
 import { detectCgroups, type CgroupLayout, type SandboxCgroup } from "./cgroups.js";
 import { SandboxUids, checkRange } from "./sandbox-uids.js";
 import { seccompProgram } from "./seccomp.js";
+import { layerBinds, type LayerMount } from "../layers/mount.js";
 
 // $1: how many cgroup.procs files follow; then the files; then the command to exec.
 const JOIN_AND_EXEC = `n=$1; shift
@@ -137,7 +138,7 @@ export class Launcher {
   }
 
   /** Spawns the sandbox `name`; the caller waits for the agent's hello. */
-  async launch(name: string, limits: Limits): Promise<Launched> {
+  async launch(name: string, limits: Limits, layer?: LayerMount): Promise<Launched> {
     const user = await this.own?.uids.acquire();
     const uid = user?.uid;
     let cgroup: SandboxCgroup | undefined;
@@ -159,7 +160,7 @@ export class Launcher {
               joinerUid: this.drop === "spawn" ? uid : undefined,
             });
       runDir = await this.runtime.runDir(name, uid);
-      const child = await this.spawn(runDir, limits, cgroup, uid);
+      const child = await this.spawn(runDir, limits, cgroup, uid, layer);
       let stderr = "";
       child.stderr.on("data", (chunk: Buffer) => {
         stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
@@ -172,13 +173,20 @@ export class Launcher {
     }
   }
 
-  private async spawn(runDir: string, limits: Limits, cgroup: SandboxCgroup | undefined, uid: number | undefined): Promise<SandboxChild> {
+  private async spawn(
+    runDir: string,
+    limits: Limits,
+    cgroup: SandboxCgroup | undefined,
+    uid: number | undefined,
+    layer: LayerMount | undefined,
+  ): Promise<SandboxChild> {
     const { options, command: inside } = bwrapArgs({
       runtimeDir: this.runtime.path,
       workspaceBytes: limits.diskBytes,
       tmpBytes: this.opts.tmpBytes,
       disableUserns: this.disableUserns,
       runDir,
+      ...(layer === undefined ? {} : { layer: { usr: layer.usr, binds: layerBinds(layer) } }),
       ...(rlimitControllers(this.cgroups).includes("pids") ? { maxProcesses: limits.maxProcesses } : {}),
     });
     const command = [

@@ -18,6 +18,7 @@ import { Semaphore } from "../util/semaphore.js";
 import type { PeerGuard } from "../remotes/peer-credentials.js";
 import { SANDBOX_ENV, WORKSPACE } from "./bwrap-args.js";
 import type { Launched, Launcher } from "./launcher.js";
+import type { LayerMount } from "../layers/mount.js";
 
 export const BUBBLEWRAP_DRIVER = "bubblewrap";
 
@@ -31,6 +32,8 @@ export interface LocalSandboxOptions {
   readonly maxTimeoutMs: number;
   readonly outputCapBytes: number;
   readonly maxFileBytes: number;
+  /** The environment's package layer, if it has packages. */
+  readonly layer?: LayerMount;
 }
 
 export class LocalSandbox implements SandboxRuntime, SandboxOps {
@@ -71,8 +74,9 @@ export class LocalSandbox implements SandboxRuntime, SandboxOps {
 
   /** Starts the process and waits for the agent's hello; throws UNAVAILABLE if it cannot start. */
   static async start(opts: LocalSandboxOptions): Promise<LocalSandbox> {
-    const launched = await opts.launcher.launch(opts.id, opts.limits);
+    const launched = await opts.launcher.launch(opts.id, opts.limits, opts.layer);
     const sandbox = new LocalSandbox(opts, launched);
+    if (opts.layer !== undefined) sandbox.addToolEnv(opts.layer.env);
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
