@@ -52,7 +52,7 @@ tokens() {
 tokens log gateway:admin harness:harness broker:broker proxy:proxy
 tokens proxy gateway:admin harness:harness broker:broker
 # hand: the example external hand (apps/sandbox-broker/src/examples/kv-device.ts), kind kv-device only.
-tokens broker harness:harness hand:hand:kv-device
+tokens broker harness:harness hand:hand:kv-device gateway:gateway
 tokens harness gateway:admin
 
 if [[ ${MH_SECRETS_TLS:-on} != off ]]; then

@@ -165,7 +165,8 @@ start gateway "$PORT_HTTP" apps/gateway/dist/main.js "${common[@]}" "${TLS[@]}" 
   MH_HTTP_PORT="$PORT_HTTP" MH_DATABASE_URL="$MH_DATABASE_URL" \
   MH_SESSION_LOG_ADDR="$log_addr" MH_SESSION_LOG_TOKEN_FILE="$sec/gateway-log.token" \
   MH_HARNESS_ADDR="127.0.0.1:$PORT_HARNESS" MH_HARNESS_TOKEN_FILE="$sec/gateway-harness.token" MH_GATEWAY_API_KEYS="$api_key:local" \
-  MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/gateway-proxy.token"
+  MH_CREDENTIAL_PROXY_ADDR="$proxy_addr" MH_CREDENTIAL_PROXY_TOKEN_FILE="$sec/gateway-proxy.token" \
+  MH_SANDBOX_BROKER_ADDR="127.0.0.1:$PORT_BROKER" MH_SANDBOX_BROKER_TOKEN_FILE="$sec/gateway-broker.token"
 
 log "stack up in $(elapsed "$t0"): logs in $STACK_DIR/logs, stop with infra/stack/down.sh"
 echo "MH_URL=http://127.0.0.1:$PORT_HTTP"

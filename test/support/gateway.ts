@@ -123,6 +123,8 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
       MH_GATEWAY_SSE_HEARTBEAT_MS: "200",
       MH_LOG_LEVEL: process.env["MH_TEST_LOG_LEVEL"] ?? "silent",
       ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.admin }),
+      // Environments' package layers are built by the broker, when the stack has one.
+      ...(brain.broker === undefined ? {} : { MH_SANDBOX_BROKER_ADDR: brain.broker.address, MH_SANDBOX_BROKER_TOKEN_FILE: brain.broker.tokens.tokenFile.gateway }),
       ...opts.env,
     };
     const start = async (env: Record<string, string>): Promise<GatewayHandle> => {

@@ -9,6 +9,8 @@ import {
   CredentialVaultProxyService,
   HarnessClient,
   HarnessService,
+  SandboxBrokerClient,
+  SandboxBrokerService,
   SessionLogClient,
   SessionLogService,
 } from "@metaharness/proto";
@@ -40,6 +42,7 @@ import { StreamRegistry } from "./stream/registry.js";
 import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
 import { WorkQueue } from "./work/queue.js";
+import { PackageLayers, type SandboxBrokerRpc } from "./layers/package-layers.js";
 import { WorkSignals } from "./work/signals.js";
 import { startWorkPurge } from "./work/purge.js";
 
@@ -50,6 +53,7 @@ export interface GatewayDeps {
   readonly log?: SessionLogRpc;
   readonly harness?: HarnessRpc;
   readonly credentials?: CredentialProxyRpc;
+  readonly broker?: SandboxBrokerRpc;
 }
 
 /**
@@ -121,6 +125,17 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
       credentials = promisify(raw, CredentialVaultProxyService);
     }
 
+    let broker = deps.broker;
+    if (broker === undefined && config.sandboxBrokerAddress !== undefined) {
+      if (config.sandboxBrokerTokenFile === undefined) {
+        throw new MhError("FAILED_PRECONDITION", "MH_SANDBOX_BROKER_ADDR needs MH_SANDBOX_BROKER_TOKEN_FILE (this gateway's service token)");
+      }
+      const bearerToken = await readServiceToken(config.sandboxBrokerTokenFile);
+      const raw = createClient(SandboxBrokerClient, config.sandboxBrokerAddress, { bearerToken, credentials: tls.client });
+      cleanups.push(() => Promise.resolve(raw.close()));
+      broker = promisify(raw, SandboxBrokerService);
+    }
+
     const app = createServer({ logger, bodyLimitBytes: config.bodyLimitBytes });
     cleanups.push(() => app.close());
     const streams = new StreamRegistry(config.maxStreamsPerTenant);
@@ -153,6 +168,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
       log,
       harness,
       credentials,
+      layers: new PackageLayers(broker),
       streams,
       wakeTimeoutMs: config.wakeTimeoutMs,
       heartbeatMs: config.heartbeatMs,

@@ -59,6 +59,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // holding this gateway's service token for it (role admin). Without them, vault routes say so.
       credentialProxyAddress: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),
       credentialProxyTokenFile: env.optional(env.absolutePath("MH_CREDENTIAL_PROXY_TOKEN_FILE")),
+      // The sandbox broker, which builds environments' package layers, and the file holding this
+      // gateway's service token for it (role gateway). Without them, environments with packages are refused.
+      sandboxBrokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),
+      sandboxBrokerTokenFile: env.optional(env.absolutePath("MH_SANDBOX_BROKER_TOKEN_FILE")),
       // postgres://... for a server; pglite:memory or pglite:///dir for embedded Postgres.
       databaseUrl: env.url("MH_DATABASE_URL", {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",

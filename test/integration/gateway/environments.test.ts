@@ -87,9 +87,13 @@ describe("environments", () => {
       expect(err).toBeInstanceOf(Anthropic.BadRequestError);
       return (err as InstanceType<typeof Anthropic.APIError>).apiMessage;
     };
-    expect(await refused({ type: "cloud", packages: { npm: ["left-pad@1.3.0"] } })).toMatch(/^config.packages.npm: cannot be honoured: .*install/);
+    const registries = { type: "limited", allow_package_managers: true } as const;
+    expect(await refused({ type: "cloud", packages: { npm: ["left-pad@1.3.0"] } })).toMatch(/^config.networking.allow_package_managers: must be true/);
+    expect(await refused({ type: "cloud", networking: registries, packages: { pip: ["-e ."] } })).toMatch(/^config.packages.pip\[0\]: "-e \." is not a package name/);
+    // This stack's gateway has no sandbox broker to build them.
+    expect(await refused({ type: "cloud", networking: registries, packages: { npm: ["left-pad@1.3.0"] } })).toMatch(/^config.packages: cannot be built: .*MH_SANDBOX_BROKER_ADDR/);
     const env = await client.sdk.beta.environments.create({ name: "kept" });
-    const update = await client.sdk.beta.environments.update(env.id, { config: { type: "cloud", packages: { pip: ["six"] } } }).catch((e: unknown) => e);
+    const update = await client.sdk.beta.environments.update(env.id, { config: { type: "cloud", networking: registries, packages: { pip: ["six"] } } }).catch((e: unknown) => e);
     expect(update).toBeInstanceOf(Anthropic.BadRequestError);
     expect((await client.sdk.beta.environments.retrieve(env.id)).config).toEqual(env.config);
   });

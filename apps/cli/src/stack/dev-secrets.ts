@@ -27,7 +27,7 @@ export const DEV_HAND_KIND = "kv-device";
 const CALLERS = {
   log: { gateway: "admin", harness: "harness", broker: "broker", proxy: "proxy" },
   proxy: { gateway: "admin", harness: "harness", broker: "broker" },
-  broker: { harness: "harness", hand: "hand", operator: "admin" },
+  broker: { harness: "harness", hand: "hand", operator: "admin", gateway: "gateway" },
   harness: { gateway: "admin" },
 } as const;
 const SCOPES: Readonly<Record<string, readonly string[]>> = { "broker/hand": [DEV_HAND_KIND] };

@@ -10,6 +10,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig as credentialProxyConfig, startCredentialProxy } from "@metaharness/credential-vault-proxy";
 import { createMemoryBus } from "@metaharness/event-bus";
@@ -169,6 +170,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_SERVICE_TOKENS_FILE: secrets.tokensFile.broker,
       MH_BROKER_ID: brokerId(opts.dataDir),
       MH_BWRAP_PATH: bwrapPath,
+      // Environments' package layers: kept with the data directory (or for this user's temp dir).
+      MH_LAYER_DIR: opts.dataDir === undefined ? join(tmpdir(), "metaharness-layers") : join(resolve(opts.dataDir), "layers"),
       MH_LOG_LEVEL: level,
     });
     const broker = await timed("sandbox broker", `bubblewrap (${sbxConfig.bwrapPath})`, () => startSandboxBroker(sbxConfig, logger("sandbox-broker")));
@@ -213,6 +216,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_HARNESS_TOKEN_FILE: secrets.tokenFile("harness", "gateway"),
       MH_CREDENTIAL_PROXY_ADDR: vaultAddr,
       MH_CREDENTIAL_PROXY_TOKEN_FILE: secrets.tokenFile("proxy", "gateway"),
+      MH_SANDBOX_BROKER_ADDR: `127.0.0.1:${broker.port}`,
+      MH_SANDBOX_BROKER_TOKEN_FILE: secrets.tokenFile("broker", "gateway"),
       MH_GATEWAY_API_KEYS: [`${opts.apiKey}:local`, ...(opts.moreApiKeys === undefined || opts.moreApiKeys === "" ? [] : [opts.moreApiKeys])].join(","),
       MH_LOG_LEVEL: level,
     });

@@ -19,6 +19,7 @@ import type {
 import { ApiError, invalidRequest } from "../errors/api-error.js";
 import { PACKAGE_MANAGERS, unhonoured, type EnvironmentConfig } from "./environment-config.js";
 import { checkMetadata, patchMetadata } from "./metadata.js";
+import { STATUS_PREFIX } from "../layers/package-layers.js";
 
 export type EnvironmentCreateBody = Omit<EnvironmentCreateParams, "betas" | "workspace_id">;
 export type EnvironmentUpdateBody = Omit<EnvironmentUpdateParams, "betas" | "workspace_id">;
@@ -101,7 +102,7 @@ export function environmentBodyFromCreate(p: EnvironmentCreateBody): Environment
     name: p.name,
     description: p.description ?? null,
     config: configOf(p.config, undefined),
-    metadata: checkMetadata(p.metadata ?? {}),
+    metadata: ownMetadata(checkMetadata(p.metadata ?? {})),
     scope: scopeOf(p.scope),
   };
 }
@@ -111,9 +112,18 @@ export function applyEnvironmentUpdate(current: EnvironmentBody, p: EnvironmentU
     name: p.name ?? current.name,
     description: p.description === undefined ? current.description : p.description,
     config: configOf(p.config, current.config),
-    metadata: patchMetadata(current.metadata, p.metadata, { emptyDeletes: true }),
+    metadata: ownMetadata(patchMetadata(current.metadata, p.metadata, { emptyDeletes: true })),
     scope: p.scope === undefined ? current.scope : scopeOf(p.scope),
   };
+}
+
+/** Keys under STATUS_PREFIX show the packages' layer (layers/package-layers.ts): a client cannot set them. */
+function ownMetadata(metadata: Record<string, string>): Record<string, string> {
+  const reserved = Object.keys(metadata).filter((k) => k.startsWith(STATUS_PREFIX));
+  if (reserved.length > 0) {
+    throw new ApiError("invalid_metadata", `metadata: ${reserved.map((k) => JSON.stringify(k)).join(", ")}: keys starting with "${STATUS_PREFIX}" are reserved (they show the packages' build)`);
+  }
+  return metadata;
 }
 
 export function renderEnvironment(record: EnvironmentRecord): BetaEnvironment {

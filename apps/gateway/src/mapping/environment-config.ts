@@ -4,8 +4,9 @@
  * a `self_hosted` config sends the session's tools to the environment's workers. `unrestricted`
  * networking reaches public addresses, and `allow_package_managers` the public package
  * registries, through the credential proxy's egress (CONNECT tunnels). What the broker cannot do
- * is refused here, naming the field and why, instead of being stored and ignored:
- * - `packages`: sandboxes run a fixed, read-only system with no install step.
+ * is refused here, naming the field and why, instead of being stored and ignored. `packages` are
+ * built by the sandbox broker into a layer every sandbox of the environment mounts
+ * (layers/package-layers.ts); each entry is checked here first, by the rule the broker applies.
  */
 import type { BetaCloudConfig, BetaSelfHostedConfig } from "@anthropic-ai/sdk/resources/beta/environments/environments";
 import {
@@ -13,13 +14,15 @@ import {
   EnvironmentType,
   type EnvironmentConfig as EnvironmentSnapshot,
 } from "@metaharness/proto";
+import { hasPackages, packageProblems } from "@metaharness/events";
 import { invalidRequest, type ApiError } from "../errors/api-error.js";
+import { packagesOf } from "../layers/package-layers.js";
 
 export type EnvironmentConfig = BetaCloudConfig | BetaSelfHostedConfig;
 
 /** The broker's allowlist limit (sandbox-broker resources.ts MAX_ALLOWED_HOSTS). */
 export const MAX_ALLOWED_HOSTS = 64;
-export const PACKAGE_MANAGERS = ["apt", "cargo", "gem", "go", "npm", "pip"] as const;
+export { PACKAGE_MANAGERS } from "@metaharness/events";
 
 /** Why the broker cannot honour `config`, as the 400 to answer; undefined when it can. */
 export function unhonoured(config: EnvironmentConfig): ApiError | undefined {
@@ -32,13 +35,15 @@ export function unhonoured(config: EnvironmentConfig): ApiError | undefined {
   return packagesRefusal(config);
 }
 
+/**
+ * Malformed package entries, every one named; and, as the SDK documents, packages under `limited`
+ * networking need `allow_package_managers` (the agent's own installs reach the registries then).
+ */
 function packagesRefusal(config: BetaCloudConfig): ApiError | undefined {
-  const manager = PACKAGE_MANAGERS.find((m) => config.packages[m].length > 0);
-  if (manager !== undefined) {
-    return invalidRequest(
-      `config.packages.${manager}`,
-      "cannot be honoured: sandboxes run a fixed, read-only system and the sandbox broker has no way to install packages",
-    );
+  const problems = packageProblems(config.packages);
+  if (problems.length > 0) return invalidRequest("", problems.map((p) => `config.packages.${p.field}: ${p.message}`).join("; "));
+  if (hasPackages(config.packages) && config.networking.type === "limited" && !config.networking.allow_package_managers) {
+    return invalidRequest("config.networking.allow_package_managers", "must be true when packages are listed under limited networking");
   }
   return undefined;
 }
@@ -52,9 +57,11 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
       allowedHosts: [],
       allowMcpServers: false,
       allowPackageManagers: false,
+      packages: undefined,
     };
   }
   const net = config.networking;
+  const packages = packagesOf(config);
   return net.type === "unrestricted"
     ? {
         type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
@@ -62,6 +69,7 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
         allowedHosts: [],
         allowMcpServers: false,
         allowPackageManagers: false,
+        packages,
       }
     : {
         type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
@@ -69,5 +77,6 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
         allowedHosts: [...net.allowed_hosts],
         allowMcpServers: net.allow_mcp_servers,
         allowPackageManagers: net.allow_package_managers,
+        packages,
       };
 }

@@ -101,8 +101,14 @@ describe("environments", () => {
     expect(environmentBodyFromCreate({ name: "e", config: { type: "cloud", networking: { type: "limited", allow_package_managers: true } } }).config).toMatchObject({
       networking: { type: "limited", allowed_hosts: [], allow_package_managers: true },
     });
-    expect(create({ type: "cloud", networking: { type: "unrestricted" }, packages: { npm: ["x"] } })).toThrow(/^config.packages.npm: cannot be honoured/);
-    expect(create({ type: "cloud", packages: { pip: ["x"] } })).toThrow(/^config.packages.pip: cannot be honoured/);
+    expect(create({ type: "cloud", networking: { type: "unrestricted" }, packages: { npm: ["x"] } })).not.toThrow();
+    // As the SDK documents: packages under limited networking need the package registries.
+    expect(create({ type: "cloud", packages: { pip: ["x"] } })).toThrow(/^config.networking.allow_package_managers: must be true when packages are listed/);
+    const registries = { type: "limited", allow_package_managers: true } as const;
+    expect(create({ type: "cloud", networking: registries, packages: { pip: ["six"], apt: ["cowsay"] } })).not.toThrow();
+    expect(create({ type: "cloud", networking: registries, packages: { pip: ["six", "--index-url=http://x"], npm: ["a b"] } })).toThrow(
+      /^config.packages.npm\[0\]: "a b" is not a package name.*; config.packages.pip\[1\]: "--index-url=http:\/\/x" is not/,
+    );
     const hosts = Array.from({ length: 65 }, (_, i) => `h${i}.example.com`);
     expect(create({ type: "cloud", networking: { type: "limited", allowed_hosts: hosts } })).toThrow(/^config.networking.allowed_hosts: at most 64/);
     expect(environmentBodyFromCreate({ name: "e", config: { type: "self_hosted" } }).config).toEqual({ type: "self_hosted" });

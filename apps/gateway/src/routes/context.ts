@@ -6,6 +6,7 @@ import type { Db } from "@metaharness/db";
 import type { CredentialVaultProxyService, HarnessService, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 import type { Router } from "../http/router.js";
+import type { PackageLayers } from "../layers/package-layers.js";
 import type { AgentStore } from "../store/agents.js";
 import type { EnvironmentKeyStore } from "../store/environment-keys.js";
 import type { EnvironmentStore } from "../store/environments.js";
@@ -34,6 +35,8 @@ export interface RouteContext {
   readonly harness: HarnessRpc;
   /** Undefined when this deployment runs without a credential vault proxy. */
   readonly credentials: CredentialProxyRpc | undefined;
+  /** Environments' package layers, built by the sandbox broker. */
+  readonly layers: PackageLayers;
   readonly streams: StreamRegistry;
   readonly wakeTimeoutMs: number;
   readonly heartbeatMs: number;

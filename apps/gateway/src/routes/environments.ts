@@ -11,6 +11,7 @@ import {
   environmentBodyFromCreate,
   renderEnvironment,
   type EnvironmentCreateBody,
+  type EnvironmentRecord,
   type EnvironmentUpdateBody,
 } from "../mapping/environment-body.js";
 import { createEnvironmentBody, environmentParams, listEnvironmentsQuery, updateEnvironmentBody } from "../schemas/environments.js";
@@ -22,6 +23,11 @@ interface EnvironmentParams {
 
 export function registerEnvironmentRoutes(ctx: RouteContext): void {
   const { router, environments } = ctx;
+  /** The environment with its packages' layer state in metadata (package-layers.ts STATUS_KEYS). */
+  const render = async (record: EnvironmentRecord): Promise<BetaEnvironment> => {
+    const env = renderEnvironment(record);
+    return { ...env, metadata: { ...env.metadata, ...(await ctx.layers.status(record.body.config)) } };
+  };
 
   router.add<{ Body: EnvironmentCreateBody }>(
     {
@@ -33,8 +39,12 @@ export function registerEnvironmentRoutes(ctx: RouteContext): void {
       errors: ["invalid_metadata", "request_too_large"],
       schema: { body: createEnvironmentBody },
     },
-    async (req): Promise<BetaEnvironment> =>
-      renderEnvironment(await environments.create(req.tenant, newId(ENVIRONMENT_ID_PREFIX), environmentBodyFromCreate(req.body), ctx.now())),
+    async (req): Promise<BetaEnvironment> => {
+      const body = environmentBodyFromCreate(req.body);
+      // The broker refuses lists it cannot build before anything is stored; the build goes on.
+      await ctx.layers.build(body.config);
+      return render(await environments.create(req.tenant, newId(ENVIRONMENT_ID_PREFIX), body, ctx.now()));
+    },
   );
 
   router.add<{ Params: EnvironmentParams }>(
@@ -47,7 +57,7 @@ export function registerEnvironmentRoutes(ctx: RouteContext): void {
       errors: ["not_found"],
       schema: { params: environmentParams },
     },
-    async (req): Promise<BetaEnvironment> => renderEnvironment(await environments.require(req.tenant, req.params.environment_id)),
+    async (req): Promise<BetaEnvironment> => render(await environments.require(req.tenant, req.params.environment_id)),
   );
 
   router.add<{ Params: EnvironmentParams; Body: EnvironmentUpdateBody }>(
@@ -61,8 +71,13 @@ export function registerEnvironmentRoutes(ctx: RouteContext): void {
       schema: { params: environmentParams, body: updateEnvironmentBody },
     },
     async (req): Promise<BetaEnvironment> => {
+      if (req.body.config?.type === "cloud" && req.body.config.packages !== undefined && req.body.config.packages !== null) {
+        // New lists are built (a failed build tried again) before the update is stored.
+        const current = await environments.require(req.tenant, req.params.environment_id);
+        if (current.archivedAt === null) await ctx.layers.build(applyEnvironmentUpdate(current.body, req.body).config);
+      }
       const updated = await environments.update(req.tenant, req.params.environment_id, (b) => applyEnvironmentUpdate(b, req.body), ctx.now());
-      return renderEnvironment(updated);
+      return render(updated);
     },
   );
 
@@ -83,7 +98,7 @@ export function registerEnvironmentRoutes(ctx: RouteContext): void {
         includeArchived: req.query.include_archived === true,
       });
       return {
-        data: page.rows.map(renderEnvironment),
+        data: await Promise.all(page.rows.map(render)),
         next_page: page.next === undefined ? null : encodeCursor("environments", page.next),
       };
     },
@@ -99,7 +114,7 @@ export function registerEnvironmentRoutes(ctx: RouteContext): void {
       errors: ["not_found"],
       schema: { params: environmentParams },
     },
-    async (req): Promise<BetaEnvironment> => renderEnvironment(await environments.archive(req.tenant, req.params.environment_id, ctx.now())),
+    async (req): Promise<BetaEnvironment> => render(await environments.archive(req.tenant, req.params.environment_id, ctx.now())),
   );
 
   router.add<{ Params: EnvironmentParams }>(
