@@ -24,6 +24,10 @@ set -a
 eval "$services_env"
 set +a
 
+step "the official Python SDK (a virtualenv with anthropic from PyPI, for test/python/)"
+MH_PYTHON_SDK=$(infra/python-sdk/up.sh)
+export MH_PYTHON_SDK
+
 step "build (generate contracts, compile)"
 npx turbo run build
 

@@ -1,7 +1,7 @@
 /**
  * The protocol around the resources, as the SDK meets it: authentication and its error body,
- * the anthropic-beta header, unknown routes, endpoints not yet served (501), body limits, the
- * stream limit per tenant, heartbeats, request ids.
+ * the anthropic-beta header, unknown routes, endpoints not yet served (501), body limits, empty
+ * JSON bodies, the stream limit per tenant, heartbeats, request ids.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -72,6 +72,17 @@ describe("errors", () => {
     const bad = await raw(stack, "POST", "/v1/agents", { body: "{not json" });
     expect(bad.status).toBe(400);
     expect(bad.json).toMatchObject({ error: { type: "invalid_request_error" } });
+  });
+
+  it("takes an empty JSON body as no body (the Python SDK's archive and delete send one)", async () => {
+    const agent = (await raw(stack, "POST", "/v1/agents", { body: JSON.stringify({ name: "empty", model: "m" }) })).json as { id: string };
+    const archived = await raw(stack, "POST", `/v1/agents/${agent.id}/archive`, { body: "" });
+    expect([archived.status, (archived.json as { archived_at: unknown }).archived_at]).toEqual([200, expect.any(String)]);
+    const vault = (await raw(stack, "POST", "/v1/vaults", { body: JSON.stringify({ display_name: "v" }) })).json as { id: string };
+    expect((await raw(stack, "DELETE", `/v1/vaults/${vault.id}`, { body: "" })).status).toBe(200);
+    // A route that needs a body still says so.
+    const none = await raw(stack, "POST", "/v1/agents", { body: "" });
+    expect([none.status, none.json]).toMatchObject([400, { error: { type: "invalid_request_error" } }]);
   });
 
   it("names bad query parameters and cursors", async () => {

@@ -84,6 +84,16 @@ export function createServer(opts: ServerOptions): FastifyInstance {
     genReqId: () => newId(REQUEST_ID_PREFIX),
     routerOptions: { querystringParser: parseQuery },
   });
+  // An empty body is no body, whatever its content-type: the Python SDK sends
+  // `Content-Type: application/json` with nothing after it on every POST and DELETE without
+  // params (archive, delete, ...), which fastify's parser refused ("Body cannot be empty").
+  const json = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
+    // parseAs "string": the body is a string here.
+    if (body.length === 0) done(null, undefined);
+    else void json(req, body as string, done);
+  });
   const validators = validatorsByPart();
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? validators.body : validators.text).compile(schema));
   app.decorateRequest("tenant", "");
