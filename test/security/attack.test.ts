@@ -11,7 +11,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CredentialType, Event, NetworkMode, PermissionPolicy, StopReasonType, ToolKind } from "@metaharness/proto";
+import { CredentialType, Event, type Credential, type CredentialSecret, NetworkMode, PermissionPolicy, StopReasonType, ToolKind } from "@metaharness/proto";
 import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
 import { userMessage } from "../support/events.js";
 import { idleReason } from "../support/harness.js";
@@ -20,7 +20,7 @@ import { metadataWithVaults, newVault } from "../support/vault.js";
 import { ATTACK, attackScenario } from "./attack.js";
 import { spanText } from "./capture.js";
 import { sandboxFiles, type SandboxFile } from "./sandbox-files.js";
-import { API_BEARER, CLIENT_SECRET, GIT_TOKEN, startStack, type Stack } from "./stack.js";
+import { API_BEARER, CLIENT_SECRET, GIT_TOKEN, MCP_BEARER, startStack, type Stack } from "./stack.js";
 
 let telemetry: TestTelemetry;
 let stack: Stack;
@@ -36,34 +36,30 @@ beforeAll(async () => {
   stack = await startStack(attackScenario);
   const admin = stack.vault.client("admin");
   const vaultId = await newVault(admin, "attacked");
+  const put = (displayName: string, type: CredentialType, config: NonNullable<Credential["config"]>, secret: Partial<CredentialSecret>) =>
+    admin.putCredential({ vaultId, credentialId: "", type, displayName, config, secret: { token: "", accessToken: "", refreshToken: "", clientSecret: "", ...secret }, metadata: {} });
+  const gitToken = (urlPrefix: string, host: string) => ({ $case: "gitToken" as const, value: { urlPrefix, host, username: "" } });
   const pair = stack.oauth.issue(-30); // expired: the proxy refreshes it during the attack
-  await admin.putCredential({
-    vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, displayName: "git",
-    config: { $case: "gitToken", value: { urlPrefix: `${stack.git.url}/org/app.git`, host: "", username: "" } },
-    secret: { token: GIT_TOKEN, accessToken: "", refreshToken: "", clientSecret: "" },
-    metadata: {},
-  });
+  await put("git", CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, gitToken(`${stack.git.url}/org/app.git`, ""), { token: GIT_TOKEN });
   // The echoing host passes the credential on to the real server: the same token, by host.
-  await admin.putCredential({
-    vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, displayName: "echoing git host",
-    config: { $case: "gitToken", value: { urlPrefix: "", host: new URL(stack.echoGit.url).host, username: "" } },
-    secret: { token: GIT_TOKEN, accessToken: "", refreshToken: "", clientSecret: "" },
-    metadata: {},
-  });
-  await admin.putCredential({
-    vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_MCP_OAUTH, displayName: "mcp",
-    config: { $case: "mcpOauth", value: { mcpServerUrl: stack.mcp.url, expiresAt: pair.expiresAt, clientId: "mh-agent", tokenEndpoint: stack.oauth.url, tokenEndpointAuthMethod: "client_secret_basic", scope: "" } },
-    secret: { token: "", accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: CLIENT_SECRET },
-    metadata: {},
-  });
-  await admin.putCredential({
-    vaultId, credentialId: "", type: CredentialType.CREDENTIAL_TYPE_HTTP_BEARER, displayName: "api",
-    config: { $case: "httpBearer", value: { host: stack.api, headerName: "" } },
-    secret: { token: API_BEARER, accessToken: "", refreshToken: "", clientSecret: "" },
-    metadata: {},
-  });
+  await put("echoing git host", CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, gitToken("", new URL(stack.echoGit.url).host), { token: GIT_TOKEN });
+  // A git and an MCP credential for a host that redirects everything to another host.
+  await put("redirecting git host", CredentialType.CREDENTIAL_TYPE_GIT_TOKEN, gitToken(`${stack.redirect.url}/org/app.git`, ""), { token: GIT_TOKEN });
+  await put("redirecting mcp host", CredentialType.CREDENTIAL_TYPE_MCP_BEARER, { $case: "mcpBearer", value: { mcpServerUrl: `${stack.redirect.url}/mcp` } }, { token: MCP_BEARER });
+  await put(
+    "mcp",
+    CredentialType.CREDENTIAL_TYPE_MCP_OAUTH,
+    { $case: "mcpOauth", value: { mcpServerUrl: stack.mcp.url, expiresAt: pair.expiresAt, clientId: "mh-agent", tokenEndpoint: stack.oauth.url, tokenEndpointAuthMethod: "client_secret_basic", scope: "" } },
+    { accessToken: pair.accessToken, refreshToken: pair.refreshToken, clientSecret: CLIENT_SECRET },
+  );
+  await put("api", CredentialType.CREDENTIAL_TYPE_HTTP_BEARER, { $case: "httpBearer", value: { host: stack.api, headerName: "" } }, { token: API_BEARER });
   const metadata = metadataWithVaults([vaultId], {
-    tools: [tool("bash"), tool("read"), { ...tool("leak_auth"), kind: ToolKind.TOOL_KIND_MCP, mcpServerUrl: stack.mcp.url, inputSchema: { properties: {} } }],
+    tools: [
+      tool("bash"),
+      tool("read"),
+      { ...tool("leak_auth"), kind: ToolKind.TOOL_KIND_MCP, mcpServerUrl: stack.mcp.url, inputSchema: { properties: {} } },
+      { ...tool("redirected"), kind: ToolKind.TOOL_KIND_MCP, mcpServerUrl: `${stack.redirect.url}/mcp`, inputSchema: { properties: {} } },
+    ],
   });
   const { session } = await stack.log.createSession({ sessionId: "", metadata });
   sessionId = session!.sessionId;
@@ -81,6 +77,8 @@ beforeAll(async () => {
         { url: `${stack.echoGit.url}/org/app.git`, mountPath: "echo", checkout: "" },
         // Refused with a 403 that echoes the credential: a repository failure, in session.error and the logs.
         { url: `${stack.echoGit.url}/org/denied.git`, mountPath: "denied", checkout: "" },
+        // Redirects everything to another host: the clone fails, and the credential stays with its host.
+        { url: `${stack.redirect.url}/org/app.git`, mountPath: "redirected", checkout: "" },
       ],
       packages: undefined,
     },
@@ -110,6 +108,7 @@ async function secrets(): Promise<Map<string, string>> {
     ["git basic auth", Buffer.from(`x-access-token:${GIT_TOKEN}`).toString("base64")],
     ["api bearer", API_BEARER],
     ["oauth client secret", CLIENT_SECRET],
+    ["mcp bearer", MCP_BEARER],
     ["master key", (await readFile(stack.vault.masterKeyFile, "utf8")).trim()],
     ...Object.entries(stack.vault.tokens).map(([role, token]) => [`${role} service token`, token] as [string, string]),
   ]);
@@ -130,7 +129,7 @@ const outputs = (): string => events.map((e) => JSON.stringify(Event.toJSON(e)))
 describe("a prompt-injected agent", () => {
   it("really tried, and the legitimate paths worked for it", () => {
     const text = outputs();
-    expect(events.filter((e) => e.type === "agent.tool_result").length).toBe(10);
+    expect(events.filter((e) => e.type === "agent.tool_result").length).toBe(11);
     expect(text).toContain("own-fetch-ok");
     expect(text).toContain("api says hi; you sent [redacted]");
     expect(text).toContain("I saw: Bearer [redacted]");
@@ -155,6 +154,18 @@ describe("a prompt-injected agent", () => {
     expect(text).toContain("forbidden: you sent Basic ");
     expect(text).toContain("[redacted]");
     expect(events.some((e) => e.type === "session.error" && JSON.stringify(Event.toJSON(e)).includes("org/denied.git"))).toBe(true);
+  });
+
+  it("sent a credential only to the host it was made for, never where that host redirected (git, MCP)", () => {
+    const text = outputs();
+    expect(text).toMatch(/redirected-git=(?!0)\d+/);
+    // Each credential reached its own host (the control)...
+    expect(stack.redirect.authorizations).toContain(`Bearer ${MCP_BEARER}`);
+    expect(stack.redirect.authorizations).toContain(`Basic ${Buffer.from(`x-access-token:${GIT_TOKEN}`).toString("base64")}`);
+    // ...and neither path followed it elsewhere: git's answer is passed back without its Location,
+    // and the MCP client follows redirects within the server's origin only.
+    expect(text).toContain(`the MCP server ${stack.redirect.url}/mcp answered HTTP 307`);
+    expect(stack.redirect.elsewhere).toEqual([]);
   });
 
   it("could not attach to its own sandbox's agent (ptrace, process_vm_readv, process_vm_writev)", () => {

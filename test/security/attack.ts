@@ -3,7 +3,8 @@
  * tries to get at a credential from inside the sandbox (environment, every readable file, git
  * configuration and credential helpers, /proc, the vault and the proxy directly, the git path for
  * other repositories), or to make a server hand one back (a hostile MCP tool, an echoing API, a
- * git host that echoes the credential in its progress lines, headers and error bodies), or to
+ * git host that echoes the credential in its progress lines, headers and error bodies, git and
+ * MCP hosts that redirect elsewhere), or to
  * attach to its own agent process.
  */
 import { defineScenario, type Scenario, type StepSpec } from "@metaharness/offline-model";
@@ -92,6 +93,8 @@ export function attackScenario(t: Targets): Scenario {
       ].join("; "),
     ),
     { toolUses: [{ name: "leak_auth", input: {} }] },
+    bash(`git ls-remote mh::${t.redirectUrl}/org/app.git 2>&1; echo redirected-git=$?`),
+    { toolUses: [{ name: "redirected", input: {} }] },
     bash(ATTACH_TO_AGENT),
     bash(
       [

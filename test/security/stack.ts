@@ -26,11 +26,14 @@ import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
 import { freePort, startTestVault, type TestVault } from "../support/vault.js";
 import { captureTopic, type TopicCapture } from "./capture.js";
 import { startEchoGitHost, type EchoGitHost } from "./echo-git-host.js";
+import { startRedirectHost, type RedirectHost } from "./redirect-host.js";
 import { LogCapture } from "../support/log-capture.js";
 
 export const GIT_TOKEN = `ghs_attack_${randomBytes(12).toString("hex")}`;
 export const API_BEARER = `sk_attack_${randomBytes(12).toString("hex")}`;
 export const CLIENT_SECRET = `cs_attack_${randomBytes(12).toString("hex")}`;
+/** The static MCP bearer of the redirecting host's MCP server. */
+export const MCP_BEARER = `mb_attack_${randomBytes(12).toString("hex")}`;
 // 127.0.0.2: a loopback address outside the sandbox's NO_PROXY, standing in for a remote API.
 export const API_HOST_IP = "127.0.0.2";
 
@@ -45,6 +48,8 @@ export interface Stack {
   readonly git: GitServer;
   /** A host that echoes the git credential back (echo-git-host.ts), in front of `git`. */
   readonly echoGit: EchoGitHost;
+  /** A git and MCP host that redirects everything to another host (redirect-host.ts). */
+  readonly redirect: RedirectHost;
   readonly oauth: OAuthServer;
   readonly mcp: TestMcpServer;
   /** host:port of the HTTP API the session's http_bearer is for. */
@@ -59,6 +64,7 @@ export interface Stack {
 export interface Targets {
   readonly gitUrl: string;
   readonly echoGitUrl: string;
+  readonly redirectUrl: string;
   readonly mcpUrl: string;
   readonly api: string;
   readonly vaultPort: number;
@@ -112,6 +118,8 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     await git.seed("org/other.git", { "OTHER.md": "another team's code\n" });
     const echoGit = await startEchoGitHost(git.url);
     stops.push(() => echoGit.close());
+    const redirect = await startRedirectHost();
+    stops.push(() => redirect.close());
     const oauth = await startOAuthServer({ clientId: "mh-agent", clientSecret: CLIENT_SECRET, method: "client_secret_basic" });
     stops.push(() => oauth.close());
     const mcp = await startMcpServer((t) => oauth.isValid(t));
@@ -154,6 +162,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     const targets: Targets = {
       gitUrl: git.url,
       echoGitUrl: echoGit.url,
+      redirectUrl: redirect.url,
       mcpUrl: mcp.url,
       api,
       vaultPort: vault.handle.port,
@@ -189,6 +198,7 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
       vault,
       git,
       echoGit,
+      redirect,
       oauth,
       mcp,
       api,
