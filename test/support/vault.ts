@@ -160,6 +160,21 @@ export async function putGitToken(admin: VaultClient, vaultId: string, urlPrefix
   return credential!;
 }
 
+/** A new vault holding an http_bearer credential for `host` ("host" or "host:port"); its id. */
+export async function vaultWithBearer(admin: VaultClient, host: string, token: string): Promise<string> {
+  const vaultId = await newVault(admin);
+  await admin.putCredential({
+    vaultId,
+    credentialId: "",
+    type: CredentialType.CREDENTIAL_TYPE_HTTP_BEARER,
+    displayName: `api of ${host}`,
+    config: { $case: "httpBearer", value: { host, headerName: "" } },
+    secret: { token, accessToken: "", refreshToken: "", clientSecret: "" },
+    metadata: {},
+  });
+  return vaultId;
+}
+
 /** A vault for a tenant (empty by default). */
 export async function newVault(admin: VaultClient, displayName = "test", tenant = ""): Promise<string> {
   const { vault } = await admin.createVault({ tenant, displayName, metadata: {}, sessionId: "" });

@@ -14,7 +14,10 @@ import type { CredentialProxyConfig } from "./config.js";
 import { loadMasterKeyring, type MasterKeyring } from "./crypto/master-keys.js";
 import { connectEgress } from "./egress/egress-connect.js";
 import { forwardEgress } from "./egress/egress-forward.js";
+import { EgressInterceptor } from "./egress/egress-intercept.js";
 import { unrestrictedLimits } from "./egress/egress-scope.js";
+import { SandboxCas } from "./egress/sandbox-ca.js";
+import { upstreamTrust } from "./egress/upstream-trust.js";
 import { forwardGit } from "./git/git-forward.js";
 import { startRemoteServer } from "./http/remote-server.js";
 import { McpCallLedger } from "./mcp/call-ledger.js";
@@ -84,6 +87,18 @@ export async function startCredentialProxy(
     const publicOnly = new EgressPolicy(false, false);
     cleanups.push(() => publicOnly.close());
     const unrestricted = unrestrictedLimits(config.egressUnrestrictedPorts, config.egressDeniedHosts);
+    const cas = new SandboxCas(keyring);
+    const sendDeps = {
+      credentials,
+      egress,
+      publicOnly,
+      upstreamCa: await upstreamTrust(config.egressTrustFile, config.egressExtraTrustFile),
+      upstreamScheme: config.egressUpstreamScheme,
+      maxRequestBytes: config.maxRequestBytes,
+      timeoutMs: config.upstreamTimeoutMs,
+    };
+    const interceptor = new EgressInterceptor({ ...sendDeps, cas });
+    cleanups.push(() => Promise.resolve(interceptor.close()));
     const tokens = new OAuthTokenSource({
       db,
       keyring,
@@ -106,8 +121,8 @@ export async function startCredentialProxy(
       port: config.remotePort,
       tokens: serviceTokens,
       git: (req, res, url) => forwardGit(remoteDeps, req, res, url),
-      egress: (req, res, url) => forwardEgress({ ...remoteDeps, publicOnly, unrestricted, upstreamScheme: config.egressUpstreamScheme }, req, res, url),
-      connect: (req, socket, head) => connectEgress({ ...remoteDeps, unrestricted }, req, socket, head),
+      egress: (req, res, url) => forwardEgress({ ...sendDeps, db, unrestricted, logger }, req, res, url),
+      connect: (req, socket, head) => connectEgress({ ...remoteDeps, unrestricted, intercept: interceptor.intercept }, req, socket, head),
       logger: logger.child({ component: "remote" }),
       tls: tls.httpsServer,
     });
@@ -125,7 +140,7 @@ export async function startCredentialProxy(
       ...vaultRpcs({ ...guard, db, keyring, vaults }),
       ...credentialRpcs({ ...guard, db, keyring, validation: { db, keyring, tokens, fetch: egress.fetch, timeoutMs: config.mcpTimeoutMs, logger } }),
       ...mcpRpcs({ ...guard, mcp, ledger }),
-      ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds, unrestricted }),
+      ...remoteRpcs({ ...guard, db, vaults, baseUrl: () => remoteUrl, ttlSeconds: config.remoteTtlSeconds, unrestricted, cas }),
     };
     const server = await startGrpcServer({
       host: config.host,

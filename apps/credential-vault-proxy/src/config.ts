@@ -51,6 +51,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        */
       egressUnrestrictedPorts: env.list("MH_EGRESS_UNRESTRICTED_PORTS", { default: ["80", "443"] }),
       egressDeniedHosts: env.list("MH_EGRESS_DENIED_HOSTS", { default: [] }),
+      /** The roots egress verifies upstream HTTPS servers against (egress/upstream-trust.ts). */
+      egressTrustFile: env.absolutePath("MH_EGRESS_TRUST_FILE", { default: "/etc/ssl/certs/ca-certificates.crt" }),
+      /** One more root for egress upstreams (tests whose upstream has its own CA). */
+      egressExtraTrustFile: env.optional(env.absolutePath("MH_EGRESS_EXTRA_TRUST_FILE")),
       upstreamTimeoutMs: env.int("MH_UPSTREAM_TIMEOUT_MS", { default: 120_000, min: 100, max: 3_600_000 }),
 
       /** A token is refreshed when it expires within this margin (clock skew, call duration). */

@@ -8,10 +8,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CredentialType, NetworkMode } from "@metaharness/proto";
+import { NetworkMode } from "@metaharness/proto";
 import { provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
-import { metadataWithVaults, newVault, startTestVault, type TestVault } from "../../support/vault.js";
+import { metadataWithVaults, startTestVault, vaultWithBearer, type TestVault } from "../../support/vault.js";
 
 const BEARER = "sk_egress_test_8d7c6b5a4f3e2d1c";
 // 127.0.0.2: a loopback address that is not in the sandbox's NO_PROXY (localhost, 127.0.0.1).
@@ -46,17 +46,7 @@ afterAll(async () => {
 });
 
 async function allowlisted(hosts: string[]): Promise<{ sessionId: string; sandboxId: string }> {
-  const admin = vault.client("admin");
-  const vaultId = await newVault(admin);
-  await admin.putCredential({
-    vaultId,
-    credentialId: "",
-    type: CredentialType.CREDENTIAL_TYPE_HTTP_BEARER,
-    displayName: "upstream api",
-    config: { $case: "httpBearer", value: { host: origin, headerName: "" } },
-    secret: { token: BEARER, accessToken: "", refreshToken: "", clientSecret: "" },
-    metadata: {},
-  });
+  const vaultId = await vaultWithBearer(vault.client("admin"), origin, BEARER);
   const { session } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([vaultId]) });
   const sessionId = session!.sessionId;
   const sandboxId = await provision(broker.client, sessionId, { network: { mode: NetworkMode.NETWORK_MODE_ALLOWLIST, allowedHosts: hosts, allowPackageManagers: false } });

@@ -28,16 +28,21 @@ const DROPPED = new Set([
 ]);
 const RESPONSE_DROPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "www-authenticate", "proxy-authenticate", "trailer", "upgrade"]);
 
-export interface EgressDeps {
-  readonly db: Db;
+export interface EgressSendDeps {
   readonly credentials: SessionCredentials;
   readonly egress: EgressPolicy;
   /** The policy of unrestricted endpoints: public addresses only. */
   readonly publicOnly: EgressPolicy;
-  readonly unrestricted: UnrestrictedLimits;
+  /** The roots an upstream's certificate is verified against (the system store, MH_EGRESS_TRUST_FILE). */
+  readonly upstreamCa: string | undefined;
   readonly upstreamScheme: "http" | "https";
   readonly maxRequestBytes: number;
   readonly timeoutMs: number;
+}
+
+export interface EgressDeps extends EgressSendDeps {
+  readonly db: Db;
+  readonly unrestricted: UnrestrictedLimits;
   readonly logger: Logger;
 }
 
@@ -52,23 +57,39 @@ export async function forwardEgress(deps: EgressDeps, req: IncomingMessage, res:
     log.info({ allowed: remote.scope }, "egress refused: host not allowed");
     return reply(res, 403, decision.why);
   }
-  const injected = await deps.credentials.bearer(remote.sessionId, url.host);
   const target = new URL(url);
   target.protocol = `${deps.upstreamScheme}:`;
+  await sendEgress(deps, req, res, { target, sessionId: remote.sessionId, publicOnly: decision.publicOnly, log });
+}
+
+/**
+ * Sends one allowed request on to `target` with the session's credential for the target's own
+ * host (the host the request goes to, never one a header names), and the answer back scrubbed.
+ * No redirect is followed: a 3xx goes back to the client, whose next request to another host is
+ * checked and credentialed for that host alone. Used by the plain path and by interception.
+ */
+export async function sendEgress(
+  deps: EgressSendDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  to: { readonly target: URL; readonly sessionId: string; readonly publicOnly: boolean; readonly log: Logger },
+): Promise<void> {
+  const injected = await deps.credentials.bearer(to.sessionId, to.target.host);
   const passRequest = Object.keys(req.headers).filter((h) => !DROPPED.has(h) && h !== injected?.headerName.toLowerCase());
   const secrets = injected === undefined ? [] : [injected.value, injected.token];
   const started = performance.now();
   const result = await forward(req, res, {
-    target,
+    target: to.target,
     passRequestHeaders: passRequest,
     addHeaders: { "accept-encoding": "identity", ...(injected === undefined ? {} : { [injected.headerName]: injected.value.reveal() }) },
     passResponseHeaders: [],
-    policy: decision.publicOnly ? deps.publicOnly : deps.egress,
+    policy: to.publicOnly ? deps.publicOnly : deps.egress,
+    ca: deps.upstreamCa,
     maxRequestBytes: deps.maxRequestBytes,
     timeoutMs: deps.timeoutMs,
     responseBody: (answer) => scrubbedAnswer(answer, secrets),
   });
-  log.info(
+  to.log.info(
     { credential_id: injected?.credentialId, status: result.status, upstream_status: result.upstreamStatus, error: result.error, duration_ms: Math.round(performance.now() - started) },
     "egress request forwarded",
   );

@@ -22,6 +22,8 @@ export interface ForwardOptions {
   readonly timeoutMs: number;
   /** Where the request may connect (checked on the resolved addresses). */
   readonly policy: EgressPolicy;
+  /** For https:// targets: the roots to verify the server against (Node's own when undefined). */
+  readonly ca?: string | undefined;
   /**
    * Rewrites the response body on its way back (egress scrubs credentials from it); its headers
    * replace the server's, and one set to undefined is dropped; `status`, when given, replaces the
@@ -63,7 +65,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, opts: Forward
       return refuse((err as Error).message);
     }
     const send = opts.target.protocol === "https:" ? httpsRequest : httpRequest;
-    const upstream = send(opts.target, { method: req.method ?? "GET", headers, timeout: opts.timeoutMs, lookup: opts.policy.lookup });
+    const upstream = send(opts.target, { method: req.method ?? "GET", headers, timeout: opts.timeoutMs, lookup: opts.policy.lookup, ...(opts.ca === undefined ? {} : { ca: opts.ca }) });
     upstream.on("timeout", () => upstream.destroy(new Error("upstream timed out")));
     upstream.on("error", (err) => {
       const refused = egressRefusal(err);

@@ -8,6 +8,7 @@ import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import { checkNoNul } from "@metaharness/service-kit";
 import { ANY_PUBLIC_HOST, type UnrestrictedLimits } from "../egress/egress-scope.js";
+import type { SandboxCas } from "../egress/sandbox-ca.js";
 import { PACKAGE_REGISTRY_HOSTS } from "../net/package-registries.js";
 import { normalizeUrl } from "../store/credential-config.js";
 import { closeSandboxRemotes, openRemote } from "../store/remotes.js";
@@ -21,6 +22,8 @@ export interface RemoteDeps extends GuardDeps {
   readonly baseUrl: () => string;
   readonly ttlSeconds: number;
   readonly unrestricted: UnrestrictedLimits;
+  /** Makes each egress remote's certificate authority. */
+  readonly cas: SandboxCas;
 }
 
 /** As many as a session may have (session-log store/repositories.ts). */
@@ -52,12 +55,13 @@ export function remoteRpcs(deps: RemoteDeps) {
       const hosts = checkEgressScope(req, deps.unrestricted);
       await deps.vaults.requireLive(req.sessionId);
       const expiresAt = expiry(req.ttlSeconds);
-      const capability = await openRemote(db, { kind: "egress", sessionId: req.sessionId, sandboxId, scope: hosts, expiresAt });
+      const ca = deps.cas.create(sandboxId, expiresAt);
+      const capability = await openRemote(db, { kind: "egress", sessionId: req.sessionId, sandboxId, scope: hosts, expiresAt, ca });
       ctx.logger.info(
         { session_id: req.sessionId, sandbox_id: sandboxId, allowed_hosts: req.allowedHosts, package_managers: req.allowPackageManagers, unrestricted: req.unrestricted, expires_at: expiresAt.toISOString() },
         "egress opened",
       );
-      return { proxyUrl: deps.baseUrl(), expiresAt, proxyAuthorization: `Bearer ${capability}`, caCertificatePem: "" };
+      return { proxyUrl: deps.baseUrl(), expiresAt, proxyAuthorization: `Bearer ${capability}`, caCertificatePem: ca.certificatePem };
     }),
     closeSandboxRemotes: guarded("closeSandboxRemotes", deps, async (req, ctx) => {
       checkNoNul(req, "");
