@@ -72,7 +72,9 @@ export class PeerCredentials {
   /** Starts the helper; throws FAILED_PRECONDITION when it cannot run here (no perl, no pidfd_getfd). */
   static async start(perl = "/usr/bin/perl"): Promise<PeerCredentials> {
     const helper = new PeerCredentials(spawn(perl, ["-e", HELPER], { stdio: ["pipe", "pipe", "pipe"], env: {} }));
+    // It never keeps the broker's process alive by itself.
     helper.child.unref();
+    for (const pipe of [helper.child.stdin, helper.child.stdout, helper.child.stderr]) (pipe as unknown as { unref?: () => void }).unref?.();
     try {
       await helper.selfTest();
       return helper;
