@@ -9,7 +9,7 @@
 # stdout: MH_URL=http://127.0.0.1:8080 and MH_API_KEY=... (what `mh sessions` and the SDK need),
 #   e.g. `set -a; eval "$(infra/stack/up.sh)"; set +a`.
 # State (secrets 0600, pid files, one log per process) in $MH_STACK_DIR (.local/stack).
-# Ports: gRPC from MH_STACK_PORT_BASE (50050): session-log +1, sandbox-broker +3,
+# Ports: gRPC from MH_STACK_PORT_BASE (15050): session-log +1, sandbox-broker +3,
 #   credential-vault-proxy +4 (its remote HTTP endpoint +5), harnesses +10, +11, ...;
 #   gateway MH_STACK_HTTP_PORT (8080); offline model MH_STACK_MODEL_PORT (8790).
 # Not idempotent on purpose: a running stack in the same directory is refused; infra/stack/down.sh first.

@@ -23,7 +23,7 @@ import { BROKER_ROLES, brokerEnv } from "../support/sandbox-broker.js";
 import { writeServiceTokens } from "../support/service-tokens.js";
 import { LOG_ROLES, type LogRole } from "../support/session-log.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
-import { freePort, startTestVault, type TestVault } from "../support/vault.js";
+import { startTestVault, type TestVault } from "../support/vault.js";
 import { captureTopic, type TopicCapture } from "./capture.js";
 import { startEchoGitHost, type EchoGitHost } from "./echo-git-host.js";
 import { startRedirectHost, type RedirectHost } from "./redirect-host.js";
@@ -82,15 +82,13 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
     const logDb = await createTestDatabase("mh_security_log");
     stops.push(() => logDb.drop());
     stops.push(() => deleteTopic(topicName));
-    const logPort = await freePort();
     const logTokens = await writeServiceTokens(LOG_ROLES);
     stops.push(() => logTokens.dispose());
-    const logAs = (role: LogRole) => ({ MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile[role] });
     const logHandle: SessionLogHandle = await startSessionLog(
       logConfig({
         MH_SERVICE_TOKENS_FILE: logTokens.file,
         MH_DATABASE_URL: logDb.url,
-        MH_GRPC_PORT: String(logPort),
+        MH_GRPC_PORT: "0",
         MH_KAFKA_BROKERS: KAFKA_BROKERS,
         MH_KAFKA_TOPIC: topicName,
         MH_KAFKA_TOPIC_PARTITIONS: "3",
@@ -100,6 +98,9 @@ export async function startStack(scenario: (t: Targets) => Scenario): Promise<St
       logs.logger("session-log"),
     );
     stops.push(() => logHandle.stop());
+    // Bound to port 0: the port it got is the one every other service is given.
+    const logPort = logHandle.port;
+    const logAs = (role: LogRole) => ({ MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile[role] });
     const topic = await captureTopic(topicName);
     stops.push(() => topic.close());
     const rawLog = createClient(SessionLogClient, `127.0.0.1:${logHandle.port}`, { bearerToken: logTokens.tokens.admin });

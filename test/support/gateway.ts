@@ -11,9 +11,8 @@ import type { Scenario } from "@metaharness/offline-model";
 import { createLogger, type Logger } from "@metaharness/service-kit";
 import { startBrain, type Brain } from "./harness.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
-import { writeServiceTokens } from "./service-tokens.js";
-import { LOG_ROLES } from "./session-log.js";
-import { freePort, startTestVault, type TestVault } from "./vault.js";
+import { startTestLog } from "./session-log.js";
+import { startTestVault, type TestVault } from "./vault.js";
 
 /** Two tenants, so every test can check isolation. */
 export const KEY_A = "mh-test-key-tenant-a-0123456789";
@@ -63,36 +62,21 @@ export interface StackOptions {
   readonly logger?: (service: string) => Logger;
 }
 
-/**
- * The session log's port is picked before it starts (see below), so another test process may take
- * it meanwhile (EADDRINUSE): then the stack, stopped, starts again on another port.
- */
 export async function startStack(opts: StackOptions): Promise<Stack> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startStackOnce(opts);
-    } catch (err) {
-      if (attempt >= 3 || !String(err).includes("EADDRINUSE")) throw err;
-    }
-  }
-}
-
-async function startStackOnce(opts: StackOptions): Promise<Stack> {
   const stops: Array<() => Promise<void>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
   };
   try {
-    // The proxy asks the session log about sessions and the harness asks the proxy: the log's port
-    // is chosen first so that both can be named before they start.
-    const logPort = await freePort();
-    const logTokens = await writeServiceTokens(LOG_ROLES);
-    stops.push(() => logTokens.dispose());
+    // The proxy asks the session log about sessions and the harness asks the proxy: the log
+    // starts first (on port 0), so that both can be given its address.
+    const log = await startTestLog({ MH_RELAY_ENABLED: "false" }, { ...(opts.logger === undefined ? {} : { logger: opts.logger("session-log") }) });
+    stops.push(() => log.stop());
     const vault =
       opts.vault === false
         ? undefined
         : await startTestVault({
-            sessionLog: { MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile.proxy },
+            sessionLog: log.reach("proxy"),
             logger: opts.logger?.("credential-vault-proxy"),
             ...(opts.vaultEnv === undefined ? {} : { env: opts.vaultEnv }),
           });
@@ -101,8 +85,7 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
       vault === undefined ? { ...opts.brokerEnv } : { ...opts.brokerEnv, MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
     const brain = await startBrain({
       scenarios: opts.scenarios,
-      logEnv: { MH_GRPC_PORT: String(logPort) },
-      logTokens,
+      log,
       env: {
         ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness }),
         ...opts.harnessEnv,

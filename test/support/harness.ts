@@ -39,6 +39,11 @@ export async function startBrain(opts: {
   /** The session log's tokens, made beforehand by a caller that names them to another service first. */
   logTokens?: ServiceTokenFiles<LogRole>;
   /**
+   * A session log the caller started (on port 0) and stops itself, for stacks whose other
+   * services must name its address before the brain starts (the credential proxy asks the log).
+   */
+  log?: TestLog;
+  /**
    * Start a sandbox broker that reports to this log, and point the harness at it; an object: the
    * broker's settings besides (e.g. its credential vault proxy, for git remotes and egress).
    */
@@ -47,11 +52,13 @@ export async function startBrain(opts: {
   logger?: (service: string) => Logger;
 }): Promise<Brain> {
   const logger = (service: string) => opts.logger?.(service);
-  const log = await startTestLog(
-    { MH_RELAY_ENABLED: "false", ...opts.logEnv },
-    { logger: logger("session-log"), ...(opts.logTokens === undefined ? {} : { tokens: opts.logTokens }) },
-  );
-  const stops: Array<() => Promise<void>> = [() => log.stop()];
+  const log =
+    opts.log ??
+    (await startTestLog(
+      { MH_RELAY_ENABLED: "false", ...opts.logEnv },
+      { logger: logger("session-log"), ...(opts.logTokens === undefined ? {} : { tokens: opts.logTokens }) },
+    ));
+  const stops: Array<() => Promise<void>> = opts.log === undefined ? [() => log.stop()] : [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
   };

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import kafkajs from "kafkajs";
-import { freePort } from "./vault.js";
+import { unusedPort } from "./process.js";
 
 const run = promisify(execFile);
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -40,7 +40,7 @@ function libsDir(): string {
 export async function startOwnKafka(): Promise<OwnKafka> {
   const libs = libsDir();
   const dir = await mkdtemp(join(tmpdir(), "mh-own-kafka-"));
-  const [port, controller] = [await freePort(), await freePort()];
+  const [port, controller] = [await unusedPort(), await unusedPort()];
   const brokers = `127.0.0.1:${port}`;
   const properties = join(dir, "server.properties");
   const log4j = join(dir, "log4j.properties");

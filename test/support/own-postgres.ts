@@ -11,7 +11,7 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
-import { freePort } from "./vault.js";
+import { unusedPort } from "./process.js";
 
 const run = promisify(execFile);
 
@@ -50,7 +50,7 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   }
   const cmd = (file: string, args: string[]): [string, string[]] =>
     asUser === undefined ? [file, args] : ["runuser", ["-u", asUser, "--", file, ...args]];
-  const port = await freePort();
+  const port = await unusedPort();
   let server: ChildProcess | undefined;
   let out = "";
   const start = async (): Promise<void> => {

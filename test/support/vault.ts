@@ -181,20 +181,6 @@ export async function newVault(admin: VaultClient, displayName = "test", tenant 
   return vault!.vaultId;
 }
 
-/** A port free right now (for a service that must be named before it starts, e.g. the log a proxy asks). */
-export async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** SessionMetadata naming `vaultIds` and an agent with `tools`. */
 export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfig> = {}): SessionMetadata {
   return {

@@ -9,14 +9,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
     {
       host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
-      port: env.port("MH_GRPC_PORT", { default: 50054 }),
+      port: env.port("MH_GRPC_PORT", { default: 15054 }),
       databaseUrl: env.url("MH_DATABASE_URL", {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",
         protocols: ["postgres", "postgresql", "pglite"],
       }),
       poolSize: env.int("MH_PG_POOL_SIZE", { default: 10, min: 2, max: 500 }),
       /** Where a session's vault ids come from (SessionMetadata.vault_ids). */
-      sessionLogAddr: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      sessionLogAddr: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:15051" }),
       // This proxy's service token for the session log (role proxy).
       sessionLogTokenFile: env.absolutePath("MH_SESSION_LOG_TOKEN_FILE"),
 
@@ -29,7 +29,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
 
       /** The HTTP endpoint the broker relays sandbox git and egress traffic to. */
       remoteHost: env.string("MH_REMOTE_HTTP_HOST", { default: "127.0.0.1" }),
-      remotePort: env.port("MH_REMOTE_HTTP_PORT", { default: 50055 }),
+      remotePort: env.port("MH_REMOTE_HTTP_PORT", { default: 15055 }),
       /** The base URL the broker reaches that endpoint at; http://<host>:<bound port> when unset. */
       remoteAdvertisedUrl: env.optionalUrl("MH_REMOTE_HTTP_URL", { protocols: ["http", "https"] }),
       /** Default and cap of a git remote's or egress endpoint's life. */

@@ -49,12 +49,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     {
       host: env.string("MH_HTTP_HOST", { default: "127.0.0.1" }),
       port: env.port("MH_HTTP_PORT", { default: 8080 }),
-      sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:15051" }),
       // This gateway's service token for the session log (role admin).
       sessionLogTokenFile: env.absolutePath("MH_SESSION_LOG_TOKEN_FILE"),
       // This gateway's service token for the harness (role admin there).
       harnessTokenFile: env.absolutePath("MH_HARNESS_TOKEN_FILE"),
-      harnessAddress: env.string("MH_HARNESS_ADDR", { default: "127.0.0.1:50052" }),
+      harnessAddress: env.string("MH_HARNESS_ADDR", { default: "127.0.0.1:15052" }),
       // The credential vault proxy (vaults, and the tokens of sessions' repositories) and the file
       // holding this gateway's service token for it (role admin). Without them, vault routes say so.
       credentialProxyAddress: env.optional(env.string("MH_CREDENTIAL_PROXY_ADDR")),

@@ -9,11 +9,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
     {
       host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
-      port: env.port("MH_GRPC_PORT", { default: 50052 }),
+      port: env.port("MH_GRPC_PORT", { default: 15052 }),
       instanceId: env.optional(env.string("MH_INSTANCE_ID")),
       // The service tokens its gRPC API (Wake, ListActive) accepts: admins only (the gateway, an operator).
       serviceTokensFile: env.absolutePath("MH_SERVICE_TOKENS_FILE"),
-      sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:50051" }),
+      sessionLogAddress: env.string("MH_SESSION_LOG_ADDR", { default: "127.0.0.1:15051" }),
       // This harness's service token for the session log (role harness).
       sessionLogTokenFile: env.absolutePath("MH_SESSION_LOG_TOKEN_FILE"),
       brokerAddress: env.optional(env.string("MH_SANDBOX_BROKER_ADDR")),

@@ -12,7 +12,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
     {
       host: env.string("MH_GRPC_HOST", { default: "127.0.0.1" }),
-      port: env.port("MH_GRPC_PORT", { default: 50052 }),
+      port: env.port("MH_GRPC_PORT", { default: 15053 }),
       // postgres://... for a server; pglite:memory or pglite:///dir for embedded Postgres.
       databaseUrl: env.url("MH_DATABASE_URL", {
         default: "postgres://metaharness:metaharness@127.0.0.1:5432/metaharness",

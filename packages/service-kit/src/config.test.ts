@@ -4,7 +4,7 @@ import { ConfigError, readConfig } from "./config.js";
 import { env } from "./env.js";
 
 const spec = {
-  port: env.port("MH_GRPC_PORT", { default: 50051 }),
+  port: env.port("MH_GRPC_PORT", { default: 15051 }),
   databaseUrl: env.url("MH_DATABASE_URL", { protocols: ["postgres", "postgresql"] }),
   maxPayloadBytes: env.int("MH_MAX_PAYLOAD_BYTES", { default: 1048576, min: 1024, max: 64 * 1048576 }),
   logLevel: env.enumOf("MH_LOG_LEVEL", ["debug", "info", "warn", "error"], { default: "info" }),
@@ -20,7 +20,7 @@ describe("readConfig", () => {
   it("returns defaults and a fully typed object", () => {
     const cfg = readConfig(spec, { MH_DATABASE_URL: "postgres://u:p@db/mh", MH_API_TOKEN: "tok_1" });
     expect(cfg).toEqual({
-      port: 50051,
+      port: 15051,
       databaseUrl: "postgres://u:p@db/mh",
       maxPayloadBytes: 1048576,
       logLevel: "info",

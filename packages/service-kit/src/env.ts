@@ -1,5 +1,5 @@
 /**
- * The typed readers a config spec is built from: `env.port("MH_GRPC_PORT", { default: 50051 })`.
+ * The typed readers a config spec is built from: `env.port("MH_GRPC_PORT", { default: 15051 })`.
  * Each names its variable and says what it expected, so a problem reads like
  * `MH_GRPC_PORT="abc" is invalid (expected an integer port 0-65535)`.
  */

@@ -11,9 +11,8 @@ import { idleReason, startBrain, startDoomedHarness, type Brain } from "../../su
 import { textOf, userMessage } from "../../support/events.js";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
-import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";
-import { LOG_ROLES, type LogRole } from "../../support/session-log.js";
-import { freePort, metadataWithVaults, newVault, startTestVault, type TestVault } from "../../support/vault.js";
+import { startTestLog, type TestLog } from "../../support/session-log.js";
+import { metadataWithVaults, newVault, startTestVault, type TestVault } from "../../support/vault.js";
 
 const scenarios = [
   defineScenario("mcp-slow", [
@@ -30,20 +29,18 @@ let brain: Brain;
 let vault: TestVault;
 let oauth: OAuthServer;
 let mcp: TestMcpServer;
-let logTokens: ServiceTokenFiles<LogRole>;
+let log: TestLog;
 
 beforeAll(async () => {
-  // The proxy asks the session log about sessions, and the harness asks the proxy: the log's port
-  // is chosen first so both can be named before they start.
-  const logPort = await freePort();
-  logTokens = await writeServiceTokens(LOG_ROLES);
-  vault = await startTestVault({ sessionLog: { MH_SESSION_LOG_ADDR: `127.0.0.1:${logPort}`, MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile.proxy } });
+  // The proxy asks the session log about sessions, and the harness asks the proxy: the log starts
+  // first (on port 0), so that both can be given its address.
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+  vault = await startTestVault({ sessionLog: log.reach("proxy") });
   oauth = await startOAuthServer({ clientId: "mh", clientSecret: "s3cret-client", method: "client_secret_post" });
   mcp = await startMcpServer((t) => oauth.isValid(t));
   brain = await startBrain({
     scenarios,
-    logEnv: { MH_GRPC_PORT: String(logPort) },
-    logTokens,
+    log,
     env: { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness },
   });
 });
@@ -52,7 +49,7 @@ afterAll(async () => {
   await mcp?.close();
   await oauth?.close();
   await vault?.stop();
-  await logTokens?.dispose();
+  await log?.stop();
 });
 
 /** A session whose vault holds an expired OAuth token for the test server, with its tools add and slow. */

@@ -170,3 +170,40 @@ describe("node's flags outside the deploy files", () => {
     }
   });
 });
+
+describe("default ports", () => {
+  it("lie below the kernel's ephemeral range, where no outgoing connection can take one before the service binds it", async () => {
+    // Linux's default range is 32768-60999; this machine's is read when it says.
+    const range = await readFile("/proc/sys/net/ipv4/ip_local_port_range", "utf8").catch(() => "32768 60999");
+    const [low = 32768, high = 60999] = range.trim().split(/\s+/).map(Number);
+    const files = [
+      ...Object.keys(LOADERS).map((script) => script.replace("/dist/main.js", "/src/config.ts")),
+      "apps/sandbox-broker/src/examples/kv-device.ts",
+      "infra/compose/compose.yaml",
+      "infra/k8s/services.yaml",
+      "infra/stack/common.sh",
+      "infra/README.md",
+      "docs/api.md",
+      "README.md",
+      "apps/sandbox-broker/README.md",
+      "apps/credential-vault-proxy/README.md",
+    ];
+    const ports: Array<[string, number]> = [];
+    for (const file of files) {
+      const text = await readFile(join(ROOT, file), "utf8");
+      const found = [
+        ...text.matchAll(/env\.port\("[A-Z_]+", \{ default: (\d+) \}\)/g),
+        ...text.matchAll(/(?:127\.0\.0\.1|localhost|[a-z][a-z-]*[a-z]):(\d{4,5})\b/g),
+        ...text.matchAll(/(?:PORT|[pP]ort)["']?:? ?"?(\d{4,5})\b/g),
+        ...text.matchAll(/MH_STACK_PORT_BASE:-(\d+)/g),
+      ];
+      for (const m of found) ports.push([file, Number(m[1])]);
+    }
+    // The stack's ports run from its base to the base + 10 + one per harness.
+    const base = ports.find(([file]) => file === "infra/stack/common.sh")?.[1];
+    expect(base).toBeDefined();
+    ports.push(["infra/stack/common.sh (the harnesses, up to 9)", base! + 19]);
+    expect(ports.length).toBeGreaterThan(20);
+    expect(ports.filter(([, port]) => port >= low && port <= high)).toEqual([]);
+  });
+});

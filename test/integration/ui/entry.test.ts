@@ -9,7 +9,7 @@ import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@met
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogCapture } from "../../support/log-capture.js";
-import { closedPort } from "../../support/process.js";
+import { unusedPort } from "../../support/process.js";
 import { KEY_A, startStack, type Stack } from "../../support/gateway.js";
 import { launchChromium, newPage } from "./browser.js";
 
@@ -62,7 +62,7 @@ describe("the way in", () => {
   });
 
   it("says plainly that a trace cannot be shown without Jaeger, with one warning line at most and no stack trace", async () => {
-    const closed = await closedPort(); // nothing listens there
+    const closed = await unusedPort(); // nothing listens there
     const gateways: Array<{ handle: GatewayHandle; lines: string[] }> = [];
     try {
       for (const ui of [{ MH_JAEGER_QUERY_URL: `http://127.0.0.1:${closed}` }, {}]) {

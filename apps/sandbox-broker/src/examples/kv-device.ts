@@ -9,7 +9,7 @@ import { startKvDevice } from "./kv-device-hand.js";
 
 const config = readConfig(
   {
-    address: env.string("MH_SANDBOX_BROKER_ADDR", { default: "127.0.0.1:50052" }),
+    address: env.string("MH_SANDBOX_BROKER_ADDR", { default: "127.0.0.1:15053" }),
     tokenFile: env.string("MH_HAND_TOKEN_FILE", { pattern: /^\/.+$/ }),
     handId: env.optional(env.string("MH_HAND_ID", { pattern: /^[A-Za-z0-9._:-]{1,128}$/ })),
     logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
