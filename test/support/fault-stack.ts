@@ -89,12 +89,12 @@ export interface FaultStackOptions {
   readonly env?: Partial<Record<"session-log" | "credential-vault-proxy" | "sandbox-broker" | "harness", Record<string, string>>>;
 }
 
-/** Scenario `name`: `steps` bash calls of `seconds` each (appending to a file), then an answer. */
+/** Scenario `name`: `steps` bash calls of `seconds` each (appending to a file), then an answer (again in later turns). */
 export function toolSteps(name: string, steps: number, seconds: number): Scenario {
   return defineScenario(name, [
     ...Array.from({ length: steps }, (_, k) => ({ toolUses: [{ name: "bash", input: { command: `sleep ${seconds}; echo step-${k} >> runs` } }] })),
     { text: "all steps done" },
-  ]);
+  ], { onExhausted: "repeat-last" });
 }
 
 /**
