@@ -6,6 +6,8 @@
 import { env, readConfig, type EnvSource } from "@metaharness/service-kit";
 
 export const DEFAULT_PORT = 8790;
+/** The context window of today's Claude models (the real API refuses a longer prompt). */
+export const DEFAULT_WINDOW_TOKENS = 200_000;
 
 export function loadConfig(source: EnvSource = process.env) {
   return readConfig(
@@ -14,6 +16,7 @@ export function loadConfig(source: EnvSource = process.env) {
       port: env.port("MH_OFFLINE_MODEL_PORT", { default: DEFAULT_PORT }),
       ttftMs: env.durationMs("MH_OFFLINE_MODEL_TTFT_MS", { default: 300, max: 600_000 }),
       tokensPerSecond: env.int("MH_OFFLINE_MODEL_TOKENS_PER_SECOND", { default: 80, min: 0, max: 1_000_000 }),
+      windowTokens: env.int("MH_OFFLINE_MODEL_WINDOW_TOKENS", { default: DEFAULT_WINDOW_TOKENS, min: 1, max: 100_000_000 }),
       scenarioFile: env.optional(env.string("MH_OFFLINE_MODEL_SCENARIOS")),
       apiKey: env.optional(env.string("MH_OFFLINE_MODEL_API_KEY", { secret: true })),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),

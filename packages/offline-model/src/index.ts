@@ -27,7 +27,7 @@ export { DEFAULT_SCENARIO_NAME, defaultScenario } from "./default-scenario.js";
 export { loadScenarioFile, scenariosFrom } from "./scenario-file.js";
 export { SCENARIO_HEADER } from "./conversation.js";
 export { signThinking } from "./ids.js";
-export { loadConfig, DEFAULT_PORT } from "./config.js";
+export { loadConfig, DEFAULT_PORT, DEFAULT_WINDOW_TOKENS } from "./config.js";
 export { type OfflineModelLogger } from "./logger.js";
 export { type PromptCacheOptions } from "./prompt-cache.js";
 export { type RecordedRequest, type RequestOutcome } from "./recorder.js";

@@ -15,6 +15,7 @@ await runService({
       port: config.port,
       ttftMs: config.ttftMs,
       tokensPerSecond: config.tokensPerSecond,
+      windowTokens: config.windowTokens,
       ...(config.scenarioFile === undefined ? {} : { scenarioFile: config.scenarioFile }),
       ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
       logger,

@@ -31,6 +31,8 @@ export interface ModelDeps {
   readonly recorder: Recorder;
   readonly ttftMs: number;
   readonly tokensPerSecond: number;
+  /** Longer prompts are refused with the real API's "prompt is too long" 400. */
+  readonly windowTokens: number;
   readonly apiKey: string | undefined;
   readonly logger: OfflineModelLogger;
   /** Aborts when the server closes: streams and waits end at once. */
@@ -99,6 +101,10 @@ function exchangeSignal(reply: FastifyReply, closing: AbortSignal): AbortSignal 
 async function answerMessages(deps: ModelDeps, x: Exchange): Promise<unknown> {
   checkHeaders(x.req.headers, deps.apiKey);
   const request = validateRequest(x.req.body);
+  const segments = segmentsOf(request);
+  const promptTokens = totalTokens(segments);
+  // The real API's wording, which clients parse for the two numbers.
+  if (promptTokens > deps.windowTokens) throw new ApiError(400, `prompt is too long: ${promptTokens} tokens > ${deps.windowTokens} maximum`);
   const turn = resolveTurn(request, header(x.req.headers, SCENARIO_HEADER), deps.registry);
   x.record.scenario = turn.scenario;
   x.record.step = turn.stepIndex;
@@ -119,7 +125,7 @@ async function answerMessages(deps: ModelDeps, x: Exchange): Promise<unknown> {
     request,
     spec: turn.spec,
     fingerprint,
-    inputUsage: deps.cache.account(request.model, segmentsOf(request)),
+    inputUsage: deps.cache.account(request.model, segments),
     where: turn.where,
   });
   const ttftMs = turn.spec.ttftMs ?? deps.ttftMs;

@@ -16,6 +16,7 @@ import { Recorder, type RecordedRequest } from "./recorder.js";
 import { ScenarioRegistry } from "./registry.js";
 import type { Scenario } from "./scenario.js";
 import { loadScenarioFile } from "./scenario-file.js";
+import { DEFAULT_WINDOW_TOKENS } from "./config.js";
 
 /** The real API's request size limit. */
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
@@ -36,6 +37,12 @@ export interface OfflineModelOptions {
   /** When set, requests must carry this key; otherwise any non-empty key is accepted. */
   readonly apiKey?: string;
   readonly cache?: PromptCacheOptions;
+  /**
+   * The model's context window in tokens (counted as segments.ts counts them: a block's canonical
+   * JSON, 4 characters a token). A request whose prompt is longer is answered as the real API does:
+   * 400 invalid_request_error "prompt is too long: N tokens > M maximum". Default 200,000.
+   */
+  readonly windowTokens?: number;
   /** How many requests `requests` keeps (oldest dropped first). Default 1000. */
   readonly maxRecordedRequests?: number;
   readonly logger?: OfflineModelLogger;
@@ -51,7 +58,7 @@ export interface OfflineModel {
 }
 
 export async function startOfflineModel(opts: OfflineModelOptions = {}): Promise<OfflineModel> {
-  for (const key of ["ttftMs", "tokensPerSecond"] as const) {
+  for (const key of ["ttftMs", "tokensPerSecond", "windowTokens"] as const) {
     const value = opts[key];
     if (value !== undefined && !(value >= 0)) throw invalidArgument(key, `must be a number >= 0, got ${value}`);
   }
@@ -85,6 +92,7 @@ export async function startOfflineModel(opts: OfflineModelOptions = {}): Promise
     recorder,
     ttftMs: opts.ttftMs ?? 0,
     tokensPerSecond: opts.tokensPerSecond ?? 0,
+    windowTokens: opts.windowTokens ?? DEFAULT_WINDOW_TOKENS,
     apiKey: opts.apiKey,
     logger,
     closing: closing.signal,
