@@ -50,6 +50,7 @@ export function pageHtml(opts: PageOptions): string {
 <title>Sessions · Meta-Harness</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/assets/app.css">
+<link rel="stylesheet" href="/ui/assets/tools.css">
 <script type="module" src="/ui/assets/app.js"></script>
 </head>
 <body>

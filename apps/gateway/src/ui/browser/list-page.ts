@@ -11,7 +11,8 @@ import { formatAgo, formatDateTime, formatSeconds, formatTokens } from "./format
 import type { PageContext } from "./page-context.js";
 import { totalInput, type PriceTable } from "./prices.js";
 import { costText } from "./usage-view.js";
-import { notice, statusBadge } from "./widgets.js";
+import { filterBar, filterFromUrl, matches } from "./session-filters.js";
+import { copyButton, notice, statusBadge } from "./widgets.js";
 
 const PAGE_SIZE = 50;
 const REFRESH_MS = 5000;
@@ -29,8 +30,8 @@ function row(s: BetaManagedAgentsSession, a: SessionActivity | undefined, now: n
   const cache = totalInput(u) - (u.input_tokens ?? 0);
   return h(
     "tr",
-    { "data-session-id": s.id },
-    h("td", {}, h("a", { class: "session-link", href }, s.title ?? "Untitled session"), h("div", { class: "muted small" }, h("code", {}, s.id))),
+    { "data-session-id": s.id, "data-status": s.status, "data-agent": s.agent.name, "data-text": [s.title ?? "", s.id, s.agent.name, s.agent.model.id].join(" ").toLowerCase() },
+    h("td", {}, h("a", { class: "session-link", href }, s.title ?? "Untitled session"), h("div", { class: "muted small id" }, h("code", { class: "id__text" }, s.id), " ", copyButton(s.id, "session id"))),
     h("td", {}, statusBadge(s.status), s.archived_at === null ? "" : h("span", { class: "tag" }, "archived")),
     h("td", {}, s.agent.name, h("div", { class: "muted small" }, h("code", {}, s.agent.model.id))),
     h("td", {}, h("time", { datetime: s.created_at }, formatDateTime(s.created_at))),
@@ -67,9 +68,23 @@ export function listPage(main: HTMLElement, ctx: PageContext): void {
     ),
     tbody,
   );
+  const shown = h("span", { class: "muted", role: "status", "aria-live": "polite" });
+  const applyFilter = (): void => {
+    const f = bar.value();
+    let n = 0;
+    for (const r of tbody.rows) {
+      const d = r.dataset;
+      r.hidden = !matches(f, { text: d["text"] ?? "", status: d["status"] ?? "", agent: d["agent"] ?? "" });
+      if (!r.hidden) n += 1;
+    }
+    const filtered = f.q !== "" || f.status !== "" || f.agent !== "";
+    shown.textContent = filtered ? `${n} of ${tbody.rows.length} sessions match` : "";
+  };
+  const bar = filterBar(filterFromUrl(), applyFilter);
   replaceChildren(
     main,
     h("h1", {}, "Sessions"),
+    h("div", { class: "toolbar" }, bar.element, shown),
     h("div", { class: "toolbar" }, refresh, h("label", { class: "filter" }, archived, " Include archived"), status),
     message,
     h("div", { class: "table-wrap" }, table),
@@ -103,6 +118,8 @@ export function listPage(main: HTMLElement, ctx: PageContext): void {
         const old = current.get(r.dataset["sessionId"] ?? "");
         return old !== undefined && old.textContent === r.textContent ? old : r;
       }));
+      bar.setAgents(page.data.map((s) => s.agent.name));
+      applyFilter();
       replaceChildren(message, page.data.length === 0 ? notice(cursor === undefined ? "No sessions yet for this API key. Create one with the SDK, then watch it here." : "No more sessions.") : "");
       newer.disabled = page.prev_page === null || cursor === undefined;
       older.disabled = page.next_page === null;

@@ -13,7 +13,8 @@ import { LiveStream, type LiveState } from "./live.js";
 import type { PageContext } from "./page-context.js";
 import { CATEGORIES, Timeline, type Category } from "./timeline.js";
 import { costText, inputText } from "./usage-view.js";
-import { notice, statusBadge } from "./widgets.js";
+import { sessionTools } from "./session-tools.js";
+import { idWithCopy, notice, statusBadge } from "./widgets.js";
 
 const SLICE = 500;
 const ENRICH_DELAY_MS = 250;
@@ -83,7 +84,7 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
     const cost = costText(ctx.prices, s.agent.model.id, u);
     replaceChildren(
       facts,
-      fact("Session", h("code", {}, s.id)),
+      fact("Session", idWithCopy(s.id, "session id")),
       fact("Agent", `${s.agent.name} v${s.agent.version} · `, h("code", {}, s.agent.model.id)),
       fact("Created", h("time", { datetime: s.created_at }, formatDateTime(s.created_at))),
       fact("Last activity", h("time", { datetime: timeline.lastActivity ?? s.created_at, title: timeline.lastActivity ?? s.created_at }, formatAgo(timeline.lastActivity ?? s.created_at, Date.now()))),
@@ -93,15 +94,18 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
     );
   };
 
+  const tools = sessionTools(timeline.list, sessionId, uiEvents);
   replaceChildren(
     main,
     h("p", { class: "crumbs" }, h("a", { href: "/ui/" }, "← All sessions")),
     h("header", { class: "session-head" }, title, facts),
+    tools.element,
     h("div", { class: "toolbar toolbar--sticky" }, filters, liveState),
     earlier,
     h("section", { class: "timeline-wrap", "aria-label": "Timeline" }, timeline.list),
   );
   timeline.prepend(slice.data);
+  tools.refresh();
   renderHeader();
   if (slice.data.length === 0) append(earlier, h("p", { class: "muted" }, "No events yet. Send a message to the session; it shows here as it happens."));
 
@@ -115,6 +119,7 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
       void getJson<UiEventSlice>(`${uiEvents}${query({ before_seq: firstSeq, limit: SLICE })}`)
         .then((older) => {
           timeline.prepend(older.data);
+          tools.refresh();
           firstSeq = older.data[0]?.seq ?? firstSeq;
           showEarlier(older.has_more);
         })
@@ -173,6 +178,7 @@ export async function sessionPage(main: HTMLElement, sessionId: string, ctx: Pag
   const live = new LiveStream(sessionId, slice.data.at(-1)?.seq ?? 0, {
     event(event) {
       following(() => timeline.append(event));
+      tools.refresh();
       if (unenriched.length === 0) setTimeout(enrich, ENRICH_DELAY_MS);
       unenriched.push(event.seq);
       if (event.type.startsWith("session.status_")) {

@@ -39,6 +39,7 @@ interface ModelRow {
   readonly stats: HTMLElement;
   readonly at: string | null;
   readonly model: string;
+  readonly seq: number;
 }
 
 type EventOf<T extends UiEventJson["type"]> = Extract<UiEventJson, { type: T }>;
@@ -51,6 +52,8 @@ export class Timeline {
   private readonly models = new Map<string, ModelRow>();
   private readonly previews = new Map<string, { readonly row: HTMLLIElement; readonly text: HTMLElement }>();
   private newest: string | null = null;
+  /** The seq of the latest user.interrupt: a model request it cut short ended "failed" in the log, but was stopped, not broken. */
+  private lastInterrupt = 0;
 
   constructor(
     private readonly traceTemplate: string,
@@ -200,6 +203,7 @@ export class Timeline {
       case "user.tool_confirmation":
         return this.confirmation(event);
       case "user.interrupt":
+        this.lastInterrupt = Math.max(this.lastInterrupt, event.seq);
         return this.row(event, "interrupt", "status", h("div", { class: "status status--warn" }, "Interrupted by the user"));
       case "session.status_running":
         return this.row(event, "status", "status", h("div", { class: "status status--running" }, "Running"));
@@ -304,7 +308,7 @@ export class Timeline {
 
   private modelStart(event: EventOf<"span.model_request_start">): HTMLLIElement {
     const stats = h("span", { class: "model__stats" }, "in progress…");
-    this.models.set(event.id, { stats, at: event.processed_at, model: event.model });
+    this.models.set(event.id, { stats, at: event.processed_at, model: event.model, seq: event.seq });
     return this.row(event, "model", "model", h("div", { class: "model" }, h("span", { class: "model__label" }, "Model request"), " ", h("code", {}, event.model || "model"), " ", stats));
   }
 
@@ -329,14 +333,16 @@ export class Timeline {
       return this.row(event, "model", "model", h("div", { class: "model" }, h("span", { class: "model__label" }, event.is_error ? "Model request failed" : "Model request ended"), " ", parts.join(" · ")));
     }
     const took = between(start.at, event.processed_at);
+    // The harness ends a request the user interrupted as failed, with no error of its own.
+    const interrupted = event.is_error && this.lastInterrupt > start.seq;
     start.stats.replaceChildren(
-      event.is_error ? h("strong", { class: "text-error" }, "failed") : "",
+      interrupted ? h("strong", { class: "text-warn" }, "interrupted") : event.is_error ? h("strong", { class: "text-error" }, "failed") : "",
       event.is_error ? " · " : "",
       took === undefined ? "" : `${formatDuration(took)} · `,
       parts.join(" · "),
       this.meta(event, "sub-meta"),
     );
-    if (event.is_error) start.stats.closest(".ev")?.classList.add("ev--failed");
+    if (event.is_error) start.stats.closest(".ev")?.classList.add(interrupted ? "ev--interrupted" : "ev--failed");
     return undefined;
   }
 }

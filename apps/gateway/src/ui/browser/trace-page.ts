@@ -11,7 +11,7 @@ import { formatDateTime } from "./format.js";
 import type { PageContext } from "./page-context.js";
 import { formatMicros } from "./trace-layout.js";
 import { waterfall } from "./waterfall.js";
-import { notice } from "./widgets.js";
+import { copyButton, notice } from "./widgets.js";
 
 function fact(label: string, ...value: Array<Node | string>): HTMLElement {
   return h("div", { class: "fact" }, h("dt", {}, label), h("dd", {}, ...value));
@@ -34,7 +34,7 @@ function header(view: TraceView): HTMLElement {
   return h(
     "header",
     { class: "session-head" },
-    h("h1", { class: "session-title" }, "Trace ", h("code", { class: "trace-id" }, view.trace_id)),
+    h("h1", { class: "session-title" }, "Trace ", h("code", { class: "trace-id" }, view.trace_id), " ", copyButton(view.trace_id, "trace id")),
     h(
       "dl",
       { class: "facts" },
