@@ -18,6 +18,17 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 bwrap_bin="$(command -v bwrap)" || die "bubblewrap was installed but bwrap is not on PATH"
 
+# Environment package layers (apps/sandbox-broker/src/layers/): pip builds a venv with the
+# system's python3, and apt resolves packages from the host's package lists, which a fresh
+# machine may not have yet.
+if [[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  apt_install python3-venv
+fi
+if command -v apt-get >/dev/null 2>&1 && ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
+  log "apt-get update (the package lists that environment layers resolve Debian packages from)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update >>"${MH_LOCAL}/apt.log" 2>&1 || log "apt-get update failed: apt packages in environments will not resolve"
+fi
+
 # The same isolation the broker asks for (apps/sandbox-broker/src/driver/bwrap-args.ts).
 # shellcheck disable=SC2016 # the $(id -u) is for the sandbox's shell to expand
 smoke=(

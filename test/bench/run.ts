@@ -14,8 +14,9 @@ import { checksTable, formatReport, formatTable, writeResults, type Bench, type 
 import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
+import { layersBench } from "./layers.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, harnessBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, harnessBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -48,7 +48,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.stop();
-  await import("node:child_process").then(({ spawnSync }) => spawnSync("sh", ["-c", `for m in ${dir}/mounts/*; do umount "$m" 2>/dev/null; done; true`]));
+  await import("node:child_process").then(({ spawnSync }) => spawnSync("sh", ["-c", `for m in ${dir}/mounts/*; do umount -l "$m" 2>/dev/null; done; true`]));
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 

@@ -7,7 +7,7 @@
  * its size limit, each a named failure that Provision refuses; a manager this machine cannot use
  * refused up front.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -45,7 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const b of brokers) await b.stop();
   // The overlay mounts of the layers built here go first.
-  await import("node:child_process").then(({ spawnSync }) => spawnSync("sh", ["-c", `for m in ${dir}/mounts/*; do umount "$m" 2>/dev/null; done; true`]));
+  await import("node:child_process").then(({ spawnSync }) => spawnSync("sh", ["-c", `for m in ${dir}/mounts/*; do umount -l "$m" 2>/dev/null; done; true`]));
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -57,13 +57,18 @@ describe("package layers", () => {
       const started = await b.clientAs("gateway").buildLayer({ packages: lists, retryFailed: true });
       expect(started.layer?.state).toBe(LayerState.LAYER_STATE_BUILDING);
       // Provision waits for the build under way rather than starting another.
-      const res = await b.clientAs("harness").provision(
-        { sessionId: "sesn_layers", handKind: "", resources: { ...emptyResources, packages: lists } },
-        { deadlineMs: BUILD_MS },
+      // Three sandboxes wait for it at once, and all start when it is ready.
+      const waiting = await Promise.all(
+        [1, 2, 3].map(() =>
+          b.clientAs("harness").provision({ sessionId: "sesn_layers", handKind: "", resources: { ...emptyResources, packages: lists } }, { deadlineMs: BUILD_MS }),
+        ),
       );
-      const id = res.sandbox!.sandboxId;
+      const id = waiting[0]!.sandbox!.sandboxId;
       const layer = await settled(b.client, lists);
       expect(layer).toMatchObject({ layerId: started.layer!.layerId, state: LayerState.LAYER_STATE_READY });
+      // Its Debian files are overlaid on /usr by one mount, however many sandboxes raced for it.
+      const mountPoint = join(dir, "mounts", layer.layerId);
+      expect((await readFile("/proc/self/mountinfo", "utf8")).split("\n").filter((l) => l.split(" ")[4] === mountPoint)).toHaveLength(1);
       expect(layer.sizeBytes).toBeGreaterThan(0);
 
       const out = await run(b.client, id, "bash", {

@@ -31,12 +31,22 @@ export interface LayerMount {
 /** /etc names the sandbox already has, which a package's own must not replace. */
 const OWN_ETC = new Set(["passwd", "group", "hosts", "nsswitch.conf", "hostname", "ld.so.cache", "alternatives", "localtime", "ssl", "ca-certificates", "mime.types"]);
 
-const mounted = new Map<string, LayerMount>();
+/** By layer path: one mount per layer, however many sandboxes ask for it at once. */
+const mounted = new Map<string, Promise<LayerMount>>();
 
 /** The mount of a built layer; overlays its Debian files on /usr the first time. */
-export async function layerMount(info: LayerInfo & { path: string }, mountPoint: string): Promise<LayerMount> {
-  const known = mounted.get(info.path);
-  if (known !== undefined) return known;
+export function layerMount(info: LayerInfo & { path: string }, mountPoint: string): Promise<LayerMount> {
+  let mount = mounted.get(info.path);
+  if (mount === undefined) {
+    mount = makeMount(info, mountPoint);
+    mounted.set(info.path, mount);
+    // A mount that failed is tried again by the next sandbox.
+    mount.catch(() => mounted.delete(info.path));
+  }
+  return mount;
+}
+
+async function makeMount(info: LayerInfo & { path: string }, mountPoint: string): Promise<LayerMount> {
   const basePath = (SANDBOX_ENV.find((kv) => kv.startsWith("PATH=")) ?? "PATH=/usr/bin:/bin").slice("PATH=".length);
   const aptUsr = join(info.path, "apt", "usr");
   let usr: string | undefined;
@@ -47,9 +57,7 @@ export async function layerMount(info: LayerInfo & { path: string }, mountPoint:
     const aptEtc = join(info.path, "apt", "etc");
     if (existsSync(aptEtc)) for (const name of readdirSync(aptEtc)) if (!OWN_ETC.has(name)) etc.push([join(aptEtc, name), `/etc/${name}`]);
   }
-  const mount: LayerMount = { id: info.id, path: info.path, usr, etc, env: layerEnv(info.managers, basePath) };
-  mounted.set(info.path, mount);
-  return mount;
+  return { id: info.id, path: info.path, usr, etc, env: layerEnv(info.managers, basePath) };
 }
 
 /** bwrap arguments that show `mount` in a sandbox (after /etc exists, before / turns read-only). */
