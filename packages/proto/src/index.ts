@@ -12,7 +12,7 @@ export * from "./gen/metaharness/v1/credential_vault_proxy.js";
 export { protobufPackage, protobufFileName, type DeepPartial, type Exact, type MessageFns } from "./gen/metaharness/v1/event.js";
 export { Timestamp } from "./gen/google/protobuf/timestamp.js";
 export { Struct, Value, ListValue } from "./gen/google/protobuf/struct.js";
-export { loadHealthPackageDefinition, loadPackageDefinition } from "./descriptor.js";
+export { contractDescriptorSet, loadHealthPackageDefinition, loadPackageDefinition } from "./descriptor.js";
 export { readTraceContext } from "./envelope.js";
 export { unsafeIntegerField } from "./unsafe-integers.js";
 export { wireFault } from "./wire-faults.js";
