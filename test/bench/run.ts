@@ -8,6 +8,7 @@
 import { appendBench } from "./append.js";
 import { appendBatchBench } from "./append-batch.js";
 import { drainBench } from "./drain.js";
+import { egressBench } from "./egress.js";
 import { harnessBench } from "./harness.js";
 import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
@@ -16,7 +17,7 @@ import { readBench } from "./read.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, harnessBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];
