@@ -39,6 +39,14 @@ step "unit tests"
 npx turbo run test --concurrency=2
 
 step "integration tests (real PostgreSQL and Kafka)"
+# Every answer and event the tests' SDK clients read is recorded (test/conformance/recorder.ts)
+# and then held against the types the official SDK declares.
+MH_CONFORMANCE_DIR="$PWD/.local/conformance"
+rm -rf "$MH_CONFORMANCE_DIR"
+export MH_CONFORMANCE_DIR
 npm run test:integration
+
+step "conformance: what the integration suite read, against the SDK's .d.ts types"
+(cd test && npx tsx conformance/conform.ts "$MH_CONFORMANCE_DIR")
 
 step "all tests passed"

@@ -9,6 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
 import type { Scenario } from "@metaharness/offline-model";
 import { createLogger, type Logger } from "@metaharness/service-kit";
+import { recordOpenApi, recordingFetch } from "../conformance/recorder.js";
 import { startBrain, type Brain } from "./harness.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
 import { startTestLog } from "./session-log.js";
@@ -117,6 +118,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       return handle;
     };
     const gateway = await start({});
+    await recordOpenApi(gateway.url);
     return {
       brain,
       gateway,
@@ -124,6 +126,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       vault,
       client(key = KEY_A, options = {}) {
         let count = 0;
+        const recorded = recordingFetch(fetch);
         const sdk = new Anthropic({
           apiKey: key,
           baseURL: gateway.url,
@@ -131,7 +134,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
           ...(options.extensions === true ? { defaultHeaders: { "MH-Extensions": "true" } } : {}),
           fetch: (input, init) => {
             count += 1;
-            return fetch(input, init);
+            return recorded(input, init);
           },
         });
         return { sdk, requests: () => count };
