@@ -1,8 +1,10 @@
 /**
  * An environment's networking is what its sandboxes get: `limited` networking naming a host lets
  * the session's sandbox reach it (through the broker's egress and the credential vault proxy);
- * the default (no hosts) has no network, and neither reaches a host it does not name. The agent
- * runs curl in a real bubblewrap sandbox; the host is a test HTTP server.
+ * the default (no hosts) has no network, and neither reaches a host it does not name;
+ * `allow_package_managers` reaches the real package registries over HTTPS, and `unrestricted` any
+ * public host but no private one. The agent runs curl in a real bubblewrap sandbox; the named
+ * host is a test HTTP server, the public ones the registries this machine reaches.
  */
 import { createServer, type Server } from "node:http";
 import { randomInt } from "node:crypto";
@@ -18,6 +20,10 @@ const HOST = `127.${randomInt(1, 255)}.${randomInt(1, 255)}.${randomInt(2, 255)}
 const scenarios = [
   defineScenario("fetch", [
     (ctx) => ({ toolUses: [{ name: "bash", input: { command: `curl -s -m 5 -w ' %{http_code}' http://${ctx.lastUserText.trim()}/hello; echo " exit $?"` } }] }),
+    (ctx) => ({ text: ctx.lastToolResult?.content.trim() ?? "?" }),
+  ]),
+  defineScenario("fetch-https", [
+    (ctx) => ({ toolUses: [{ name: "bash", input: { command: `curl -s -m 20 -o /dev/null -w '%{http_code}' https://${ctx.lastUserText.trim()}; echo " exit $?"` } }] }),
     (ctx) => ({ text: ctx.lastToolResult?.content.trim() ?? "?" }),
   ]),
 ];
@@ -45,9 +51,9 @@ afterAll(async () => {
 });
 
 /** What curl said in a session of an environment with `networking`. */
-async function fetchIn(networking: Anthropic.Beta.BetaLimitedNetworkParams | undefined, host = HOST): Promise<string> {
+async function fetchIn(networking: Anthropic.Beta.BetaCloudConfigParams["networking"] | undefined, host = HOST, scenario = "fetch"): Promise<string> {
   const environment = await sdk.beta.environments.create({ name: "net", ...(networking === undefined ? {} : { config: { type: "cloud", networking } }) });
-  const agent = await sdk.beta.agents.create({ name: "fetcher", model: "claude-sonnet-5-5", system: "[scenario:fetch]", tools: [{ type: "agent_toolset_20260401" }] });
+  const agent = await sdk.beta.agents.create({ name: "fetcher", model: "claude-sonnet-5-5", system: `[scenario:${scenario}]`, tools: [{ type: "agent_toolset_20260401" }] });
   const session = await sdk.beta.sessions.create({
     agent: agent.id,
     environment_id: environment.id,
@@ -76,6 +82,17 @@ describe("an environment's networking", () => {
   it("gives the default environment no network at all", async () => {
     const said = await fetchIn(undefined);
     expect(said).toMatch(/^000 exit [1-9]\d*$/);
+    expect(requests).toBe(1);
+  });
+
+  it("reaches the package registries with allow_package_managers, and public hosts but no private one with unrestricted", async () => {
+    const registries = { type: "limited" as const, allow_package_managers: true };
+    expect(await fetchIn(registries, "pypi.org/simple/six/", "fetch-https")).toBe("200 exit 0");
+    expect(await fetchIn(registries, "example.com/", "fetch-https")).toMatch(/^000 exit [1-9]\d*$/);
+    expect(await fetchIn({ type: "unrestricted" }, "registry.npmjs.org/is-number", "fetch-https")).toBe("200 exit 0");
+    expect(await fetchIn({ type: "unrestricted" })).toBe(
+      `${HOST} is on a private network (loopback, link-local or private address), which unrestricted egress never reaches: it is for public addresses only\n 403 exit 0`,
+    );
     expect(requests).toBe(1);
   });
 });
