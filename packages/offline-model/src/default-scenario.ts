@@ -59,7 +59,7 @@ export function defaultReply(ctx: StepContext): StepSpec {
     return { text: what, toolUses: [use] };
   }
   const said = clip(ctx.lastUserText);
-  return { text: said === "" ? `${INTRO} ${CAN_DO}` : `${INTRO} You said: "${said}"\n\n${CAN_DO}` };
+  return { text: said === "" ? `${INTRO} ${CAN_DO}` : `${INTRO} You said: "${said}" ${CAN_DO}` };
 }
 
 export const defaultScenario: Scenario = defineScenario(DEFAULT_SCENARIO_NAME, [defaultReply], {

@@ -42,7 +42,7 @@ describe("mh demo", () => {
     expect(out).toContain("│ 4 passed, 0 failed");
     expect(out).toMatch(/^✓ bash  cd \/workspace\/stats && git commit .* git push /m);
     expect(out).toMatch(/the fix is pushed to the repository \([0-9a-f]{7} max: start from the first value/);
-    expect(out).toMatch(/^── end_turn · 7 tool calls \(1 failed\) · 8 model requests · tokens in [\d,]+ .*· out [\d,]+ · [\d.]+ s$/m);
+    expect(out).toMatch(/^── end_turn · 7 tool calls \(1 failed\) · 8 model requests · tokens in [\d,]+ .*· out [\d,]+ (?:· ≈ \$[\d.]+ )?· [\d.]+ s$/m);
 
     // The push landed: mh demo shows the server's side, and the kept repository says the same.
     expect(out).toMatch(/^── pushed: main of http:\/\/127\.0\.0\.1:\d+\/stats\.git, on the git server's side/m);
