@@ -101,6 +101,23 @@ describe("package layers", () => {
   );
 
   it(
+    "steps after apt see its packages: pip finds a requirement a Debian package of the same layer satisfies",
+    async () => {
+      const b = await broker();
+      const both = { ...none, apt: ["python3-tabulate"], pip: ["tabulate"] };
+      const res = await b.clientAs("harness").provision(
+        { sessionId: "sesn_layers_apt_pip", handKind: "", resources: { ...emptyResources, packages: both } },
+        { deadlineMs: BUILD_MS },
+      );
+      const out = await run(b.client, res.sandbox!.sandboxId, "bash", {
+        command: "python3 -c 'import tabulate; print(tabulate.__file__)'; ls /opt/layer/venv/lib/python3*/site-packages | grep -ci tabulate",
+      });
+      expect(out.output).toBe("/usr/lib/python3/dist-packages/tabulate.py\n0");
+    },
+    BUILD_MS,
+  );
+
+  it(
     "an unknown package fails its build, naming the manager with its output; Provision refuses it",
     async () => {
       const b = await broker();

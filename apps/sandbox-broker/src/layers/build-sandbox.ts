@@ -43,6 +43,8 @@ export interface StepLimits {
   readonly maxBytes: number;
   /** Written once: our passwd and group, so tools that look up the user find one. */
   readonly etcDir: string;
+  /** The /usr the step sees: the host's, or with the layer's Debian packages overlaid (after apt). */
+  readonly usr?: string;
 }
 
 export type StepOutcome =
@@ -51,7 +53,7 @@ export type StepOutcome =
 
 /** Runs `step` with the layer tree `layer` and scratch `scratch` (host paths) bound in. */
 export function runStep(step: Step, layer: string, scratch: string, limits: StepLimits, signal: AbortSignal): Promise<StepOutcome> {
-  const args = buildArgs(step, layer, scratch, limits.etcDir);
+  const args = buildArgs(step, layer, scratch, limits.etcDir, limits.usr ?? "/usr");
   const root = process.getuid?.() === 0;
   const child = spawn(limits.bwrapPath, args, {
     stdio: ["ignore", "pipe", "pipe"],
@@ -92,9 +94,9 @@ export function runStep(step: Step, layer: string, scratch: string, limits: Step
   });
 }
 
-function buildArgs(step: Step, layer: string, scratch: string, etcDir: string): string[] {
+function buildArgs(step: Step, layer: string, scratch: string, etcDir: string, usr: string): string[] {
   // The host's network (a build fetches from its registry), nothing else of the host's.
-  const args = [...isolationArgs(), "--share-net", "--ro-bind", "/usr", "/usr"];
+  const args = [...isolationArgs(), "--share-net", "--ro-bind", usr, "/usr"];
   for (const dir of ["bin", "lib", "lib64", "sbin"]) if (existsSync(`/${dir}`)) args.push("--symlink", `usr/${dir}`, `/${dir}`);
   args.push("--dir", "/etc", "--ro-bind", join(etcDir, "passwd"), "/etc/passwd", "--ro-bind", join(etcDir, "group"), "/etc/group");
   for (const name of BUILD_ETC) if (existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`);

@@ -8,8 +8,9 @@
  * build within MH_LAYER_BUILD_TIMEOUT_MS and MH_LAYER_MAX_BYTES. A failure is kept on disk with
  * the failing manager and its output, and refused at Provision until BuildLayer tries again.
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { mkdir, rmdir, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { MhError } from "@metaharness/errors";
 import { hasPackages, normalizePackages, packageProblems, PACKAGE_MANAGERS, type PackageManager } from "@metaharness/events";
 import { LayerState, type Layer, type PackageLists } from "@metaharness/proto";
@@ -19,6 +20,7 @@ import { Semaphore } from "../util/semaphore.js";
 import { runStep, treeBytes } from "./build-sandbox.js";
 import { baseSystemIdentity, layerId } from "./key.js";
 import { ManagerCheck } from "./managers.js";
+import { overlay, unmount } from "./mount.js";
 import { STEP_ORDER, stepFor } from "./steps.js";
 import { LayerStore, type LayerFailure, type LayerInfo } from "./store.js";
 
@@ -157,18 +159,34 @@ export class Layers {
     try {
       log.info({ packages: normal }, "building layer");
       const managers: PackageManager[] = [];
-      for (const manager of STEP_ORDER) {
-        if (normal[manager].length === 0) continue;
-        const timeoutMs = Math.max(1, deadline - Date.now());
-        const limits = { bwrapPath: this.opts.bwrapPath, timeoutMs: Math.min(timeoutMs, this.opts.buildTimeoutMs), maxBytes: this.opts.maxBytes, etcDir: this.etcDir };
-        const stepStarted = performance.now();
-        const outcome = await runStep(stepFor(manager, normal[manager]), staged.layer, staged.scratch, limits, this.stopping.signal);
-        log.info({ manager, ok: outcome.ok, duration_ms: Math.round(performance.now() - stepStarted) }, "layer build step ended");
-        if (!outcome.ok) {
-          const kind = outcome.why.includes("size limit") ? "size" : manager;
-          return await fail(kind, `${manager}: ${outcome.why}\n${outcome.output.slice(-OUTPUT_SHOWN)}`);
+      // After apt, the later steps see its packages where they belong (a pip package building
+      // against a Debian library): the same overlay of /usr a sandbox gets.
+      let usr: string | undefined;
+      try {
+        for (const manager of STEP_ORDER) {
+          if (normal[manager].length === 0) continue;
+          const timeoutMs = Math.min(Math.max(1, deadline - Date.now()), this.opts.buildTimeoutMs);
+          const limits = { bwrapPath: this.opts.bwrapPath, timeoutMs, maxBytes: this.opts.maxBytes, etcDir: this.etcDir, ...(usr === undefined ? {} : { usr }) };
+          const stepStarted = performance.now();
+          const outcome = await runStep(stepFor(manager, normal[manager]), staged.layer, staged.scratch, limits, this.stopping.signal);
+          log.info({ manager, ok: outcome.ok, duration_ms: Math.round(performance.now() - stepStarted) }, "layer build step ended");
+          if (!outcome.ok) {
+            const kind = outcome.why.includes("size limit") ? "size" : manager;
+            return await fail(kind, `${manager}: ${outcome.why}\n${outcome.output.slice(-OUTPUT_SHOWN)}`);
+          }
+          managers.push(manager);
+          const aptUsr = join(staged.layer, "apt", "usr");
+          if (manager === "apt" && existsSync(aptUsr)) {
+            // Outside the staging tree, which a failed build removes.
+            usr = this.store.mountPoint(`${basename(staged.dir)}-build`);
+            await overlay(aptUsr, usr);
+          }
         }
-        managers.push(manager);
+      } finally {
+        if (usr !== undefined) {
+          unmount(usr);
+          await rmdir(usr).catch(() => undefined);
+        }
       }
       const sizeBytes = await treeBytes(staged.layer);
       if (sizeBytes > this.opts.maxBytes) {

@@ -68,7 +68,7 @@ export function layerBinds(mount: LayerMount): string[] {
 }
 
 /** Mounts `lower` over the host's /usr at `at`, read-only, unless it is mounted there already. */
-async function overlay(lower: string, at: string): Promise<void> {
+export async function overlay(lower: string, at: string): Promise<void> {
   if (isMountPoint(at)) return;
   await mkdir(at, { recursive: true });
   const res = spawnSync("/usr/bin/mount", ["-t", "overlay", "overlay", "-o", `ro,lowerdir=${lower}:/usr`, at], { encoding: "utf8", timeout: 10_000 });
@@ -82,4 +82,9 @@ function isMountPoint(path: string): boolean {
   return readFileSync("/proc/self/mountinfo", "utf8")
     .split("\n")
     .some((line) => line.split(" ")[4]?.replace(/\\040/g, " ") === path);
+}
+
+/** Undoes overlay(); a mount point that is not one is left alone. */
+export function unmount(at: string): void {
+  if (isMountPoint(at)) spawnSync("/usr/bin/umount", [at], { stdio: "ignore", timeout: 10_000 });
 }

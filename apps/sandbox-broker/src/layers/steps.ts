@@ -5,7 +5,8 @@
  * venv, an npm prefix and their scripts' shebangs hold absolute paths.
  *   apt    `apt-get install --simulate` resolves what the base system lacks, `apt-get download`
  *          fetches exactly those, `dpkg-deb -x` unpacks them into apt/ (maintainer scripts do not
- *          run); sandboxes see apt/usr overlaid on /usr, so files are where the packages expect.
+ *          run); sandboxes, and the steps after this one, see apt/usr overlaid on /usr, so files
+ *          are where the packages expect.
  *   pip    a venv (with the system's site-packages) at venv/.
  *   npm    a global install into the prefix npm/ (npm/bin, npm/lib/node_modules).
  *   cargo  `cargo install --root cargo/`; go: `go install` with GOBIN=go/bin; gem: gem/.
