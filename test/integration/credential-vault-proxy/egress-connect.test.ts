@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NetworkMode, type NetworkPolicy } from "@metaharness/proto";
-import { provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
+import { provision, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { metadataWithVaults, startTestVault, type TestVault } from "../../support/vault.js";
 
@@ -65,5 +65,19 @@ describe("CONNECT egress", () => {
       expect(out, target).toMatch(/^< HTTP\/1.1 403 .* is on a private network .*unrestricted egress never reaches/);
     }
     expect(await sh(s, "curl -sS -v -o /dev/null https://pypi.org:8443/ 2>&1 | grep -E '^< HTTP' | tr -d '\\r'")).toContain("403 port 8443 is not open to unrestricted egress here");
+  });
+
+  it("OpenEgress refuses a scope it cannot give, naming the field, and a deployment can refuse unrestricted", async () => {
+    const { session } = await log.client.createSession({ sessionId: "", metadata: metadataWithVaults([]) });
+    const open = (scope: { allowedHosts: string[]; allowPackageManagers: boolean; unrestricted: boolean }, client = vault.client("broker")) =>
+      rejection(client.openEgress({ sessionId: session!.sessionId, sandboxId: "sbx_scope", ttlSeconds: 0, ...scope }));
+    expect(await open({ allowedHosts: ["pypi.org"], allowPackageManagers: false, unrestricted: true })).toMatchObject({ code: "INVALID_ARGUMENT", field: "allowed_hosts" });
+    expect(await open({ allowedHosts: [], allowPackageManagers: false, unrestricted: false })).toMatchObject({ code: "INVALID_ARGUMENT", field: "allowed_hosts" });
+    const narrow = await vault.startReplica({ MH_EGRESS_UNRESTRICTED_PORTS: "none" });
+    try {
+      expect(await open({ allowedHosts: [], allowPackageManagers: false, unrestricted: true }, narrow.client("broker"))).toMatchObject({ code: "FAILED_PRECONDITION", field: "unrestricted" });
+    } finally {
+      await narrow.stop();
+    }
   });
 });
