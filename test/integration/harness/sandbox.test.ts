@@ -1,7 +1,8 @@
 /**
  * The harness's hands through the real sandbox broker (bubblewrap): the sandbox is provisioned
  * lazily, at the first sandbox tool call, after the first model call; a sandbox killed mid-session
- * is a tool error the model sees, and the next call gets a fresh sandbox.
+ * is a tool error the model sees, and the next call gets a fresh sandbox; a command's exit status
+ * is kept on its result.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
@@ -19,6 +20,7 @@ const scenarios = [
     (ctx) => ({ text: `answer is ${ctx.lastToolResult?.content.trim() ?? "?"}` }),
   ]),
   defineScenario("stuck", [bash("sleep 30; echo woke")]),
+  defineScenario("exit", [bash("echo failing >&2; exit 3"), { text: "it failed" }]),
   defineScenario("hands", [
     bash("echo one > where.txt"),
     { toolUses: [{ name: "provision", input: {} }] },
@@ -57,6 +59,13 @@ async function run(text: string): Promise<string> {
 }
 
 describe("sandbox tools", () => {
+  it("keep how a command ended on its result: the exit status", async () => {
+    const sessionId = await run("[scenario:exit] fail");
+    const events = await brain.waitFor(sessionId, ended);
+    const result = events.find((e) => e.payload?.$case === "agentToolResult")?.payload;
+    expect(result?.$case === "agentToolResult" ? [result.value.isError, result.value.exitCode] : undefined).toEqual([true, 3]);
+  });
+
   it("provision lazily after the first model call and run in one sandbox", async () => {
     const sessionId = await run("[scenario:files] write and read");
     const events = await brain.waitFor(sessionId, ended);

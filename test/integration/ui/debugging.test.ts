@@ -2,8 +2,8 @@
  * The session page as a debugging tool, in headless Chromium on the whole stack: the list
  * searched and filtered by text, status and agent with the filters kept in the URL; ids on one
  * line with copy buttons; in a session, a jump to the first error, collapse all, the keyboard
- * moving between events, the events downloaded as JSON, and a model request the user
- * interrupted shown as interrupted rather than failed. axe-core finds no WCAG 2.1 A/AA problem on
+ * moving between events, the events downloaded as JSON, a failed command's exit status, and a
+ * model request the user interrupted shown as interrupted rather than failed. axe-core finds no WCAG 2.1 A/AA problem on
  * any of these views, light or dark. Screenshots go to __screenshots__/ to be looked at.
  */
 import { readFile, mkdir } from "node:fs/promises";
@@ -56,7 +56,7 @@ beforeAll(async () => {
   const steps: Event[][] = [
     [newEvent("user.message", { content: [{ block: { $case: "text", value: { text: "Deploy the api and tell me how it went." } } }] }), newEvent("session.status_running", {}), first],
     [newEvent("span.model_request_end", { modelRequestStartId: first.id, isError: false, modelUsage: usage, stopReason: "tool_use" }), use],
-    [newEvent("agent.tool_result", { toolUseId: use.id, content: [{ block: { $case: "text", value: { text: "error: relation \"orders\" does not exist" } } }], isError: true })],
+    [newEvent("agent.tool_result", { toolUseId: use.id, content: [{ block: { $case: "text", value: { text: "error: relation \"orders\" does not exist" } } }], isError: true, exitCode: 2 })],
     [second],
     [newEvent("user.interrupt", {})],
     [newEvent("span.model_request_end", { modelRequestStartId: second.id, isError: true, modelUsage: undefined, stopReason: "" })],
@@ -163,6 +163,9 @@ describe("the page for debugging", () => {
     const interrupted = page.locator(".ev--interrupted");
     expect(await interrupted.locator(".model__stats strong").textContent()).toBe("interrupted");
     expect(await page.locator(".ev--failed").count()).toBe(0);
+
+    // A failed command says how it ended.
+    expect(await page.locator(".tool__state").textContent()).toMatch(/^failed \(exit 2\) in \d+ ms$/);
 
     await page.getByRole("button", { name: "Jump to first error" }).click();
     const focused = (): Promise<string | null> => page.evaluate<string | null>(`document.activeElement?.getAttribute("data-type") ?? null`);

@@ -23,6 +23,7 @@ import { DeltaForwarder } from "./deltas.js";
 import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
 import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
+import type { ToolOutcome } from "../tools/sandbox.js";
 
 export const DEFAULT_WORKER_TOOL_TIMEOUT_MS = 10 * 60_000;
 
@@ -181,7 +182,7 @@ class Driver {
           }
           return result;
         });
-        await this.append(toolResult(tool.event.id, outcome.output, outcome.isError, tool.kind === "mcp" ? "mcp" : "sandbox"));
+        await this.append(toolResult(tool.event.id, outcome.output, outcome.isError, tool.kind === "mcp" ? "mcp" : "sandbox", outcome.exitCode));
       } catch (err) {
         if (MhError.from(err).code === "CANCELLED" && signal.aborted) return; // the interrupt step answers it
         throw err;
@@ -215,7 +216,7 @@ class Driver {
     }
   }
 
-  private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {
+  private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<ToolOutcome> {
     const own = this.strategy.ownTools.find((t) => t.name === tool.name);
     if (own !== undefined && this.strategy.runOwnTool !== undefined) {
       return this.strategy.runOwnTool(tool.name, tool.input, this.ctx.log);

@@ -23,11 +23,12 @@ export function running(): Event {
   return newEvent("session.status_running", {});
 }
 
-export function toolResult(toolUseId: string, output: string, isError: boolean, kind: "sandbox" | "mcp" = "sandbox"): Event {
+/** `exitCode`: how a command ended (bash), kept on agent.tool_result. */
+export function toolResult(toolUseId: string, output: string, isError: boolean, kind: "sandbox" | "mcp" = "sandbox", exitCode?: number): Event {
   const id = `${toolUseId}.result`;
   return kind === "mcp"
     ? newEvent("agent.mcp_tool_result", { mcpToolUseId: toolUseId, content: text(output), isError }, { id })
-    : newEvent("agent.tool_result", { toolUseId, content: text(output), isError }, { id });
+    : newEvent("agent.tool_result", { toolUseId, content: text(output), isError, exitCode }, { id });
 }
 
 export function sessionError(type: string, message: string, retry: RetryStatus): Event {

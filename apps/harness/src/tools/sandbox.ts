@@ -46,6 +46,8 @@ export function brokerRepositories(repositories: readonly SessionRepository[]): 
 export interface ToolOutcome {
   readonly output: string;
   readonly isError: boolean;
+  /** How the command ended, for a tool that runs one (bash); kept in agent.tool_result. */
+  readonly exitCode?: number;
 }
 
 export class SandboxPort {
@@ -150,7 +152,7 @@ export class SandboxPort {
       );
       // A lost sandbox answers is_error; forget it so the next call gets a fresh one.
       if (res.isError && /\blost\b/i.test(res.output) && named === undefined) this.defaultSandbox = undefined;
-      return { output: res.output, isError: res.isError };
+      return { output: res.output, isError: res.isError, ...(name === "bash" ? { exitCode: res.exitCode } : {}) };
     } catch (err) {
       const e = MhError.from(err);
       if (e.code === "CANCELLED") throw e;

@@ -72,6 +72,7 @@ const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
     tool_use_id: p.toolUseId,
     content: renderToolResultContent(p.content),
     is_error: p.isError,
+    ...(p.exitCode === undefined ? {} : { exit_code: p.exitCode }),
   }),
   "agent.mcp_tool_use": (p) => ({
     mcp_server_name: p.mcpServerName,

@@ -1,7 +1,7 @@
 /**
  * Events exactly as the official SDK declares them (BetaManagedAgentsSessionEvent): what the
  * gateway serves by default. Our log keeps more than the SDK types: `seq` and `session_id` on
- * every event, `sandbox_id` on agent.tool_use, `model` on span.model_request_start, `stop_reason`
+ * every event, `sandbox_id` on agent.tool_use, `exit_code` on agent.tool_result, `model` on span.model_request_start, `stop_reason`
  * on span.model_request_end, the sandbox.* events, the stop reason "interrupted" and error types
  * of our own (`external_agent_<kind>`). Those are served only to a client that asks for them
  * (`extensions`); without it they are dropped, an interrupted turn ends as the SDK's own
@@ -68,6 +68,7 @@ const REFERENCES: Readonly<Record<string, readonly string[]>> = {
 /** Our additions per type, dropped without `extensions`. */
 const ADDITIONS: Readonly<Record<string, readonly string[]>> = {
   "agent.tool_use": ["sandbox_id"],
+  "agent.tool_result": ["exit_code"],
   "span.model_request_start": ["model"],
   "span.model_request_end": ["stop_reason"],
 };

@@ -61,7 +61,8 @@ export type ManagedAgentsJsonBodies = {
     evaluated_permission?: EvaluatedPermissionJson;
     sandbox_id?: string;
   };
-  "agent.tool_result": { tool_use_id: string } & ToolResultJson;
+  /** exit_code: how a bash command ended (our addition). */
+  "agent.tool_result": { tool_use_id: string; exit_code?: number } & ToolResultJson;
   "agent.mcp_tool_use": {
     mcp_server_name: string;
     name: string;

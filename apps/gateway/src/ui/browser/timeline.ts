@@ -194,6 +194,7 @@ export class Timeline {
       case "agent.custom_tool_use":
         return this.toolCall(event, event.name, event.input, ["custom (the client runs it)"], undefined);
       case "agent.tool_result":
+        return this.toolResult(event, event.tool_use_id, blocksText(event.content), event.is_error, event.exit_code);
       case "user.tool_result":
         return this.toolResult(event, event.tool_use_id, blocksText(event.content), event.is_error);
       case "agent.mcp_tool_result":
@@ -282,16 +283,18 @@ export class Timeline {
     return this.row(event, "tool", "tool", card);
   }
 
-  private toolResult(event: UiEventJson, toolUseId: string, text: string, isError: boolean): HTMLLIElement | undefined {
+  /** `exitCode`: how a command ended (bash), shown when it failed: "failed (exit 2) in 1.2 s". */
+  private toolResult(event: UiEventJson, toolUseId: string, text: string, isError: boolean, exitCode?: number): HTMLLIElement | undefined {
+    const exit = isError && exitCode !== undefined ? ` (exit ${exitCode})` : "";
     const body = text === "" ? h("p", { class: "muted" }, "(no output)") : longText(text, isError ? "code code--error" : "code");
     const tool = this.tools.get(toolUseId);
     if (tool === undefined) {
       // The call is older than the events shown.
-      return this.row(event, "tool", "tool", h("div", { class: "tool", "data-state": isError ? "error" : "done" }, h("div", { class: "tool__title" }, `Result of ${toolUseId}`), body));
+      return this.row(event, "tool", "tool", h("div", { class: "tool", "data-state": isError ? "error" : "done" }, h("div", { class: "tool__title" }, `Result of ${toolUseId}${exit}`), body));
     }
     const took = between(tool.at, event.processed_at);
     tool.card.dataset["state"] = isError ? "error" : "done";
-    tool.state.textContent = `${isError ? "failed" : "done"}${took === undefined ? "" : ` in ${formatDuration(took)}`}`;
+    tool.state.textContent = `${isError ? `failed${exit}` : "done"}${took === undefined ? "" : ` in ${formatDuration(took)}`}`;
     append(tool.output, h("div", { class: "tool__section" }, h("div", { class: "tool__title" }, isError ? "Error output" : "Output", this.meta(event, "sub-meta")), body));
     return undefined;
   }
