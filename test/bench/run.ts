@@ -14,10 +14,11 @@ import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
 import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
+import { recoveryBench } from "./recovery.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -162,7 +162,7 @@ export interface DoomedHarness extends ServiceProcess {
   readonly rpc: HarnessRpc;
   /**
    * Appends `prompt` to a session from `newSession` and wakes it here, until this process holds
-   * it: the brain's own sweeper (every 250 ms) may find the session orphaned first and take it,
+   * it: the brain's own sweeper (every 100 ms by default) may find the session orphaned first and take it,
    * and then it proves nothing, so the turn starts again on a new one (a few tries).
    */
   own(newSession: () => Promise<string>, prompt: string): Promise<string>;

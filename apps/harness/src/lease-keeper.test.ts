@@ -32,3 +32,42 @@ describe("LeaseKeeper.acquire", () => {
     await expect(LeaseKeeper.acquire(refusing(down), "sesn_a", "harness-a", 1000, logger)).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });
 });
+
+describe("LeaseKeeper renewals", () => {
+  /** A log whose renewals answer after `delayMs`, and fail as gRPC would when that is past the call's deadline. */
+  function slowLog(delayMs: number): SessionLogClient {
+    const lease = { holder: "harness-a", epoch: 1, expiresAt: new Date() };
+    const client: Pick<SessionLogClient, "acquireLease" | "renewLease" | "releaseLease"> = {
+      acquireLease: () => Promise.resolve({ lease }),
+      renewLease: (_req, opts) =>
+        new Promise((resolve, reject) => {
+          const deadline = opts?.deadlineMs ?? Number.POSITIVE_INFINITY;
+          if (delayMs > deadline) setTimeout(() => reject(new MhError("DEADLINE_EXCEEDED", "deadline exceeded")), deadline);
+          else setTimeout(() => resolve({ lease }), delayMs);
+        }),
+      releaseLease: () => Promise.resolve({}),
+    };
+    return client as SessionLogClient;
+  }
+
+  /** Whether a 1 s lease is lost within `waitMs` when every renewal answers after `delayMs`. */
+  async function lostWith(delayMs: number, waitMs: number): Promise<boolean> {
+    const keeper = await LeaseKeeper.acquire(slowLog(delayMs), "sesn_a", "harness-a", 1000, logger);
+    if (!(keeper instanceof LeaseKeeper)) throw new Error("no lease");
+    try {
+      await new Promise((r) => setTimeout(r, waitMs));
+      return keeper.signal.aborted;
+    } finally {
+      await keeper.release();
+    }
+  }
+
+  it("keeps a lease whose renewals answer late but before it expires (a loaded machine)", async () => {
+    // Renewed every 333 ms: an answer after 450 ms comes while the lease still runs.
+    expect(await lostWith(450, 3000)).toBe(false);
+  });
+
+  it("gives the lease up when no renewal lands before it expires", async () => {
+    expect(await lostWith(5000, 2500)).toBe(true);
+  });
+});

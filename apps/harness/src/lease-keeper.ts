@@ -9,6 +9,10 @@ import type { Lease } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { SessionLogClient } from "./log-port.js";
 
+/** The least a renewal is given, even with little of the lease left (the log may still take it). */
+const MIN_RENEW_DEADLINE_MS = 100;
+/** After a failed renewal, the next attempt. */
+const RETRY_MS = 50;
 /** How long a release may take before it is given up (see release()). */
 const RELEASE_DEADLINE_MS = 1000;
 
@@ -78,10 +82,14 @@ export class LeaseKeeper {
       .catch(() => undefined);
   }
 
-  private schedule(): void {
+  private interval(): number {
+    return Math.max(100, Math.floor(this.ttlMs / 3));
+  }
+
+  private schedule(delayMs = this.interval()): void {
     this.timer = setTimeout(() => {
       this.renew().catch((err: unknown) => this.lose(MhError.from(err)));
-    }, Math.max(100, Math.floor(this.ttlMs / 3)));
+    }, delayMs);
   }
 
   private async renew(): Promise<void> {
@@ -89,12 +97,17 @@ export class LeaseKeeper {
     try {
       // As at acquire: counted from the send, not the reply, which may come late.
       const sentAt = Date.now();
+      // A renewal may take as long as the lease still runs: one that lands late but before the
+      // expiry keeps it. A deadline of a third of the TTL lost leases on a loaded machine by the
+      // dozen (test/bench/recovery.ts) while the log would still have renewed them.
       await this.client.renewLease(
         { sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch, ttlMs: this.ttlMs },
-        { deadlineMs: Math.max(200, Math.floor(this.ttlMs / 3)) },
+        { deadlineMs: Math.max(MIN_RENEW_DEADLINE_MS, this.validUntil - sentAt) },
       );
       this.validUntil = sentAt + this.ttlMs;
-      this.schedule();
+      // The next one a third of the TTL after this one was sent, not answered: a slow answer
+      // must not push the next renewal towards the expiry.
+      this.schedule(Math.max(0, sentAt + this.interval() - Date.now()));
     } catch (err) {
       const e = MhError.from(err);
       if (e.code === "ABORTED" || e.code === "NOT_FOUND" || Date.now() >= this.validUntil) {
@@ -102,7 +115,8 @@ export class LeaseKeeper {
         return;
       }
       this.logger.warn({ err: e, sessionId: this.sessionId }, "lease renewal failed; retrying");
-      this.schedule();
+      // Soon, not a third of the TTL later: what is left of the lease is what there is to try in.
+      this.schedule(RETRY_MS);
     }
   }
 

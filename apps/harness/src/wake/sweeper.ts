@@ -1,8 +1,8 @@
 /**
  * Finds sessions that need a harness and have none (their harness died mid-turn, or a wake-up
  * was lost) and wakes them here. Every instance sweeps; the lease decides which one drives.
- * With the default lease TTL (1 s) and sweep period (0.25 s), a session whose harness was
- * killed is resumed by another instance within about 1.3 s.
+ * The default lease TTL (1 s) and sweep period (0.1 s) are chosen by test/bench/recovery.ts;
+ * its figures (kill -9 to takeover and to the next event) are in docs/performance.md.
  */
 import type { Logger } from "@metaharness/service-kit";
 import { untraced } from "@metaharness/telemetry";
@@ -47,7 +47,7 @@ export class Sweeper {
 
   private async sweep(): Promise<void> {
     try {
-      // Four times a second on every instance: not a trace each time (the wakes it leads to are).
+      // Ten times a second on every instance: not a trace each time (the wakes it leads to are).
       const { sessions } = await untraced(() =>
         this.log.listSessions({ pageSize: 100, pageToken: "", tenant: "", status: 0, labels: {}, orphaned: true }, { deadlineMs: 5000 }),
       );
