@@ -7,6 +7,10 @@ const pgError = (code: string, message: string) => Object.assign(new Error(messa
 describe("clientError", () => {
   it("a client's unstorable text is INVALID_ARGUMENT", () => {
     expect((clientError(pgError("22021", "invalid byte sequence")) as MhError).code).toBe("INVALID_ARGUMENT");
+    // A lone surrogate in jsonb (test/fuzz/http.test.ts: an agent named "\ud800" was a 500).
+    expect((clientError(pgError("22P02", "invalid input syntax for type json")) as MhError).code).toBe("INVALID_ARGUMENT");
+    const other = pgError("22P02", "invalid input syntax for type uuid");
+    expect(clientError(other)).toBe(other);
   });
 
   // What the services met while PostgreSQL restarted (test/fault/postgres-restart.test.ts): each was INTERNAL.

@@ -2,7 +2,10 @@
  * Postgres errors as the code they are, the net under every statement.
  *
  * Only a client's input causes some: a NUL character (or bytes that are not UTF-8) in a text value
- * cannot be stored, and Postgres refuses the statement (22021 in a text column, 22P05 in jsonb).
+ * cannot be stored, and Postgres refuses the statement (22021 in a text column, 22P05 in jsonb);
+ * nor can a lone UTF-16 surrogate in jsonb, which JSON.stringify writes as a \ud800 escape that
+ * Postgres reads as invalid JSON (22P02: JSON the services wrote themselves is otherwise valid;
+ * an agent named "\ud800" was a 500, found by test/fuzz/http.test.ts).
  * Without this the caller got INTERNAL, which reads as the server's fault. Services check their
  * fields first where they can name them.
  *
@@ -23,10 +26,10 @@ const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connec
 export function clientError(err: unknown): unknown {
   if (err instanceof MhError) return err;
   const code = typeof err === "object" && err !== null && "code" in err ? err.code : undefined;
-  if (typeof code === "string" && UNSTORABLE_TEXT.has(code)) {
-    return new MhError("INVALID_ARGUMENT", "a text value holds a NUL character (\\u0000) or bytes that are not UTF-8, which cannot be stored", { cause: err });
-  }
   const message = (err instanceof Error ? err.message : "") || (typeof code === "string" ? code : "");
+  if (typeof code === "string" && (UNSTORABLE_TEXT.has(code) || (code === "22P02" && message.startsWith("invalid input syntax for type json")))) {
+    return new MhError("INVALID_ARGUMENT", "a text value holds a NUL character (\\u0000), a lone surrogate (\\ud800-\\udfff) or bytes that are not UTF-8, which cannot be stored", { cause: err });
+  }
   if (typeof code === "string" && (code.startsWith("08") || SERVER_UNREACHABLE.has(code) || SOCKET_ERRORS.has(code))) {
     return new MhError("UNAVAILABLE", `the database is unavailable: ${message}`, { cause: err });
   }

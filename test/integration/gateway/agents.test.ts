@@ -118,6 +118,8 @@ describe("agents", () => {
       [{ name: "x", model: "claude-sonnet-5-5", tools: [weatherTool, weatherTool] }, "tools[1].name:"],
       [{ name: "x", model: "claude-sonnet-5-5", tools: [{ type: "mcp_toolset", mcp_server_name: "nowhere" }] }, "tools[0].mcp_server_name:"],
       [{ name: "x", model: "claude-sonnet-5-5", skills: [{ type: "anthropic", skill_id: "xlsx" }] }, "skills:"],
+      // A counter-example of test/fuzz/http.test.ts (it was a 500).
+      [{ name: "\ud800", model: "claude-sonnet-5-5" }, "a lone surrogate"],
     ];
     for (const [body, message] of cases) {
       const err = await client.sdk.beta.agents.create(body as unknown as Anthropic.Beta.AgentCreateParams).catch((e: unknown) => e);
@@ -125,6 +127,19 @@ describe("agents", () => {
       const apiError = err as InstanceType<typeof Anthropic.BadRequestError>;
       expect(apiError.error).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
       expect(apiError.apiMessage).toContain(message);
+    }
+  });
+
+  // A counter-example of test/fuzz/http.test.ts: a version past what the store holds was a 500.
+  it("refuses a version past the largest one (2^31 - 1) with a 400 naming it, to retrieve or to update", async () => {
+    const agent = await client.sdk.beta.agents.create({ name: "v", model: "claude-sonnet-5-5" });
+    for (const call of [
+      () => client.sdk.beta.agents.retrieve(agent.id, { version: 2 ** 53 }),
+      () => client.sdk.beta.agents.update(agent.id, { version: 2 ** 31, name: "w" }),
+    ]) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+      expect((err as InstanceType<typeof Anthropic.BadRequestError>).apiMessage).toContain("version");
     }
   });
 

@@ -163,6 +163,12 @@ export const createAgentBody: JsonSchema = obj(
   ["model", "name"],
 );
 
+/**
+ * An agent's version, as stored (a Postgres integer): a larger one named no version and reached
+ * the database, which refused it, and the caller got a 500 (found by test/fuzz/http.test.ts).
+ */
+const AGENT_VERSION = { type: "integer", minimum: 1, maximum: 2_147_483_647 } as const;
+
 export const updateAgentBody: JsonSchema = obj({
   description: { type: ["string", "null"], maxLength: 2048 },
   execution_identity: executionIdentity,
@@ -174,12 +180,12 @@ export const updateAgentBody: JsonSchema = obj({
   skills: nullable(skills),
   system: { type: ["string", "null"], maxLength: 100_000 },
   tools: nullable(tools),
-  version: { type: "integer", minimum: 1, description: "The version the update applies to; a mismatch is a 409." },
+  version: { ...AGENT_VERSION, description: "The version the update applies to; a mismatch is a 409." },
 });
 
 export const agentParams = pathParams("agent_id");
 
-export const retrieveAgentQuery = obj({ version: { type: "integer", minimum: 1 } });
+export const retrieveAgentQuery = obj({ version: AGENT_VERSION });
 
 export const listAgentsQuery = obj({ ...pageQuery, ...createdAtQuery("gte", "lte"), include_archived: { type: "boolean" } });
 
