@@ -119,7 +119,8 @@ describe("mh sessions", () => {
     const tail = mh(["sessions", "tail", "-n", "1", id!], env);
     await tail.waitFor(/session\.status_idle/);
     await sdk.beta.sessions.events.send(id!, { events: [{ type: "user.message", content: [{ type: "text", text: "once more" }] }] });
-    await tail.waitFor(/user\.message\s+once more[\s\S]*session\.status_idle\s+stop_reason=end_turn\s*$/);
+    // The new turn, then the cue that the session waits again.
+    await tail.waitFor(/user\.message\s+once more[\s\S]*session\.status_idle\s+stop_reason=end_turn\n\s+⋯ idle, waiting for a message \(Ctrl-C to leave\)\n$/);
     tail.child.kill("SIGINT");
     expect(await tail.exited).toBe(0);
   });
