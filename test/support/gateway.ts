@@ -44,6 +44,8 @@ export interface Stack {
 
 export interface StackOptions {
   readonly scenarios: Scenario[];
+  /** The offline model's context window (its default otherwise: 200,000 tokens). */
+  readonly modelWindowTokens?: number;
   /**
    * The gateway's settings beyond the defaults, its session page's too (e.g.
    * MH_JAEGER_QUERY_URL): from here only, never from this process's environment.
@@ -86,6 +88,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       vault === undefined ? { ...opts.brokerEnv } : { ...opts.brokerEnv, MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.broker };
     const brain = await startBrain({
       scenarios: opts.scenarios,
+      ...(opts.modelWindowTokens === undefined ? {} : { modelWindowTokens: opts.modelWindowTokens }),
       log,
       env: {
         ...(vault === undefined ? {} : { MH_CREDENTIAL_PROXY_ADDR: vault.address, MH_CREDENTIAL_PROXY_TOKEN_FILE: vault.tokenFile.harness }),

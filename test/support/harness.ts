@@ -34,6 +34,8 @@ export interface Brain {
 
 export async function startBrain(opts: {
   scenarios: Scenario[];
+  /** The offline model's context window (its default otherwise: 200,000 tokens). */
+  modelWindowTokens?: number;
   env?: Record<string, string>;
   logEnv?: Record<string, string>;
   /** The session log's tokens, made beforehand by a caller that names them to another service first. */
@@ -63,7 +65,10 @@ export async function startBrain(opts: {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
   };
   try {
-    const model = await startOfflineModel({ scenarios: opts.scenarios });
+    const model = await startOfflineModel({
+      scenarios: opts.scenarios,
+      ...(opts.modelWindowTokens === undefined ? {} : { windowTokens: opts.modelWindowTokens }),
+    });
     stops.push(() => model.close());
     const harnessTokens = await writeServiceTokens(["admin"] as const);
     stops.push(() => harnessTokens.dispose());

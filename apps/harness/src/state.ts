@@ -28,8 +28,10 @@ export function usageOf(events: readonly Event[]): Usage {
   let inputTokens = 0;
   let outputTokens = 0;
   for (const e of events) {
-    if (e.payload?.$case !== "spanModelRequestEnd") continue;
-    const u = e.payload.value.modelUsage;
+    // A compaction's summary request is paid for too.
+    const p = e.payload;
+    const u = p?.$case === "spanModelRequestEnd" ? p.value.modelUsage : p?.$case === "agentThreadContextCompacted" ? p.value.summaryUsage : undefined;
+    if (u === undefined) continue;
     inputTokens += (u?.inputTokens ?? 0) + (u?.cacheReadInputTokens ?? 0) + (u?.cacheCreationInputTokens ?? 0);
     outputTokens += u?.outputTokens ?? 0;
   }

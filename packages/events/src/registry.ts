@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   "agent.mcp_tool_use",
   "agent.mcp_tool_result",
   "agent.custom_tool_use",
+  "agent.thread_context_compacted",
   "session.status_running",
   "session.status_idle",
   "session.status_terminated",

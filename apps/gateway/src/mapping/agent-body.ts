@@ -17,6 +17,7 @@ import type {
   BetaManagedAgentsSkillParams,
 } from "@anthropic-ai/sdk/resources/beta/agents/agents";
 import { invalidRequest } from "../errors/api-error.js";
+import { contextConfig } from "./context-config.js";
 import { checkMetadata, patchMetadata } from "./metadata.js";
 import { checkMcpReferences, resolveMcpServers, resolveTools } from "./tools.js";
 
@@ -79,6 +80,7 @@ function textOrNull(value: string | null | undefined): string | null {
 
 function checked(body: AgentBody): AgentBody {
   checkMcpReferences(body.tools, body.mcp_servers);
+  contextConfig(body.metadata);
   return body;
 }
 

@@ -12,6 +12,7 @@
 import type { BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { PermissionPolicy, ToolKind, type AgentConfig, type ToolConfig } from "@metaharness/proto";
 import { SANDBOX_TOOL_NAMES } from "../schemas/agents.js";
+import { contextConfig, type ContextConfig } from "./context-config.js";
 import type { Policy } from "./tools.js";
 
 const SANDBOX: ReadonlySet<string> = new Set(SANDBOX_TOOL_NAMES);
@@ -55,14 +56,15 @@ export function toolConfigs(agent: BetaManagedAgentsSessionAgent): ToolConfig[] 
   return out;
 }
 
-export function toAgentConfig(agent: BetaManagedAgentsSessionAgent): AgentConfig {
+/** `context`: the agent's context management (context-config.ts), compaction by default. */
+export function toAgentConfig(agent: BetaManagedAgentsSessionAgent, context: ContextConfig = contextConfig({})): AgentConfig {
   return {
     model: agent.model.id,
     system: agent.system ?? "",
     tools: toolConfigs(agent),
     tokenBudget: 0,
-    contextStrategy: "",
-    contextWindowTokens: 0,
+    contextStrategy: context.contextStrategy,
+    contextWindowTokens: context.contextWindowTokens,
     maxTokens: 0,
     // The Managed Agents tool list is exact: an agent without tools gets none.
     explicitTools: true,

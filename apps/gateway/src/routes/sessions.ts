@@ -18,6 +18,7 @@ import { SessionStatus, type Event } from "@metaharness/proto";
 import { invalidRequest } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { toAgentConfig } from "../mapping/agent-config.js";
+import { contextConfig } from "../mapping/context-config.js";
 import { patchMetadata } from "../mapping/metadata.js";
 import { updateSnapshot } from "../mapping/session-agent.js";
 import { statusJson, type SessionStatusJson } from "../mapping/session.js";
@@ -109,7 +110,9 @@ export function registerSessionRoutes(ctx: RouteContext): void {
         snapshot = updateSnapshot(current.agent, agent);
         // The log decides under its lock whether the session is running (then it refuses): the
         // harness reads this configuration at the start of each turn.
-        await ctx.log.updateSession({ sessionId: current.id, putRepositories: [], removeRepositories: [], agent: toAgentConfig(snapshot) }).catch((err: unknown) => {
+        // The agent's context management (metadata keys) comes with it: context-config.ts.
+        const context = contextConfig((await ctx.agents.get(req.tenant, snapshot.id, snapshot.version))?.body.metadata ?? {});
+        await ctx.log.updateSession({ sessionId: current.id, putRepositories: [], removeRepositories: [], agent: toAgentConfig(snapshot, context) }).catch((err: unknown) => {
           const e = MhError.from(err);
           if (e.code !== "FAILED_PRECONDITION") throw e;
           throw invalidRequest("agent", `cannot change now: ${e.message}`);

@@ -13,6 +13,7 @@ import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { toAgentConfig } from "../mapping/agent-config.js";
+import { contextConfig } from "../mapping/context-config.js";
 import { toEnvironmentSnapshot, unhonoured } from "../mapping/environment-config.js";
 import { checkMetadata } from "../mapping/metadata.js";
 import { resolveResources, type ResolvedResource } from "../mapping/resources.js";
@@ -76,7 +77,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
       environmentId: environment.id,
       vaultIds,
       title: title ?? "",
-      agent: toAgentConfig(snapshot),
+      agent: toAgentConfig(snapshot, contextConfig(agent.body.metadata)),
       environment: toEnvironmentSnapshot(environment.body.config),
       repositories: resources.map((r) => r.repository),
     },

@@ -4,7 +4,7 @@
  * also offer the model tools of its own (e.g. to re-read slices of the log).
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import type { AgentConfig, Event } from "@metaharness/proto";
+import type { AgentConfig, Event, ModelUsage } from "@metaharness/proto";
 import type { StreamParams } from "@metaharness/model-client";
 import type { LogPort } from "../log-port.js";
 
@@ -19,5 +19,16 @@ export interface ContextStrategy {
   build(input: ContextInput): StreamParams;
   /** Tools this strategy answers itself (not routed to a sandbox or the client). */
   readonly ownTools: readonly Anthropic.Tool[];
+  /** A strategy that compacts (compaction.ts): the loop runs it before each model request. */
+  readonly compaction?: Compactor;
   runOwnTool?(name: string, input: Record<string, unknown>, log: LogPort): Promise<{ output: string; isError: boolean }>;
+}
+
+export interface Compactor {
+  /** Compactions in a row (without model output) after which the turn ends. */
+  readonly maxInARow: number;
+  /** Whether the next request needs a compaction first (it would pass the threshold). */
+  needed(input: ContextInput): boolean;
+  /** The compaction event to append; `force` compacts even under the threshold (the model said the prompt is too long). */
+  run(input: ContextInput, force: boolean, summarize: (params: StreamParams) => Promise<{ text: string; usage: ModelUsage }>): Promise<Event | undefined>;
 }

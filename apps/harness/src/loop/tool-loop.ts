@@ -11,11 +11,12 @@
 import { MhError } from "@metaharness/errors";
 import { newEvent } from "@metaharness/events";
 import { SpanStatusCode, withSpan, type Span } from "@metaharness/telemetry";
-import { ModelError } from "@metaharness/model-client";
+import { ModelError, type StreamHooks, type StreamResult } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
 import { deadline } from "@metaharness/service-kit";
 import { strategyFor } from "../context/strategies.js";
-import type { ContextStrategy } from "../context/strategy.js";
+import type { ContextInput, ContextStrategy } from "../context/strategy.js";
+import { compactionLimitEvents, compactionsInARow, isPromptTooLong, summarize } from "./compact-step.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { isSelfHosted } from "../tools/environment.js";
@@ -239,23 +240,41 @@ class Driver {
     const signal = AbortSignal.any([this.newStep(seen).signal, this.ctx.signal]);
     const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger);
     const tools = [...[...this.routes.values()].map((r) => r.definition), ...this.strategy.ownTools];
-    const params = this.strategy.build({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
+    const input = (): ContextInput => ({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
     const retries: Promise<void>[] = [];
+    const hooks: StreamHooks = {
+      signal,
+      onTextDelta: (t, i) => deltas.text(t, i),
+      onThinkingDelta: (t, i) => deltas.thinking(t, i),
+      onInputJsonDelta: (t, i) => deltas.inputJson(t, i),
+      onAttemptDiscarded: () => undefined,
+      onRetry: ({ error, delayMs }) => {
+        const notice = this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING));
+        // Awaited below, once the stream ends; until then a refusal (the lease taken over, the
+        // session terminated) must not count as unhandled, which would end the whole process.
+        notice.catch(() => undefined);
+        retries.push(notice);
+      },
+    };
     try {
-      const { message, ttftMs, attempts } = await this.ctx.model.streamMessage(params, {
-        signal,
-        onTextDelta: (t, i) => deltas.text(t, i),
-        onThinkingDelta: (t, i) => deltas.thinking(t, i),
-        onInputJsonDelta: (t, i) => deltas.inputJson(t, i),
-        onAttemptDiscarded: () => undefined,
-        onRetry: ({ error, delayMs }) => {
-          const notice = this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING));
-          // Awaited below, once the stream ends; until then a refusal (the lease taken over, the
-          // session terminated) must not count as unhandled, which would end the whole process.
-          notice.catch(() => undefined);
-          retries.push(notice);
-        },
-      });
+      if (!(await this.compactFirst(start.id, input, false, signal))) return;
+      let result: StreamResult;
+      try {
+        result = await this.ctx.model.streamMessage(this.strategy.build(input()), hooks);
+      } catch (err) {
+        // The model counts otherwise than our estimate: compact anyway, and retry once.
+        if (!isPromptTooLong(err) || this.strategy.compaction === undefined || signal.aborted) throw err;
+        this.ctx.logger.info({ sessionId: this.ctx.log.sessionId, err: MhError.from(err) }, "the model says the prompt is too long; compacting and retrying once");
+        if (!(await this.compactFirst(start.id, input, true, signal))) return;
+        try {
+          result = await this.ctx.model.streamMessage(this.strategy.build(input()), hooks);
+        } catch (again) {
+          if (!isPromptTooLong(again)) throw again;
+          await this.endAtCompactionLimit(start.id);
+          return;
+        }
+      }
+      const { message, ttftMs, attempts } = result;
       await Promise.all(retries);
       await deltas.flush();
       const usage = message.usage;
@@ -298,5 +317,26 @@ class Driver {
       const failure = [end, sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED)];
       if (!(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
     }
+  }
+
+  /**
+   * Compacts before the request when the strategy says it is needed (or `force`: the model said
+   * the prompt is too long); false when the turn ended at the compaction limit instead.
+   */
+  private async compactFirst(startId: string, input: () => ContextInput, force: boolean, signal: AbortSignal): Promise<boolean> {
+    const compaction = this.strategy.compaction;
+    if (compaction === undefined || (!force && !compaction.needed(input()))) return true;
+    if (compactionsInARow(this.events) >= compaction.maxInARow) {
+      await this.endAtCompactionLimit(startId);
+      return false;
+    }
+    const event = await compaction.run(input(), force, (params) => summarize(this.ctx.model, params, signal));
+    if (event !== undefined) await this.append(event);
+    return true;
+  }
+
+  private async endAtCompactionLimit(startId: string): Promise<void> {
+    const ended = compactionLimitEvents(startId, this.strategy.compaction?.maxInARow ?? 0);
+    if (!(await this.appendAt(this.lastSeq(), ...ended))) await this.append(...ended.slice(0, -1));
   }
 }

@@ -62,6 +62,14 @@ const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
   "agent.message": (p) => ({ content: renderAgentMessageContent(p.content) }),
   // Managed Agents serves thinking as a progress signal only: the text and signature stay in the log.
   "agent.thinking": empty,
+  "agent.thread_context_compacted": (p) => ({
+    through_seq: Number(p.throughSeq),
+    summary: p.summary,
+    cleared_through_seq: Number(p.clearedThroughSeq),
+    tokens_before: Number(p.tokensBefore),
+    tokens_after: Number(p.tokensAfter),
+    summary_usage: renderUsage(p.summaryUsage),
+  }),
   "agent.tool_use": (p) => ({
     name: p.name,
     input: renderInput(p.input),

@@ -71,6 +71,8 @@ const ADDITIONS: Readonly<Record<string, readonly string[]>> = {
   "agent.tool_result": ["exit_code"],
   "span.model_request_start": ["model"],
   "span.model_request_end": ["stop_reason"],
+  // The SDK's event is only a marker; what was compacted is ours.
+  "agent.thread_context_compacted": ["through_seq", "summary", "cleared_through_seq", "tokens_before", "tokens_after", "summary_usage"],
 };
 
 /** The SDK's session.error types (BetaManagedAgentsSessionErrorEvent["error"]["type"]). */

@@ -45,6 +45,12 @@ export type StopReasonJson =
 
 type ToolResultJson = { content: ToolResultBlockJson[]; is_error: boolean };
 type Empty = Record<never, never>;
+type ModelUsageJson = {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+};
 
 /** The fields each type adds to the envelope. */
 export type ManagedAgentsJsonBodies = {
@@ -55,6 +61,14 @@ export type ManagedAgentsJsonBodies = {
   "user.tool_result": { tool_use_id: string } & ToolResultJson;
   "agent.message": { content: AgentMessageBlockJson[] };
   "agent.thinking": Empty;
+  "agent.thread_context_compacted": {
+    through_seq: number;
+    summary: string;
+    cleared_through_seq: number;
+    tokens_before: number;
+    tokens_after: number;
+    summary_usage: ModelUsageJson;
+  };
   "agent.tool_use": {
     name: string;
     input: Record<string, unknown>;
@@ -81,12 +95,7 @@ export type ManagedAgentsJsonBodies = {
   "span.model_request_end": {
     model_request_start_id: string;
     is_error: boolean;
-    model_usage: {
-      input_tokens: number;
-      output_tokens: number;
-      cache_creation_input_tokens: number;
-      cache_read_input_tokens: number;
-    };
+    model_usage: ModelUsageJson;
     stop_reason?: string;
   };
   "sandbox.provisioned": { sandbox_id: string; driver: string; duration_ms: number };

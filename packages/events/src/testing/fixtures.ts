@@ -76,6 +76,14 @@ export const PAYLOADS: { readonly [T in EventType]: PayloadOf<T> } = {
   },
   "agent.mcp_tool_result": { mcpToolUseId: TOOL_USE_ID, content: [text("Issue #42 created"), ...TOOL_RESULT_CONTENT.slice(-2)], isError: false },
   "agent.custom_tool_use": { name: "get_weather", input: { city: "Paris" } },
+  "agent.thread_context_compacted": {
+    throughSeq: 412,
+    summary: "The user asked for a refactor of the parser; tests pass.",
+    clearedThroughSeq: 430,
+    tokensBefore: 150_000,
+    tokensAfter: 21_000,
+    summaryUsage: { inputTokens: 2_000, outputTokens: 300, cacheCreationInputTokens: 0, cacheReadInputTokens: 148_000 },
+  },
   "session.status_running": {},
   "session.status_idle": {
     stopReason: { type: StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, eventIds: [TOOL_USE_ID] },

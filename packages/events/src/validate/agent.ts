@@ -19,6 +19,7 @@ export const AGENT_VALIDATORS: DomainValidators<"agent"> = {
     validateContent(p.content, `${path}.content`, { allowed: AGENT_MESSAGE_BLOCKS, nonEmpty: true });
   },
   "agent.thinking": noPayloadFields,
+  "agent.thread_context_compacted": noPayloadFields,
   "agent.tool_use": (p, path) => {
     requireString(p.name, `${path}.name`);
     validateStruct(p.input, `${path}.input`);

@@ -1,0 +1,89 @@
+/**
+ * A long SDK session: 1,000 turns through the official SDK against the offline model with a real
+ * context window (4,000 tokens here), under the default context strategy (compaction). Every turn
+ * ends with end_turn, none with an error: before a request would pass the threshold the harness
+ * asks the model for a summary and continues from it (agent.thread_context_compacted, in the SDK's
+ * exact shape), so no request is refused as too long. The last turn asks for a word said in the
+ * first one, long since compacted away: the model reads it back by position with
+ * read_session_events and answers with it.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { defineScenario, type StepContext, type StepSpec } from "@metaharness/offline-model";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type Stack } from "../../support/gateway.js";
+
+const TURNS = 1_000;
+const WINDOW = 4_000;
+const SECRET = "PAPAYA-7";
+const FILLER = "lorem ipsum dolor sit amet ".repeat(12);
+type SessionEvent = Anthropic.Beta.Sessions.BetaManagedAgentsStreamSessionEvents;
+
+/** The scripted model: summarizes when asked, re-reads the log when asked to recall, else acknowledges. */
+function longStep(ctx: StepContext): StepSpec {
+  const fresh = ctx.lastToolResult !== undefined && ctx.lastToolResult.messageIndex === ctx.request.messages.length - 1;
+  if (ctx.lastUserText.includes("[context compaction]")) return { text: "Summary: the user sends numbered turns of filler; the first turn holds a secret word." };
+  if (fresh && ctx.lastToolResult?.toolName === "read_session_events") {
+    const found = /secret word (\S+)/.exec(ctx.lastToolResult.content)?.[1] ?? "nothing";
+    return { text: `The secret word of the first turn was ${found}.` };
+  }
+  if (ctx.lastUserText.startsWith("recall")) {
+    return { toolUses: [{ name: "read_session_events", input: { after_seq: 0, limit: 1, types: ["user.message"] } }] };
+  }
+  return { text: `ok ${ctx.lastUserText.slice(0, 12)}` };
+}
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({ scenarios: [defineScenario("long", [longStep], { onExhausted: "repeat-last" })], modelWindowTokens: WINDOW, vault: false });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe("a long session", () => {
+  it(`runs ${TURNS} turns under a ${WINDOW}-token window, compacting, and re-reads the first turn by position`, async () => {
+    const sdk = stack.client().sdk;
+    const agent = await sdk.beta.agents.create({
+      name: "long",
+      model: "claude-offline-long",
+      system: "[scenario:long] You acknowledge.",
+      metadata: { "mh.context_window_tokens": String(WINDOW) },
+    });
+    const environment = await sdk.beta.environments.create({ name: "long" });
+    const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
+    const stream = await sdk.beta.sessions.events.stream(session.id);
+    const events = stream[Symbol.asyncIterator]();
+    const seen: SessionEvent[] = [];
+    const untilIdle = async (): Promise<SessionEvent> => {
+      for (;;) {
+        const next = await events.next();
+        if (next.done === true) throw new Error("the stream ended");
+        seen.push(next.value);
+        if (next.value.type === "session.status_idle") return next.value;
+      }
+    };
+
+    const started = Date.now();
+    for (let turn = 1; turn <= TURNS; turn++) {
+      const text = turn === 1 ? `turn 1: remember the secret word ${SECRET}` : turn === TURNS ? "recall the secret word of the first turn" : `turn ${turn}: ${FILLER}`;
+      await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text }] }] });
+      const idle = await untilIdle();
+      expect(idle.type === "session.status_idle" && idle.stop_reason.type, `turn ${turn}`).toBe("end_turn");
+      if (turn % 100 === 0) console.log(`turn ${turn} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    }
+    stream.controller.abort();
+    const seconds = (Date.now() - started) / 1000;
+
+    const compactions = seen.filter((e) => e.type === "agent.thread_context_compacted");
+    console.log(`${TURNS} turns in ${seconds.toFixed(1)} s, ${compactions.length} compactions (window ${WINDOW} tokens)`);
+    expect(seen.filter((e) => e.type === "session.error")).toEqual([]);
+    expect(compactions.length).toBeGreaterThan(10);
+    // The SDK's exact shape: the event is a marker.
+    for (const c of compactions) expect(Object.keys(c).sort()).toEqual(["id", "processed_at", "type"]);
+    const read = seen.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolUseEvent => e.type === "agent.tool_use");
+    expect(read.map((e) => [e.name, e.input])).toEqual([["read_session_events", { after_seq: 0, limit: 1, types: ["user.message"] }]]);
+    const last = seen.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message").at(-1);
+    expect(last?.content).toEqual([{ type: "text", text: `The secret word of the first turn was ${SECRET}.` }]);
+  }, 240_000);
+});
