@@ -212,14 +212,19 @@ describe("the trace page", () => {
     expect(JSON.stringify(other.json)).not.toContain(sessionA);
     expect((await raw(stack!, "GET", path, { key: null })).status).toBe(401);
 
-    // The page, under tenant B's key, shows nothing of it.
-    const page = await newPage();
-    await page.goto(`${stack!.gateway.url}/ui/traces/${traceId}`);
-    await signInIfAsked(page, KEY_B);
-    await page.locator(".notice--error", { hasText: `No trace ${traceId} for this API key.` }).waitFor();
-    expect(await page.locator(".span-row").count()).toBe(0);
-    expect(await page.locator("main").textContent()).not.toContain(sessionA);
-    await page.close();
+    // The page, under tenant B's key, shows nothing of it: in a browser of its own, since on
+    // loopback the page keeps tenant A's key for every tab of this one.
+    const browserB = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const page = await openPage(browserB, pageErrors);
+      await page.goto(`${stack!.gateway.url}/ui/traces/${traceId}`);
+      await signInIfAsked(page, KEY_B);
+      await page.locator(".notice--error", { hasText: `No trace ${traceId} for this API key.` }).waitFor();
+      expect(await page.locator(".span-row").count()).toBe(0);
+      expect(await page.locator("main").textContent()).not.toContain(sessionA);
+    } finally {
+      await browserB.close();
+    }
   });
 
   it("shows nobody a trace naming sessions of two tenants, or none", async (ctx) => {

@@ -34,7 +34,8 @@ function header(view: TraceView): HTMLElement {
   return h(
     "header",
     { class: "session-head" },
-    h("h1", { class: "session-title" }, "Trace ", h("code", { class: "trace-id" }, view.trace_id), " ", copyButton(view.trace_id, "trace id")),
+    // The copy button beside the heading, not in it: the heading names the trace, nothing more.
+    h("div", { class: "title-row" }, h("h1", { class: "session-title" }, "Trace ", h("code", { class: "trace-id" }, view.trace_id)), copyButton(view.trace_id, "trace id")),
     h(
       "dl",
       { class: "facts" },
