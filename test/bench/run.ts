@@ -17,8 +17,9 @@ import { readBench } from "./read.js";
 import { recoveryBench } from "./recovery.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
+import { contextBench } from "./context.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

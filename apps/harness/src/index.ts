@@ -8,3 +8,5 @@ export type { HarnessLoop, LoopContext } from "./loop/harness-loop.js";
 export { SessionEvents, type ViewContext } from "./loop/session-events.js";
 export { LogPort } from "./log-port.js";
 export { toMessages } from "./context/messages.js";
+export { STRATEGIES } from "./context/strategies.js";
+export type { ContextInput, ContextStrategy } from "./context/strategy.js";
