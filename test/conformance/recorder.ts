@@ -3,8 +3,8 @@
  * (conform.ts): enabled by MH_CONFORMANCE_DIR (scripts/test-all.sh sets it for the integration
  * suite), a no-op otherwise. Each stack writes the gateway's /openapi.json (which names the SDK
  * type every route returns) and, per response, one JSON line: method, path, status and body, or
- * for an event stream one line per SSE message as it arrives (a stream the client aborts keeps
- * what it read). Recording is on the client side, in the fetch the test support hands the SDK:
+ * for an event stream one line per SSE message as the client reads it (a stream the client
+ * aborts keeps what it read). Recording is on the client side, in the fetch the test support hands the SDK:
  * the gateway's own code stays free of test hooks, and the records are exactly what the SDK read.
  */
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
@@ -58,32 +58,34 @@ export async function recordOpenApi(baseUrl: string): Promise<void> {
   writeFileSync(join(DIR!, "openapi.json"), await res.text());
 }
 
-/** Reads SSE messages from a copy of the stream and records each one. */
-async function recordStream(base: Omit<RecordLine, "body" | "sse">, body: ReadableStream<Uint8Array>): Promise<void> {
+/**
+ * The stream passed through as it is read, each SSE message recorded on the way: no copy is
+ * read on the side, so a client that stops reading (aborts) closes the stream as it would
+ * without the recorder (a side copy kept it open, and counted against the tenant's streams).
+ */
+function recordStream(base: Omit<RecordLine, "body" | "sse">, body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   let buffer = "";
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const message = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let event = "";
-        let data = "";
-        for (const line of message.split("\n")) {
-          if (line.startsWith("event: ")) event = line.slice(7);
-          else if (line.startsWith("data: ")) data += line.slice(6);
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        controller.enqueue(chunk);
+        buffer += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const message = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let event = "";
+          let data = "";
+          for (const line of message.split("\n")) {
+            if (line.startsWith("event: ")) event = line.slice(7);
+            else if (line.startsWith("data: ")) data += line.slice(6);
+          }
+          if (event !== "" && event !== "ping") write({ ...base, sse: { event, data: JSON.parse(data) as unknown } });
         }
-        if (event !== "" && event !== "ping") write({ ...base, sse: { event, data: JSON.parse(data) as unknown } });
-      }
-    }
-  } catch {
-    // The client aborted the stream: what was read is recorded.
-  }
+      },
+    }),
+  );
 }
 
 /** A fetch that records what it returns (only when recording). */
@@ -98,7 +100,7 @@ export function recordingFetch(inner: typeof fetch): typeof fetch {
     const extensions = header === "true" || header === "1" || url.searchParams.get("mh_extensions") === "true";
     const base = { method, path: url.pathname, status: res.status, ...(extensions ? { extensions } : {}) };
     if (type.startsWith("text/event-stream") && res.body !== null) {
-      void recordStream(base, res.clone().body!);
+      return new Response(recordStream(base, res.body), { status: res.status, statusText: res.statusText, headers: res.headers });
     } else if (type.startsWith("application/json")) {
       const text = await res.clone().text();
       write({ ...base, body: text === "" ? null : (JSON.parse(text) as unknown) });
