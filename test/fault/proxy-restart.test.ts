@@ -47,14 +47,19 @@ beforeAll(async () => {
   stack = await startFaultStack({
     harnesses: 1,
     // The first read may find no clone (the one the kill broke is reported as a session.error);
-    // the broker clones again on a later call after its retry interval, holding that call for it.
+    // the broker clones again on a call made past its retry interval (1 s): the agent reads again,
+    // a second apart, up to 8 times, until the file is there.
     scenarios: [
-      defineScenario("read", [
-        { toolUses: [{ name: "bash", input: { command: "cat app/README.md" } }] },
-        // Asked past the broker's retry interval (1 s) after the failed clone.
-        { ttftMs: 1_500, toolUses: [{ name: "bash", input: { command: "cat app/README.md" } }] },
-        (ctx) => ({ text: `read: ${ctx.lastToolResult?.content ?? ""}` }),
-      ]),
+      defineScenario(
+        "read",
+        [
+          (ctx) =>
+            ctx.lastToolResult?.isError === false || ctx.toolResults.length >= 8
+              ? { text: `read: ${ctx.lastToolResult?.content ?? ""}` }
+              : { ttftMs: ctx.toolResults.length === 0 ? 0 : 1_000, toolUses: [{ name: "bash", input: { command: "cat app/README.md" } }] },
+        ],
+        { onExhausted: "repeat-last" },
+      ),
     ],
     env: { "sandbox-broker": { MH_REPOSITORY_RETRY_MS: "1000", MH_REPOSITORY_RETRY_WAIT_MS: "5000" } },
   });
