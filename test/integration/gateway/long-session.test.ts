@@ -86,4 +86,27 @@ describe("a long session", () => {
     const last = seen.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message").at(-1);
     expect(last?.content).toEqual([{ type: "text", text: `The secret word of the first turn was ${SECRET}.` }]);
   }, 240_000);
+
+  it("compacts and retries once when the model says the prompt is too long (the agent believes its window larger)", async () => {
+    const sdk = stack.client().sdk;
+    const agent = await sdk.beta.agents.create({
+      name: "too-long",
+      model: "claude-offline-long",
+      system: "[scenario:long] You acknowledge.",
+      metadata: { "mh.context_window_tokens": "100000" },
+    });
+    const environment = await sdk.beta.environments.create({ name: "too-long" });
+    const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
+    const big = "x".repeat(4 * 1_200);
+    for (let turn = 1; turn <= 6; turn++) {
+      await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: `turn ${turn}: ${big}` }] }] });
+      await stack.brain.waitFor(session.id, (events) => events.filter((e) => e.type === "session.status_idle").length === turn);
+    }
+    const events: SessionEvent[] = [];
+    for await (const e of sdk.beta.sessions.events.list(session.id)) events.push(e as SessionEvent);
+    const idles = events.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsSessionStatusIdleEvent => e.type === "session.status_idle");
+    expect(idles.map((e) => e.stop_reason.type)).toEqual(Array(6).fill("end_turn"));
+    expect(events.filter((e) => e.type === "session.error")).toEqual([]);
+    expect(events.filter((e) => e.type === "agent.thread_context_compacted").length).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -26,9 +26,11 @@ export const KEEP_RECENT = 0.25;
 export const KEEP_TOOL_RESULTS = 3;
 export const MAX_COMPACTIONS_PER_TURN = 3;
 
-export function compactionSettings(agent: AgentConfig | undefined, fallbackModel = ""): CompactionSettings {
+/** `modelMaximum`: the window the model itself stated in a "prompt is too long" error, when smaller. */
+export function compactionSettings(agent: AgentConfig | undefined, modelMaximum?: number): CompactionSettings {
   const configured = agent?.contextWindowTokens ?? 0;
-  const windowTokens = configured > 0 ? configured : modelWindow(agent?.model || fallbackModel);
+  const ours = configured > 0 ? configured : modelWindow(agent?.model ?? "");
+  const windowTokens = modelMaximum !== undefined && modelMaximum > 0 ? Math.min(ours, modelMaximum) : ours;
   return {
     windowTokens,
     thresholdTokens: Math.floor(windowTokens * THRESHOLD),

@@ -9,7 +9,7 @@ import { newEvent } from "@metaharness/events";
 import { ModelError } from "@metaharness/model-client";
 import type { AgentConfig, Event } from "@metaharness/proto";
 import { describe, expect, it } from "vitest";
-import { compactionsInARow, isPromptTooLong } from "../loop/compact-step.js";
+import { compactionsInARow, isPromptTooLong, statedMaximum } from "../loop/compact-step.js";
 import { compact, compactionStrategy, sizeOf, type Summarize } from "./compaction.js";
 import { compactionSettings } from "./compaction-settings.js";
 import { clearedMarker } from "./compaction-view.js";
@@ -104,6 +104,7 @@ describe("compaction", () => {
     expect(compactionsInARow([c(), said("x")])).toBe(0);
     const tooLong = new ModelError("FAILED_PRECONDITION", "model request failed with 400: prompt is too long: 5000 tokens > 4000 maximum", { errorType: "model_request_failed_error", status: 400 });
     expect(isPromptTooLong(tooLong)).toBe(true);
+    expect(statedMaximum(tooLong)).toBe(4000);
     expect(isPromptTooLong(new ModelError("FAILED_PRECONDITION", "model request failed with 400: max_tokens: Field required", { errorType: "model_request_failed_error", status: 400 }))).toBe(false);
   });
 });

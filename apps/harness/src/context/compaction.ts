@@ -131,7 +131,7 @@ export const compactionStrategy: ContextStrategy = {
   compaction: {
     maxInARow: MAX_COMPACTIONS_PER_TURN,
     needed: (input) => sizeOf(paramsUnder(input, currentCompaction(input.events))) > compactionSettings(input.agent).thresholdTokens,
-    run: (input, force, summarize) => compact(input, compactionSettings(input.agent), force, summarize),
+    run: (input, force, summarize, modelMaximum) => compact(input, compactionSettings(input.agent, modelMaximum), force, summarize),
   },
   build(input: ContextInput): StreamParams {
     const settings = compactionSettings(input.agent);

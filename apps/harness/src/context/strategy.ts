@@ -29,6 +29,14 @@ export interface Compactor {
   readonly maxInARow: number;
   /** Whether the next request needs a compaction first (it would pass the threshold). */
   needed(input: ContextInput): boolean;
-  /** The compaction event to append; `force` compacts even under the threshold (the model said the prompt is too long). */
-  run(input: ContextInput, force: boolean, summarize: (params: StreamParams) => Promise<{ text: string; usage: ModelUsage }>): Promise<Event | undefined>;
+  /**
+   * The compaction event to append; `force` compacts even under the threshold (the model said the
+   * prompt is too long), to the maximum the model stated when it said so (`modelMaximum`).
+   */
+  run(
+    input: ContextInput,
+    force: boolean,
+    summarize: (params: StreamParams) => Promise<{ text: string; usage: ModelUsage }>,
+    modelMaximum?: number,
+  ): Promise<Event | undefined>;
 }

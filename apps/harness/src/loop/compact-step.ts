@@ -20,6 +20,12 @@ export function isPromptTooLong(err: unknown): boolean {
   return err instanceof ModelError && err.status === 400 && TOO_LONG.test(err.message);
 }
 
+/** The window the model stated ("... > 200000 maximum"), if the message says it. */
+export function statedMaximum(err: unknown): number | undefined {
+  const m = err instanceof Error ? /> (\d+) maximum/.exec(err.message) : null;
+  return m === null ? undefined : Number(m[1]);
+}
+
 /** Compactions since the model last produced a message or a tool call (or the turn began). */
 export function compactionsInARow(events: readonly Event[]): number {
   let n = 0;

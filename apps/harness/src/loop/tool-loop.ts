@@ -16,7 +16,7 @@ import type { Event } from "@metaharness/proto";
 import { deadline } from "@metaharness/service-kit";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextInput, ContextStrategy } from "../context/strategy.js";
-import { compactionLimitEvents, compactionsInARow, isPromptTooLong, summarize } from "./compact-step.js";
+import { compactionLimitEvents, compactionsInARow, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { isSelfHosted } from "../tools/environment.js";
@@ -265,7 +265,7 @@ class Driver {
         // The model counts otherwise than our estimate: compact anyway, and retry once.
         if (!isPromptTooLong(err) || this.strategy.compaction === undefined || signal.aborted) throw err;
         this.ctx.logger.info({ sessionId: this.ctx.log.sessionId, err: MhError.from(err) }, "the model says the prompt is too long; compacting and retrying once");
-        if (!(await this.compactFirst(start.id, input, true, signal))) return;
+        if (!(await this.compactFirst(start.id, input, true, signal, statedMaximum(err)))) return;
         try {
           result = await this.ctx.model.streamMessage(this.strategy.build(input()), hooks);
         } catch (again) {
@@ -323,14 +323,14 @@ class Driver {
    * Compacts before the request when the strategy says it is needed (or `force`: the model said
    * the prompt is too long); false when the turn ended at the compaction limit instead.
    */
-  private async compactFirst(startId: string, input: () => ContextInput, force: boolean, signal: AbortSignal): Promise<boolean> {
+  private async compactFirst(startId: string, input: () => ContextInput, force: boolean, signal: AbortSignal, modelMaximum?: number): Promise<boolean> {
     const compaction = this.strategy.compaction;
     if (compaction === undefined || (!force && !compaction.needed(input()))) return true;
     if (compactionsInARow(this.events) >= compaction.maxInARow) {
       await this.endAtCompactionLimit(startId);
       return false;
     }
-    const event = await compaction.run(input(), force, (params) => summarize(this.ctx.model, params, signal));
+    const event = await compaction.run(input(), force, (params) => summarize(this.ctx.model, params, signal), modelMaximum);
     if (event !== undefined) await this.append(event);
     return true;
   }
