@@ -103,7 +103,7 @@ describe("a long session", () => {
       await stack.brain.waitFor(session.id, (events) => events.filter((e) => e.type === "session.status_idle").length === turn);
     }
     const events: SessionEvent[] = [];
-    for await (const e of sdk.beta.sessions.events.list(session.id)) events.push(e as SessionEvent);
+    for await (const e of sdk.beta.sessions.events.list(session.id)) events.push(e);
     const idles = events.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsSessionStatusIdleEvent => e.type === "session.status_idle");
     expect(idles.map((e) => e.stop_reason.type)).toEqual(Array(6).fill("end_turn"));
     expect(events.filter((e) => e.type === "session.error")).toEqual([]);
