@@ -85,7 +85,7 @@ describe("a long session", () => {
     expect(read.map((e) => [e.name, e.input])).toEqual([["read_session_events", { after_seq: 0, limit: 1, types: ["user.message"] }]]);
     const last = seen.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent => e.type === "agent.message").at(-1);
     expect(last?.content).toEqual([{ type: "text", text: `The secret word of the first turn was ${SECRET}.` }]);
-  }, 240_000);
+  }, 420_000);
 
   it("compacts and retries once when the model says the prompt is too long (the agent believes its window larger)", async () => {
     const sdk = stack.client().sdk;
