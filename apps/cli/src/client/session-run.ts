@@ -52,6 +52,11 @@ export class Interrupts {
   onInterrupt(listener: () => void): void {
     this.listener = listener;
   }
+
+  /** Nothing listens any more: a Ctrl-C makes the caller leave at once again. */
+  clear(): void {
+    this.listener = undefined;
+  }
 }
 
 /** The session page of the gateway (apps/gateway/src/ui/routes.ts: /ui/sessions/:session_id). */

@@ -24,7 +24,18 @@ export const DEMO_AGENT_NAME = "mh-demo";
 
 export async function demo(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   const { values } = parseArgs({ args, options: { url: { type: "string" }, "api-key": { type: "string" }, "repo-dir": { type: "string" } } });
-  const repository = await serveDemoRepository(values["repo-dir"]);
+  // A Ctrl-C while the repository is made waits for it (a few git commands): mh leaving at once
+  // left those gits running, and one writing into the repository made its temporary folder again
+  // after the exit handler had removed it.
+  let interrupted = false;
+  interrupts.onInterrupt(() => {
+    interrupted = true;
+  });
+  const repository = await serveDemoRepository(values["repo-dir"]).finally(() => interrupts.clear());
+  if (interrupted) {
+    await repository.close();
+    return EXIT.interrupted;
+  }
   try {
     const deployment = {
       flags: { url: values.url, apiKey: values["api-key"] },

@@ -39,7 +39,8 @@ export async function serveDemoRepository(dir?: string): Promise<DemoRepository>
   // A temporary one is made and watched in one synchronous stretch, and removed on exit however
   // the process ends (Ctrl-C while the stack starts exits at once, before any finally runs).
   const root = dir === undefined ? mkdtempSync(join(tmpdir(), "mh-demo-git-")) : resolve(dir);
-  const removeNow = (): void => rmSync(root, { recursive: true, force: true });
+  // Retries: a git still writing in it as the process exits can add a file while it is removed (ENOTEMPTY).
+  const removeNow = (): void => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
   if (dir === undefined) process.once("exit", removeNow);
   const path = join(root, DEMO_REPOSITORY);
   const cleanup = async (): Promise<void> => {

@@ -46,7 +46,12 @@ export async function commitToBare(
 ): Promise<void> {
   const branch = opts.branch ?? "main";
   const exists = await access(join(bare, "HEAD")).then(() => true, () => false);
-  if (!exists) await git(["init", "--quiet", "--bare", `--initial-branch=${branch}`, bare]);
+  if (!exists) {
+    // Made here, and git run inside it: `git init <path>` makes missing parents itself, and a git
+    // outliving its caller must not make a folder again that the caller's exit removed.
+    await mkdir(bare, { recursive: true });
+    await git(["init", "--quiet", "--bare", `--initial-branch=${branch}`], { cwd: bare });
+  }
   const work = await mkdtemp(join(tmpdir(), "mh-git-work-"));
   try {
     const inWork = { cwd: work, ...(opts.identity === undefined ? {} : { identity: opts.identity }) };
