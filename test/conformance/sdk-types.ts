@@ -87,6 +87,8 @@ export class SdkTypes {
       return;
     }
     if (type.flags & F.StringLike) return this.kind(value, "string", path, out);
+    // `string & {}`: how the SDK names known values (a model's id) while accepting any string.
+    if (type.isIntersection() && type.types.some((t) => t.flags & F.String)) return this.kind(value, "string", path, out);
     if (type.flags & F.NumberLike) return this.kind(value, "number", path, out);
     if (type.flags & F.BooleanLike) return this.kind(value, "boolean", path, out);
     if (type.flags & F.Null) {

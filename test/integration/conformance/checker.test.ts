@@ -30,6 +30,12 @@ describe("the SDK's types as a checker", () => {
     expect(types.check({}, "NoSuchType")).toEqual([expect.stringMatching(/declares no type NoSuchType/)]);
   });
 
+  it("takes any string where the SDK lists known values with `| (string & {})`, and nothing else there", () => {
+    expect(types.check("claude-sonnet-5-5", "BetaManagedAgentsModel")).toEqual([]);
+    expect(types.check("claude-offline-long", "BetaManagedAgentsModel")).toEqual([]);
+    expect(types.check(5, "BetaManagedAgentsModel")).not.toEqual([]);
+  });
+
   it("judges records by the route the gateway's OpenAPI names, pages and streams included", () => {
     const ops = operationsOf({
       paths: {
