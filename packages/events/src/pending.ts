@@ -1,7 +1,7 @@
 /**
  * The tool uses of a session's log that still wait for an answer, with their confirmations. The
  * harness decides its next step from them (apps/harness/src/state.ts), and the gateway refuses
- * an answer or a confirmation that names no waiting tool use (apps/gateway/src/sessions/answers.ts):
+ * an answer or a confirmation that names no waiting tool use (apps/gateway/src/events/answers.ts):
  * one reading of the log for both, so what the gateway accepts is what the harness can use.
  */
 import { EvaluatedPermission, ToolConfirmationResult, type Event } from "@metaharness/proto";

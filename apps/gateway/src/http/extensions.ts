@@ -8,7 +8,7 @@
  */
 import type { FastifyRequest } from "fastify";
 import type { SdkJsonOptions } from "@metaharness/events";
-import type { JsonSchema } from "../schemas/common.js";
+import type { JsonSchema } from "./json-schema.js";
 import { headerValue } from "./headers.js";
 
 export const EXTENSIONS_QUERY = "mh_extensions";

@@ -4,7 +4,7 @@
  * and the catalog errors they can produce.
  */
 import { COMMON_ERRORS, ERROR_CATALOG, type GatewayErrorName } from "../errors/catalog.js";
-import type { JsonSchema } from "../schemas/common.js";
+import type { JsonSchema } from "./json-schema.js";
 import type { RouteDoc } from "./router.js";
 
 type Json = Record<string, unknown>;

@@ -5,10 +5,10 @@
  * built and against which docs/api.md is tested.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
-import { authenticate, type AuthOptions } from "../auth/authenticate.js";
+import { authenticate, type AuthOptions } from "./authenticate.js";
 import type { CredentialKind, Principal } from "../auth/principals.js";
 import type { GatewayErrorName } from "../errors/catalog.js";
-import type { JsonSchema } from "../schemas/common.js";
+import type { JsonSchema } from "./json-schema.js";
 import { inRequestSpan, traceRequests } from "./request-spans.js";
 
 declare module "fastify" {

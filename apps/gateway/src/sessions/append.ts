@@ -6,7 +6,7 @@
  */
 import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
-import type { RouteContext } from "../routes/context.js";
+import type { RouteContext } from "../http/route-context.js";
 
 export async function wake(ctx: RouteContext, sessionId: string, logger: Logger): Promise<void> {
   try {

@@ -7,9 +7,9 @@ import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/
 import { MhError } from "@metaharness/errors";
 import type { Session } from "@metaharness/proto";
 import { notFound } from "../errors/api-error.js";
-import { renderSession } from "../mapping/session.js";
-import type { RouteContext } from "../routes/context.js";
-import type { SessionRecord } from "../store/sessions.js";
+import { renderSession } from "./session-json.js";
+import type { RouteContext } from "../http/route-context.js";
+import type { SessionRecord } from "./store.js";
 import { refreshUsage } from "./usage.js";
 
 export async function logSession(ctx: RouteContext, id: string): Promise<Session> {

@@ -4,13 +4,13 @@
  * (made when its first token arrives; the proxy lets only that session draw from it and lists it
  * nowhere, so the tenant's vaults stay as the tenant made them). The broker's git path asks the
  * proxy for the credential on every request, so a rotated token is used from the next git
- * command on. The gateway keeps ids only (store/sessions.ts ResourceTokens).
+ * command on. The gateway keeps ids only (store.ts ResourceTokens).
  */
 import { MhError } from "@metaharness/errors";
 import { CredentialType } from "@metaharness/proto";
-import type { CredentialProxyRpc } from "../routes/context.js";
-import type { StoredToken } from "../store/session-resources.js";
-import type { ResourceTokens } from "../store/sessions.js";
+import type { CredentialProxyRpc } from "../http/route-context.js";
+import type { StoredToken } from "./resource-store.js";
+import type { ResourceTokens } from "./store.js";
 
 export interface TokenTarget {
   readonly tenant: string;

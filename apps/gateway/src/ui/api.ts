@@ -5,9 +5,9 @@
  * carry. Both read the session log directly, only for sessions of the caller's tenant.
  */
 import { ApiError, invalidRequest } from "../errors/api-error.js";
-import { statusJson, type SessionStatusJson } from "../mapping/session.js";
-import type { RouteContext } from "../routes/context.js";
-import { pathParams, type JsonSchema } from "../schemas/common.js";
+import { statusJson, type SessionStatusJson } from "../sessions/session-json.js";
+import type { RouteContext } from "../http/route-context.js";
+import { pathParams, type JsonSchema } from "../http/json-schema.js";
 import { logSession } from "../sessions/live.js";
 import { toUiEventJson, type UiEventJson } from "./events.js";
 

@@ -9,9 +9,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principals } from "../auth/principals.js";
-import { authenticate } from "../auth/authenticate.js";
+import { authenticate } from "../http/authenticate.js";
 import { ApiError } from "../errors/api-error.js";
-import type { RouteContext } from "../routes/context.js";
+import type { RouteContext } from "../http/route-context.js";
 import { ASSET_NAME, loadAssets } from "./assets.js";
 import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type ActivityQuery, type EventsQuery } from "./api.js";
 import type { UiConfig } from "./config.js";

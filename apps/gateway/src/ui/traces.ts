@@ -11,8 +11,8 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { ApiError } from "../errors/api-error.js";
-import type { RouteContext } from "../routes/context.js";
-import { obj, str } from "../schemas/common.js";
+import type { RouteContext } from "../http/route-context.js";
+import { obj, str } from "../http/json-schema.js";
 import type { JaegerQuery } from "./jaeger.js";
 import { sessionIdsOf, toTraceView, type TraceView } from "./trace-view.js";
 

@@ -12,8 +12,8 @@ import { WORK_TOKEN_PREFIX } from "../auth/key-prefixes.js";
 import { ApiError, notFound } from "../errors/api-error.js";
 import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import { newId } from "../ids.js";
-import type { Metadata } from "../mapping/metadata.js";
-import { keysetPage, type KeysetPage } from "../store/keyset.js";
+import type { Metadata } from "../http/metadata.js";
+import { keysetPage, type KeysetPage } from "../http/keyset.js";
 import { tokenCurrentSql, WORK_COLUMNS, workRecord, type WorkRecord, type WorkRow } from "./record.js";
 
 export const WORK_ID_PREFIX = "work_";

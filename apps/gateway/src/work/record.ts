@@ -5,7 +5,7 @@
  * and its session. `api_base_url` is left out: the worker keeps the base URL it polled with.
  */
 import type { BetaSelfHostedWork } from "@anthropic-ai/sdk/resources/beta/environments/work";
-import type { Metadata } from "../mapping/metadata.js";
+import type { Metadata } from "../http/metadata.js";
 
 export type WorkState = BetaSelfHostedWork["state"];
 

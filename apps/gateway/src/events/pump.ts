@@ -1,0 +1,85 @@
+/**
+ * One event stream: the session log's WatchEvents from a seq (its backlog, then live events,
+ * with no gap and no duplicate at the join) relayed as SSE, with token previews when asked for
+ * and a heartbeat. It ends when the session is terminated and everything was sent, when the
+ * client goes, on shutdown, or when `revoked` (asked at each heartbeat) names why the client may
+ * no longer read the session (sent as an `error` event); a failure after the stream opened is sent as an `error` event,
+ * which the SDK raises as an APIError.
+ */
+import { toSdkEventJson, type SdkJsonOptions } from "@metaharness/events";
+import type { FastifyBaseLogger as Logger } from "fastify";
+import { ApiError } from "../errors/api-error.js";
+import type { SessionLogRpc } from "../http/route-context.js";
+import type { Previews } from "./previews.js";
+import type { SseWriter } from "./sse.js";
+
+export interface PumpOptions {
+  readonly log: SessionLogRpc;
+  readonly sessionId: string;
+  readonly afterSeq: number;
+  readonly previews: Previews;
+  /** The SDK's shapes, or with our additions (http/extensions.ts). */
+  readonly render: SdkJsonOptions;
+  readonly writer: SseWriter;
+  readonly signal: AbortSignal;
+  readonly heartbeatMs: number;
+  /** Asked at each heartbeat: an error when the credential no longer reaches the session. */
+  readonly revoked?: () => Promise<ApiError | undefined>;
+  readonly requestId: string;
+  readonly logger: Logger;
+}
+
+export async function pump(o: PumpOptions): Promise<void> {
+  const ended = new AbortController();
+  const signal = AbortSignal.any([o.signal, ended.signal]);
+  let checking = false;
+  const beat = async (): Promise<void> => {
+    await o.writer.ping();
+    if (o.revoked === undefined || checking || signal.aborted) return;
+    checking = true;
+    try {
+      const why = await o.revoked();
+      if (why !== undefined && !signal.aborted) {
+        o.logger.info({ session_id: o.sessionId, reason: why.message }, "event stream revoked");
+        await o.writer.send("error", why.body(o.requestId));
+        ended.abort();
+      }
+    } catch (err) {
+      // Asked again at the next heartbeat.
+      o.logger.warn({ err, session_id: o.sessionId }, "could not check the event stream's credential");
+    } finally {
+      checking = false;
+    }
+  };
+  const heartbeat = setInterval(() => void beat(), o.heartbeatMs);
+  heartbeat.unref();
+  let sent = 0;
+  let lastSeq = o.afterSeq;
+  try {
+    const watch = o.log.watchEvents({ sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled }, { signal });
+    for await (const item of watch) {
+      if (item.event !== undefined) {
+        o.previews.settle(item.event);
+        const json = toSdkEventJson(item.event, o.render);
+        if (json !== undefined) {
+          await o.writer.send(item.event.type, json, item.event.seq);
+          sent += 1;
+        }
+        lastSeq = item.event.seq;
+      } else if (item.delta !== undefined) {
+        for (const frame of o.previews.frames(item.delta)) await o.writer.send(frame.type, frame);
+      }
+      if (o.writer.closed) break;
+    }
+  } catch (err) {
+    if (!signal.aborted && !o.writer.closed) {
+      const error = ApiError.from(err);
+      o.logger.warn({ err, session_id: o.sessionId, seq: lastSeq }, "event stream failed");
+      await o.writer.send("error", error.body(o.requestId));
+    }
+  } finally {
+    clearInterval(heartbeat);
+    o.writer.end();
+    o.logger.info({ session_id: o.sessionId, after_seq: o.afterSeq, last_seq: lastSeq, events: sent }, "event stream closed");
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * The gateway's view of sessions: what the API shows beyond the session log (title, metadata,
+ * resources, the agent snapshot, archival) and the usage folded from the log so far. Scoped by
+ * tenant like every other store. Status and events stay in the session log.
+ */
+import type { BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type { Db } from "@metaharness/db";
+import { notFound } from "../errors/api-error.js";
+import type { Cursor, TimeIdPosition } from "../http/pagination.js";
+import type { Metadata } from "../http/metadata.js";
+import type { SessionResource } from "./resources.js";
+import { keysetPage, type KeysetPage, type Order } from "../http/keyset.js";
+import { SessionResourceStore } from "./resource-store.js";
+
+/** Ids only, never a token: the session's own vault and each resource's git_token credential in it. */
+export interface ResourceTokens {
+  readonly vaultId: string | null;
+  /** resource id -> credential id. */
+  readonly credentials: Readonly<Record<string, string>>;
+}
+
+export const NO_TOKENS: ResourceTokens = { vaultId: null, credentials: {} };
+
+export interface UsageState {
+  readonly throughSeq: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheCreationInputTokens: number;
+  readonly cacheReadInputTokens: number;
+  readonly activeMs: number;
+  readonly runningSince: Date | null;
+  readonly endedAt: Date | null;
+}
+
+export interface SessionRecord {
+  readonly id: string;
+  readonly agentId: string;
+  readonly agentVersion: number;
+  readonly agent: BetaManagedAgentsSessionAgent;
+  readonly environmentId: string;
+  readonly environmentType: "cloud" | "self_hosted";
+  readonly title: string | null;
+  readonly metadata: Metadata;
+  readonly resources: SessionResource[];
+  readonly vaultIds: string[];
+  /** Where the resources' tokens are: the session's own vault in the credential proxy, if made. */
+  readonly tokens: ResourceTokens;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  readonly archivedAt: Date | null;
+  readonly usage: UsageState;
+}
+
+interface SessionRow {
+  session_id: string;
+  agent_id: string;
+  agent_version: number;
+  agent: BetaManagedAgentsSessionAgent;
+  environment_id: string;
+  environment_type: "cloud" | "self_hosted";
+  title: string | null;
+  metadata: Metadata;
+  resources: SessionResource[];
+  vault_ids: string[];
+  credential_vault_id: string | null;
+  resource_credentials: Record<string, string>;
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+  usage_through_seq: string | number;
+  input_tokens: string | number;
+  output_tokens: string | number;
+  cache_creation_input_tokens: string | number;
+  cache_read_input_tokens: string | number;
+  active_ms: string | number;
+  running_since: Date | null;
+  ended_at: Date | null;
+}
+
+const COLUMNS = `session_id, agent_id, agent_version, agent, environment_id, environment_type, title, metadata, resources,
+  vault_ids, credential_vault_id, resource_credentials, created_at, updated_at, archived_at, usage_through_seq, input_tokens, output_tokens,
+  cache_creation_input_tokens, cache_read_input_tokens, active_ms, running_since, ended_at`;
+
+export const NO_USAGE: UsageState = {
+  throughSeq: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheCreationInputTokens: 0,
+  cacheReadInputTokens: 0,
+  activeMs: 0,
+  runningSince: null,
+  endedAt: null,
+};
+
+function record(r: SessionRow): SessionRecord {
+  return {
+    id: r.session_id,
+    agentId: r.agent_id,
+    agentVersion: Number(r.agent_version),
+    agent: r.agent,
+    environmentId: r.environment_id,
+    environmentType: r.environment_type,
+    title: r.title,
+    metadata: r.metadata,
+    resources: r.resources,
+    vaultIds: r.vault_ids,
+    tokens: { vaultId: r.credential_vault_id, credentials: r.resource_credentials },
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    archivedAt: r.archived_at,
+    usage: {
+      throughSeq: Number(r.usage_through_seq),
+      inputTokens: Number(r.input_tokens),
+      outputTokens: Number(r.output_tokens),
+      cacheCreationInputTokens: Number(r.cache_creation_input_tokens),
+      cacheReadInputTokens: Number(r.cache_read_input_tokens),
+      activeMs: Number(r.active_ms),
+      runningSince: r.running_since,
+      endedAt: r.ended_at,
+    },
+  };
+}
+
+export type NewSession = Omit<SessionRecord, "updatedAt" | "archivedAt" | "usage">;
+
+export interface SessionListQuery {
+  readonly limit: number;
+  readonly cursor: Cursor<TimeIdPosition> | undefined;
+  readonly order: Order;
+  readonly agentId?: string | undefined;
+  readonly agentVersion?: number | undefined;
+  readonly created: ReadonlyArray<readonly [">" | ">=" | "<" | "<=", Date]>;
+  readonly includeArchived: boolean;
+}
+
+export class SessionStore {
+  /** Changes to one resource at a time (resource-store.ts). */
+  readonly resources: SessionResourceStore;
+
+  constructor(private readonly db: Db) {
+    this.resources = new SessionResourceStore(db);
+  }
+
+  async create(tenant: string, s: NewSession): Promise<SessionRecord> {
+    await this.db.query(
+      `INSERT INTO gw_sessions (session_id, tenant, agent_id, agent_version, agent, environment_id, environment_type, title,
+         metadata, resources, vault_ids, created_at, updated_at, credential_vault_id, resource_credentials)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)`,
+      [
+        s.id,
+        tenant,
+        s.agentId,
+        s.agentVersion,
+        JSON.stringify(s.agent),
+        s.environmentId,
+        s.environmentType,
+        s.title,
+        JSON.stringify(s.metadata),
+        JSON.stringify(s.resources),
+        JSON.stringify(s.vaultIds),
+        s.createdAt,
+        s.tokens.vaultId,
+        JSON.stringify(s.tokens.credentials),
+      ],
+    );
+    return { ...s, updatedAt: s.createdAt, archivedAt: null, usage: NO_USAGE };
+  }
+
+  async get(tenant: string, id: string): Promise<SessionRecord | undefined> {
+    const { rows } = await this.db.query<SessionRow>(`SELECT ${COLUMNS} FROM gw_sessions WHERE session_id = $1 AND tenant = $2`, [id, tenant]);
+    return rows[0] === undefined ? undefined : record(rows[0]);
+  }
+
+  async require(tenant: string, id: string): Promise<SessionRecord> {
+    const found = await this.get(tenant, id);
+    if (found === undefined) throw notFound("session", id);
+    return found;
+  }
+
+  async update(
+    tenant: string,
+    id: string,
+    changes: { title?: string | null; metadata?: Metadata; agent?: BetaManagedAgentsSessionAgent },
+    now: Date,
+  ): Promise<SessionRecord> {
+    const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
+    const { rowCount } = await this.db.query(
+      `UPDATE gw_sessions SET
+         title = CASE WHEN $3 THEN $4 ELSE title END,
+         metadata = COALESCE($5::jsonb, metadata),
+         agent = COALESCE($7::jsonb, agent),
+         updated_at = $6
+       WHERE session_id = $1 AND tenant = $2`,
+      [id, tenant, changes.title !== undefined, changes.title ?? null, json(changes.metadata), now, json(changes.agent)],
+    );
+    if (rowCount === 0) throw notFound("session", id);
+    return this.require(tenant, id);
+  }
+
+  async archive(tenant: string, id: string, now: Date): Promise<SessionRecord> {
+    await this.db.query(
+      "UPDATE gw_sessions SET archived_at = COALESCE(archived_at, $3), updated_at = $3 WHERE session_id = $1 AND tenant = $2",
+      [id, tenant, now],
+    );
+    return this.require(tenant, id);
+  }
+
+  /** Deletes the record; returns the session's own vault as it was at that moment (a concurrent add may have made it). */
+  async delete(tenant: string, id: string): Promise<string | null> {
+    const { rows } = await this.db.query<{ credential_vault_id: string | null }>(
+      "DELETE FROM gw_sessions WHERE session_id = $1 AND tenant = $2 RETURNING credential_vault_id",
+      [id, tenant],
+    );
+    if (rows[0] === undefined) throw notFound("session", id);
+    return rows[0].credential_vault_id;
+  }
+
+  /** Saves folded usage unless another request folded further meanwhile. */
+  async saveUsage(id: string, from: number, usage: UsageState): Promise<void> {
+    await this.db.query(
+      `UPDATE gw_sessions SET usage_through_seq = $3, input_tokens = $4, output_tokens = $5, cache_creation_input_tokens = $6,
+         cache_read_input_tokens = $7, active_ms = $8, running_since = $9, ended_at = $10
+       WHERE session_id = $1 AND usage_through_seq = $2`,
+      [
+        id,
+        from,
+        usage.throughSeq,
+        usage.inputTokens,
+        usage.outputTokens,
+        usage.cacheCreationInputTokens,
+        usage.cacheReadInputTokens,
+        usage.activeMs,
+        usage.runningSince,
+        usage.endedAt,
+      ],
+    );
+  }
+
+  async list(tenant: string, q: SessionListQuery): Promise<KeysetPage<SessionRecord>> {
+    const where = ["tenant = $1"];
+    const params: unknown[] = [tenant];
+    const add = (sql: (n: string) => string, value: unknown): void => {
+      params.push(value);
+      where.push(sql(`$${params.length}`));
+    };
+    if (!q.includeArchived) where.push("archived_at IS NULL");
+    if (q.agentId !== undefined) add((n) => `agent_id = ${n}`, q.agentId);
+    if (q.agentId !== undefined && q.agentVersion !== undefined) add((n) => `agent_version = ${n}`, q.agentVersion);
+    for (const [op, at] of q.created) add((n) => `created_at ${op} ${n}`, at);
+    const page = await keysetPage<SessionRow>(
+      this.db,
+      { columns: COLUMNS, from: "gw_sessions", idColumn: "session_id", createdColumn: "created_at", where, params, order: q.order, limit: q.limit, cursor: q.cursor },
+      (r) => r.session_id,
+    );
+    return { ...page, rows: page.rows.map(record) };
+  }
+}
