@@ -18,12 +18,13 @@ import { MhError } from "@metaharness/errors";
 import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
 import { bootstrapApiKeys } from "./auth/api-keys.js";
 import { Principals } from "./auth/principals.js";
+import type { CredentialProxyRpc, HarnessRpc, SessionLogRpc } from "./clients.js";
 import type { GatewayConfig } from "./config.js";
-import { Router, type RouteDoc } from "./http/router.js";
+import type { RouteDoc } from "./http/route-doc.js";
+import { Router } from "./http/router.js";
 import { createServer } from "./http/server.js";
 import { registerAgentRoutes } from "./agents/routes.js";
 import { registerCredentialRoutes } from "./vaults/credential-routes.js";
-import type { CredentialProxyRpc, HarnessRpc, RouteContext, SessionLogRpc } from "./http/route-context.js";
 import { registerEnvironmentKeyRoutes } from "./environments/key-routes.js";
 import { registerEnvironmentRoutes } from "./environments/routes.js";
 import { registerEventRoutes } from "./events/routes.js";
@@ -155,38 +156,28 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     cleanups.push(stopPurge);
 
     const router = new Router(app, { principals, requireBetaHeader: config.requireBetaHeader });
-    const ctx: RouteContext = {
-      router,
-      agents: new AgentStore(db),
-      environments: new EnvironmentStore(db),
-      environmentKeys: new EnvironmentKeyStore(db),
-      sessions: new SessionStore(db),
-      db,
-      work: new WorkQueue(db),
-      workSignals,
-      workLeaseTtlSeconds: config.workLeaseTtlSeconds,
-      log,
-      harness,
-      credentials,
-      layers: new PackageLayers(broker),
-      streams,
-      wakeTimeoutMs: config.wakeTimeoutMs,
-      heartbeatMs: config.heartbeatMs,
-      now: () => new Date(),
-    };
-    registerAgentRoutes(ctx);
-    registerEnvironmentRoutes(ctx);
-    registerEnvironmentKeyRoutes(ctx);
-    registerWorkRoutes(ctx);
-    registerSessionRoutes(ctx);
-    registerResourceRoutes(ctx);
-    registerEventRoutes(ctx);
-    registerStreamRoute(ctx);
-    registerVaultRoutes(ctx);
-    registerCredentialRoutes(ctx);
-    registerThreadRoutes(ctx);
-    registerMetaRoutes(ctx, db);
-    registerUiRoutes(app, ctx, { principals, ...(config.ui ?? loadUiConfig()) });
+    // Each noun's routes get the stores, clients and settings they use, nothing else.
+    const now = (): Date => new Date();
+    const agents = new AgentStore(db);
+    const environments = new EnvironmentStore(db);
+    const sessions = new SessionStore(db);
+    const work = new WorkQueue(db);
+    const hands = { log, work, workSignals, now };
+    const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs };
+    const stream = { log, sessions, work, streams, heartbeatMs: config.heartbeatMs, now };
+    registerAgentRoutes(router, { agents, now });
+    registerEnvironmentRoutes(router, { environments, layers: new PackageLayers(broker), now });
+    registerEnvironmentKeyRoutes(router, { environments, environmentKeys: new EnvironmentKeyStore(db), now });
+    registerWorkRoutes(router, { ...hands, db, environments, sessions, workLeaseTtlSeconds: config.workLeaseTtlSeconds });
+    registerSessionRoutes(router, { ...hands, ...input, agents, environments, sessions, credentials });
+    registerResourceRoutes(router, { sessions, log, credentials, now });
+    registerEventRoutes(router, { ...hands, ...input, sessions });
+    registerStreamRoute(router, stream);
+    registerVaultRoutes(router, credentials);
+    registerCredentialRoutes(router, { credentials, now });
+    registerThreadRoutes(router, stream);
+    registerMetaRoutes(router, db);
+    registerUiRoutes(app, { log, sessions }, { principals, ...(config.ui ?? loadUiConfig()) });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

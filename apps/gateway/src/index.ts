@@ -10,4 +10,4 @@ export { ERROR_CATALOG, ERROR_FOR_CODE, COMMON_ERRORS, type CatalogEntry, type G
 export { MANAGED_AGENTS_BETA } from "./http/authenticate.js";
 export { previewEventId } from "./events/previews.js";
 export { hashKey } from "./auth/api-keys.js";
-export type { RouteDoc } from "./http/router.js";
+export type { RouteDoc } from "./http/route-doc.js";

@@ -9,7 +9,8 @@ import { AGENT_ID_PREFIX, newId } from "../ids.js";
 import { agentBodyFromCreate, applyAgentUpdate, renderAgent, type AgentCreateBody, type AgentUpdateBody } from "./body.js";
 import { agentParams, createAgentBody, listAgentsQuery, listVersionsQuery, retrieveAgentQuery, updateAgentBody } from "./schemas.js";
 import { timeFilter } from "../http/filters.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
+import type { AgentStore } from "./store.js";
 
 type AgentPage = PageCursorResponse<BetaManagedAgentsAgent>;
 interface AgentParams {
@@ -23,8 +24,13 @@ type AgentListQuery = {
   "created_at[lte]"?: string;
 };
 
-export function registerAgentRoutes(ctx: RouteContext): void {
-  const { router, agents } = ctx;
+export interface AgentRouteDeps {
+  readonly agents: AgentStore;
+  now(): Date;
+}
+
+export function registerAgentRoutes(router: Router, ctx: AgentRouteDeps): void {
+  const { agents } = ctx;
 
   router.add<{ Body: AgentCreateBody }>(
     {

@@ -12,7 +12,7 @@
  */
 import type { Queryable } from "@metaharness/db";
 import { hashKey } from "./api-keys.js";
-import { tokenCurrentSql } from "../work/record.js";
+import { tokenCurrentSql } from "./work-tokens.js";
 import { ENVIRONMENT_KEY_PREFIX, WORK_TOKEN_PREFIX } from "./key-prefixes.js";
 
 const MAX_CACHED_KEYS = 10_000;

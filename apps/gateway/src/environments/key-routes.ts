@@ -3,9 +3,10 @@
  * call that issues them (its Console does), so these two routes are the gateway's own, under the
  * tenant's API key; with the SDK they are `client.post(...)` and `client.delete(...)`.
  */
-import { environmentParams } from "./schemas.js";
-import { keyParams } from "../work/schemas.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
+import type { EnvironmentKeyStore } from "./key-store.js";
+import { environmentParams, keyParams } from "./schemas.js";
+import type { EnvironmentStore } from "./store.js";
 
 export interface EnvironmentKeyJson {
   readonly type: "environment_key";
@@ -16,8 +17,14 @@ export interface EnvironmentKeyJson {
   readonly created_at: string;
 }
 
-export function registerEnvironmentKeyRoutes(ctx: RouteContext): void {
-  ctx.router.add<{ Params: { environment_id: string } }>(
+export interface EnvironmentKeyRouteDeps {
+  readonly environments: EnvironmentStore;
+  readonly environmentKeys: EnvironmentKeyStore;
+  now(): Date;
+}
+
+export function registerEnvironmentKeyRoutes(router: Router, ctx: EnvironmentKeyRouteDeps): void {
+  router.add<{ Params: { environment_id: string } }>(
     {
       method: "POST",
       url: "/v1/environments/:environment_id/keys",
@@ -36,7 +43,7 @@ export function registerEnvironmentKeyRoutes(ctx: RouteContext): void {
     },
   );
 
-  ctx.router.add<{ Params: { environment_id: string; key_id: string } }>(
+  router.add<{ Params: { environment_id: string; key_id: string } }>(
     {
       method: "DELETE",
       url: "/v1/environments/:environment_id/keys/:key_id",

@@ -15,14 +15,23 @@ import {
   type EnvironmentUpdateBody,
 } from "./body.js";
 import { createEnvironmentBody, environmentParams, listEnvironmentsQuery, updateEnvironmentBody } from "./schemas.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
+import type { PackageLayers } from "./package-layers.js";
+import type { EnvironmentStore } from "./store.js";
 
 interface EnvironmentParams {
   environment_id: string;
 }
 
-export function registerEnvironmentRoutes(ctx: RouteContext): void {
-  const { router, environments } = ctx;
+export interface EnvironmentRouteDeps {
+  readonly environments: EnvironmentStore;
+  /** Environments' package layers, built by the sandbox broker. */
+  readonly layers: PackageLayers;
+  now(): Date;
+}
+
+export function registerEnvironmentRoutes(router: Router, ctx: EnvironmentRouteDeps): void {
+  const { environments } = ctx;
   /** The environment with its packages' layer state in metadata (package-layers.ts STATUS_KEYS). */
   const render = async (record: EnvironmentRecord): Promise<BetaEnvironment> => {
     const env = renderEnvironment(record);

@@ -1,5 +1,5 @@
 /**
- * Request schemas of /v1/environments, after the SDK's EnvironmentCreateParams and
+ * Request schemas of /v1/environments and its keys, after the SDK's EnvironmentCreateParams and
  * EnvironmentUpdateParams (resources/beta/environments/environments.d.ts).
  */
 import { metadata, nullable, obj, pageQuery, pathParams, str, type JsonSchema } from "../http/json-schema.js";
@@ -64,5 +64,6 @@ export const updateEnvironmentBody: JsonSchema = obj({
 });
 
 export const environmentParams = pathParams("environment_id");
+export const keyParams = pathParams("environment_id", "key_id");
 
 export const listEnvironmentsQuery = obj({ ...pageQuery, include_archived: { type: "boolean" } });

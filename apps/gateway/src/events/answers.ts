@@ -13,7 +13,7 @@
 import { isValidEventId, publicEventId, unansweredToolUses, type PendingToolUse, type ToolUseKind } from "@metaharness/events";
 import type { Event } from "@metaharness/proto";
 import { invalidRequest } from "../errors/api-error.js";
-import type { SessionLogRpc } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
 import { readWholeLog } from "./log-scan.js";
 
 /** What unansweredToolUses reads: the tool uses, their answers and confirmations. */

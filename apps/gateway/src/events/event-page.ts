@@ -5,7 +5,7 @@
  * back short, with a cursor to go on from.
  */
 import type { Event } from "@metaharness/proto";
-import type { SessionLogRpc } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
 
 const SLICE = 1000;
 /** Slices one page may read while a time filter skips events. */

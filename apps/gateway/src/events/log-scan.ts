@@ -6,7 +6,7 @@
  */
 import { publicEventId } from "@metaharness/events";
 import type { Event } from "@metaharness/proto";
-import type { SessionLogRpc } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
 
 const SLICE = 1000;
 

@@ -9,7 +9,7 @@
 import { toSdkEventJson, type SdkJsonOptions } from "@metaharness/events";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError } from "../errors/api-error.js";
-import type { SessionLogRpc } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
 import type { Previews } from "./previews.js";
 import type { SseWriter } from "./sse.js";
 

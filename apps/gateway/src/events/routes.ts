@@ -14,14 +14,15 @@ import { ApiError, invalidRequest } from "../errors/api-error.js";
 import { extensionsQuery, renderOptions } from "../http/extensions.js";
 import { decodeCursor, encodeCursor, EVENT_PAGE, isSeqPosition, pageLimit } from "../http/pagination.js";
 import { resolveAnswers } from "./answers.js";
-import { appendUserEvents } from "../sessions/append.js";
-import { requestHands, wantsHands } from "../work/hands.js";
+import { appendUserEvents, type AppendDeps } from "../sessions/append.js";
+import { requestHands, wantsHands, type HandsDeps } from "../work/hands.js";
 import { obj } from "../http/json-schema.js";
 import { listEventsQuery, sendEventsBody } from "./schemas.js";
 import { sessionParams } from "../sessions/schemas.js";
 import { readEventPage } from "./event-page.js";
 import { timeFilter } from "../http/filters.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
+import type { SessionStore } from "../sessions/store.js";
 
 type SendBody = Omit<EventSendParams, "betas" | "workspace_id">;
 interface SessionParams {
@@ -47,9 +48,14 @@ export type EventListQuery = {
   "created_at[lte]"?: string;
 };
 
+/** What the event routes use: sessions' records, and what appending input and asking for hands use. */
+export interface EventRouteDeps extends AppendDeps, HandsDeps {
+  readonly sessions: SessionStore;
+}
+
 /** One page of a session's events (its primary thread's too, thread-routes.ts), as the query asks. */
 export async function listEvents(
-  ctx: RouteContext,
+  ctx: Pick<EventRouteDeps, "log">,
   sessionId: string,
   q: EventListQuery,
   options: SdkJsonOptions,
@@ -69,8 +75,8 @@ export async function listEvents(
   };
 }
 
-export function registerEventRoutes(ctx: RouteContext): void {
-  const { router, sessions } = ctx;
+export function registerEventRoutes(router: Router, ctx: EventRouteDeps): void {
+  const { sessions } = ctx;
 
   router.add<{ Params: SessionParams; Querystring: EventListQuery }>(
     {

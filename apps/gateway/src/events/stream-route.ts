@@ -22,7 +22,21 @@ import { seqOfServedId } from "./log-scan.js";
 import { Previews } from "./previews.js";
 import { pump } from "./pump.js";
 import { SseWriter } from "./sse.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
+import type { Router } from "../http/router.js";
+import type { SessionStore } from "../sessions/store.js";
+import type { WorkQueue } from "../work/queue.js";
+import type { StreamRegistry } from "./stream-registry.js";
+
+/** What serving a stream uses: the log, sessions' records, work items (a sessions token's currency), the open streams. */
+export interface StreamDeps {
+  readonly log: SessionLogRpc;
+  readonly sessions: SessionStore;
+  readonly work: WorkQueue;
+  readonly streams: StreamRegistry;
+  readonly heartbeatMs: number;
+  now(): Date;
+}
 
 export interface StreamQuery {
   event_deltas?: BetaManagedAgentsDeltaType[];
@@ -36,7 +50,7 @@ interface StreamRoute {
 }
 
 /** `?after_seq=` wins over `Last-Event-ID` (a seq, or an event's id); neither: undefined (start live). */
-async function resumeFrom(ctx: RouteContext, req: FastifyRequest<{ Querystring: StreamQuery }>, sessionId: string): Promise<number | undefined> {
+async function resumeFrom(ctx: Pick<StreamDeps, "log">, req: FastifyRequest<{ Querystring: StreamQuery }>, sessionId: string): Promise<number | undefined> {
   if (req.query.after_seq !== undefined) return req.query.after_seq;
   const value = headerValue(req, "last-event-id")?.trim();
   if (value === undefined || value === "") return undefined;
@@ -52,13 +66,13 @@ async function resumeFrom(ctx: RouteContext, req: FastifyRequest<{ Querystring: 
  * A sessions token was checked when the stream opened; its item may since have passed to another
  * worker, stopped or outlived its lease: the stream ends then (asked at each heartbeat, one query).
  */
-function revokedCheck(ctx: RouteContext, p: Principal | undefined): (() => Promise<ApiError | undefined>) | undefined {
+function revokedCheck(ctx: Pick<StreamDeps, "work" | "now">, p: Principal | undefined): (() => Promise<ApiError | undefined>) | undefined {
   if (p?.kind !== "work_token") return undefined;
   return async () => ((await ctx.work.tokenCurrent(p.workId, p.delivery, ctx.now())) ? undefined : revokedToken(p.workId));
 }
 
-export function registerStreamRoute(ctx: RouteContext): void {
-  ctx.router.add<StreamRoute>(
+export function registerStreamRoute(router: Router, ctx: StreamDeps): void {
+  router.add<StreamRoute>(
     {
       method: "GET",
       url: "/v1/sessions/:session_id/events/stream",
@@ -79,7 +93,7 @@ export function registerStreamRoute(ctx: RouteContext): void {
  * now, or resumed after a seq.
  */
 export async function streamSession(
-  ctx: RouteContext,
+  ctx: StreamDeps,
   req: FastifyRequest<{ Querystring: StreamQuery }>,
   reply: FastifyReply,
   sessionId: string,

@@ -14,11 +14,11 @@ import { decodeCursor, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { obj, pageQuery, pathParams } from "../http/json-schema.js";
 import { streamEventsQuery } from "./schemas.js";
 import { sessionParams, SESSION_STATUSES } from "../sessions/schemas.js";
-import { viewSession } from "../sessions/live.js";
+import { viewSession, type LiveDeps } from "../sessions/live.js";
 import type { SessionRecord } from "../sessions/store.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
 import { listEvents } from "./routes.js";
-import { streamSession, type StreamQuery } from "./stream-route.js";
+import { streamSession, type StreamDeps, type StreamQuery } from "./stream-route.js";
 
 const threadParams = pathParams("session_id", "thread_id");
 const listThreadsQuery = obj({ ...pageQuery, statuses: { type: "array", items: { enum: SESSION_STATUSES } } });
@@ -60,8 +60,8 @@ function asThread(session: BetaManagedAgentsSession): BetaManagedAgentsSessionTh
   };
 }
 
-export function registerThreadRoutes(ctx: RouteContext): void {
-  const { router, sessions } = ctx;
+export function registerThreadRoutes(router: Router, ctx: LiveDeps & StreamDeps): void {
+  const { sessions } = ctx;
 
   /** The session whose primary thread `thread_id` is; 404 for any other thread id. */
   const requireThread = async (tenant: string, p: ThreadPath): Promise<SessionRecord> => {

@@ -4,12 +4,12 @@
  */
 import type { Db } from "@metaharness/db";
 import { openApiDocument } from "./openapi.js";
-import type { RouteContext } from "./route-context.js";
+import type { Router } from "./router.js";
 
 export const API_VERSION = "managed-agents-2026-04-01";
 
-export function registerMetaRoutes(ctx: RouteContext, db: Db): void {
-  ctx.router.add(
+export function registerMetaRoutes(router: Router, db: Db): void {
+  router.add(
     {
       method: "GET",
       url: "/openapi.json",
@@ -19,9 +19,9 @@ export function registerMetaRoutes(ctx: RouteContext, db: Db): void {
       errors: [],
       public: true,
     },
-    () => Promise.resolve(openApiDocument(ctx.router.routes, API_VERSION)),
+    () => Promise.resolve(openApiDocument(router.routes, API_VERSION)),
   );
-  ctx.router.add(
+  router.add(
     {
       method: "GET",
       url: "/healthz",

@@ -5,7 +5,7 @@
  */
 import { COMMON_ERRORS, ERROR_CATALOG, type GatewayErrorName } from "../errors/catalog.js";
 import type { JsonSchema } from "./json-schema.js";
-import type { RouteDoc } from "./router.js";
+import type { RouteDoc } from "./route-doc.js";
 
 type Json = Record<string, unknown>;
 

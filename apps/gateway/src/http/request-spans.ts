@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { context, extractFromHeaders, getTracer, recordError, ROOT_CONTEXT, SpanKind, trace, type Context, type Span } from "@metaharness/telemetry";
 import { ApiError } from "../errors/api-error.js";
-import type { RouteDoc } from "./router.js";
+import type { RouteDoc } from "./route-doc.js";
 
 interface RequestSpan {
   readonly span: Span;

@@ -6,9 +6,16 @@
  */
 import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
-import type { RouteContext } from "../http/route-context.js";
+import type { HarnessRpc, SessionLogRpc } from "../clients.js";
 
-export async function wake(ctx: RouteContext, sessionId: string, logger: Logger): Promise<void> {
+/** What appending input and waking the harness use. */
+export interface AppendDeps {
+  readonly log: SessionLogRpc;
+  readonly harness: HarnessRpc;
+  readonly wakeTimeoutMs: number;
+}
+
+export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger): Promise<void> {
   try {
     await ctx.harness.wake({ sessionId }, { deadlineMs: ctx.wakeTimeoutMs });
   } catch (err) {
@@ -16,7 +23,7 @@ export async function wake(ctx: RouteContext, sessionId: string, logger: Logger)
   }
 }
 
-export async function appendUserEvents(ctx: RouteContext, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
+export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
   if (events.length === 0) return [];
   const { events: stored } = await ctx.log.emitEvents({ sessionId, events });
   await wake(ctx, sessionId, logger);

@@ -18,14 +18,16 @@ import { toEnvironmentSnapshot, unhonoured } from "../environments/environment-c
 import { checkMetadata } from "../http/metadata.js";
 import { resolveResources, type ResolvedResource } from "./resources.js";
 import { readReference, snapshotAgent } from "./session-agent.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { CredentialProxyRpc } from "../clients.js";
+import type { AgentStore } from "../agents/store.js";
+import type { EnvironmentStore } from "../environments/store.js";
 import { NO_TOKENS, type NewSession, type ResourceTokens, type SessionRecord } from "./store.js";
 import { VaultAccess } from "../vaults/access.js";
 import { sessionVaultIds } from "../vaults/session-vaults.js";
-import { appendUserEvents } from "./append.js";
-import { requestHands } from "../work/hands.js";
+import { appendUserEvents, type AppendDeps } from "./append.js";
+import { requestHands, type HandsDeps } from "../work/hands.js";
 import { dropVault, putToken } from "./repository-tokens.js";
-import { viewSession } from "./live.js";
+import { viewSession, type LiveDeps } from "./live.js";
 
 export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
 
@@ -37,7 +39,15 @@ function initialEvents(params: SessionCreateBody["initial_events"]): Event[] {
   });
 }
 
-export async function createSession(ctx: RouteContext, tenant: string, body: SessionCreateBody, logger: Logger): Promise<BetaManagedAgentsSession> {
+/** What creating a session uses: the agents and environments it names, the log, the harness, hands, the vault proxy. */
+export interface CreateDeps extends AppendDeps, HandsDeps, LiveDeps {
+  readonly agents: AgentStore;
+  readonly environments: EnvironmentStore;
+  /** Undefined when this deployment runs without a credential vault proxy. */
+  readonly credentials: CredentialProxyRpc | undefined;
+}
+
+export async function createSession(ctx: CreateDeps, tenant: string, body: SessionCreateBody, logger: Logger): Promise<BetaManagedAgentsSession> {
   if (body.budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet; omit the field");
   const ref = readReference(body.agent);
   const agent = await ctx.agents.get(tenant, ref.id, ref.version);
@@ -106,7 +116,7 @@ export async function createSession(ctx: RouteContext, tenant: string, body: Ses
 }
 
 /** Records the gateway's view; on failure, the tokens just stored are dropped (nothing would ever find them). */
-async function recordSession(ctx: RouteContext, tenant: string, tokens: ResourceTokens, logger: Logger, s: Omit<NewSession, "tokens">): Promise<SessionRecord> {
+async function recordSession(ctx: Pick<CreateDeps, "sessions" | "credentials">, tenant: string, tokens: ResourceTokens, logger: Logger, s: Omit<NewSession, "tokens">): Promise<SessionRecord> {
   try {
     return await ctx.sessions.create(tenant, { ...s, tokens });
   } catch (err) {
@@ -116,7 +126,7 @@ async function recordSession(ctx: RouteContext, tenant: string, tokens: Resource
 }
 
 /** Puts each resource's token in the session's own vault; on failure, drops what was put. */
-async function storeTokens(ctx: RouteContext, tenant: string, sessionId: string, resources: readonly ResolvedResource[], logger: Logger): Promise<ResourceTokens> {
+async function storeTokens(ctx: Pick<CreateDeps, "credentials">, tenant: string, sessionId: string, resources: readonly ResolvedResource[], logger: Logger): Promise<ResourceTokens> {
   let vaultId: string | null = null;
   const credentials: Record<string, string> = {};
   try {

@@ -8,11 +8,18 @@ import { MhError } from "@metaharness/errors";
 import type { Session } from "@metaharness/proto";
 import { notFound } from "../errors/api-error.js";
 import { renderSession } from "./session-json.js";
-import type { RouteContext } from "../http/route-context.js";
-import type { SessionRecord } from "./store.js";
+import type { SessionLogRpc } from "../clients.js";
+import type { SessionRecord, SessionStore } from "./store.js";
 import { refreshUsage } from "./usage.js";
 
-export async function logSession(ctx: RouteContext, id: string): Promise<Session> {
+/** What reading a session whole uses: the log, the gateway's records (usage is cached there), the clock. */
+export interface LiveDeps {
+  readonly log: SessionLogRpc;
+  readonly sessions: SessionStore;
+  now(): Date;
+}
+
+export async function logSession(ctx: Pick<LiveDeps, "log">, id: string): Promise<Session> {
   try {
     const { session } = await ctx.log.getSession({ sessionId: id });
     if (session === undefined) throw notFound("session", id);
@@ -23,7 +30,7 @@ export async function logSession(ctx: RouteContext, id: string): Promise<Session
   }
 }
 
-export async function viewSession(ctx: RouteContext, record: SessionRecord, live?: Session): Promise<BetaManagedAgentsSession> {
+export async function viewSession(ctx: LiveDeps, record: SessionRecord, live?: Session): Promise<BetaManagedAgentsSession> {
   const session = live ?? (await logSession(ctx, record.id));
   const usage = await refreshUsage(ctx.log, ctx.sessions, record, session.lastSeq);
   return renderSession(record, session.status, usage, ctx.now());

@@ -8,7 +8,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import { CredentialType } from "@metaharness/proto";
-import type { CredentialProxyRpc } from "../http/route-context.js";
+import type { CredentialProxyRpc } from "../clients.js";
 import type { StoredToken } from "./resource-store.js";
 import type { ResourceTokens } from "./store.js";
 

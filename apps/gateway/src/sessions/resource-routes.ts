@@ -20,8 +20,9 @@ import { checkToken, resolveResource, type ResourceParams, type SessionResource 
 import { listResourcesQuery, MAX_RESOURCES, resourceBody, resourceParams, sessionParams, updateResourceBody } from "./schemas.js";
 import { dropToken, dropVault, putToken, tokenOf } from "./repository-tokens.js";
 import type { StoredToken } from "./resource-store.js";
-import type { SessionRecord } from "./store.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { CredentialProxyRpc, SessionLogRpc } from "../clients.js";
+import type { Router } from "../http/router.js";
+import type { SessionRecord, SessionStore } from "./store.js";
 
 interface SessionParams {
   session_id: string;
@@ -39,8 +40,16 @@ function find(record: SessionRecord, resourceId: string): SessionResource {
 const position = (r: SessionResource): TimeIdPosition => [r.created_at, r.id];
 const compare = (a: TimeIdPosition, b: TimeIdPosition): number => (a[0] === b[0] ? a[1].localeCompare(b[1]) : Date.parse(a[0]) - Date.parse(b[0]));
 
-export function registerResourceRoutes(ctx: RouteContext): void {
-  const { router, sessions } = ctx;
+export interface ResourceRouteDeps {
+  readonly sessions: SessionStore;
+  readonly log: SessionLogRpc;
+  /** Undefined when this deployment runs without a credential vault proxy. */
+  readonly credentials: CredentialProxyRpc | undefined;
+  now(): Date;
+}
+
+export function registerResourceRoutes(router: Router, ctx: ResourceRouteDeps): void {
+  const { sessions } = ctx;
 
   router.add<{ Params: SessionParams; Querystring: { limit?: number; page?: string } }>(
     {
@@ -178,7 +187,7 @@ export function registerResourceRoutes(ctx: RouteContext): void {
  * add made it (the session had none) and the session's record has not taken it meanwhile (another
  * add that got the same vault and succeeded): no empty vault outlives a refused add.
  */
-async function undoToken(ctx: RouteContext, tenant: string, before: SessionRecord, stored: StoredToken | undefined): Promise<void> {
+async function undoToken(ctx: ResourceRouteDeps, tenant: string, before: SessionRecord, stored: StoredToken | undefined): Promise<void> {
   await dropToken(ctx.credentials, stored);
   if (stored === undefined || before.tokens.vaultId !== null) return;
   const now = await ctx.sessions.get(tenant, before.id);

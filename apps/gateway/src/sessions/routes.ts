@@ -22,12 +22,12 @@ import { contextConfig } from "../agents/context-config.js";
 import { patchMetadata } from "../http/metadata.js";
 import { updateSnapshot } from "./session-agent.js";
 import { statusJson, type SessionStatusJson } from "./session-json.js";
-import { createSession, type SessionCreateBody } from "./create.js";
+import { createSession, type CreateDeps, type SessionCreateBody } from "./create.js";
 import { dropVault } from "./repository-tokens.js";
 import { logSession, viewSession } from "./live.js";
 import { createSessionBody, listSessionsQuery, sessionParams, updateSessionBody } from "./schemas.js";
 import { timeFilter, type TimeOp } from "../http/filters.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
 
 type SessionUpdateBody = Omit<SessionUpdateParams, "betas" | "workspace_id">;
 interface SessionParams {
@@ -56,8 +56,8 @@ const TIME_OPS: ReadonlyArray<readonly [TimeOp, ">" | ">=" | "<" | "<="]> = [
   ["lte", "<="],
 ];
 
-export function registerSessionRoutes(ctx: RouteContext): void {
-  const { router, sessions } = ctx;
+export function registerSessionRoutes(router: Router, ctx: CreateDeps): void {
+  const { sessions } = ctx;
 
   router.add<{ Body: SessionCreateBody }>(
     {

@@ -6,7 +6,7 @@
  */
 import type { BetaManagedAgentsSessionStats, BetaManagedAgentsSessionUsage } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { Event } from "@metaharness/proto";
-import type { SessionLogRpc } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
 import type { SessionRecord, SessionStore, UsageState } from "./store.js";
 
 const USAGE_TYPES = ["span.model_request_end", "session.status_running", "session.status_idle", "session.status_terminated"];

@@ -6,7 +6,8 @@
  */
 import { ApiError, invalidRequest } from "../errors/api-error.js";
 import { statusJson, type SessionStatusJson } from "../sessions/session-json.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { SessionLogRpc } from "../clients.js";
+import type { SessionStore } from "../sessions/store.js";
 import { pathParams, type JsonSchema } from "../http/json-schema.js";
 import { logSession } from "../sessions/live.js";
 import { toUiEventJson, type UiEventJson } from "./events.js";
@@ -56,7 +57,13 @@ export interface UiEventSlice {
   readonly last_seq: number;
 }
 
-export async function readUiEvents(ctx: RouteContext, tenant: string, sessionId: string, q: EventsQuery): Promise<UiEventSlice> {
+/** What the session page's API reads: the log and sessions' records. */
+export interface UiApiDeps {
+  readonly log: SessionLogRpc;
+  readonly sessions: SessionStore;
+}
+
+export async function readUiEvents(ctx: UiApiDeps, tenant: string, sessionId: string, q: EventsQuery): Promise<UiEventSlice> {
   if (q.after_seq !== undefined && q.before_seq !== undefined) throw invalidRequest("before_seq", "cannot be combined with after_seq");
   const session = await ctx.sessions.require(tenant, sessionId);
   const slice = await ctx.log.getEvents({
@@ -80,7 +87,7 @@ export interface SessionActivity {
 }
 
 /** The activity of the sessions asked for that belong to `tenant`; others are left out. */
-export async function activity(ctx: RouteContext, tenant: string, ids: readonly string[]): Promise<{ data: SessionActivity[] }> {
+export async function activity(ctx: UiApiDeps, tenant: string, ids: readonly string[]): Promise<{ data: SessionActivity[] }> {
   const found = await Promise.all(
     [...new Set(ids)].map(async (id): Promise<SessionActivity | undefined> => {
       const record = await ctx.sessions.get(tenant, id);

@@ -11,9 +11,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Principals } from "../auth/principals.js";
 import { authenticate } from "../http/authenticate.js";
 import { ApiError } from "../errors/api-error.js";
-import type { RouteContext } from "../http/route-context.js";
 import { ASSET_NAME, loadAssets } from "./assets.js";
-import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type ActivityQuery, type EventsQuery } from "./api.js";
+import { activity, activityQuery, eventsQuery, readUiEvents, sessionParams, type ActivityQuery, type EventsQuery, type UiApiDeps } from "./api.js";
 import type { UiConfig } from "./config.js";
 import { JaegerQuery } from "./jaeger.js";
 import { CONTENT_SECURITY_POLICY, pageHtml } from "./page.js";
@@ -30,7 +29,7 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
 };
 
-export function registerUiRoutes(app: FastifyInstance, ctx: RouteContext, opts: UiOptions): void {
+export function registerUiRoutes(app: FastifyInstance, ctx: UiApiDeps, opts: UiOptions): void {
   // A plugin, so its hooks apply to these routes only; fastify awaits it before listening.
   void app.register(async (ui) => {
     const assets = await loadAssets();

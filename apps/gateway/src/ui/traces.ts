@@ -11,7 +11,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { ApiError } from "../errors/api-error.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { SessionStore } from "../sessions/store.js";
 import { obj, str } from "../http/json-schema.js";
 import type { JaegerQuery } from "./jaeger.js";
 import { sessionIdsOf, toTraceView, type TraceView } from "./trace-view.js";
@@ -53,7 +53,7 @@ export class JaegerHealth {
   }
 }
 
-export async function readTrace(ctx: RouteContext, jaeger: JaegerQuery | undefined, health: JaegerHealth, tenant: string, traceId: string): Promise<TraceView> {
+export async function readTrace(ctx: { readonly sessions: SessionStore }, jaeger: JaegerQuery | undefined, health: JaegerHealth, tenant: string, traceId: string): Promise<TraceView> {
   if (jaeger === undefined) throw new ApiError("unavailable", "This gateway shows no traces: it was started without MH_JAEGER_QUERY_URL.", { logged: true });
   const trace = await health.call(() => jaeger.trace(traceId));
   const mine = trace !== undefined && (await ownsTrace(sessionIdsOf(trace), async (id) => (await ctx.sessions.get(tenant, id)) !== undefined));

@@ -13,7 +13,7 @@ import type {
   Vault,
 } from "@metaharness/proto";
 import { ApiError, notFound } from "../errors/api-error.js";
-import type { CredentialProxyRpc } from "../http/route-context.js";
+import type { CredentialProxyRpc } from "../clients.js";
 import { proxied } from "./proxy-errors.js";
 
 export function unconfigured(field?: string): ApiError {

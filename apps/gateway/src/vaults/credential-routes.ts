@@ -14,15 +14,21 @@ import { putRequest, updateRequest, type CredentialCreateBody, type CredentialUp
 import { renderCredential, renderValidation, type CredentialView } from "./body.js";
 import { createCredentialBody, credentialParams, listCredentialsQuery, updateCredentialBody, vaultParams } from "./schemas.js";
 import { VaultAccess } from "./access.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { CredentialProxyRpc } from "../clients.js";
+import type { Router } from "../http/router.js";
 import { isProxyToken, type ListQuery, type VaultParams } from "./routes.js";
 
 interface CredentialParams extends VaultParams {
   credential_id: string;
 }
 
-export function registerCredentialRoutes(ctx: RouteContext): void {
-  const { router } = ctx;
+export interface CredentialRouteDeps {
+  /** Undefined when this deployment runs without a credential vault proxy. */
+  readonly credentials: CredentialProxyRpc | undefined;
+  now(): Date;
+}
+
+export function registerCredentialRoutes(router: Router, ctx: CredentialRouteDeps): void {
   const vaults = new VaultAccess(ctx.credentials);
   const unavailable = "credential_vault_unconfigured" as const;
   const base = "/v1/vaults/:vault_id/credentials";

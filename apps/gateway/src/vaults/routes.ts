@@ -10,7 +10,8 @@ import { checkMetadata, splitPatch } from "../http/metadata.js";
 import { renderVault } from "./body.js";
 import { createVaultBody, listVaultsQuery, updateVaultBody, vaultParams } from "./schemas.js";
 import { VaultAccess } from "./access.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { CredentialProxyRpc } from "../clients.js";
+import type { Router } from "../http/router.js";
 
 type VaultCreateBody = Omit<VaultCreateParams, "betas" | "workspace_id">;
 type VaultUpdateBody = Omit<VaultUpdateParams, "betas" | "workspace_id">;
@@ -26,9 +27,9 @@ export interface ListQuery {
 /** The proxy's page tokens are the decimal keys of its keyset. */
 export const isProxyToken = (p: unknown): p is string => typeof p === "string" && /^\d{1,19}$/.test(p);
 
-export function registerVaultRoutes(ctx: RouteContext): void {
-  const { router } = ctx;
-  const vaults = new VaultAccess(ctx.credentials);
+/** Undefined when this deployment runs without a credential vault proxy. */
+export function registerVaultRoutes(router: Router, credentials: CredentialProxyRpc | undefined): void {
+  const vaults = new VaultAccess(credentials);
   const unavailable = "credential_vault_unconfigured" as const;
 
   router.add<{ Body: VaultCreateBody }>(

@@ -6,17 +6,35 @@
  */
 import { SessionStatus, type Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
-import type { RouteContext } from "../http/route-context.js";
-import type { SessionRecord } from "../sessions/store.js";
+import type { SessionLogRpc } from "../clients.js";
+import type { Metadata } from "../http/metadata.js";
+import type { WorkQueue } from "./queue.js";
+import type { WorkSignals } from "./signals.js";
 
 /** Input that starts or resumes a turn (an interrupt ends one; a tool result comes from the hands). */
 const WANTS_HANDS: ReadonlySet<string> = new Set(["user.message", "user.custom_tool_result", "user.tool_confirmation"]);
 const STATUS_EVENTS: ReadonlySet<string> = new Set(["session.status_idle", "session.status_running", "session.status_terminated"]);
 
+/** What asking for hands uses: the log (to read whether they are still needed), the queue and its signals, the clock. */
+export interface HandsDeps {
+  readonly log: SessionLogRpc;
+  readonly work: WorkQueue;
+  readonly workSignals: WorkSignals;
+  now(): Date;
+}
+
+/** The part of a session's record (sessions/store.ts) that decides where its hands come from. */
+export interface HandsSession {
+  readonly id: string;
+  readonly environmentId: string;
+  readonly environmentType: "cloud" | "self_hosted";
+  readonly metadata: Metadata;
+}
+
 export async function requestHands(
-  ctx: RouteContext,
+  ctx: Omit<HandsDeps, "log">,
   tenant: string,
-  session: SessionRecord,
+  session: HandsSession,
   reason: "input" | "still needed",
   logger: Logger,
 ): Promise<void> {
@@ -35,7 +53,7 @@ export function wantsHands(events: readonly Event[]): boolean {
 }
 
 /** Whether the log says the session still needs hands: running, or with input after its last status. */
-export async function needsHands(ctx: RouteContext, sessionId: string): Promise<boolean> {
+export async function needsHands(ctx: Pick<HandsDeps, "log">, sessionId: string): Promise<boolean> {
   const { session } = await ctx.log.getSession({ sessionId });
   if (session === undefined || session.status === SessionStatus.SESSION_STATUS_TERMINATED) return false;
   if (session.status === SessionStatus.SESSION_STATUS_RUNNING) return true;

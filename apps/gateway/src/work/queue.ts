@@ -14,7 +14,8 @@ import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import { newId } from "../ids.js";
 import type { Metadata } from "../http/metadata.js";
 import { keysetPage, type KeysetPage } from "../http/keyset.js";
-import { tokenCurrentSql, WORK_COLUMNS, workRecord, type WorkRecord, type WorkRow } from "./record.js";
+import { tokenCurrentSql } from "../auth/work-tokens.js";
+import { WORK_COLUMNS, workRecord, type WorkRecord, type WorkRow } from "./record.js";
 
 export const WORK_ID_PREFIX = "work_";
 /** A poll reclaims items delivered but not acknowledged for this long, unless it says otherwise. */
@@ -177,7 +178,7 @@ export class WorkQueue {
     };
   }
 
-  /** Whether a sessions token of `delivery` still acts for the item's session (record.ts tokenCurrentSql). */
+  /** Whether a sessions token of `delivery` still acts for the item's session (auth/work-tokens.ts tokenCurrentSql). */
   async tokenCurrent(workId: string, delivery: number, now: Date): Promise<boolean> {
     const { rows } = await this.db.query<{ current: boolean }>(`SELECT ${tokenCurrentSql("$2", "$3")} AS current FROM gw_work w WHERE w.work_id = $1`, [
       workId,

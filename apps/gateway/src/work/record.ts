@@ -12,16 +12,6 @@ export type WorkState = BetaSelfHostedWork["state"];
 /** The states in which an item is its session's hands (at most one per session). */
 export const LIVE_STATES: readonly WorkState[] = ["queued", "starting", "active"];
 
-/**
- * SQL, true while a sessions token of delivery `delivery` acts for its session (`w` is the item's
- * gw_work row): it is the item's current delivery, the item is not stopped, and its lease, once
- * the item was acknowledged, has not lapsed (a dead worker's token stops at its lease's end, not
- * at the next poll that reclaims the item). `delivery` and `now` are SQL expressions.
- */
-export function tokenCurrentSql(delivery: string, now: string): string {
-  return `(${delivery} = w.delivery AND w.state <> 'stopped' AND (w.lease_expires_at IS NULL OR w.lease_expires_at >= ${now}))`;
-}
-
 export interface WorkRecord {
   readonly id: string;
   readonly tenant: string;

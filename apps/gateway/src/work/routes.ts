@@ -11,17 +11,30 @@ import type {
   BetaSelfHostedWorkHeartbeatResponse,
   BetaSelfHostedWorkQueueStats,
 } from "@anthropic-ai/sdk/resources/beta/environments/work";
+import type { Db } from "@metaharness/db";
 import type { FastifyBaseLogger, FastifyRequest } from "fastify";
+import type { EnvironmentStore } from "../environments/store.js";
 import { headerValue } from "../http/headers.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { patchMetadata, type MetadataPatch } from "../http/metadata.js";
 import { environmentParams } from "../environments/schemas.js";
 import { heartbeatQuery, listWorkQuery, pollQuery, stopBody, updateWorkBody, workParams } from "./schemas.js";
-import { needsHands, requestHands } from "./hands.js";
+import { needsHands, requestHands, type HandsDeps, type HandsSession } from "./hands.js";
 import { heartbeat, MAX_LEASE_TTL_SECONDS, stop } from "./lease.js";
 import { DEFAULT_RECLAIM_MS } from "./queue.js";
 import { renderWork, workSecret, type WorkRecord } from "./record.js";
-import type { RouteContext } from "../http/route-context.js";
+import type { Router } from "../http/router.js";
+
+/** What the work routes use beyond hands.ts's: leases in the database, environments, sessions' records. */
+export interface WorkRouteDeps extends HandsDeps {
+  /** The gateway's database, for work item leases (lease.ts). */
+  readonly db: Db;
+  readonly environments: EnvironmentStore;
+  /** The sessions' records (sessions/store.ts), read to ask for hands again. */
+  readonly sessions: { get(tenant: string, id: string): Promise<HandsSession | undefined> };
+  /** The lease a heartbeat extends unless it asks for another (MH_GATEWAY_WORK_LEASE_TTL_SECONDS). */
+  readonly workLeaseTtlSeconds: number;
+}
 
 interface WorkParams {
   environment_id: string;
@@ -38,7 +51,7 @@ function workerId(req: FastifyRequest): string | undefined {
 }
 
 /** An API key reaches the tenant's environments only; workers' credentials are scoped already. */
-async function checkEnvironment(ctx: RouteContext, req: FastifyRequest<{ Params: { environment_id: string } }>): Promise<void> {
+async function checkEnvironment(ctx: Pick<WorkRouteDeps, "environments">, req: FastifyRequest<{ Params: { environment_id: string } }>): Promise<void> {
   if (req.principal?.kind !== "api_key") return;
   await ctx.environments.requireSelfHosted(req.tenant, req.params.environment_id, "it has no work queue");
 }
@@ -48,7 +61,7 @@ async function checkEnvironment(ctx: RouteContext, req: FastifyRequest<{ Params:
  * worker. Not when the tenant had asked the item to wind down (it was `stopping`): the worker's
  * stop then ends that wind-down, and a stop by the API key queues nothing new.
  */
-async function requeueIfNeeded(ctx: RouteContext, tenant: string, work: WorkRecord, logger: FastifyBaseLogger): Promise<void> {
+async function requeueIfNeeded(ctx: WorkRouteDeps, tenant: string, work: WorkRecord, logger: FastifyBaseLogger): Promise<void> {
   try {
     const session = await ctx.sessions.get(tenant, work.sessionId);
     if (session !== undefined && (await needsHands(ctx, work.sessionId))) await requestHands(ctx, tenant, session, "still needed", logger);
@@ -57,8 +70,7 @@ async function requeueIfNeeded(ctx: RouteContext, tenant: string, work: WorkReco
   }
 }
 
-export function registerWorkRoutes(ctx: RouteContext): void {
-  const { router } = ctx;
+export function registerWorkRoutes(router: Router, ctx: WorkRouteDeps): void {
   const base = "/v1/environments/:environment_id/work";
 
   router.add<{ Params: { environment_id: string }; Querystring: { block_ms?: number | null; reclaim_older_than_ms?: number | null } }>(

@@ -1,12 +1,11 @@
 /**
- * Request schemas of /v1/environments/{id}/work and the environment keys, after the SDK's
+ * Request schemas of /v1/environments/{id}/work, after the SDK's
  * WorkPollParams, WorkHeartbeatParams, WorkStopParams, WorkUpdateParams and WorkListParams
  * (resources/beta/environments/work.d.ts).
  */
 import { metadataPatch, nullable, obj, pageQuery, pathParams, type JsonSchema } from "../http/json-schema.js";
 
 export const workParams = pathParams("environment_id", "work_id");
-export const keyParams = pathParams("environment_id", "key_id");
 
 // Nullable as the SDK types them: it sends null as an empty value (`block_ms=`), read as absent.
 export const pollQuery: JsonSchema = obj({
