@@ -5,7 +5,8 @@
  * client watches it with deltas, the way a UI would.
  *
  * Which instance drives a session is made certain, not assumed: the sweepers are slowed to once
- * per 10 minutes (MH_SWEEP_MS; their first sweep runs at start, before any session exists), the
+ * per 10 minutes (MH_SWEEP_MS; their first sweep runs at start, before any session exists) and
+ * the brain's own instance takes no session the log says was freed (MH_WAKE_FREED), the
  * session is woken through that instance's own Wake RPC, and the reply must say STARTED with that
  * instance as the lease holder. Callers also check the sandbox timing against the config.
  */
@@ -55,7 +56,7 @@ export interface Rig {
 }
 
 export async function startRig(): Promise<Rig> {
-  const brain = await startBrain({ scenarios: SCENARIOS, broker: true, env: { MH_SWEEP_MS: "600000" } });
+  const brain = await startBrain({ scenarios: SCENARIOS, broker: true, env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false" } });
   const closers: Array<() => void> = [];
   const stop = async (): Promise<void> => {
     for (const close of closers.splice(0)) close();

@@ -75,14 +75,15 @@ class Rig {
         }),
       ],
       logEnv: { MH_RELAY_ENABLED: "true", MH_RELAY_POLL_MS: "100" },
-      // The brain's own in-process instance neither sweeps nor consumes: the processes drive.
-      env: { MH_SWEEP_MS: "600000" },
+      // The brain's own in-process instance neither sweeps, takes freed sessions, nor consumes: the processes drive.
+      env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false" },
     });
     const env = {
       MH_SANDBOX_BROKER_ADDR: brain.broker!.address,
       MH_SANDBOX_BROKER_TOKEN_FILE: brain.broker!.tokens.tokenFile.harness,
       MH_LEASE_TTL_MS: String(ttlMs),
       MH_SWEEP_MS: String(sweepMs),
+      MH_WAKE_FREED: "true",
       MH_KAFKA_WAKE: "true",
       MH_KAFKA_BROKERS: KAFKA_BROKERS,
       MH_KAFKA_TOPIC: brain.log.topic,

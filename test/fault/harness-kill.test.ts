@@ -1,7 +1,9 @@
 /**
  * kill -9 of a harness process at each moment of a turn: while it streams from the model, and
  * between two of its appends. Another instance resumes from the last event within the target
- * (2 s), and the log ends with one answer: nothing lost, nothing duplicated.
+ * (2 s), and the log ends with one answer: nothing lost, nothing duplicated. The killed process's
+ * leases run 60 s: the take-over within 2 s is the log freeing them when its line to the log
+ * closed with the process (HoldLeases), not their expiry.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
@@ -10,6 +12,8 @@ import { idleReason, startBrain, startDoomedHarness, type Brain } from "../suppo
 import { textOf } from "../support/events.js";
 
 const RESUME_TARGET_MS = 2000;
+/** Far beyond the target: a take-over within it did not wait for the dead holder's lease to expire. */
+const DOOMED_TTL_MS = 60_000;
 
 let brain: Brain;
 beforeAll(async () => {
@@ -38,6 +42,7 @@ async function killAt(
   const doomed = await startDoomedHarness(brain, {
     MH_SANDBOX_BROKER_ADDR: brain.broker!.address,
     MH_SANDBOX_BROKER_TOKEN_FILE: brain.broker!.tokens.tokenFile.harness,
+    MH_LEASE_TTL_MS: String(DOOMED_TTL_MS),
   });
   try {
     const sessionId = await doomed.own(() => brain.createSession(), prompt);

@@ -175,7 +175,8 @@ export interface DoomedHarness extends ServiceProcess {
 
 /**
  * A harness as its own process (dist/main.js) on `brain`, instance "doomed", taking sessions only
- * when woken (its sweeper is off), so that a test can kill it with SIGKILL at a chosen moment.
+ * when woken (its sweeper is off, and it takes no session the log says was freed), so that a test
+ * can kill it with SIGKILL at a chosen moment.
  */
 export async function startDoomedHarness(brain: Brain, env: Record<string, string> = {}): Promise<DoomedHarness> {
   const child = await startProcess(
@@ -188,6 +189,7 @@ export async function startDoomedHarness(brain: Brain, env: Record<string, strin
       MH_INSTANCE_ID: "doomed",
       MH_LOG_LEVEL: "warn",
       MH_SWEEP_MS: "600000",
+      MH_WAKE_FREED: "false",
       ...env,
     },
     async (port) => {

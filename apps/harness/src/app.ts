@@ -1,6 +1,7 @@
 /**
  * Wires a harness instance: clients of the session log and the sandbox broker, the model, the
- * Harness gRPC service (Wake, ListActive), the orphan sweeper and (optionally) wakes from Kafka.
+ * Harness gRPC service (Wake, ListActive), the line to the log that frees this instance's leases
+ * when it dies, the orphan sweeper and (optionally) wakes from Kafka.
  */
 import { MhError } from "@metaharness/errors";
 import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type BusSubscription, type EventBus } from "@metaharness/event-bus";
@@ -15,6 +16,7 @@ import type { HarnessLoop } from "./loop/harness-loop.js";
 import { Supervisor } from "./supervisor.js";
 import { wakeFromKafka } from "./wake/kafka-wake.js";
 import { Sweeper } from "./wake/sweeper.js";
+import { LeaseLine } from "./wake/lease-line.js";
 
 export interface HarnessHandle {
   readonly port: number;
@@ -109,6 +111,11 @@ export async function startHarness(
     // a draining call waits for the others. Each is bounded, so a stop ends within about 2 s.
     const serving: Array<() => Promise<unknown>> = [() => supervisor.stop()];
     cleanups.push(() => Promise.allSettled(serving.map((s) => s())));
+
+    // First: a lease taken before the line is held is covered by its TTL only.
+    const line = new LeaseLine(log, supervisor, { wakeFreed: config.wakeFreed }, logger);
+    line.start();
+    serving.push(() => line.stop());
 
     const sweeper = new Sweeper(log, supervisor, config.sweepMs, logger);
     sweeper.start();

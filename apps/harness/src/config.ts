@@ -35,6 +35,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       workerToolTimeoutMs: env.durationMs("MH_WORKER_TOOL_TIMEOUT_MS", { default: 10 * 60_000, min: 1000, max: 24 * 3_600_000 }),
       // Chosen by test/bench/recovery.ts (docs/performance.md): 100 ms against 250 took ~0.8 s off kill -> takeover at p50.
       sweepMs: env.int("MH_SWEEP_MS", { default: 100, min: 50, max: 600_000 }),
+      // Wake at once the sessions the log says lost their holder (HoldLeases: it died, or gave them
+      // back mid-turn). Off only where a test chooses which instance drives what.
+      wakeFreed: env.bool("MH_WAKE_FREED", { default: true }),
       kafkaWake: env.bool("MH_KAFKA_WAKE", { default: false }),
       kafkaBrokers: env.list("MH_KAFKA_BROKERS", { default: ["127.0.0.1:9092"] }),
       topic: env.string("MH_KAFKA_TOPIC", { default: SESSION_EVENTS_TOPIC }),

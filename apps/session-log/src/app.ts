@@ -1,5 +1,6 @@
 /**
- * Wires the session-log service: Postgres pool and migrations, the append hub, the gRPC server
+ * Wires the session-log service: Postgres pool and migrations, the append hub, the holders' lines
+ * (HoldLeases: leases freed when their holder dies), the gRPC server
  * and (unless disabled) the outbox relay to Kafka. Used by main.ts and by tests, which start it
  * in-process on port 0.
  */
@@ -14,6 +15,7 @@ import { sessionLogDefinition } from "./stored-wire.js";
 import { sessionLogService } from "./service.js";
 import { DeltaHub } from "./watch/deltas.js";
 import { AppendHub } from "./watch/hub.js";
+import { HolderLines } from "./holders/lines.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
@@ -53,6 +55,9 @@ export async function startSessionLog(
     const deltas = new DeltaHub(db, logger);
     await deltas.start();
     cleanups.push(() => deltas.stop());
+    const lines = new HolderLines(db, logger);
+    await lines.start();
+    cleanups.push(() => lines.stop());
 
     let relay: OutboxRelay | undefined;
     if (config.relayEnabled) {
@@ -92,6 +97,7 @@ export async function startSessionLog(
             db,
             hub,
             deltas,
+            lines,
             logger,
             guard: { tokens, logger },
             maxPayloadBytes: config.maxPayloadBytes,
@@ -102,6 +108,9 @@ export async function startSessionLog(
       ],
     });
     cleanups.push(() => server.shutdown(5000));
+    // Before the server drains (cleanups run last pushed first): the holders' lines end at once
+    // and free nothing, since their holders live on; they hold them again on the next instance.
+    cleanups.push(() => Promise.resolve(lines.close()));
     logger.info({ port: server.port, tls: tls.serving, relay: config.relayEnabled, kafka: kafka === undefined ? "off" : kafkaLinkName(kafka) }, "session-log serving");
     return { port: server.port, address: server.address, db, relay, stop };
   } catch (err) {

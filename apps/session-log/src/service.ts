@@ -24,7 +24,8 @@ import { checkRepositories, updateSession } from "./store/repositories.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
 import { storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
-import { acquireLease, releaseLease, renewLease } from "./store/leases.js";
+import { acquireLease, checkHolder, releaseLease, renewLease } from "./store/leases.js";
+import type { HolderLines } from "./holders/lines.js";
 import { watchEvents } from "./watch/watch.js";
 import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
 import type { DeltaHub } from "./watch/deltas.js";
@@ -38,6 +39,8 @@ export interface ServiceDeps {
   readonly db: Db;
   readonly hub: AppendHub;
   readonly deltas: DeltaHub;
+  /** The holders' lines (HoldLeases): leases freed when a holder dies, and freed sessions announced. */
+  readonly lines: HolderLines;
   readonly logger: Logger;
   /** The service tokens it accepts; every RPC checks its caller's role against auth/policy.ts. */
   readonly guard: Guard<Role>;
@@ -49,7 +52,7 @@ export interface ServiceDeps {
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
   const { db, hub, logger } = deps;
-  const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
+  const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents" | "holdLeases">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
     guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
   const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix }, deps.appendMaxQueued);
   const deltaGate = new DeltaGate(db);
@@ -201,8 +204,16 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     })),
 
     releaseLease: rpc("releaseLease", async (req) => {
-      await releaseLease(db, requireSessionId(req.sessionId), req.holder, req.epoch);
+      const sessionId = requireSessionId(req.sessionId);
+      const { needsHarness } = await releaseLease(db, sessionId, req.holder, req.epoch);
+      // Given back mid-turn (its harness is shutting down): another takes it over now, not at its next sweep.
+      if (needsHarness) deps.lines.announce([sessionId]);
       return {};
+    }),
+
+    holdLeases: guardedServerStream(SessionLogService.holdLeases.path.slice(1), deps.guard, POLICY.holdLeases, async (req, stream) => {
+      checkHolder(req.holder);
+      await deps.lines.hold(req.holder, stream);
     }),
   };
   return impl;

@@ -19,8 +19,8 @@ beforeAll(async () => {
   brain = await startBrain({
     scenarios: [defineScenario("hi", [{ text: "hello from a brain" }], { onExhausted: "repeat-last" })],
     logEnv: { MH_RELAY_ENABLED: "true", MH_RELAY_POLL_MS: "100" },
-    // The brain's own instance neither sweeps nor consumes: only the processes below drive sessions.
-    env: { MH_SWEEP_MS: "600000" },
+    // The brain's own instance neither sweeps, takes freed sessions (MH_WAKE_FREED), nor consumes: only the processes below drive sessions.
+    env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false" },
   });
 });
 afterAll(async () => {

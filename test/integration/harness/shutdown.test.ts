@@ -23,7 +23,7 @@ beforeAll(async () => {
       defineScenario("slow", [{ text: "word ".repeat(500), ttftMs: 10, tokensPerSecond: 20 }], { onExhausted: "repeat-last" }),
       defineScenario("tool", [{ toolUses: [{ name: "bash", input: { command: "sleep 60" } }] }, { text: "done" }]),
     ],
-    env: { MH_SWEEP_MS: "600000" },
+    env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false" },
   });
 });
 afterAll(async () => {

@@ -52,6 +52,19 @@ async function watchCode(client: LogClient): Promise<string> {
   }
 }
 
+/** A holder's line (HoldLeases): "OK" once held; left at once, which frees what "auth-probe" holds (nothing). */
+async function holdCode(client: LogClient): Promise<string> {
+  try {
+    for await (const item of client.holdLeases({ holder: "auth-probe" })) {
+      void item;
+      return "OK";
+    }
+    return "ENDED";
+  } catch (err) {
+    return (err as { code: string }).code;
+  }
+}
+
 async function expectUntouched(): Promise<void> {
   const { session } = await log.client.getSession({ sessionId });
   expect([session?.lastSeq, session?.lease?.holder ?? ""]).toEqual([1, ""]);
@@ -64,6 +77,7 @@ describe("session log authentication", () => {
       const client = log.clientAs(who);
       for (const [rpc, call] of everyCall(client)) expect([rpc, (await rejection(call())).code]).toEqual([rpc, "UNAUTHENTICATED"]);
       expect(await watchCode(client)).toBe("UNAUTHENTICATED");
+      expect(await holdCode(client)).toBe("UNAUTHENTICATED");
     }
     await expectUntouched();
   });
@@ -77,6 +91,7 @@ describe("session log authentication", () => {
         expect([role, rpc, err.code]).toEqual([role, rpc, "PERMISSION_DENIED"]);
       }
       expect(await watchCode(client)).toBe((POLICY.watchEvents as readonly string[]).includes(role) ? "OK" : "PERMISSION_DENIED");
+      expect(await holdCode(client)).toBe((POLICY.holdLeases as readonly string[]).includes(role) ? "OK" : "PERMISSION_DENIED");
     }
     await expectUntouched();
     // The broker appends its sandbox events, and nothing else: not words in the user's mouth.

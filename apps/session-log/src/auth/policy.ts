@@ -2,7 +2,7 @@
  * Who may call the session log, which holds every session's whole history: every RPC needs a
  * service token (MH_SERVICE_TOKENS_FILE) whose role the policy lists for it. An admin (the
  * gateway, a backend using the gRPC API) may do everything; a harness reads sessions, appends,
- * watches, streams deltas and holds leases; the sandbox broker appends its sandbox events, one at a
+ * watches, streams deltas and holds leases (and a line that frees them when it dies); the sandbox broker appends its sandbox events, one at a
  * time and of those types only (BROKER_EVENT_TYPES), so its token cannot put words in a user's
  * mouth, and reads a session's status, without its metadata (to release the sandboxes of a
  * deleted one); the credential vault proxy reads a session's metadata (its vaults and tenant).
@@ -34,4 +34,5 @@ export const POLICY: Policy<RpcName, Role> = {
   acquireLease: ["admin", "harness"],
   renewLease: ["admin", "harness"],
   releaseLease: ["admin", "harness"],
+  holdLeases: ["admin", "harness"],
 };

@@ -1,13 +1,15 @@
 /**
  * Leases: which harness owns a session. The epoch grows each time the lease goes to a holder that
  * did not already hold it unexpired; EmitEvent compares it, so a writer presumed dead is fenced
- * off the moment its successor acquires. Expiry uses the database clock, never a caller's.
+ * off the moment its successor acquires. Expiry uses the database clock, never a caller's. A lease
+ * ends three ways: released, freed when its holder's line to the log ends (freeLeasesOf: the
+ * holder died), or expired (a holder that hangs or is cut off with its connection open).
  */
 import type { Queryable } from "@metaharness/db";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import { SessionStatus, type Lease } from "@metaharness/proto";
 import { leaseFromRow, type SessionRow } from "./rows.js";
-import { notFound } from "./sessions.js";
+import { NEEDS_HARNESS, notFound } from "./sessions.js";
 
 /** Down to half a second: the harness's TTL is chosen by test/bench/recovery.ts, which measures recovery against false expiries. */
 export const MIN_TTL_MS = 500;
@@ -17,9 +19,14 @@ type LeaseRow = Pick<SessionRow, "lease_holder" | "lease_epoch" | "lease_expires
 const LEASE_COLUMNS = "lease_holder, lease_epoch, lease_expires_at";
 const TERMINATED = SessionStatus.SESSION_STATUS_TERMINATED;
 
-function checkArgs(holder: string, ttlMs: number | undefined): void {
+/** A holder's name as every lease RPC takes it (HoldLeases too). */
+export function checkHolder(holder: string): void {
   if (holder === "" || holder.length > 256) throw invalidArgument("holder", "must be 1-256 characters");
   if (holder.includes("\0")) throw invalidArgument("holder", "holds a NUL character, which cannot be stored");
+}
+
+function checkArgs(holder: string, ttlMs: number | undefined): void {
+  checkHolder(holder);
   if (ttlMs !== undefined && (ttlMs < MIN_TTL_MS || ttlMs > MAX_TTL_MS)) {
     throw invalidArgument("ttl_ms", `must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}, got ${ttlMs}`);
   }
@@ -83,14 +90,32 @@ export async function renewLease(
   throw await lostLease(db, sessionId, holder, epoch);
 }
 
-export async function releaseLease(db: Queryable, sessionId: string, holder: string, epoch: number): Promise<void> {
+/** Gives the lease back; says whether the session still needs a harness (another may take it now). */
+export async function releaseLease(db: Queryable, sessionId: string, holder: string, epoch: number): Promise<{ needsHarness: boolean }> {
   checkArgs(holder, undefined);
-  const { rowCount } = await db.query(
+  const { rows } = await db.query<{ needs_harness: boolean }>(
     `UPDATE sessions SET lease_holder = NULL, lease_expires_at = NULL
-      WHERE session_id = $1 AND lease_holder = $2 AND lease_epoch = $3`,
+      WHERE session_id = $1 AND lease_holder = $2 AND lease_epoch = $3
+      RETURNING ${NEEDS_HARNESS} AS needs_harness`,
     [sessionId, holder, epoch],
   );
-  if (rowCount === 0) throw await lostLease(db, sessionId, holder, epoch);
+  if (rows[0] === undefined) throw await lostLease(db, sessionId, holder, epoch);
+  return { needsHarness: rows[0].needs_harness };
+}
+
+/**
+ * Frees every lease `holder` holds, expired or not: its line to the log ended, so it is gone.
+ * The epoch stays: the next acquire raises it, which fences the old holder should it still
+ * live (cut off, not dead). Returns the freed sessions that need a harness now.
+ */
+export async function freeLeasesOf(db: Queryable, holder: string): Promise<{ freed: number; needHarness: string[] }> {
+  const { rows } = await db.query<{ session_id: string; needs_harness: boolean }>(
+    `UPDATE sessions SET lease_holder = NULL, lease_expires_at = NULL
+      WHERE lease_holder = $1
+      RETURNING session_id, ${NEEDS_HARNESS} AS needs_harness`,
+    [holder],
+  );
+  return { freed: rows.length, needHarness: rows.filter((r) => r.needs_harness).map((r) => r.session_id) };
 }
 
 async function currentLease(db: Queryable, sessionId: string): Promise<{ status: SessionStatus; lease: Lease | undefined }> {

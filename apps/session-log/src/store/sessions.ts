@@ -49,6 +49,9 @@ export interface ListFilter {
   readonly orphaned: boolean;
 }
 
+/** A session that needs a harness driving it (running, or input waiting): SQL on `sessions`. */
+export const NEEDS_HARNESS = "(status = 2 OR awaiting_harness)";
+
 export async function listSessions(
   db: Queryable,
   filter: ListFilter,
@@ -71,7 +74,7 @@ export async function listSessions(
   }
   if (Object.keys(filter.labels).length > 0) add((p) => `labels @> ${p}::jsonb`, JSON.stringify(filter.labels));
   if (filter.orphaned) {
-    where.push("(status = 2 OR awaiting_harness) AND (lease_holder IS NULL OR lease_expires_at <= now())");
+    where.push(`${NEEDS_HARNESS} AND (lease_holder IS NULL OR lease_expires_at <= now())`);
   }
   params.push(pageSize + 1);
   const { rows } = await db.query<SessionRow & { ord: string }>(

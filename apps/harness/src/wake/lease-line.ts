@@ -1,0 +1,77 @@
+/**
+ * This instance's line to the session log (HoldLeases), open for as long as it lives. While it
+ * is open the log ties this instance's leases to it: when the process dies (kill -9 included:
+ * the kernel closes its connections) the log frees them at once, and another harness takes its
+ * sessions over without waiting for their TTL to run out. Through the same line the log names
+ * the sessions whose lease became free while they need a harness (their holder died, or gave
+ * them back shutting down): they are woken here at once (MH_WAKE_FREED), not at the next sweep.
+ * The lease keeper's renewals and the TTL stay: they cover a holder that hangs or is cut off
+ * without its connection closing. A line that breaks (the log restarted) is opened again.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { MhError } from "@metaharness/errors";
+import type { Logger } from "@metaharness/service-kit";
+import { untraced } from "@metaharness/telemetry";
+import type { SessionLogClient } from "../log-port.js";
+import type { Supervisor } from "../supervisor.js";
+
+/** The first wait before opening a broken line again, doubled up to MAX_RETRY_MS. */
+const FIRST_RETRY_MS = 50;
+const MAX_RETRY_MS = 2_000;
+
+export class LeaseLine {
+  private readonly controller = new AbortController();
+  private running: Promise<void> | undefined;
+  private heldOnce: () => void = () => undefined;
+  /** Resolves once the log said the line is held (the first time). */
+  readonly held: Promise<void> = new Promise((resolve) => (this.heldOnce = resolve));
+
+  constructor(
+    private readonly log: SessionLogClient,
+    private readonly supervisor: Supervisor,
+    private readonly opts: { readonly wakeFreed: boolean },
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.running ??= this.keep();
+  }
+
+  /** Closes the line: the log then frees whatever this instance still holds. */
+  async stop(): Promise<void> {
+    this.controller.abort(new MhError("CANCELLED", "harness stopping"));
+    await this.running;
+  }
+
+  private async keep(): Promise<void> {
+    const { signal } = this.controller;
+    let retryMs = FIRST_RETRY_MS;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        // Open for the process's life: no deadline, and not a trace (the wakes it leads to are).
+        const line = untraced(() => this.log.holdLeases({ holder: this.supervisor.instanceId }, { signal, deadlineMs: undefined }));
+        for await (const { freedSessionIds } of line) {
+          if (failures > 0) this.logger.info({ failures }, "lease line held again");
+          failures = 0;
+          retryMs = FIRST_RETRY_MS;
+          this.heldOnce();
+          if (this.opts.wakeFreed) for (const sessionId of freedSessionIds) this.wake(sessionId);
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        // The log is restarting or away: say so once, then every 100th attempt, with a count.
+        if (failures++ % 100 === 0) this.logger.warn({ err, failures }, "lease line broken; opening it again");
+      }
+      if (signal.aborted) return;
+      await sleep(retryMs, undefined, { signal }).catch(() => undefined);
+      retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
+    }
+  }
+
+  private wake(sessionId: string): void {
+    this.supervisor.wake(sessionId).catch((err: unknown) => {
+      this.logger.warn({ err, sessionId }, "could not wake a session whose lease was freed");
+    });
+  }
+}
