@@ -10,7 +10,8 @@
  * instead of -9, where the lease is given back on the way out and no expiry is waited for.
  * Leases lost by live instances (a renewal too late on a loaded machine) are counted: the price
  * of a short TTL. Each parameter set (lease TTL : sweep period) runs on a fresh stack:
- * MH_BENCH_RECOVERY_CONFIGS="1000:250,600:100", MH_BENCH_RECOVERY_KILLS (default 20).
+ * MH_BENCH_RECOVERY_CONFIGS="1000:100,3000:500" (default: the harness defaults, 3000:500),
+ * MH_BENCH_RECOVERY_KILLS (default 20).
  */
 import { randomBytes } from "node:crypto";
 import { defineScenario } from "@metaharness/offline-model";
@@ -24,7 +25,7 @@ const HARNESSES = 3;
 const SESSIONS = 9;
 const KILLS = Number(process.env["MH_BENCH_RECOVERY_KILLS"] ?? "20");
 const TERMS = 5;
-const CONFIGS = (process.env["MH_BENCH_RECOVERY_CONFIGS"] ?? "1000:250").split(",").map((c) => {
+const CONFIGS = (process.env["MH_BENCH_RECOVERY_CONFIGS"] ?? "3000:500").split(",").map((c) => {
   const [ttl, sweep] = c.split(":").map(Number);
   if (!Number.isInteger(ttl) || !Number.isInteger(sweep)) throw new Error(`MH_BENCH_RECOVERY_CONFIGS: "${c}" is not ttl:sweep`);
   return { ttlMs: ttl!, sweepMs: sweep! };

@@ -28,13 +28,19 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       maxTokens: env.int("MH_MAX_TOKENS", { default: 8192, min: 1, max: 128_000 }),
       modelMaxAttempts: env.int("MH_MODEL_MAX_ATTEMPTS", { default: 5, min: 1, max: 20 }),
       modelRetryInitialMs: env.int("MH_MODEL_RETRY_INITIAL_MS", { default: 500, min: 1, max: 60_000 }),
-      leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 1000, min: 500, max: 600_000 }),
+      // How long a lease outlives its holder's last renewal: a harness that dies frees its leases at
+      // once through its line to the log (HoldLeases), so this is the wait only for one that hangs or
+      // is cut off. Chosen by test/bench/recovery.ts (docs/performance.md): 1 s cost 8 leases lost by
+      // live harnesses in a run at load 20, 3 s none in any run, and recovery no longer depends on it.
+      leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 3000, min: 500, max: 600_000 }),
       // Only to measure the coupled design against ours: provision a sandbox before the first model call.
       eagerSandbox: env.bool("MH_EAGER_SANDBOX", { default: false }),
       // Self-hosted environments: how long a tool call waits for the environment's worker to answer.
       workerToolTimeoutMs: env.durationMs("MH_WORKER_TOOL_TIMEOUT_MS", { default: 10 * 60_000, min: 1000, max: 24 * 3_600_000 }),
-      // Chosen by test/bench/recovery.ts (docs/performance.md): 100 ms against 250 took ~0.8 s off kill -> takeover at p50.
-      sweepMs: env.int("MH_SWEEP_MS", { default: 100, min: 50, max: 600_000 }),
+      // The fallback for a freed session nobody heard of (the log's news on the line is the first
+      // way): chosen by test/bench/recovery.ts (docs/performance.md), 500 ms recovered as fast as
+      // 100 ms (kill -9 -> next event p50 596 ms, p99 1.8 s) for a fifth of the ListSessions calls.
+      sweepMs: env.int("MH_SWEEP_MS", { default: 500, min: 50, max: 600_000 }),
       // Wake at once the sessions the log says lost their holder (HoldLeases: it died, or gave them
       // back mid-turn). Off only where a test chooses which instance drives what.
       wakeFreed: env.bool("MH_WAKE_FREED", { default: true }),

@@ -94,6 +94,11 @@ export class Supervisor {
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
   }
 
+  /** How many sessions this instance drives now. */
+  get driving(): number {
+    return this.active.size;
+  }
+
   list(): ActiveSession[] {
     return [...this.active.entries()].map(([sessionId, a]) => ({ sessionId, leaseEpoch: a.lease.epoch, lastSeq: a.log.lastSeq }));
   }

@@ -15,6 +15,15 @@ import { untraced } from "@metaharness/telemetry";
 import type { SessionLogClient } from "../log-port.js";
 import type { Supervisor } from "../supervisor.js";
 
+/**
+ * Every instance hears of a freed session at once, and the first to ask takes it: without a
+ * handicap one instance ended up with all nine sessions of test/bench/recovery.ts, and its death
+ * left one successor to resume all nine at once (next event 4 s after the kill, against 1 s
+ * for the others). An instance waits this long per session it drives before it asks, so the
+ * least busy one usually wins.
+ */
+const WAIT_PER_SESSION_MS = 20;
+const MAX_WAIT_MS = 200;
 /** The first wait before opening a broken line again, doubled up to MAX_RETRY_MS. */
 const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 2_000;
@@ -70,8 +79,14 @@ export class LeaseLine {
   }
 
   private wake(sessionId: string): void {
-    this.supervisor.wake(sessionId).catch((err: unknown) => {
-      this.logger.warn({ err, sessionId }, "could not wake a session whose lease was freed");
-    });
+    const waitMs = Math.min(MAX_WAIT_MS, this.supervisor.driving * WAIT_PER_SESSION_MS);
+    const wake = (): void => {
+      if (this.controller.signal.aborted) return;
+      this.supervisor.wake(sessionId).catch((err: unknown) => {
+        this.logger.warn({ err, sessionId }, "could not wake a session whose lease was freed");
+      });
+    };
+    if (waitMs === 0) wake();
+    else setTimeout(wake, waitMs).unref();
   }
 }

@@ -1,8 +1,10 @@
 /**
- * Finds sessions that need a harness and have none (their harness died mid-turn, or a wake-up
- * was lost) and wakes them here. Every instance sweeps; the lease decides which one drives.
- * The default lease TTL (1 s) and sweep period (0.1 s) are chosen by test/bench/recovery.ts;
- * its figures (kill -9 to takeover and to the next event) are in docs/performance.md.
+ * Finds sessions that need a harness and have none (their harness hung or was cut off until its
+ * lease expired, or a wake-up or the log's news of a freed lease was lost) and wakes them here.
+ * A harness that dies is noticed at once through its line to the log (lease-line.ts); this is
+ * the fallback. Every instance sweeps; the lease decides which one drives. The default lease TTL
+ * (3 s) and sweep period (0.5 s) are chosen by test/bench/recovery.ts; its figures (kill -9 to
+ * takeover and to the next event) are in docs/performance.md.
  */
 import type { Logger } from "@metaharness/service-kit";
 import { untraced } from "@metaharness/telemetry";
