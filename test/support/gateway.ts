@@ -53,6 +53,8 @@ export interface StackOptions {
   readonly env?: Record<string, string>;
   /** The harness's settings. */
   readonly harnessEnv?: Record<string, string>;
+  /** The session log's settings (its outbox relay is off unless MH_RELAY_ENABLED=true). */
+  readonly logEnv?: Record<string, string>;
   /** Start the credential vault proxy (default true). */
   readonly vault?: boolean;
   /** The credential vault proxy's settings. */
@@ -73,7 +75,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   try {
     // The proxy asks the session log about sessions and the harness asks the proxy: the log
     // starts first (on port 0), so that both can be given its address.
-    const log = await startTestLog({ MH_RELAY_ENABLED: "false" }, { ...(opts.logger === undefined ? {} : { logger: opts.logger("session-log") }) });
+    const log = await startTestLog({ MH_RELAY_ENABLED: "false", ...opts.logEnv }, { ...(opts.logger === undefined ? {} : { logger: opts.logger("session-log") }) });
     stops.push(() => log.stop());
     const vault =
       opts.vault === false

@@ -3,7 +3,7 @@
  * Secrets are never settings: the master keys and the service tokens are read from files whose
  * paths are configured here, so no secret sits in the process environment or a config dump.
  */
-import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
@@ -68,6 +68,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
 
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // Metrics (MH_METRICS_PORT, MH_OTLP_METRICS_ENDPOINT): see the service kit's metrics-env.ts.
+      ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
     },

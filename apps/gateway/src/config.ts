@@ -1,7 +1,7 @@
 /**
  * Every setting of the gateway, read from the environment in this one place.
  */
-import { env, readConfig, type EnvVar, GRPC_TLS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { env, readConfig, type EnvVar, GRPC_TLS_ENV, METRICS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
 import { RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
 
 /** A key the gateway accepts at start, and the tenant it acts for. */
@@ -86,6 +86,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       workPurgeEveryMs: env.int("MH_GATEWAY_WORK_PURGE_EVERY_MS", { default: 10 * 60_000, min: 100, max: 24 * 3600_000 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // Metrics (MH_METRICS_PORT, MH_OTLP_METRICS_ENDPOINT): see the service kit's metrics-env.ts.
+      ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
     },

@@ -10,6 +10,7 @@ import type { ModelClient } from "@metaharness/model-client";
 import { SessionStatus, WakeOutcome, type ActiveSession, type SandboxBrokerService } from "@metaharness/proto";
 import { loggerFor, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { LeaseKeeper } from "./lease-keeper.js";
+import { sessionsActive } from "./loop/turn-meter.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { McpPort, type CredentialProxyClient } from "./tools/mcp.js";
@@ -91,6 +92,7 @@ export class Supervisor {
     const log = new LogPort(this.opts.log, sessionId);
     const done = this.drive(log, got, logger);
     this.active.set(sessionId, { lease: got, log, done });
+    sessionsActive.add(1);
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
   }
 
@@ -178,7 +180,7 @@ export class Supervisor {
       if (lease.signal.aborted || e.code === "ABORTED") logger.info({ err: e.message }, "stopped: the lease is gone");
       else await this.fail(sessionId, lease, e, logger);
     } finally {
-      this.active.delete(sessionId);
+      if (this.active.delete(sessionId)) sessionsActive.add(-1);
       await lease.release();
     }
   }

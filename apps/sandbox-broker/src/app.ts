@@ -17,6 +17,7 @@ import { SessionEnds } from "./broker/session-ends.js";
 import type { SandboxBrokerConfig } from "./config.js";
 import { interruptAfterRestart } from "./db/calls.js";
 import { loseAfterRestart } from "./db/sandboxes.js";
+import { sandboxLost } from "./metrics.js";
 import { Launcher } from "./driver/launcher.js";
 import { LocalSandbox } from "./driver/local-sandbox.js";
 import { NO_EVENTS, SessionLogSink, type SandboxEventSink } from "./events/sink.js";
@@ -95,6 +96,7 @@ export async function startSandboxBroker(
 
     const incarnation = randomBytes(8).toString("hex");
     const lost = await loseAfterRestart(pool, config.brokerId, RESTART_REASON);
+    sandboxLost("broker_restarted", lost.length);
     const interrupted = await interruptAfterRestart(pool, config.brokerId, incarnation);
     for (const row of lost) events.lost(row.sessionId, row.sandboxId, RESTART_REASON);
     if (lost.length > 0 || interrupted > 0) {

@@ -3,7 +3,7 @@
  * defaults and bounds here are what `Provision` fills a zero with and checks a request against.
  */
 import { hostname } from "node:os";
-import { env, readConfig, GRPC_TLS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -127,6 +127,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
 
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // Metrics (MH_METRICS_PORT, MH_OTLP_METRICS_ENDPOINT): see the service kit's metrics-env.ts.
+      ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
     },

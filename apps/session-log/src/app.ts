@@ -10,6 +10,7 @@ import { Cleanups, loadGrpcTls, ServiceTokens, startGrpcServer, type Logger } fr
 import { ROLES } from "./auth/policy.js";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";
+import { observeLogGauges } from "./metrics.js";
 import { OutboxRelay } from "./outbox/relay.js";
 import { sessionLogDefinition } from "./stored-wire.js";
 import { sessionLogService } from "./service.js";
@@ -48,6 +49,8 @@ export async function startSessionLog(
     cleanups.push(() => db.end());
     const applied = await migrate(db, "session-log", MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, "applied migrations");
+    const gauges = observeLogGauges(db);
+    cleanups.push(() => Promise.resolve(gauges.stop()));
 
     const hub = new AppendHub(db, logger);
     await hub.start();

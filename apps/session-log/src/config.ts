@@ -1,7 +1,7 @@
 /**
  * Every setting of the session-log service, read from the environment in this one place.
  */
-import { env, readConfig, GRPC_TLS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_TLS_ENV, METRICS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
 import { KAFKA_SECURITY_ENV } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
@@ -40,6 +40,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       relayRebalanceMs: env.int("MH_RELAY_REBALANCE_MS", { default: 5000, min: 100, max: 600_000 }),
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
+      // Metrics (MH_METRICS_PORT, MH_OTLP_METRICS_ENDPOINT): see the service kit's metrics-env.ts.
+      ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
     },

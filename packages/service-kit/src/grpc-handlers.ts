@@ -1,7 +1,8 @@
 /**
  * Wrappers that let service code be plain async functions. Each call runs in a SERVER span
  * continuing the caller's trace (named after the session its request is about, if any), gets an AbortSignal for cancellation and deadline, and any thrown
- * error becomes a proper gRPC status (see grpc-errors.ts), logged once.
+ * error becomes a proper gRPC status (see grpc-errors.ts), logged once; its duration and status
+ * are recorded in `rpc.server.call.duration` (each service's error rate).
  */
 import type {
   Deadline,
@@ -13,11 +14,14 @@ import type {
 } from "@grpc/grpc-js";
 import { MhError } from "@metaharness/errors";
 import {
+  METRICS,
   ROOT_CONTEXT,
   SpanKind,
   currentSpanIds,
   extractFromMetadata,
+  histogram,
   recordError,
+  secondsSince,
   withSpan,
   type Attributes,
 } from "@metaharness/telemetry";
@@ -39,6 +43,8 @@ export interface ServerStreamWriter<Res> {
   write(res: Res): Promise<void>;
   readonly signal: AbortSignal;
 }
+
+const rpcDuration = histogram(METRICS.rpcDuration);
 
 /** What both unary and streaming server calls offer. */
 type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, "metadata" | "cancelled" | "getDeadline" | "once">;
@@ -100,6 +106,8 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, request: unkno
         ).unref();
 
   const parent = extractFromMetadata(call.metadata, ROOT_CONTEXT);
+  const started = performance.now();
+  let status = "OK";
   const run = withSpan(
     name,
     { ...rpcAttributes(name), ...sessionAttribute(request) },
@@ -124,6 +132,7 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, request: unkno
         span.setAttribute("rpc.grpc.status_code", 0);
       } catch (thrown) {
         const err = toMhError(thrown);
+        status = err.code;
         span.setAttribute("rpc.grpc.status_code", err.codeNumber);
         if (call.cancelled) {
           callLogger().debug({ code: err.code }, "rpc ended after the client cancelled");
@@ -139,6 +148,7 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, request: unkno
       } finally {
         finished = true;
         if (timer !== undefined) clearTimeout(timer);
+        rpcDuration.record(secondsSince(started), { "rpc.system.name": "grpc", "rpc.method": name, "rpc.response.status_code": status });
       }
     },
     { parent, kind: SpanKind.SERVER },

@@ -14,6 +14,7 @@ export {
   type EnvSource,
   type EnvVar,
 } from "./config.js";
+export { METRICS_ENV, metricsOptions, type MetricsSettings } from "./metrics-env.js";
 export { env, type EnvOptions, type RangeOptions, type UrlOptions } from "./env.js";
 export {
   createLogger,

@@ -8,6 +8,7 @@
  */
 import { startTelemetry } from "@metaharness/telemetry";
 import { ConfigError } from "./config.js";
+import { metricsOptions, type MetricsSettings } from "./metrics-env.js";
 import { createLogger, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";
 import { installShutdown } from "./shutdown.js";
 
@@ -21,7 +22,7 @@ export interface RunServiceOptions<C extends ServiceBasics> {
 }
 
 /** What every service's config has (a tool without traces, like the offline model, leaves out the endpoint). */
-export interface ServiceBasics {
+export interface ServiceBasics extends MetricsSettings {
   readonly logLevel: LogLevel;
   readonly otlpEndpoint?: string | undefined;
 }
@@ -35,8 +36,14 @@ export async function runService<C extends ServiceBasics>(opts: RunServiceOption
     fail(createLogger({ service: opts.name }), opts.name, err);
     return;
   }
-  const telemetry = startTelemetry({ serviceName: opts.name, otlpEndpoint: config.otlpEndpoint });
+  const telemetry = startTelemetry({ serviceName: opts.name, otlpEndpoint: config.otlpEndpoint, metrics: metricsOptions(config) });
   const logger = createLogger({ service: opts.name, level: config.logLevel, ...(opts.redact === undefined ? {} : { redact: opts.redact }) });
+  telemetry.metricsUrl().then(
+    (url) => {
+      if (url !== undefined) logger.info({ url }, `metrics for Prometheus at ${url}`);
+    },
+    (err: unknown) => logger.error({ err }, "the metrics endpoint could not listen"),
+  );
   reportProcessEvents(logger, opts.name);
   let app: { stop(): Promise<void> };
   try {

@@ -16,6 +16,7 @@ export {
   type HeaderValue,
 } from "./carriers.js";
 export { withSpan, recordError, type WithSpanOptions } from "./with-span.js";
+export * from "./metrics/index.js";
 export { untraced } from "./untraced.js";
 export { startTestTelemetry, type TestTelemetry } from "./testing.js";
 export {

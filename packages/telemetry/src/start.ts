@@ -1,7 +1,9 @@
 /**
  * The one place a process starts OpenTelemetry: a Node tracer provider named after the service,
  * registered globally with the W3C TraceContext propagator and the AsyncLocalStorage context
- * manager, exporting over OTLP/proto HTTP in batches. Everything else only asks for a tracer.
+ * manager, exporting over OTLP/proto HTTP in batches; and, when asked, the meter provider beside it
+ * (metrics/provider.ts: OTLP and a Prometheus scrape endpoint). Everything else only asks for a
+ * tracer or records through the catalog's instruments.
  */
 import { context, propagation, trace, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -13,6 +15,7 @@ import {
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { startMetrics, type MetricsOptions } from "./metrics/provider.js";
 
 export interface TelemetryOptions {
   readonly serviceName: string;
@@ -20,11 +23,15 @@ export interface TelemetryOptions {
   readonly otlpEndpoint?: string | undefined;
   /** An extra processor, e.g. a SimpleSpanProcessor over an InMemorySpanExporter in tests. */
   readonly spanProcessor?: SpanProcessor | undefined;
+  /** Metrics' exporters; none set: no meter provider, and instruments are no-ops. */
+  readonly metrics?: MetricsOptions | undefined;
 }
 
 export interface Telemetry {
   readonly serviceName: string;
   readonly tracer: Tracer;
+  /** The Prometheus scrape endpoint's URL once it listens (undefined without one); rejects when its port was taken. */
+  metricsUrl(): Promise<string | undefined>;
   /**
    * Flushes pending spans and unregisters the globals. Idempotent: every call gets the same
    * promise. Rejects when the final export fails (e.g. the collector is down), after at most a
@@ -65,23 +72,25 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   }
   if (opts.spanProcessor !== undefined) spanProcessors.push(opts.spanProcessor);
 
-  const provider = new NodeTracerProvider({
-    resource: defaultResource().merge(
-      resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName }),
-    ),
-    spanProcessors,
-  });
+  const resource = defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName }));
+  const provider = new NodeTracerProvider({ resource, spanProcessors });
   // The default context manager of NodeTracerProvider.register() is AsyncLocalStorage-based.
   provider.register({ propagator: new W3CTraceContextPropagator() });
+
+  const meters = opts.metrics === undefined ? undefined : startMetrics(resource, opts.metrics);
 
   let stopping: Promise<void> | undefined;
   const telemetry: Telemetry = {
     serviceName: opts.serviceName,
     tracer: provider.getTracer(opts.serviceName),
+    metricsUrl: () => meters?.scrapeUrl() ?? Promise.resolve(undefined),
     shutdown() {
       stopping ??= (async () => {
         try {
-          await provider.shutdown(); // flushes every processor before resolving
+          // Both flush what they hold before resolving; a failed export of one does not skip the other.
+          const [spans, points] = await Promise.allSettled([provider.shutdown(), meters?.shutdown()]);
+          if (spans.status === "rejected") throw spans.reason;
+          if (points.status === "rejected") throw points.reason;
         } finally {
           trace.disable();
           context.disable();

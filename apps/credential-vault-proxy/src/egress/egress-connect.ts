@@ -19,6 +19,7 @@ import { egressRefusal, type EgressPolicy } from "../net/egress-policy.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
 import { findRemote, type Remote } from "../store/remotes.js";
 import { scopeAllows, type UnrestrictedLimits } from "./egress-scope.js";
+import { answeredItself } from "../metrics.js";
 
 export interface ConnectDeps {
   readonly db: Db;
@@ -106,6 +107,7 @@ export function parseAuthority(authority: string): ConnectTarget | undefined {
  * (pip: "Tunnel connection failed: 403 <why>"; the body is never shown to the user).
  */
 export function refuse(client: Duplex, status: number, why: string): void {
+  answeredItself(client, "egress", status);
   const reason = why.replace(/[^\x20-\x7e]/g, " ").slice(0, 300);
   const body = `${why}\n`;
   client.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);

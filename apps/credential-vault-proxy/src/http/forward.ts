@@ -9,6 +9,7 @@ import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders,
 import { request as httpsRequest } from "node:https";
 import { Transform, pipeline, type Readable } from "node:stream";
 import { egressRefusal, type EgressPolicy } from "../net/egress-policy.js";
+import { answeredItself, remoteKind } from "../metrics.js";
 
 export interface ForwardOptions {
   readonly target: URL;
@@ -107,6 +108,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, opts: Forward
 
 export function reply(res: ServerResponse, status: number, message: string): void {
   if (res.headersSent) return;
+  answeredItself(res, remoteKind(res.req.url, res.req.method), status);
   const body = `${message}\n`;
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);

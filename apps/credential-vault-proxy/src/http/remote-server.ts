@@ -15,6 +15,7 @@ import type { Duplex } from "node:stream";
 import { POLICY, type Role } from "../auth/policy.js";
 import { refuse } from "../egress/egress-connect.js";
 import { reply } from "./forward.js";
+import { countResponse, countTunnel, remoteKind } from "../metrics.js";
 
 export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
 const MAX_CONNECTIONS = 1024;
@@ -54,7 +55,7 @@ export async function startRemoteServer(opts: RemoteServerOptions): Promise<Remo
   server.maxConnections = MAX_CONNECTIONS;
   server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
-    void handleConnect(opts, req, socket, head).catch((err: unknown) => {
+    void countedConnect(opts, req, socket, head).catch((err: unknown) => {
       const e = MhError.from(err);
       opts.logger.error({ err: e, code: e.code }, "remote CONNECT failed");
       refuse(socket, 502, "the proxy could not serve this request");
@@ -81,6 +82,7 @@ export async function startRemoteServer(opts: RemoteServerOptions): Promise<Remo
 
 async function handle(opts: RemoteServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const raw = req.url ?? "/";
+  countResponse(res, remoteKind(raw, req.method));
   const absolute = /^https?:\/\//i.test(raw);
   let caller;
   try {
@@ -106,6 +108,17 @@ async function handleConnect(opts: RemoteServerOptions, req: IncomingMessage, so
   }
   if (!POLICY.openEgress.includes(caller.role)) return refuse(socket, 403, `${caller.name} may not use this endpoint`);
   return opts.connect(req, socket, head);
+}
+
+/** handleConnect, counted once it is over. */
+async function countedConnect(opts: RemoteServerOptions, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  try {
+    await handleConnect(opts, req, socket, head);
+    countTunnel(socket, false);
+  } catch (err) {
+    countTunnel(socket, true);
+    throw err;
+  }
 }
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {

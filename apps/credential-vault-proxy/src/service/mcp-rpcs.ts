@@ -6,6 +6,7 @@ import { invalidArgument } from "@metaharness/errors";
 import type { McpCallLedger } from "../mcp/call-ledger.js";
 import type { McpProxy } from "../mcp/mcp-proxy.js";
 import { guarded, type GuardDeps } from "./guard.js";
+import { countMcpCall } from "../metrics.js";
 
 export interface McpDeps extends GuardDeps {
   readonly mcp: McpProxy;
@@ -25,8 +26,14 @@ export function mcpRpcs(deps: McpDeps) {
       if (!TOOL_NAME.test(req.name)) throw invalidArgument("name", "is not an MCP tool name");
       if (!CALL_ID.test(req.callId)) throw invalidArgument("call_id", "is required: 1-256 printable characters naming this call (the tool-use event id)");
       const call = { sessionId: req.sessionId, serverUrl: req.mcpServerUrl, name: req.name, args: req.arguments ?? {}, callId: req.callId };
-      const { outcome, replayed } = await deps.ledger.run(call, ctx.signal, (signal, sent) => deps.mcp.callTool(call, signal, sent));
-      return { text: outcome.text, isError: outcome.isError, replayed };
+      try {
+        const { outcome, replayed } = await deps.ledger.run(call, ctx.signal, (signal, sent) => deps.mcp.callTool(call, signal, sent));
+        countMcpCall();
+        return { text: outcome.text, isError: outcome.isError, replayed };
+      } catch (err) {
+        countMcpCall(err);
+        throw err;
+      }
     }),
   };
 }

@@ -6,6 +6,7 @@
  * full, which holds the session log's stream back in turn: memory stays bounded per client.
  */
 import type { ServerResponse } from "node:http";
+import { streamOpened } from "../http/metrics.js";
 
 export class SseWriter {
   constructor(private readonly res: ServerResponse) {}
@@ -23,6 +24,7 @@ export class SseWriter {
       "request-id": requestId,
     });
     this.res.flushHeaders();
+    streamOpened(this.res);
   }
 
   send(event: string, data: unknown, id?: number): Promise<void> {

@@ -8,6 +8,7 @@ import { authenticate, type AuthOptions } from "./authenticate.js";
 import type { Principal } from "../auth/principals.js";
 import { inRequestSpan, traceRequests } from "./request-spans.js";
 import type { RouteDoc } from "./route-doc.js";
+import { measureRequests } from "./metrics.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -28,6 +29,7 @@ export class Router {
     private readonly auth: AuthOptions,
   ) {
     traceRequests(app);
+    measureRequests(app);
   }
 
   add<RG extends RouteGenericInterface = RouteGenericInterface>(doc: RouteDoc, handler: Handler<RG>): void {

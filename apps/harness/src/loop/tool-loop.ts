@@ -25,6 +25,7 @@ import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
 import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
 import type { ToolOutcome } from "../tools/sandbox.js";
+import { TurnMeter } from "./turn-meter.js";
 
 export const DEFAULT_WORKER_TOOL_TIMEOUT_MS = 10 * 60_000;
 
@@ -41,6 +42,7 @@ class Driver {
   private readonly budget: number;
   /** In a self-hosted environment: the tools its worker runs. */
   private readonly workerTools: ReadonlySet<string>;
+  private readonly meter: TurnMeter;
 
   constructor(private readonly ctx: LoopContext) {
     const agent = ctx.session.metadata?.agent;
@@ -49,6 +51,7 @@ class Driver {
     this.workerTools = new Set(selfHosted ? [...this.routes.values()].filter((r) => r.kind === "sandbox").map((r) => r.name) : []);
     this.strategy = strategyFor(agent);
     this.budget = agent?.tokenBudget ?? 0;
+    this.meter = new TurnMeter(agent?.model || ctx.model.model, ctx.session.metadata?.tenant ?? "");
   }
 
   async run(): Promise<void> {
@@ -57,6 +60,7 @@ class Driver {
       while (!this.ctx.signal.aborted) {
         const seen = this.lastSeq();
         const step = nextStep(this.events, this.budget, this.workerTools);
+        if (step.kind === "call-model" || step.kind === "run-tools" || step.kind === "await-hands") this.meter.begin(this.events);
         // One span per step: its log appends, model request and tool calls are its children (the
         // gRPC clients carry the context), and the events it appends carry its trace id.
         const more = await withSpan(
@@ -82,12 +86,15 @@ class Driver {
   private async append(...events: Event[]): Promise<void> {
     if (this.view === undefined) throw new MhError("INTERNAL", "append before the session's events were read");
     await this.view.append(...events);
+    this.meter.appended(events);
   }
 
   /** Appends events that end the turn, unless the log moved past `seen` (see appendAt). */
   private async appendAt(seen: number, ...events: Event[]): Promise<boolean> {
     if (this.view === undefined) throw new MhError("INTERNAL", "append before the session's events were read");
-    return this.view.appendAt(seen, ...events);
+    const appended = await this.view.appendAt(seen, ...events);
+    if (appended) this.meter.appended(events);
+    return appended;
   }
 
   private async ensureRunning(): Promise<void> {
@@ -168,12 +175,14 @@ class Driver {
       if (tool.confirmation === "deny") {
         const why = tool.denyMessage === "" ? "" : `: ${tool.denyMessage}`;
         await this.append(toolResult(tool.event.id, `the user denied this tool call${why}`, true, tool.kind === "mcp" ? "mcp" : "sandbox"));
+        this.meter.toolCall(this.toolLabel(tool.name), tool.kind, "denied", 0);
         continue;
       }
       try {
         // A span per call (the broker's or the proxy's is its child), so a failed tool shows in
         // the trace, not only in its agent.tool_result event.
         const attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": tool.event.id, "mh.tool.kind": tool.kind };
+        const began = Date.now();
         const outcome = await withSpan(`execute_tool ${tool.name}`, attributes, async (toolSpan) => {
           const result = await this.execute(tool, signal);
           if (result.isError) {
@@ -183,6 +192,7 @@ class Driver {
           }
           return result;
         });
+        this.meter.toolCall(this.toolLabel(tool.name), tool.kind, outcome.isError ? "error" : "ok", Date.now() - began);
         await this.append(toolResult(tool.event.id, outcome.output, outcome.isError, tool.kind === "mcp" ? "mcp" : "sandbox", outcome.exitCode));
       } catch (err) {
         if (MhError.from(err).code === "CANCELLED" && signal.aborted) return; // the interrupt step answers it
@@ -210,11 +220,21 @@ class Driver {
     const step = this.newStep(seen);
     const wait = Math.min(...tools.map(due)) - now;
     const until = deadline(wait, step.signal, this.ctx.signal);
+    const began = Date.now();
     try {
       await this.view?.changed(this.lastSeq(), until.signal);
     } finally {
       until.clear();
+      this.meter.waited(Date.now() - began);
     }
+  }
+
+  /** A tool's name as a metric label: a built-in's or the strategy's own; `mcp` for any MCP tool, `unknown` for a name the model made up. */
+  private toolLabel(name: string): string {
+    if (this.strategy.ownTools.some((t) => t.name === name)) return name;
+    const route = this.routes.get(name);
+    if (route === undefined) return "unknown";
+    return route.kind === "mcp" ? "mcp" : route.kind === "custom" ? "custom" : name;
   }
 
   private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<ToolOutcome> {
@@ -249,6 +269,7 @@ class Driver {
       onInputJsonDelta: (t, i) => deltas.inputJson(t, i),
       onAttemptDiscarded: () => undefined,
       onRetry: ({ error, delayMs }) => {
+        this.meter.retry(error.errorType);
         const notice = this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING));
         // Awaited below, once the stream ends; until then a refusal (the lease taken over, the
         // session terminated) must not count as unhandled, which would end the whole process.
@@ -256,6 +277,7 @@ class Driver {
         retries.push(notice);
       },
     };
+    const began = Date.now();
     try {
       if (!(await this.compactFirst(start.id, input, false, signal))) return;
       let result: StreamResult;
@@ -275,6 +297,7 @@ class Driver {
         }
       }
       const { message, ttftMs, attempts } = result;
+      this.meter.modelRequest(Date.now() - began, { ttftMs, usage: message.usage });
       await Promise.all(retries);
       await deltas.flush();
       const usage = message.usage;
@@ -308,6 +331,7 @@ class Driver {
         return;
       }
       const type = err instanceof ModelError ? err.errorType : "unknown_error";
+      this.meter.modelRequest(Date.now() - began, { failure: type });
       this.ctx.logger.warn({ err: e, sessionId: this.ctx.log.sessionId }, "model request failed; ending the turn");
       // The step failed though it ends normally (with session.error): its span says so, where the
       // session page's link for that event lands.

@@ -12,6 +12,8 @@ import type { SandboxEventSink } from "../events/sink.js";
 import type { SandboxRemotes } from "../remotes/attach.js";
 import type { Limits } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
+import { BUBBLEWRAP_DRIVER } from "../driver/local-sandbox.js";
+import { sandboxesActive, sandboxLost, type LossCause } from "../metrics.js";
 
 export interface LiveSandbox {
   readonly id: string;
@@ -51,7 +53,9 @@ export class LiveSandboxes {
 
   add(sandbox: LiveSandbox): void {
     this.sandboxes.set(sandbox.id, sandbox);
-    void sandbox.runtime.lost.then((reason) => this.end(sandbox.id, SandboxState.SANDBOX_STATE_LOST, reason));
+    sandboxesActive.add(1, { kind: sandbox.runtime.driver });
+    const cause = sandbox.runtime.driver === BUBBLEWRAP_DRIVER ? "crashed" : "hand_gone";
+    void sandbox.runtime.lost.then((reason) => this.end(sandbox.id, SandboxState.SANDBOX_STATE_LOST, reason, cause));
   }
 
   get(id: string): LiveSandbox | undefined {
@@ -91,13 +95,18 @@ export class LiveSandboxes {
     };
   }
 
-  /** Ends sandbox `id` (idempotent; the first caller's state and reason win). */
-  end(id: string, state: EndState, reason: string): Promise<void> {
+  /**
+   * Ends sandbox `id` (idempotent; the first caller's state and reason win). `cause`: it ended
+   * other than by a release or its session's end, counted in metaharness.sandbox.losses.
+   */
+  end(id: string, state: EndState, reason: string, cause?: LossCause): Promise<void> {
     const running = this.ending.get(id);
     if (running !== undefined) return running;
     const sandbox = this.sandboxes.get(id);
     if (sandbox === undefined) return Promise.resolve();
+    if (cause !== undefined) sandboxLost(cause);
     const done = this.finish(sandbox, state, reason).finally(() => {
+      sandboxesActive.add(-1, { kind: sandbox.runtime.driver });
       this.sandboxes.delete(id);
       this.ending.delete(id);
       this.deps.onRoom?.();

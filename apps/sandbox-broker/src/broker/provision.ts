@@ -14,10 +14,12 @@ import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { newSandboxId } from "../util/ids.js";
 import { attachRemotes, type SandboxRemotes } from "../remotes/attach.js";
-import { requireSessionId } from "@metaharness/events";
+import { hasPackages, requireSessionId } from "@metaharness/events";
 import { requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
 import { sandboxLayer } from "../layers/rpc.js";
 import type { LayerMount } from "../layers/mount.js";
+import { secondsSince } from "@metaharness/telemetry";
+import { provisionDuration } from "../metrics.js";
 
 interface Acquired {
   readonly id: string;
@@ -27,6 +29,15 @@ interface Acquired {
 }
 
 export async function provision(ctx: BrokerContext, req: ProvisionRequest, signal?: AbortSignal): Promise<ProvisionResponse> {
+  const began = performance.now();
+  const response = await provisionAny(ctx, req, signal);
+  // With packages: the layer's build (or the wait for it) is part of the provision.
+  const start = response.warm ? "warm" : hasPackages(req.resources?.packages) ? "packages" : "cold";
+  provisionDuration.record(secondsSince(began), { start, kind: response.sandbox?.driver ?? "" });
+  return response;
+}
+
+async function provisionAny(ctx: BrokerContext, req: ProvisionRequest, signal?: AbortSignal): Promise<ProvisionResponse> {
   requireSessionId(req.sessionId, "session_id");
   const spec = resolveSpec(req.resources, ctx.config);
   const sessionId = await requireLiveSession(ctx, req.sessionId, "session_id");

@@ -6,6 +6,7 @@
  */
 import { SandboxState } from "@metaharness/proto";
 import type { LiveSandboxes } from "./live.js";
+import type { LossCause } from "../metrics.js";
 
 export class Reaper {
   private timer: NodeJS.Timeout | undefined;
@@ -32,14 +33,16 @@ export class Reaper {
       if (s.ended !== undefined) continue;
       const { lifetimeSeconds, idleTimeoutSeconds } = s.limits;
       let reason: string | undefined;
+      let cause: LossCause = "lifetime";
       if (now - s.createdAt >= lifetimeSeconds * 1000) {
         reason = `its lifetime of ${lifetimeSeconds} s is over`;
       } else if (s.runtime.inFlight === 0 && now - s.lastUsedAt >= idleTimeoutSeconds * 1000) {
         reason = `idle for ${idleTimeoutSeconds} s (its idle timeout)`;
+        cause = "idle_timeout";
       }
       if (reason === undefined) continue;
       ended++;
-      void this.live.end(s.id, SandboxState.SANDBOX_STATE_RELEASED, reason);
+      void this.live.end(s.id, SandboxState.SANDBOX_STATE_RELEASED, reason, cause);
     }
     return ended;
   }

@@ -13,6 +13,7 @@ import type { Db, DbSession } from "@metaharness/db";
 import type { AppendHub } from "../watch/hub.js";
 import { readOutboxBatch, RELAY_BATCH_MAX_BYTES, type OutboxRow } from "./batch.js";
 import { OUTBOX_SHARDS } from "./shard.js";
+import { kafkaSent } from "../metrics.js";
 
 // Names "outbox shard" locks in pg_advisory_lock(int, int)'s key space.
 const SHARD_LOCK_CLASS = 0x6d68;
@@ -211,7 +212,14 @@ export class OutboxRelay {
       await this.opts.bus.ensureTopics([{ topic: this.opts.topic, partitions: this.opts.topicPartitions, maxMessageBytes: this.opts.maxMessageBytes }]);
       this.publisher = await this.opts.bus.publisher();
     }
-    await this.publisher.publish(rows.map((r) => this.toRecord(r)));
+    const sent = { "messaging.system": "kafka", "messaging.destination.name": this.opts.topic } as const;
+    try {
+      await this.publisher.publish(rows.map((r) => this.toRecord(r)));
+    } catch (err) {
+      kafkaSent.add(rows.length, { ...sent, "error.type": MhError.from(err).code });
+      throw err;
+    }
+    kafkaSent.add(rows.length, sent);
     await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
     this.published += rows.length;
     return more;

@@ -5,6 +5,9 @@
  * in test/bench/append.ts). Each call still gets its own result or error.
  */
 import { WriteBatcher, type Db } from "@metaharness/db";
+import { MhError } from "@metaharness/errors";
+import { secondsSince } from "@metaharness/telemetry";
+import { appendBatchSize, appendDuration } from "../metrics.js";
 import { appendBatch, type Announce, type AppendRequest, type AppendResult } from "./append.js";
 
 /** Events per batch: a request of MAX_BATCH (1000) events goes alone. */
@@ -19,7 +22,18 @@ export class Appender {
   /** `maxQueued`: calls waiting for a batch beyond it are refused (RESOURCE_EXHAUSTED) rather than queued without bound. */
   constructor(db: Db, announce: Announce, maxQueued: number) {
     this.batcher = new WriteBatcher({
-      write: (requests) => appendBatch(db, requests, announce),
+      write: async (requests) => {
+        const started = performance.now();
+        appendBatchSize.record(requests.reduce((n, r) => n + r.events.length, 0));
+        try {
+          const results = await appendBatch(db, requests, announce);
+          appendDuration.record(secondsSince(started), { outcome: "ok" });
+          return results;
+        } catch (err) {
+          appendDuration.record(secondsSince(started), { outcome: MhError.from(err).code });
+          throw err;
+        }
+      },
       maxItems: MAX_BATCH_REQUESTS,
       maxWeight: MAX_BATCH_EVENTS,
       weigh: (r) => r.events.length,

@@ -10,6 +10,7 @@ import { MhError, invalidArgument } from "@metaharness/errors";
 import { SessionStatus, type Lease } from "@metaharness/proto";
 import { leaseFromRow, type SessionRow } from "./rows.js";
 import { NEEDS_HARNESS, notFound } from "./sessions.js";
+import { leaseTakeovers } from "../metrics.js";
 
 /** Down to half a second: the harness's TTL is chosen by test/bench/recovery.ts, which measures recovery against false expiries. */
 export const MIN_TTL_MS = 500;
@@ -45,18 +46,23 @@ function toLease(row: LeaseRow): Lease {
  */
 export async function acquireLease(db: Queryable, sessionId: string, holder: string, ttlMs: number): Promise<Lease> {
   checkArgs(holder, ttlMs);
-  const { rows } = await db.query<LeaseRow>(
-    `UPDATE sessions
+  // prior: the holder before this statement, to count takeovers (another holder's expired lease).
+  const { rows } = await db.query<LeaseRow & { prior_holder: string | null }>(
+    `WITH prior AS (SELECT lease_holder AS prior_holder FROM sessions WHERE session_id = $1)
+     UPDATE sessions
         SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
                                THEN lease_epoch ELSE lease_epoch + 1 END,
             lease_holder = $2,
             lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
       WHERE session_id = $1 AND status <> ${TERMINATED}
         AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
-      RETURNING ${LEASE_COLUMNS}`,
+      RETURNING ${LEASE_COLUMNS}, (SELECT prior_holder FROM prior)`,
     [sessionId, holder, ttlMs],
   );
-  if (rows[0] !== undefined) return toLease(rows[0]);
+  if (rows[0] !== undefined) {
+    if (rows[0].prior_holder !== null && rows[0].prior_holder !== holder) leaseTakeovers.add(1, { via: "expired" });
+    return toLease(rows[0]);
+  }
   const { status, lease: current } = await currentLease(db, sessionId);
   if (status === TERMINATED) {
     throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it takes no lease`, {
@@ -115,6 +121,8 @@ export async function freeLeasesOf(db: Queryable, holder: string): Promise<{ fre
       RETURNING session_id, ${NEEDS_HARNESS} AS needs_harness`,
     [holder],
   );
+  // Freed for the next harness to take: a takeover of a dead holder's sessions.
+  leaseTakeovers.add(rows.length, { via: "holder_gone" });
   return { freed: rows.length, needHarness: rows.filter((r) => r.needs_harness).map((r) => r.session_id) };
 }
 

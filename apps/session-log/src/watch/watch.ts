@@ -9,6 +9,7 @@ import { SessionStatus, type WatchEventsResponse } from "@metaharness/proto";
 import type { DeltaHub } from "./deltas.js";
 import { RECHECK, type AppendHub } from "./hub.js";
 import { readSlice } from "../store/read.js";
+import { watchSubscribers } from "../metrics.js";
 
 const WATCH_BATCH = 500;
 /** Writes a watcher may have waiting before it drops deltas (a client that stopped reading). */
@@ -63,6 +64,7 @@ export async function watchEvents(
   });
   const onAbort = (): void => wake?.();
   signal.addEventListener("abort", onAbort);
+  watchSubscribers.add(1);
   try {
     let cursor = req.afterSeq;
     while (!signal.aborted) {
@@ -95,6 +97,7 @@ export async function watchEvents(
       wake = undefined;
     }
   } finally {
+    watchSubscribers.add(-1);
     signal.removeEventListener("abort", onAbort);
     unsubscribe();
     stopDeltas?.();

@@ -1,0 +1,48 @@
+/**
+ * The meter provider end to end through its Prometheus endpoint: series named as the catalog says,
+ * only declared labels (a key outside the catalog is dropped even when a caller slips it past the
+ * types), instruments made before the provider started work once it does, and shutdown closes the
+ * endpoint.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTelemetry, type Telemetry } from "../start.js";
+import { METRICS, promName } from "./catalog.js";
+import { counter, histogram, upDownCounter, type Labels } from "./instruments.js";
+
+// Made before any provider exists, as a module's constants are.
+const toolCalls = counter(METRICS.toolCalls);
+const ttft = histogram(METRICS.ttft);
+const streams = upDownCounter(METRICS.sseStreams);
+
+let telemetry: Telemetry;
+let url: string;
+
+beforeAll(async () => {
+  telemetry = startTelemetry({ serviceName: "metrics-test", metrics: { prometheusPort: 0 } });
+  url = (await telemetry.metricsUrl())!;
+});
+afterAll(() => telemetry.shutdown());
+
+describe("the metrics endpoint", () => {
+  it("serves the catalog's series with only their declared labels", async () => {
+    toolCalls.add(1, { "gen_ai.tool.name": "bash", tool_kind: "sandbox", outcome: "ok" });
+    const sneaky = { "gen_ai.tool.name": "bash", tool_kind: "sandbox", outcome: "error", session_id: "sesn_0123" } as Labels<string>;
+    toolCalls.add(1, sneaky);
+    ttft.record(0.25, { "gen_ai.request.model": "claude-test", "gen_ai.operation.name": "chat" });
+    streams.add(1);
+    const text = await (await fetch(url)).text();
+    expect(text).toContain(`${promName(METRICS.toolCalls)}{gen_ai_tool_name="bash",tool_kind="sandbox",outcome="ok"} 1`);
+    expect(text).toContain(`${promName(METRICS.toolCalls)}{gen_ai_tool_name="bash",tool_kind="sandbox",outcome="error"} 1`);
+    expect(text).not.toContain("sesn_0123");
+    expect(text).toMatch(/gen_ai_client_operation_time_to_first_chunk_bucket\{gen_ai_operation_name="chat",gen_ai_request_model="claude-test",le="0.25"\} 1/);
+    expect(text).toContain("metaharness_gateway_sse_streams 1");
+  });
+
+  it("answers 404 off /metrics", async () => {
+    expect((await fetch(url.replace("/metrics", "/other"))).status).toBe(404);
+  });
+
+  it("a kind mismatch is refused where the instrument is made", () => {
+    expect(() => counter(METRICS.ttft as never)).toThrow(/is a histogram/);
+  });
+});
