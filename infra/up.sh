@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts every service the tests use (PostgreSQL and Kafka, in parallel), installing what is
-# missing. Safe to run any number of times: quick when all is already up.
+# Starts every service the tests use (PostgreSQL and Kafka, in parallel; then Prometheus),
+# installing what is missing. Safe to run any number of times: quick when all is already up.
 # stdout: the environment for the tests, e.g. `eval "$(infra/up.sh)"` or `infra/up.sh > .env`:
 #   MH_DATABASE_URL=postgres://metaharness:metaharness@127.0.0.1:5432/metaharness
 #   MH_KAFKA_BROKERS=127.0.0.1:9092
@@ -36,6 +36,9 @@ wait "$kafka_pid" || kafka_rc=$?
 (( pg_rc == 0 && kafka_rc == 0 )) || exit 1
 
 [[ ${MH_WITH_JAEGER:-0} != 1 ]] || "$here/jaeger/up.sh" || die "jaeger/up.sh failed (asked for by MH_WITH_JAEGER=1)"
+# Prometheus (built once per machine) and promtool: the metrics test and the alert rules' checks.
+prom_out=$(mktemp)
+"$here/prometheus/up.sh" >"$prom_out" || { rm -f "$prom_out"; die "prometheus/up.sh failed"; }
 log "all services up ($(elapsed "$t0"))"
 echo "MH_DATABASE_URL=$(<"$pg_out")"
 # The CA that signed the Postgres server's certificate, for the tests of TLS to Postgres.
@@ -43,3 +46,6 @@ echo "MH_PG_CA_FILE=$MH_LOCAL/postgres/tls/ca.pem"
 echo "MH_KAFKA_BROKERS=$(<"$kafka_out")"
 # How the tests reach the broker's TLS and SASL listeners (set up by kafka/up.sh).
 echo "MH_KAFKA_SECURE_LISTENERS=$MH_LOCAL/kafka/secure.json"
+# MH_PROMETHEUS_URL, MH_PROMETHEUS_BIN and MH_PROMTOOL_BIN.
+cat "$prom_out"
+rm -f "$prom_out"
