@@ -4,7 +4,7 @@
  * signal so it stops at once. Renewal failures of the log itself (UNAVAILABLE) are retried until
  * the lease would have expired; then the driver stops too, since a successor may take over.
  */
-import { MhError } from "@metaharness/errors";
+import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Lease } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { SessionLogClient } from "./log-port.js";
@@ -56,7 +56,7 @@ export class LeaseKeeper {
     } catch (err) {
       const e = MhError.from(err);
       if (e.code === "FAILED_PRECONDITION" && e.field === "session_id") return "terminated";
-      if (e.code === "FAILED_PRECONDITION") return { heldBy: String(e.details["holder"] ?? "another harness") };
+      if (e.code === "FAILED_PRECONDITION") return { heldBy: LeaseHolder.find(e)?.holder ?? "another harness" };
       throw e;
     }
   }

@@ -5,8 +5,7 @@
  * could not take (it restarts, too many appends are waiting) is sent again, unchanged, for a few
  * seconds instead of ending the turn: see `emit`.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { MhError, type CodeName } from "@metaharness/errors";
+import { MhError, retry, retryPolicy, type RetryPolicy } from "@metaharness/errors";
 import type { Event, EventDelta, Session, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 
@@ -14,37 +13,38 @@ export type SessionLogClient = PromiseClient<typeof SessionLogService>;
 
 const PAGE = 1000;
 
-/**
- * Failures of the log itself, not of the request: the same append may succeed a moment later.
- * Not ABORTED (from the log: the lease was taken over).
- */
-const TRANSIENT: ReadonlySet<CodeName> = new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]);
-
-/**
- * Whether to send an append again: a transient failure, but not a message over a size limit
- * (RESOURCE_EXHAUSTED with `limit_bytes`, service kit), which no retry fixes; a log with too
- * many appends waiting (RESOURCE_EXHAUSTED without it) takes this one a moment later.
- */
-function retryable(err: unknown): boolean {
-  const e = MhError.from(err);
-  return TRANSIENT.has(e.code) && !(e.code === "RESOURCE_EXHAUSTED" && "limit_bytes" in e.details);
-}
 /** The least time an attempt is given, even when the retry window is nearly spent. */
 const MIN_ATTEMPT_MS = 500;
 /** How long an append is retried: a restart of the log; longer than the lease's TTL, so the lease decides. */
 export const APPEND_RETRY_MS = 5_000;
-const FIRST_RETRY_MS = 50;
-const MAX_RETRY_MS = 1_000;
+
+/**
+ * Appends are retried on failures of the log itself, not of the request: the same append may
+ * succeed a moment later. Not ABORTED (from the log: the lease was taken over), and not a message
+ * over a size limit (the policy's rule), which no retry fixes; a log with too many appends waiting
+ * (RESOURCE_EXHAUSTED without a size limit) takes this one a moment later. Jittered: harnesses
+ * refused together would otherwise come back together, and be refused together again.
+ */
+const APPEND_POLICY = retryPolicy({
+  initialIntervalMs: 50,
+  maxIntervalMs: 1_000,
+  maxAttempts: Number.POSITIVE_INFINITY,
+  maxElapsedMs: APPEND_RETRY_MS,
+  retryableCodes: new Set(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]),
+});
 
 export class LogPort {
   /** The highest seq this port has read, watched or appended (ListActive reports it). */
   lastSeq = 0;
+  private readonly appendPolicy: RetryPolicy;
 
   constructor(
     readonly client: SessionLogClient,
     readonly sessionId: string,
-    private readonly appendRetryMs = APPEND_RETRY_MS,
-  ) {}
+    appendRetryMs = APPEND_RETRY_MS,
+  ) {
+    this.appendPolicy = retryPolicy({ ...APPEND_POLICY, maxElapsedMs: appendRetryMs });
+  }
 
   async session(): Promise<Session> {
     const { session } = await this.client.getSession({ sessionId: this.sessionId });
@@ -98,20 +98,12 @@ export class LogPort {
     if (events.length === 0) return [];
     // Without its id an event would be new to the log at each attempt: written twice.
     if (events.some((e) => e.id === "")) throw new MhError("INTERNAL", "the harness appends only events with ids");
-    const until = Date.now() + this.appendRetryMs;
-    for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
-      try {
-        const deadlineMs = Math.max(MIN_ATTEMPT_MS, until - Date.now());
-        const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq }, { deadlineMs });
-        this.saw(res.events);
-        return res.events;
-      } catch (err) {
-        if (!retryable(err) || Date.now() + wait > until) throw err;
-        // Jittered: harnesses refused together (a log with too many appends waiting) would
-        // otherwise come back together, and be refused together again.
-        await sleep(wait / 2 + Math.random() * (wait / 2));
-      }
-    }
+    return retry(this.appendPolicy, async ({ remainingMs }) => {
+      const deadlineMs = Math.max(MIN_ATTEMPT_MS, remainingMs);
+      const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq }, { deadlineMs });
+      this.saw(res.events);
+      return res.events;
+    });
   }
 
   /** Live events after `afterSeq` until `signal` aborts. */

@@ -5,7 +5,7 @@
  * is left alone (the holder follows the log and sees the new input).
  */
 import { randomBytes } from "node:crypto";
-import { MhError } from "@metaharness/errors";
+import { MhError, backoffMs, retryPolicy } from "@metaharness/errors";
 import type { ModelClient } from "@metaharness/model-client";
 import { SessionStatus, WakeOutcome, type ActiveSession, type SandboxBrokerService } from "@metaharness/proto";
 import { loggerFor, type Logger, type PromiseClient } from "@metaharness/service-kit";
@@ -36,9 +36,8 @@ export interface SupervisorOptions {
 
 /** How long stop() waits for the loops once their leases are released. */
 const STOP_GRACE_MS = 1500;
-/** After a loop fails (not a lost lease), wakes of that session wait this long, doubling. */
-const FAILURE_BACKOFF_MS = 1000;
-const MAX_FAILURE_BACKOFF_MS = 60_000;
+/** After a loop fails (not a lost lease), wakes of that session wait 1 s, doubling up to a minute. */
+const FAILURE_BACKOFF = retryPolicy({ initialIntervalMs: 1_000, maxIntervalMs: 60_000, jitter: 0, maxAttempts: Number.POSITIVE_INFINITY });
 
 interface Active {
   readonly lease: LeaseKeeper;
@@ -130,7 +129,7 @@ export class Supervisor {
   private async fail(sessionId: string, lease: LeaseKeeper, err: MhError, logger: Logger): Promise<void> {
     logger.error({ err }, "session loop failed; ending the turn");
     const count = (this.failures.get(sessionId)?.count ?? 0) + 1;
-    const delay = Math.min(MAX_FAILURE_BACKOFF_MS, FAILURE_BACKOFF_MS * 2 ** (count - 1));
+    const delay = backoffMs(FAILURE_BACKOFF, count);
     this.failures.set(sessionId, { count, until: Date.now() + delay });
     const log = new LogPort(this.opts.log, sessionId);
     await log

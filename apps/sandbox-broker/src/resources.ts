@@ -3,7 +3,7 @@
  * value outside the configured bounds is an INVALID_ARGUMENT naming every field at fault (one
  * round to fix them all), and workspace paths must stay inside the workspace.
  */
-import { MhError } from "@metaharness/errors";
+import { FieldList, MhError } from "@metaharness/errors";
 import { NetworkMode, type GitRepository, type NetworkPolicy, type PackageLists, type Resources, type WorkspaceFile } from "@metaharness/proto";
 import { hasPackages, isCheckoutName, normalizeRepositoryUrl, repositoryMountPath, workspacePath } from "@metaharness/events";
 import type { SandboxBrokerConfig } from "./config.js";
@@ -119,7 +119,7 @@ export function resolveSpec(
   if (first !== undefined) {
     throw new MhError("INVALID_ARGUMENT", problems.map((p) => `${p.field}: ${p.message}`).join("; "), {
       field: first.field,
-      details: { fields: problems.map((p) => p.field).join(",") },
+      details: FieldList.of({ fields: problems.map((p) => p.field).join(",") }),
     });
   }
   return {

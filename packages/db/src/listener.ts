@@ -3,15 +3,18 @@
  * with capped backoff and calls `onReconnect`, so the owner can make up for what it may have
  * missed in between (NOTIFY is not queued for a listener that is gone).
  */
+import { backoffMs, retryPolicy } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit";
 import type { Db } from "./db.js";
 
-const RECONNECT_MAX_MS = 5000;
+/** A lost LISTEN connection is made again after 100 ms, doubling per failure in a row up to 5 s. */
+const RECONNECT = retryPolicy({ initialIntervalMs: 100, maxIntervalMs: 5_000, jitter: 0, maxAttempts: Number.POSITIVE_INFINITY });
 
 export class ResilientListener {
   private unlisten: (() => Promise<void>) | undefined;
   private stopped = false;
-  private delayMs = 100;
+  /** Reconnects failed in a row. */
+  private failures = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -43,7 +46,7 @@ export class ResilientListener {
       this.logger.warn({ err, channel: this.channel }, "lost the LISTEN connection; reconnecting");
       this.scheduleReconnect();
     });
-    this.delayMs = 100;
+    this.failures = 0;
   }
 
   private scheduleReconnect(): void {
@@ -60,9 +63,9 @@ export class ResilientListener {
         })
         .catch((err: unknown) => {
           this.logger.warn({ err, channel: this.channel }, "LISTEN reconnect failed");
-          this.delayMs = Math.min(this.delayMs * 2, RECONNECT_MAX_MS);
+          this.failures += 1;
           this.scheduleReconnect();
         });
-    }, this.delayMs);
+    }, backoffMs(RECONNECT, this.failures + 1));
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The closed vocabulary of error codes. Names and numbers are gRPC's status codes, so a code maps
- * onto the wire without a table; HTTP statuses for the gateway live next to them.
+ * onto the wire without a table. The HTTP status of each is the gateway's (its error catalog).
  */
 export const Code = {
   CANCELLED: 1,
@@ -39,23 +39,3 @@ export const RETRYABLE_CODES: ReadonlySet<CodeName> = new Set<CodeName>([
   "RESOURCE_EXHAUSTED",
   "ABORTED",
 ]);
-
-/** The HTTP status each code is served with (the mapping grpc-gateway and Connect use). */
-export const HTTP_STATUS: Readonly<Record<CodeName, number>> = {
-  CANCELLED: 499,
-  UNKNOWN: 500,
-  INVALID_ARGUMENT: 400,
-  DEADLINE_EXCEEDED: 504,
-  NOT_FOUND: 404,
-  ALREADY_EXISTS: 409,
-  PERMISSION_DENIED: 403,
-  RESOURCE_EXHAUSTED: 429,
-  FAILED_PRECONDITION: 400,
-  ABORTED: 409,
-  OUT_OF_RANGE: 400,
-  UNIMPLEMENTED: 501,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-  DATA_LOSS: 500,
-  UNAUTHENTICATED: 401,
-};

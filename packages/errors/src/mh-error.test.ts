@@ -1,6 +1,6 @@
 /** MhError: normalising whatever was thrown, and the closed code vocabulary's mappings. */
 import { describe, expect, it } from "vitest";
-import { Code, HTTP_STATUS, MhError, codeName, invalidArgument } from "./index.js";
+import { Code, MhError, codeName, invalidArgument } from "./index.js";
 
 describe("MhError.from", () => {
   it("passes an MhError through unchanged", () => {
@@ -24,11 +24,10 @@ describe("MhError.from", () => {
 });
 
 describe("codes", () => {
-  it("are gRPC's numbers, with an HTTP status each", () => {
+  it("are gRPC's numbers", () => {
     expect(Code.INVALID_ARGUMENT).toBe(3);
     expect(codeName(14)).toBe("UNAVAILABLE");
     expect(codeName(99)).toBeUndefined();
-    for (const name of Object.keys(Code)) expect(HTTP_STATUS[name as keyof typeof Code]).toBeGreaterThanOrEqual(400);
   });
 
   it("say which failures a caller may retry", () => {

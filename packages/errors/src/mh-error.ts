@@ -4,11 +4,14 @@
  */
 import { Code, RETRYABLE_CODES, codeName, type CodeName } from "./code.js";
 
+/** An error's details as they travel: flat, JSON-safe. Written and read through ErrorDetail (details/). */
+export type Details = Readonly<Record<string, string | number | boolean>>;
+
 export interface MhErrorOptions {
   /** The request field at fault, in the caller's terms: "event.payload", "limit". */
   readonly field?: string;
-  /** Facts a caller can act on (e.g. `current_seq`); never secrets. */
-  readonly details?: Readonly<Record<string, string | number | boolean>>;
+  /** Facts a caller can act on (e.g. `CurrentSeq.of(...)`); never secrets. */
+  readonly details?: Details;
   readonly cause?: unknown;
 }
 
@@ -16,7 +19,7 @@ export class MhError extends Error {
   override readonly name = "MhError";
   readonly code: CodeName;
   readonly field: string | undefined;
-  readonly details: Readonly<Record<string, string | number | boolean>>;
+  readonly details: Details;
 
   constructor(code: CodeName, message: string, options: MhErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

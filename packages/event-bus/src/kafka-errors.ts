@@ -4,7 +4,7 @@
  * retrying cannot fix get their own code. kafkajs's error classes are not ESM named exports (its
  * index spreads them), so errors are recognised by their `name` and protocol `type` fields.
  */
-import { MhError, type CodeName } from "@metaharness/errors";
+import { KafkaErrorNames, MhError, type CodeName } from "@metaharness/errors";
 
 /** Kafka protocol error types (kafkajs `type`) that a retry will not fix. */
 const TERMINAL: Readonly<Record<string, CodeName>> = {
@@ -41,6 +41,6 @@ export function toMhError(err: unknown, action: string): MhError {
   const terminal = types.map((t) => TERMINAL[t]).find((c) => c !== undefined);
   const code: CodeName =
     terminal ?? (field(err, "name") === "KafkaJSSASLAuthenticationError" ? "UNAUTHENTICATED" : "UNAVAILABLE");
-  const details: Record<string, string> = types.length > 0 ? { kafka_error: types.join(",") } : {};
+  const details = types.length > 0 ? KafkaErrorNames.of({ kafka_error: types.join(",") }) : {};
   return new MhError(code, `kafka: ${action} failed: ${message}`, { cause: err, details });
 }

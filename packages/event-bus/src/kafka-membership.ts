@@ -10,6 +10,7 @@
  * connect that fails its retries, a crash it will not restart) ends the attempt, and the next
  * one starts after a capped, jittered backoff, for as long as the membership is open.
  */
+import { backoffMs, retryPolicy } from "@metaharness/errors";
 import type { Consumer, Kafka } from "kafkajs";
 import { deliverTo, disconnectWithin, kafkaMember } from "./kafka-consumer.js";
 import { toMhError } from "./kafka-errors.js";
@@ -52,6 +53,13 @@ export class KafkaMembership implements BusSubscription {
 
   private async keep(): Promise<void> {
     const { config, options } = this;
+    // From the bus's first retry time, doubling up to 10 s, 40% jittered; for as long as it is open.
+    const policy = retryPolicy({
+      initialIntervalMs: config.retry.initialRetryTime,
+      maxIntervalMs: MAX_ATTEMPT_BACKOFF_MS,
+      jitter: 0.4,
+      maxAttempts: Number.POSITIVE_INFINITY,
+    });
     for (let failures = 0; this.closing === undefined; ) {
       const error = await this.attempt().catch((err: unknown) => err);
       if (this.closing !== undefined) return;
@@ -60,8 +68,7 @@ export class KafkaMembership implements BusSubscription {
         const err = toMhError(error, `keep group ${options.groupId}`);
         config.logger.warn({ err, groupId: options.groupId, failures }, "event-bus: group membership failed; trying again");
       }
-      const backoff = Math.min(MAX_ATTEMPT_BACKOFF_MS, config.retry.initialRetryTime * 2 ** Math.min(failures - 1, 16));
-      await this.pause(backoff * (0.8 + 0.4 * Math.random()));
+      await this.pause(backoffMs(policy, failures));
     }
   }
 

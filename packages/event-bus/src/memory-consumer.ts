@@ -5,6 +5,7 @@
  * after the handler resolves. A failing record is retried with capped backoff and blocks its
  * partition, as a Kafka consumer would; nobody else takes a partition while its record is in flight.
  */
+import { backoffMs, retryPolicy } from "@metaharness/errors";
 import type { MemoryLog } from "./memory-log.js";
 import type { BusConsumer, BusLogger, BusMessage, SubscribeOptions } from "./types.js";
 
@@ -124,7 +125,8 @@ export class MemoryMember implements BusConsumer {
         { err, groupId: group.groupId, topic, partition, offset, attempt },
         "event-bus: handler failed; the record will be delivered again",
       );
-      await this.sleep(Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** (attempt - 1)));
+      const policy = retryPolicy({ initialIntervalMs: this.backoff.initialMs, maxIntervalMs: this.backoff.maxMs, jitter: 0 });
+      await this.sleep(backoffMs(policy, attempt));
     } finally {
       group.busy.delete(key);
       group.wake();

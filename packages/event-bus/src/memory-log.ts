@@ -3,7 +3,7 @@
  * and a retention bound per partition, so an embedded process that runs for weeks does not keep
  * every record it ever published.
  */
-import { MhError } from "@metaharness/errors";
+import { MhError, TopicRef } from "@metaharness/errors";
 import { partitionForKey } from "./murmur2.js";
 import type { BusRecord } from "./types.js";
 
@@ -60,7 +60,7 @@ export class MemoryLog {
     const parts = this.topics.get(topic);
     if (parts === undefined) {
       throw new MhError("NOT_FOUND", `event-bus: topic ${topic} does not exist; call ensureTopics`, {
-        details: { topic },
+        details: TopicRef.of({ topic }),
       });
     }
     return parts;

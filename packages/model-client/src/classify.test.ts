@@ -10,7 +10,8 @@ import {
   AnthropicError,
 } from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
-import { parseRetryAfter, retryDelayMs } from "./backoff.js";
+import { backoffMs } from "@metaharness/errors";
+import { parseRetryAfter } from "./retry-after.js";
 import { toModelError } from "./classify.js";
 import { ModelError } from "./model-error.js";
 import { withDefaults } from "./options.js";
@@ -64,16 +65,16 @@ describe("toModelError", () => {
 });
 
 describe("backoff", () => {
-  const policy = { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 20_000 };
+  const policy = withDefaults({ apiKey: "k", model: "m" }).retry;
 
   it("draws a full-jitter delay under a doubling, capped ceiling", () => {
-    expect([1, 2, 3, 10].map((n) => retryDelayMs(n, policy, undefined, () => 0.999_999))).toEqual([499, 999, 1999, 19_999]);
-    expect(retryDelayMs(3, policy, undefined, () => 0)).toBe(0);
+    expect([1, 2, 3, 10].map((n) => backoffMs(policy, n, undefined, () => 0.999_999))).toEqual([499, 999, 1999, 19_999]);
+    expect(backoffMs(policy, 3, undefined, () => 0)).toBe(0);
   });
 
   it("waits at least retry-after, but never past the cap", () => {
-    expect(retryDelayMs(1, policy, 3000, () => 0.5)).toBe(3000);
-    expect(retryDelayMs(1, policy, 60_000, () => 0.5)).toBe(20_000);
+    expect(backoffMs(policy, 1, 3000, () => 0.5)).toBe(3000);
+    expect(backoffMs(policy, 1, 60_000, () => 0.5)).toBe(20_000);
   });
 
   it("parses retry-after-ms, seconds and HTTP dates", () => {
@@ -87,11 +88,11 @@ describe("backoff", () => {
 
 describe("options", () => {
   it("applies the documented defaults and rejects bad numbers by name", () => {
-    expect(withDefaults({ apiKey: "k", model: "m" }).retry).toEqual(policyDefaults());
+    expect(withDefaults({ apiKey: "k", model: "m" }).retry).toMatchObject(policyDefaults());
     expect(() => withDefaults({ apiKey: "k", model: "m", retry: { maxAttempts: 0 } })).toThrow("retry.maxAttempts");
   });
 });
 
-function policyDefaults(): { maxAttempts: number; initialDelayMs: number; maxDelayMs: number } {
-  return { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 20_000 };
+function policyDefaults(): { maxAttempts: number; initialIntervalMs: number; maxIntervalMs: number; multiplier: number; jitter: number } {
+  return { maxAttempts: 5, initialIntervalMs: 500, maxIntervalMs: 20_000, multiplier: 2, jitter: 1 };
 }

@@ -25,7 +25,7 @@ import {
   AnthropicError,
 } from "@anthropic-ai/sdk";
 import type { CodeName } from "@metaharness/errors";
-import { parseRetryAfter } from "./backoff.js";
+import { parseRetryAfter } from "./retry-after.js";
 import { ModelError, cancelled, type ModelErrorType } from "./model-error.js";
 
 const BY_STATUS: Readonly<Record<number, CodeName>> = {

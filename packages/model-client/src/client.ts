@@ -7,9 +7,9 @@
  * output (onAttemptDiscarded; see StreamHooks).
  */
 import Anthropic from "@anthropic-ai/sdk";
+import { retry } from "@metaharness/errors";
 import { runAttempt } from "./attempt.js";
-import { retryDelayMs, sleep } from "./backoff.js";
-import { cancelled } from "./model-error.js";
+import { ModelError, cancelled } from "./model-error.js";
 import { withDefaults, type ModelClientOptions } from "./options.js";
 import type { StreamHooks, StreamParams, StreamResult } from "./types.js";
 
@@ -38,19 +38,34 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       max_tokens: params.max_tokens ?? opts.maxTokens,
       stream: true,
     };
-    for (let attempt = 1; ; attempt++) {
-      if (signal?.aborted === true) throw cancelled(signal.reason);
-      const outcome = await runAttempt(sdk, body, hooks, opts.timeoutMs);
-      if (outcome.ok) return { message: outcome.message, ttftMs: outcome.ttftMs, attempts: attempt };
-      const { error, delivered } = outcome;
-      const canDiscard = !delivered || hooks.onAttemptDiscarded !== undefined;
-      if (!error.retryable || attempt >= opts.retry.maxAttempts || !canDiscard) {
-        throw error.withOutcome({ attempts: attempt, partialOutput: delivered });
-      }
-      if (delivered) hooks.onAttemptDiscarded?.({ attempt, error });
-      const delayMs = retryDelayMs(attempt, opts.retry, error.retryAfterMs, opts.random);
-      hooks.onRetry?.({ attempt, delayMs, error });
-      if (!(await sleep(delayMs, signal))) throw cancelled(signal?.reason);
+    // The failure of the attempt that last ran, and whether its output had reached the hooks.
+    let last: { attempt: number; delivered: boolean; error?: ModelError } = { attempt: 0, delivered: false };
+    try {
+      return await retry(
+        opts.retry,
+        async ({ attempt }) => {
+          const outcome = await runAttempt(sdk, body, hooks, opts.timeoutMs);
+          if (outcome.ok) return { message: outcome.message, ttftMs: outcome.ttftMs, attempts: attempt };
+          last = { attempt, delivered: outcome.delivered, error: outcome.error };
+          throw outcome.error;
+        },
+        {
+          signal,
+          random: opts.random,
+          isRetryable: (err) => err instanceof ModelError && err.retryable && (!last.delivered || hooks.onAttemptDiscarded !== undefined),
+          retryAfterMs: (err) => (err instanceof ModelError ? err.retryAfterMs : undefined),
+          onRetry: ({ attempt, delayMs, error }) => {
+            const err = error as ModelError;
+            if (last.delivered) hooks.onAttemptDiscarded?.({ attempt, error: err });
+            hooks.onRetry?.({ attempt, delayMs, error: err });
+          },
+          onAbort: (reason) => cancelled(reason),
+        },
+      );
+    } catch (err) {
+      // An attempt's own failure says how far it got; a cancellation between attempts is plain.
+      if (err === last.error && last.error !== undefined) throw last.error.withOutcome({ attempts: last.attempt, partialOutput: last.delivered });
+      throw err;
     }
   }
 

@@ -12,5 +12,5 @@ export {
 } from "./options.js";
 export { ModelError, type ModelErrorOptions, type ModelErrorType, type RetryStatus } from "./model-error.js";
 export { toModelError } from "./classify.js";
-export { parseRetryAfter, retryDelayMs, type RetryPolicy } from "./backoff.js";
+export { parseRetryAfter } from "./retry-after.js";
 export type { DiscardInfo, RetryInfo, StreamHooks, StreamParams, StreamResult } from "./types.js";

@@ -4,7 +4,7 @@
  * Managed Agents `session.error` type the harness reports it as: `model_overloaded_error`,
  * `model_rate_limited_error` or `model_request_failed_error`.
  */
-import { MhError, RETRYABLE_CODES, type CodeName } from "@metaharness/errors";
+import { Attempts, HttpStatus, MhError, ModelErrorKind, RETRYABLE_CODES, RequestId, type CodeName } from "@metaharness/errors";
 
 export type ModelErrorType = "model_overloaded_error" | "model_rate_limited_error" | "model_request_failed_error";
 
@@ -40,10 +40,12 @@ export class ModelError extends MhError {
   readonly #retryable: boolean;
 
   constructor(code: CodeName, message: string, opts: ModelErrorOptions) {
-    const details: Record<string, string | number | boolean> = { error_type: opts.errorType };
-    if (opts.status !== undefined) details["status"] = opts.status;
-    if (opts.requestId !== undefined) details["request_id"] = opts.requestId;
-    if (opts.attempts !== undefined) details["attempts"] = opts.attempts;
+    const details = {
+      ...ModelErrorKind.of({ error_type: opts.errorType }),
+      ...(opts.status === undefined ? {} : HttpStatus.of({ status: opts.status })),
+      ...(opts.requestId === undefined ? {} : RequestId.of({ request_id: opts.requestId })),
+      ...(opts.attempts === undefined ? {} : Attempts.of({ attempts: opts.attempts })),
+    };
     super(code, message, { details, cause: opts.cause });
     this.status = opts.status;
     this.errorType = opts.errorType;

@@ -2,8 +2,7 @@
  * The client's options in stages: what a caller may pass, the documented defaults, and the checked
  * values the client runs with (a bad number fails at construction, naming the option).
  */
-import { invalidArgument } from "@metaharness/errors";
-import type { RetryPolicy } from "./backoff.js";
+import { invalidArgument, retryPolicy, type RetryPolicy } from "@metaharness/errors";
 
 export interface RetryOptions {
   /** Attempts in all, the first included. Default 5. */
@@ -68,11 +67,14 @@ export function withDefaults(opts: ModelClientOptions): ResolvedOptions {
     apiKey: opts.apiKey,
     model: opts.model,
     maxTokens: check(opts.maxTokens ?? DEFAULT_MAX_TOKENS, "maxTokens", 1, true),
-    retry: {
+    // Full jitter: a herd of harnesses refused by one overloaded API spreads out best.
+    retry: retryPolicy({
       maxAttempts: check(retry.maxAttempts, "retry.maxAttempts", 1, true),
-      initialDelayMs: check(retry.initialDelayMs, "retry.initialDelayMs", 0, false),
-      maxDelayMs: check(retry.maxDelayMs, "retry.maxDelayMs", 0, false),
-    },
+      initialIntervalMs: check(retry.initialDelayMs, "retry.initialDelayMs", 0, false),
+      maxIntervalMs: check(retry.maxDelayMs, "retry.maxDelayMs", 0, false),
+      multiplier: 2,
+      jitter: 1,
+    }),
     timeoutMs: check(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, "timeoutMs", 1, true),
     defaultHeaders: opts.defaultHeaders ?? {},
     random: opts.random ?? Math.random,

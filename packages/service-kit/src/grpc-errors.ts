@@ -5,7 +5,7 @@
  * ServiceError becomes an MhError again, field and details included.
  */
 import { Metadata, type ServiceError, type StatusObject } from "@grpc/grpc-js";
-import { MhError, codeName, type CodeName } from "@metaharness/errors";
+import { MhError, SizeLimit, codeName, type CodeName } from "@metaharness/errors";
 
 /** Trailer naming the request field at fault. */
 export const ERROR_FIELD_KEY = "mh-error-field";
@@ -94,7 +94,7 @@ export function fromServiceError(err: ServiceError): MhError {
   const details = parseDetails(firstString(trailers, ERROR_DETAILS_KEY));
   return new MhError(code, message, {
     field: decodeField(firstString(trailers, ERROR_FIELD_KEY)),
-    details: limit === undefined ? details : { ...details, limit_bytes: limit },
+    details: limit === undefined ? details : { ...details, ...SizeLimit.of({ limit_bytes: limit }) },
     cause: err,
   });
 }

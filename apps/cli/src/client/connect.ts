@@ -4,7 +4,7 @@
  * its default one, and the key it keeps there). Only `baseURL` and the key differ from talking to Anthropic.
  */
 import Anthropic, { type Middleware } from "@anthropic-ai/sdk";
-import { MhError } from "@metaharness/errors";
+import { Address, MhError } from "@metaharness/errors";
 import { readDevAddress } from "../stack/dev-address.js";
 import { defaultDataDir } from "../stack/embedded.js";
 import { readDevKey } from "../stack/dev-key.js";
@@ -89,7 +89,7 @@ export const refusedAtOnce: Middleware = async (request, next) => {
   } catch (err) {
     if (!refused(err)) throw err;
     const origin = new URL(request.url).origin;
-    throw new MhError("UNAVAILABLE", `nothing listens at ${origin} (connection refused): ${NO_GATEWAY_HINT}`, { details: { url: origin } });
+    throw new MhError("UNAVAILABLE", `nothing listens at ${origin} (connection refused): ${NO_GATEWAY_HINT}`, { details: Address.of({ url: origin }) });
   }
 };
 

@@ -6,13 +6,13 @@
  * never the stored message they preview.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { MhError } from "@metaharness/errors";
+import { MhError, backoffMs, retryPolicy, sleep } from "@metaharness/errors";
 import type { BetaManagedAgentsStreamSessionEvents } from "@anthropic-ai/sdk/resources/beta/sessions/events";
 
 export type StreamEvent = BetaManagedAgentsStreamSessionEvents;
 
-/** Reconnects in a row before giving up, and the capped backoff between them. */
-export const FOLLOW_LIMITS = { maxReconnects: 8, initialBackoffMs: 200, maxBackoffMs: 5_000 } as const;
+/** Reconnects in a row before giving up (8), and the capped, half-jittered backoff between them. */
+export const FOLLOW_RETRY = retryPolicy({ initialIntervalMs: 200, maxIntervalMs: 5_000, maxAttempts: 9 });
 
 export interface FollowOptions {
   /** Start after this seq (0: from the beginning). */
@@ -34,18 +34,6 @@ export function seqOf(event: StreamEvent): number | undefined {
 function retryable(err: unknown): boolean {
   if (err instanceof Anthropic.APIError && err.status !== undefined) return err.status >= 500 || err.status === 429 || err.status === 408;
   return true;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 export async function* follow(client: Anthropic, sessionId: string, opts: FollowOptions): AsyncGenerator<StreamEvent> {
@@ -78,11 +66,10 @@ export async function* follow(client: Anthropic, sessionId: string, opts: Follow
     } catch (err) {
       if (aborted()) return;
       failures += 1;
-      if (!retryable(err) || failures > FOLLOW_LIMITS.maxReconnects) throw err;
+      if (!retryable(err) || failures >= FOLLOW_RETRY.maxAttempts) throw err;
       opts.onReconnect?.(failures, err);
     }
-    const backoff = Math.min(FOLLOW_LIMITS.initialBackoffMs * 2 ** Math.max(failures - 1, 0), FOLLOW_LIMITS.maxBackoffMs);
-    await sleep(backoff * (0.5 + Math.random() / 2), opts.signal);
+    await sleep(backoffMs(FOLLOW_RETRY, failures), opts.signal);
     if (aborted()) return;
   }
 }

@@ -14,7 +14,7 @@ import { existsSync } from "node:fs";
 import { access, constants } from "node:fs/promises";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { MhError } from "@metaharness/errors";
+import { MhError, SetupNeed } from "@metaharness/errors";
 
 /** Where Debian's package puts bwrap, and where the sandbox broker looks unless MH_BWRAP_PATH says otherwise. */
 export const BWRAP_PATH = "/usr/bin/bwrap";
@@ -23,7 +23,6 @@ export const INSTALL_COMMAND = "sudo apt-get install -y bubblewrap";
 /** The test command's installer, found beside this file in a checkout (absent from an installed CLI). */
 const SANDBOX_UP = fileURLToPath(new URL("../../../../infra/sandbox/up.sh", import.meta.url));
 /** The detail that marks an MhError as a machine not ready for the stack. */
-const SETUP = "setup";
 
 /** How this process can act as root: it is root, sudo works without a password, or neither. */
 export type RootAccess = "root" | "sudo" | "none";
@@ -42,12 +41,12 @@ export interface SandboxSetup {
 }
 
 export function setupError(message: string, what: "bubblewrap" | "port", cause?: unknown): MhError {
-  return new MhError("FAILED_PRECONDITION", message, { details: { [SETUP]: what }, ...(cause === undefined ? {} : { cause }) });
+  return new MhError("FAILED_PRECONDITION", message, { details: SetupNeed.of({ setup: what }), ...(cause === undefined ? {} : { cause }) });
 }
 
 /** True for the refusals of this file: the machine is not ready for the stack. */
 export function isSetupError(err: unknown): boolean {
-  return err instanceof MhError && typeof err.details[SETUP] === "string";
+  return err instanceof MhError && SetupNeed.find(err) !== undefined;
 }
 
 export function rootAccess(): RootAccess {

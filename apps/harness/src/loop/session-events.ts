@@ -5,8 +5,7 @@
  * `changed` lets a step wait for what others append (a worker's tool results). Shared by every
  * HarnessLoop.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { MhError } from "@metaharness/errors";
+import { MhError, backoffMs, retryPolicy, sleep } from "@metaharness/errors";
 import type { Event } from "@metaharness/proto";
 import type { LoopContext } from "./harness-loop.js";
 
@@ -116,9 +115,10 @@ export class SessionEvents {
         if (failures === 0) this.ctx.logger.warn({ err: MhError.from(err), sessionId: this.ctx.log.sessionId }, "following the log failed; following again");
       }
       // Ends early, without throwing, when close() aborts.
-      await sleep(Math.min(MAX_REFOLLOW_MS, 50 * 2 ** failures), undefined, { signal }).catch(() => undefined);
+      await sleep(backoffMs(REFOLLOW, failures + 1), signal);
     }
   }
 }
 
-const MAX_REFOLLOW_MS = 2000;
+/** Following again waits 50 ms, doubling per failure in a row up to 2 s; for as long as the loop runs. */
+const REFOLLOW = retryPolicy({ initialIntervalMs: 50, maxIntervalMs: 2_000, jitter: 0, maxAttempts: Number.POSITIVE_INFINITY });

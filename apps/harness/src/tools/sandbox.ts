@@ -7,9 +7,10 @@
  * session as a repository_*_error); before each call, repositories added to the session since
  * are cloned into the sandbox that runs it (AddRepositories). A dead sandbox, or one that
  * could not be provisioned (a network the broker cannot give), is a tool error the model sees; the
- * next call provisions a fresh one.
+ * next call provisions a fresh one. A broker that is not there (UNAVAILABLE: restarting) is asked
+ * again for BROKER_RETRY_MS before that becomes a tool error.
  */
-import { MhError } from "@metaharness/errors";
+import { MhError, retry, retryPolicy, type RetryPolicy } from "@metaharness/errors";
 import { mountPathKey as mountKey } from "@metaharness/events";
 import {
   SandboxState,
@@ -36,6 +37,16 @@ export interface SandboxSetup {
 /** A sandbox call (a tool, or cloning repositories for one) may run this long. */
 const CALL_DEADLINE_MS = 30 * 60_000;
 
+/**
+ * How long a broker that does not answer (UNAVAILABLE, as while it restarts) is asked again before
+ * the call is a tool error. Safe to repeat: execute is idempotent by call id (the broker's call
+ * ledger), listing reads, and a sandbox provisioned by a broker that then went away is lost with
+ * it (a restarted broker marks its sandboxes lost), so the repeat makes the one the session uses.
+ */
+export const BROKER_RETRY_MS = 20_000;
+
+const BROKER_POLICY = retryPolicy({ initialIntervalMs: 100, maxIntervalMs: 2_000, maxAttempts: Number.POSITIVE_INFINITY, retryableCodes: new Set(["UNAVAILABLE"]) });
+
 const NO_SETUP: SandboxSetup = { network: () => undefined, repositories: () => Promise.resolve([]) };
 
 /** The session's repositories as the broker clones them. */
@@ -56,13 +67,22 @@ export class SandboxPort {
   private readonly given = new Map<string, string>();
   /** Per sandbox, the mount paths whose repository failed there and that the broker will try again. */
   private readonly failing = new Map<string, Set<string>>();
+  private readonly retryPolicy: RetryPolicy;
 
   constructor(
     private readonly broker: BrokerClient,
     private readonly sessionId: string,
     /** What every sandbox of the session is provisioned with, read at each provisioning. */
     private readonly setup: SandboxSetup = NO_SETUP,
-  ) {}
+    brokerRetryMs = BROKER_RETRY_MS,
+  ) {
+    this.retryPolicy = retryPolicy({ ...BROKER_POLICY, maxElapsedMs: brokerRetryMs });
+  }
+
+  /** A broker call, asked again while the broker is unavailable (BROKER_RETRY_MS). */
+  private call<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    return retry(this.retryPolicy, fn, signal === undefined ? {} : { signal });
+  }
 
   async provision(resources: Partial<Resources>, signal?: AbortSignal): Promise<string> {
     const repositories = await this.setup.repositories();
@@ -83,7 +103,10 @@ export class SandboxPort {
         packages: this.setup.packages?.(),
       },
     };
-    const { sandbox, repositoryFailures } = await this.broker.provision(request, { deadlineMs: CALL_DEADLINE_MS, ...(signal === undefined ? {} : { signal }) });
+    const { sandbox, repositoryFailures } = await this.call(
+      () => this.broker.provision(request, { deadlineMs: CALL_DEADLINE_MS, ...(signal === undefined ? {} : { signal }) }),
+      signal,
+    );
     if (sandbox === undefined) throw new MhError("INTERNAL", "Provision returned no sandbox");
     this.given.set(sandbox.sandboxId, repositoriesKey(repositories));
     if (repositoryFailures.length > 0) this.failing.set(sandbox.sandboxId, new Set(repositoryFailures.map((f) => mountKey(f.mountPath))));
@@ -133,7 +156,7 @@ export class SandboxPort {
   /** The session's default sandbox: its oldest ready one, or a new one. */
   private async resolveDefault(signal?: AbortSignal): Promise<string> {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;
-    const { sandboxes } = await this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false });
+    const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
     const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY);
     this.defaultSandbox = ready?.sandboxId ?? (await this.provision({}, signal));
     return this.defaultSandbox;
@@ -146,9 +169,9 @@ export class SandboxPort {
     try {
       const sandboxId = named ?? (await this.resolveDefault(signal));
       await this.syncRepositories(sandboxId, signal);
-      const res = await this.broker.execute(
-        { sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 },
-        { signal, deadlineMs: CALL_DEADLINE_MS },
+      const res = await this.call(
+        () => this.broker.execute({ sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 }, { signal, deadlineMs: CALL_DEADLINE_MS }),
+        signal,
       );
       // A lost sandbox answers is_error; forget it so the next call gets a fresh one.
       if (res.isError && /\blost\b/i.test(res.output) && named === undefined) this.defaultSandbox = undefined;

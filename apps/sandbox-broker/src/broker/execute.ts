@@ -4,7 +4,7 @@
  * running in this process, or, for an attempt a restart interrupted, gets "outcome unknown" and
  * never a second run. A sandbox that is gone is a tool result the model reads, not a gRPC error.
  */
-import { MhError } from "@metaharness/errors";
+import { MhError, retry, retryPolicy } from "@metaharness/errors";
 import { SandboxState, type ExecuteRequest, type ExecuteResponse } from "@metaharness/proto";
 import { claimCall, finishCall, interruptCall, readCall, type CallKey, type CallOutcome } from "../db/calls.js";
 import { getSandbox, notFound, runByAnotherBroker, type SandboxRow } from "../db/sandboxes.js";
@@ -107,8 +107,8 @@ async function runOnce(
   return { outcome, replayed: false, recorded: record(ctx, key, outcome) };
 }
 
-/** How long an outcome's write is tried again while the database is out of reach. */
-const RECORD_RETRY_MS = 15_000;
+/** An outcome's write is tried again for 15 s while the database is out of reach (whatever failed: the write is idempotent). */
+const RECORD_POLICY = retryPolicy({ initialIntervalMs: 100, maxIntervalMs: 2_000, maxAttempts: Number.POSITIVE_INFINITY, maxElapsedMs: 15_000 });
 
 /**
  * Writes the outcome to the ledger, again with backoff while that fails: until it is in, a repeat
@@ -117,19 +117,11 @@ const RECORD_RETRY_MS = 15_000;
  * Postgres restarted) waited the call's whole timeout for an outcome that never came.
  */
 async function record(ctx: BrokerContext, key: CallKey, outcome: CallOutcome): Promise<void> {
-  const until = Date.now() + RECORD_RETRY_MS;
-  for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
-    try {
-      await finishCall(ctx.pool, key, outcome);
-      return;
-    } catch (err) {
-      if (Date.now() + wait > until) {
-        // The model still gets its result; after this process, a repeat reports the outcome unknown.
-        ctx.logger.error({ err, sandbox_id: key.sandboxId, call_id: key.callId }, "could not record a call's outcome");
-        return;
-      }
-      await new Promise((r) => setTimeout(r, wait));
-    }
+  try {
+    await retry(RECORD_POLICY, () => finishCall(ctx.pool, key, outcome), { isRetryable: () => true });
+  } catch (err) {
+    // The model still gets its result; after this process, a repeat reports the outcome unknown.
+    ctx.logger.error({ err, sandbox_id: key.sandboxId, call_id: key.callId }, "could not record a call's outcome");
   }
 }
 

@@ -4,7 +4,7 @@
  * restarted broker turns into LOST ("broker restarted").
  */
 import type { Queryable } from "@metaharness/db";
-import { MhError } from "@metaharness/errors";
+import { BrokerRef, MhError, SessionRef } from "@metaharness/errors";
 import { Resources, SandboxState, type Sandbox } from "@metaharness/proto";
 
 export interface SandboxRow {
@@ -76,7 +76,7 @@ export function notFound(sandboxId: string): MhError {
 export function runByAnotherBroker(sandboxId: string, brokerId: string): MhError {
   return new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is run by broker ${brokerId}; call that broker`, {
     field: "sandbox_id",
-    details: { broker_id: brokerId },
+    details: BrokerRef.of({ broker_id: brokerId }),
   });
 }
 
@@ -147,7 +147,7 @@ export async function transferSandbox(pool: Queryable, sandboxId: string, from: 
   throw new MhError(
     "FAILED_PRECONDITION",
     `sandbox ${sandboxId} is held by session ${row.sessionId}, not ${from}: only its holder can transfer it`,
-    { field: "from_session", details: { session_id: row.sessionId } },
+    { field: "from_session", details: SessionRef.of({ session_id: row.sessionId }) },
   );
 }
 

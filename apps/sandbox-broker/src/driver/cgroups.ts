@@ -6,6 +6,7 @@
  */
 import { chown, mkdir, readFile, readdir, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { retry, retryPolicy } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit";
 
 export const CONTROLLERS = ["memory", "pids", "cpu"] as const;
@@ -13,6 +14,8 @@ export type Controller = (typeof CONTROLLERS)[number];
 
 /** cpu.cfs_period_us / the period of cpu.max: 100 ms, the kernel's default. */
 const CPU_PERIOD_US = 100_000;
+/** A group's removal is tried 41 times over about 1.5 s: its exited processes leave it once reaped. */
+const RMDIR_POLICY = retryPolicy({ initialIntervalMs: 5, maxIntervalMs: 50, multiplier: 1.5, jitter: 0, maxAttempts: 41 });
 
 export interface CgroupLimits {
   /** The whole group's memory: processes plus its tmpfs pages (see limits.ts). */
@@ -263,19 +266,20 @@ class Group implements SandboxCgroup {
     for (const { h, dir } of this.dirs) {
       if (h.version === 2) await writeFile(join(dir, "cgroup.kill"), "1").catch(() => undefined);
       // Exited processes leave the group once reaped, which may take a moment: retry briefly.
-      for (let attempt = 0; ; attempt++) {
-        await killAll(dir);
-        const done = await rmdir(dir).then(
-          () => true,
-          (err: NodeJS.ErrnoException) => err.code === "ENOENT",
-        );
-        if (done) break;
-        if (attempt >= 40) {
-          this.logger.warn({ cgroup: dir }, "could not remove a sandbox's cgroup; the next start removes it");
-          break;
-        }
-        await new Promise((r) => setTimeout(r, Math.min(5 * (attempt + 1), 50)));
-      }
+      const removed = await retry(
+        RMDIR_POLICY,
+        async () => {
+          await killAll(dir);
+          await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== "ENOENT") throw err;
+          });
+        },
+        { isRetryable: () => true },
+      ).then(
+        () => true,
+        () => false,
+      );
+      if (!removed) this.logger.warn({ cgroup: dir }, "could not remove a sandbox's cgroup; the next start removes it");
     }
   }
 }

@@ -8,7 +8,7 @@
  * timeout (SessionEnds).
  */
 import { createHash } from "node:crypto";
-import { MhError } from "@metaharness/errors";
+import { MhError, isRetryableError, retry, retryPolicy } from "@metaharness/errors";
 import { newEvent, type RepositoryErrorType } from "@metaharness/events";
 import {
   RepositoryFailureKind,
@@ -72,8 +72,8 @@ export function repositoryErrorEvent(sessionId: string, sandboxId: string, failu
 
 /** Queued events beyond this are dropped (and counted in one log line). */
 export const MAX_QUEUED_EVENTS = 10_000;
-const ATTEMPTS = 5;
-const BACKOFF_MS = [100, 300, 1000, 3000];
+/** An append the log could not take is sent again: 5 attempts over about 4 s (waits 100 ms, then x3 up to 3 s). */
+const SEND_POLICY = retryPolicy({ initialIntervalMs: 100, multiplier: 3, maxIntervalMs: 3_000, maxAttempts: 5 });
 
 /**
  * Event ids are derived from the sandbox ("sbx_...:lost"), so a retried append is a duplicate
@@ -168,23 +168,18 @@ export class SessionLogSink implements SandboxEventSink {
 
   private async send(sessionId: string, event: Event): Promise<void> {
     const log = this.logger.child({ session_id: sessionId, event_id: event.id, type: event.type });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.client.emitEvent({ sessionId, event, expectedSeq: undefined, leaseEpoch: undefined }, { deadlineMs: 5_000 });
+    try {
+      await retry(SEND_POLICY, () => this.client.emitEvent({ sessionId, event, expectedSeq: undefined, leaseEpoch: undefined }, { deadlineMs: 5_000 }), {
+        isRetryable: (err) => !this.closed && isRetryableError(err, SEND_POLICY),
+      });
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "FAILED_PRECONDITION" && e.field === "session_id") {
+        // The session was terminated (deleted): its log takes nothing more, and needs nothing.
+        log.debug("session terminated: sandbox event not recorded");
         return;
-      } catch (err) {
-        const e = MhError.from(err);
-        if (e.code === "FAILED_PRECONDITION" && e.field === "session_id") {
-          // The session was terminated (deleted): its log takes nothing more, and needs nothing.
-          log.debug("session terminated: sandbox event not recorded");
-          return;
-        }
-        if (!e.retryable || attempt >= ATTEMPTS || this.closed) {
-          log.warn({ code: e.code, error: e.message, attempt }, "could not record a sandbox event in the session log");
-          return;
-        }
-        await new Promise((r) => setTimeout(r, BACKOFF_MS[attempt - 1] ?? 3000));
       }
+      log.warn({ code: e.code, error: e.message }, "could not record a sandbox event in the session log");
     }
   }
 }

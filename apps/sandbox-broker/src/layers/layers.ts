@@ -11,7 +11,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, rmdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { MhError } from "@metaharness/errors";
+import { FieldList, LayerRef, MhError } from "@metaharness/errors";
 import { hasPackages, normalizePackages, packageProblems, PACKAGE_MANAGERS, type PackageManager } from "@metaharness/events";
 import { LayerState, type Layer, type PackageLists } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
@@ -74,7 +74,7 @@ export class Layers {
     if (first !== undefined) {
       throw new MhError("INVALID_ARGUMENT", problems.map((p) => `${p.field}: ${p.message}`).join("; "), {
         field: first.field,
-        details: { fields: problems.map((p) => p.field).join(",") },
+        details: FieldList.of({ fields: problems.map((p) => p.field).join(",") }),
       });
     }
   }
@@ -118,7 +118,7 @@ export class Layers {
       }
       if (state.state === LayerState.LAYER_STATE_FAILED) {
         const field = (PACKAGE_MANAGERS as readonly string[]).includes(state.manager) ? `${prefix}.${state.manager}` : prefix;
-        throw new MhError("FAILED_PRECONDITION", `${field}: the environment's packages failed to build: ${state.output}`, { field, details: { layer_id: id } });
+        throw new MhError("FAILED_PRECONDITION", `${field}: the environment's packages failed to build: ${state.output}`, { field, details: LayerRef.of({ layer_id: id }) });
       }
       if (state.state === LayerState.LAYER_STATE_ABSENT) this.start(id, lists);
       await waitOrAbort(this.building.get(id), signal);

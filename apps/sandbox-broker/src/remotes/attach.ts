@@ -5,7 +5,7 @@
  * this sandbox and session; the broker keeps their capabilities, the sandbox only ever sees its
  * own unix sockets.
  */
-import { MhError } from "@metaharness/errors";
+import { MhError, backoffMs, retryPolicy, type RetryPolicy } from "@metaharness/errors";
 import type { GitRepository, RepositoryFailure } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { SandboxBrokerConfig } from "../config.js";
@@ -71,8 +71,13 @@ interface Attempt {
   retryAt: number | undefined;
 }
 
-/** Retries wait `retryMs`, then twice that after each further failure, up to this many times it. */
-const MAX_BACKOFF = 32;
+/**
+ * A failed clone is tried again once `retryMs` (MH_REPOSITORY_RETRY_MS) has passed, then twice that
+ * after each further failure, up to 32 times it; no jitter: the next tool call asks, not a timer.
+ */
+function cloneRetryPolicy(retryMs: number): RetryPolicy {
+  return retryPolicy({ initialIntervalMs: retryMs, maxIntervalMs: retryMs * 32, multiplier: 2, jitter: 0, maxAttempts: Number.POSITIVE_INFINITY });
+}
 
 /** The remotes of one running sandbox; more repositories can be added while it runs. */
 export class SandboxRemotes {
@@ -159,7 +164,7 @@ export class SandboxRemotes {
             return;
           }
           attempt.failures += 1;
-          attempt.retryAt = Date.now() + this.ctx.config.repositoryRetryMs * Math.min(MAX_BACKOFF, 2 ** (attempt.failures - 1));
+          attempt.retryAt = Date.now() + backoffMs(cloneRetryPolicy(this.ctx.config.repositoryRetryMs), attempt.failures);
         },
         // Could not start (proxy, relay): forget the attempt, so a later call tries again.
         () => {

@@ -6,7 +6,7 @@
  * down the outbox grows and drains, in order, once Kafka is back.
  */
 import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
-import { MhError } from "@metaharness/errors";
+import { MhError, backoffMs, retryPolicy } from "@metaharness/errors";
 import { readTraceContext } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
 import type { Db, DbSession } from "@metaharness/db";
@@ -17,7 +17,11 @@ import { kafkaSent } from "../metrics.js";
 
 // Names "outbox shard" locks in pg_advisory_lock(int, int)'s key space.
 const SHARD_LOCK_CLASS = 0x6d68;
-const MAX_BACKOFF_MS = 5000;
+/**
+ * After a failed round the relay waits 200 ms, doubling per failure in a row up to 5 s, half of it
+ * jittered; it never gives up (the relay is the only way events reach the bus).
+ */
+const FAILURE_POLICY = retryPolicy({ initialIntervalMs: 200, maxIntervalMs: 5_000, maxAttempts: Number.POSITIVE_INFINITY });
 // Relays find each other by this name in pg_stat_activity to share the shards fairly.
 const RELAY_APP_NAME = "mh-outbox-relay";
 /**
@@ -131,8 +135,7 @@ export class OutboxRelay {
           this.opts.logger.warn({ err, failures: this.failures }, "outbox relay cannot publish; will retry");
         }
         if (this.client === undefined || !isHealthy(err)) await this.closeClient();
-        const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.failures, 6));
-        await this.idle(backoff / 2 + Math.random() * (backoff / 2));
+        await this.idle(backoffMs(FAILURE_POLICY, this.failures));
       }
     }
   }

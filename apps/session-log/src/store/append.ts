@@ -9,7 +9,7 @@
  * with its commit; this instance's watchers are poked once it returns (watch/hub.ts).
  */
 import type { Queryable, WriteOutcome } from "@metaharness/db";
-import { MhError } from "@metaharness/errors";
+import { CurrentEpoch, CurrentSeq, MhError, SizeLimit } from "@metaharness/errors";
 import type { ValidatedEvent } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
 import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
@@ -173,7 +173,7 @@ function outcomeOf(
         new MhError(
           "ABORTED",
           `lease epoch ${req.leaseEpoch} is stale: session ${req.sessionId} is at epoch ${cur}`,
-          { field: "lease_epoch", details: { current_epoch: cur } },
+          { field: "lease_epoch", details: CurrentEpoch.of({ current_epoch: cur }) },
         ),
       );
     case 3:
@@ -181,7 +181,7 @@ function outcomeOf(
         new MhError(
           "FAILED_PRECONDITION",
           `expected_seq ${req.expectedSeq} does not match: session ${req.sessionId} is at seq ${cur}`,
-          { field: "expected_seq", details: { current_seq: cur } },
+          { field: "expected_seq", details: CurrentSeq.of({ current_seq: cur }) },
         ),
       );
     case 4:
@@ -224,7 +224,7 @@ function tooLargeToEcho(index: number): MhError {
     "FAILED_PRECONDITION",
     `the answer would echo more than ${MAX_ECHOED_BYTES} bytes by events[${index}]: this request names events appended ` +
       "before with larger bodies than it sent, and an answer echoes them as stored; nothing was written; read them with GetEvents",
-    { field: `events[${index}].id`, details: { limit_bytes: MAX_ECHOED_BYTES } },
+    { field: `events[${index}].id`, details: SizeLimit.of({ limit_bytes: MAX_ECHOED_BYTES }) },
   );
 }
 

@@ -6,7 +6,7 @@
  * holder died), or expired (a holder that hangs or is cut off with its connection open).
  */
 import type { Queryable } from "@metaharness/db";
-import { MhError, invalidArgument } from "@metaharness/errors";
+import { CurrentEpoch, LeaseHolder, MhError, SessionState, invalidArgument } from "@metaharness/errors";
 import { SessionStatus, type Lease } from "@metaharness/proto";
 import { leaseFromRow, type SessionRow } from "./rows.js";
 import { NEEDS_HARNESS, notFound } from "./sessions.js";
@@ -67,13 +67,13 @@ export async function acquireLease(db: Queryable, sessionId: string, holder: str
   if (status === TERMINATED) {
     throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it takes no lease`, {
       field: "session_id",
-      details: { status: "terminated" },
+      details: SessionState.of({ status: "terminated" }),
     });
   }
   throw new MhError(
     "FAILED_PRECONDITION",
     `session ${sessionId} is leased to ${current?.holder ?? "another holder"} until ${current?.expiresAt?.toISOString() ?? "?"}`,
-    { field: "holder", details: { holder: current?.holder ?? "", epoch: current?.epoch ?? 0 } },
+    { field: "holder", details: LeaseHolder.of({ holder: current?.holder ?? "", epoch: current?.epoch ?? 0 }) },
   );
 }
 
@@ -141,6 +141,6 @@ async function lostLease(db: Queryable, sessionId: string, holder: string, epoch
     "ABORTED",
     `${holder} no longer holds epoch ${epoch} of session ${sessionId}` +
       (current ? `: ${current.holder} holds epoch ${current.epoch}` : ": the lease is free"),
-    { field: "epoch", details: { current_epoch: current?.epoch ?? 0 } },
+    { field: "epoch", details: CurrentEpoch.of({ current_epoch: current?.epoch ?? 0 }) },
   );
 }

@@ -4,7 +4,7 @@
  * encoded size, so the log stores only events it can serve and read back.
  */
 import { Event } from "@metaharness/proto";
-import { MhError, invalidArgument } from "@metaharness/errors";
+import { MeasuredSize, MhError, SizeLimit, invalidArgument } from "@metaharness/errors";
 import { MAX_EVENT_ID_LENGTH, isValidEventId, newEventId } from "../ids.js";
 import { isEventType, payloadFieldForType, typeForPayloadCase } from "../registry.js";
 import { validatePayload } from "./payload.js";
@@ -73,7 +73,7 @@ export function validateEventForAppend(event: Event, options: AppendValidationOp
     throw new MhError(
       "INVALID_ARGUMENT",
       `${field}: the event is ${size} bytes encoded, over the limit of ${maxPayloadBytes} bytes`,
-      { field, details: { size_bytes: size, limit_bytes: maxPayloadBytes } },
+      { field, details: { ...MeasuredSize.of({ size_bytes: size }), ...SizeLimit.of({ limit_bytes: maxPayloadBytes }) } },
     );
   }
   return { event: normalized, encoded };

@@ -1,0 +1,50 @@
+/**
+ * SandboxPort against a broker that is away (UNAVAILABLE, as while it restarts): the call is asked
+ * again until the broker answers, and becomes a tool error only once the retry window has passed.
+ * The broker here is a client object answering from a script: the subject is the harness's side.
+ */
+import { MhError } from "@metaharness/errors";
+import { SandboxState } from "@metaharness/proto";
+import { describe, expect, it } from "vitest";
+import { SandboxPort, type BrokerClient } from "./sandbox.js";
+
+/** A broker whose first `downFor` calls fail UNAVAILABLE; it counts every call. */
+function broker(downFor: number): { client: BrokerClient; calls: string[] } {
+  const calls: string[] = [];
+  const answer = <T>(name: string, value: T): Promise<T> => {
+    calls.push(name);
+    return calls.length <= downFor ? Promise.reject(new MhError("UNAVAILABLE", "connect ECONNREFUSED")) : Promise.resolve(value);
+  };
+  const client = {
+    listSandboxes: () => answer("listSandboxes", { sandboxes: [{ sandboxId: "sbx_1", state: SandboxState.SANDBOX_STATE_READY }] }),
+    execute: () => answer("execute", { output: "hi\n", isError: false, exitCode: 0 }),
+  } as unknown as BrokerClient;
+  return { client, calls };
+}
+
+describe("SandboxPort with a broker that is restarting", () => {
+  it("asks again until the broker answers", async () => {
+    const b = broker(3);
+    const port = new SandboxPort(b.client, "sesn_1", undefined, 10_000);
+    const out = await port.execute("bash", { command: "echo hi" }, "call_1", new AbortController().signal);
+    expect(out).toEqual({ output: "hi\n", isError: false, exitCode: 0 });
+    expect(b.calls).toEqual(["listSandboxes", "listSandboxes", "listSandboxes", "listSandboxes", "execute"]);
+  });
+
+  it("is a tool error once the retry window has passed", async () => {
+    const b = broker(Number.POSITIVE_INFINITY);
+    const port = new SandboxPort(b.client, "sesn_1", undefined, 300);
+    const out = await port.execute("bash", { command: "echo hi" }, "call_1", new AbortController().signal);
+    expect(out).toEqual({ output: "sandbox error (UNAVAILABLE): connect ECONNREFUSED", isError: true });
+    expect(b.calls.length).toBeGreaterThan(1);
+  });
+
+  it("stops asking when the turn is cancelled", async () => {
+    const b = broker(Number.POSITIVE_INFINITY);
+    const port = new SandboxPort(b.client, "sesn_1", undefined, 60_000);
+    const stop = new AbortController();
+    const pending = port.execute("bash", { command: "echo hi" }, "call_1", stop.signal);
+    stop.abort();
+    await expect(pending).rejects.toMatchObject({ code: "CANCELLED" });
+  });
+});

@@ -1,0 +1,2 @@
+export { defineDetail, type DetailShape, type DetailValue, type ErrorDetail } from "./define.js";
+export * from "./catalog.js";
