@@ -34,6 +34,10 @@ npx turbo run build
 step "lint (buf, eslint)"
 npm run lint
 
+step "contracts: buf breaking against the parent commit's proto/"
+# A break must be a new package version or a documented exception (scripts/proto-breaking.sh).
+npm run breaking:proto
+
 step "unit tests"
 # Two packages at a time: 1m23s-1m26s against 2m01s one at a time on a 2-core VM (all passing).
 npx turbo run test --concurrency=2
