@@ -7,7 +7,8 @@
  * carries only its metric's declared labels, with no session, sandbox or event id and no user
  * text in any value (low cardinality). When a Prometheus binary is there (infra/prometheus/up.sh
  * builds it; MH_PROMETHEUS_BIN), a Prometheus of the test's own scrapes the endpoint and each
- * metric is read back through its HTTP API.
+ * metric is read back through its HTTP API, and so is every panel's query of the dashboards
+ * (infra/grafana/dashboards.ts), whose provisioned JSON files must be that module's output.
  */
 import { randomBytes } from "node:crypto";
 import { defineScenario } from "@metaharness/offline-model";
@@ -18,6 +19,8 @@ import { KEY_A, startStack, type Stack } from "../../support/gateway.js";
 import { idleReason } from "../../support/harness.js";
 import { eventually } from "../../support/sandbox-broker.js";
 import { startPrometheus, type TestPrometheus } from "../../support/prometheus.js";
+import { dashboardFile, dashboards } from "../../../infra/grafana/dashboards.js";
+import { readFile } from "node:fs/promises";
 
 const USER_TEXT = `count the files ${randomBytes(4).toString("hex")}`;
 const scenarios = [
@@ -164,4 +167,30 @@ describe("metrics of a session", () => {
       expect(result.length, query).toBeGreaterThan(0);
     }
   }, 120_000);
+
+  it("the provisioned dashboards are dashboards.ts's output", async () => {
+    for (const [name, d] of Object.entries(dashboards())) {
+      const file = JSON.parse(await readFile(dashboardFile(name), "utf8")) as unknown;
+      expect(file, `${dashboardFile(name)}: run npx tsx infra/grafana/dashboards.ts`).toEqual(JSON.parse(JSON.stringify(d)));
+    }
+  });
+
+  it("every panel's query returns data from the real Prometheus", async (ctx) => {
+    if (prometheus === undefined) return ctx.skip("no Prometheus binary (run infra/prometheus/up.sh, or set MH_PROMETHEUS_BIN)");
+    const p = prometheus;
+    let queries = 0;
+    for (const [name, d] of Object.entries(dashboards())) {
+      for (const panel of d.panels ?? []) {
+        if (!("targets" in panel)) continue;
+        for (const target of panel.targets ?? []) {
+          const expr = (target as { expr?: string }).expr?.replaceAll("$tenant", "tenant-a");
+          if (expr === undefined) continue;
+          queries++;
+          // rate() and increase() need two scrapes of a series: waited for, never slept.
+          await eventually(async () => ((await p.query(expr)).length > 0 ? true : undefined), `${name} / ${panel.title}: ${expr} returns data`, 30_000);
+        }
+      }
+    }
+    expect(queries).toBeGreaterThan(20);
+  }, 180_000);
 });
