@@ -5,4 +5,5 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rc=0
 "$here/postgres/check.sh" || rc=1
 "$here/kafka/check.sh" || rc=1
+"$here/seaweedfs/check.sh" || rc=1
 exit "$rc"

@@ -4,6 +4,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rc=0
 "$here/jaeger/down.sh" || rc=1
+"$here/seaweedfs/down.sh" || rc=1
 "$here/kafka/down.sh" || rc=1
 "$here/postgres/down.sh" || rc=1
 exit "$rc"

@@ -27,11 +27,16 @@ import { Layers } from "./layers/layers.js";
 import { defaultLimits } from "./resources.js";
 import { sandboxBrokerService } from "./service.js";
 import { connectCredentialProxy, type ProxyConnection } from "./remotes/proxy-client.js";
+import { SHUTDOWN_REASON } from "./broker/revive.js";
+import { pause, type Workspaces } from "./broker/workspace.js";
+import { openWorkspaceStore } from "./workspaces/open-store.js";
+import { Retention } from "./workspaces/retention.js";
+import { Snapshots } from "./workspaces/snapshots.js";
 
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 export const RESTART_REASON = "broker restarted";
-export const SHUTDOWN_REASON = "broker shut down";
+export { SHUTDOWN_REASON };
 
 export interface SandboxBrokerHandle {
   readonly port: number;
@@ -127,8 +132,24 @@ export async function startSandboxBroker(
     const hands = new HandRegistry();
     cleanups.push(() => Promise.resolve(hands.closeAll(SHUTDOWN_REASON)));
     // The warm pool refills into any place the cap frees (it is made below: the pool's room needs `live`).
+    // Workspace snapshots, when a store is configured (MH_WORKSPACE_STORE).
+    const opened = await openWorkspaceStore(config, logger);
+    let workspaces: Workspaces | undefined;
+    if (opened !== undefined) {
+      cleanups.push(() => Promise.resolve(opened.close()));
+      const snapshots = new Snapshots(opened.store, { quotaBytes: config.workspaceMaxBytes, logger: logger.child({ component: "workspaces" }) });
+      const retention = new Retention(opened.store, events, {
+        intervalMs: config.workspaceRetentionCheckMs,
+        logger: logger.child({ component: "workspaces" }),
+        forget: (hashes) => snapshots.forgetChunks(hashes),
+      });
+      retention.start();
+      cleanups.push(() => retention.stop());
+      workspaces = { snapshots, retention };
+      logger.info({ store: opened.store.description, quota_bytes: config.workspaceMaxBytes }, "workspace snapshots on");
+    }
     let refill = (): void => undefined;
-    const live = new LiveSandboxes({ pool, events, logger, onRoom: () => refill() });
+    const live = new LiveSandboxes({ pool, events, logger, onRoom: () => refill(), onEnded: (id) => workspaces?.snapshots.forget(id) });
     cleanups.push(() => live.endAll(SandboxState.SANDBOX_STATE_RELEASED, SHUTDOWN_REASON));
     const base = { config, pool, logger, launcher, live, hands, events, incarnation, proxy };
     const warmRoom = (): number => Math.min(config.warmPoolSize, config.maxSandboxes - live.committed);
@@ -147,9 +168,9 @@ export async function startSandboxBroker(
     });
     await layers.open();
     cleanups.push(() => layers.stop());
-    const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites, layers };
+    const ctx: BrokerContext = { ...base, warm, inflight: new Map(), pendingWrites, layers, workspaces, reviving: new Map() };
 
-    const reaper = new Reaper(live, config.reapIntervalMs);
+    const reaper = new Reaper(live, config.reapIntervalMs, (s) => (workspaces !== undefined && s.runtime instanceof LocalSandbox ? pause(ctx, s) : false));
     reaper.start();
     cleanups.push(() => Promise.resolve(reaper.stop()));
     const sessionEnds = new SessionEnds(live, events, config.sessionCheckMs, logger);

@@ -125,6 +125,28 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       layerMaxBytes: env.int("MH_LAYER_MAX_BYTES", { default: 4 * GiB, min: MiB }),
       layerBuildsAtOnce: env.int("MH_LAYER_BUILDS_AT_ONCE", { default: 2, min: 1, max: 64 }),
 
+      /**
+       * Workspace snapshots (src/workspaces/): where they are kept, "dir:<absolute path>" (on
+       * this machine; `mh dev` keeps them in its data directory), "s3://<bucket>[/<prefix>]" (an S3-compatible store at
+       * MH_WORKSPACE_S3_ENDPOINT, for brokers on several machines) or "off" (the default). With a store, every
+       * tool call that changed a workspace is recorded, a sandbox lost or idle is restored at the
+       * session's next call, and a session's snapshots go when the log says it ended (deleted).
+       */
+      workspaceStore: env.string("MH_WORKSPACE_STORE", {
+        default: "off",
+        pattern: /^(off|dir:\/.*|s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[A-Za-z0-9._\/-]*)?)$/,
+      }),
+      workspaceS3Endpoint: env.optionalUrl("MH_WORKSPACE_S3_ENDPOINT"),
+      workspaceS3Region: env.string("MH_WORKSPACE_S3_REGION", { default: "us-east-1" }),
+      workspaceS3AccessKeyId: env.optional(env.string("MH_WORKSPACE_S3_ACCESS_KEY_ID")),
+      workspaceS3SecretAccessKey: env.optional(env.string("MH_WORKSPACE_S3_SECRET_ACCESS_KEY", { secret: true })),
+      /** One request to the store: past it the store counts as down (a tool error, never a hang). */
+      workspaceStoreTimeoutMs: env.durationMs("MH_WORKSPACE_STORE_TIMEOUT_MS", { default: 5_000, min: 100, max: 600_000 }),
+      /** The largest workspace a snapshot records; a larger one is refused, with its size. */
+      workspaceMaxBytes: env.int("MH_WORKSPACE_MAX_BYTES", { default: 1 * GiB, min: 1024 }),
+      /** How often the log is asked which sessions with snapshots ended (their snapshots then go). */
+      workspaceRetentionCheckMs: env.durationMs("MH_WORKSPACE_RETENTION_CHECK_MS", { default: 60_000, min: 100, max: 24 * 3_600_000 }),
+
       logLevel: env.enumOf("MH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "silent"], { default: "info" }),
       otlpEndpoint: env.optionalUrl("MH_OTLP_ENDPOINT"),
       // Metrics (MH_METRICS_PORT, MH_OTLP_METRICS_ENDPOINT): see the service kit's metrics-env.ts.

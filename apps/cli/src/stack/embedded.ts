@@ -172,6 +172,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       MH_BWRAP_PATH: bwrapPath,
       // Environments' package layers: kept with the data directory (or for this user's temp dir).
       MH_LAYER_DIR: opts.dataDir === undefined ? join(tmpdir(), "metaharness-layers") : join(resolve(opts.dataDir), "layers"),
+      // Workspace snapshots: a sandbox lost, or paused when idle, comes back with its files.
+      MH_WORKSPACE_STORE: `dir:${opts.dataDir === undefined ? join(tmpdir(), "metaharness-workspaces") : join(resolve(opts.dataDir), "workspaces")}`,
       MH_LOG_LEVEL: level,
     });
     const broker = await timed("sandbox broker", `bubblewrap (${sbxConfig.bwrapPath})`, () => startSandboxBroker(sbxConfig, logger("sandbox-broker")));

@@ -18,6 +18,8 @@ import type { ProxyConnection } from "../remotes/proxy-client.js";
 import type { LiveSandboxes } from "./live.js";
 import type { Layers } from "../layers/layers.js";
 import type { LayerMount } from "../layers/mount.js";
+import type { Workspaces } from "./workspace.js";
+import type { Revived } from "./revive.js";
 
 export interface BrokerContext {
   readonly config: SandboxBrokerConfig;
@@ -38,10 +40,14 @@ export interface BrokerContext {
   readonly pendingWrites: Set<Promise<void>>;
   /** Environment package layers (layers/). */
   readonly layers: Layers;
+  /** Workspace snapshots (workspace.ts); undefined when MH_WORKSPACE_STORE is off. */
+  readonly workspaces: Workspaces | undefined;
+  /** Revivals under way, by sandbox id (revive.ts). */
+  readonly reviving: Map<string, Promise<Revived | undefined>>;
 }
 
 export function startLocalSandbox(
-  ctx: Omit<BrokerContext, "warm" | "inflight" | "pendingWrites" | "layers">,
+  ctx: Omit<BrokerContext, "warm" | "inflight" | "pendingWrites" | "layers" | "workspaces" | "reviving">,
   id: string,
   limits: Limits,
   layer?: LayerMount,

@@ -12,6 +12,8 @@ import { SandboxGoneError } from "../protocol/agent-channel.js";
 import { failed, type Input, type ToolOutcome } from "../tools/types.js";
 import { requireField, type BrokerContext } from "./context.js";
 import { endedMessage, type LiveSandbox } from "./live.js";
+import { revive, type Revived } from "./revive.js";
+import { snapshotAfter } from "./workspace.js";
 
 const POLL_MS = 100;
 /** How long a repeat waits for a first attempt this process cannot see, beyond its timeout. */
@@ -126,15 +128,27 @@ async function record(ctx: BrokerContext, key: CallKey, outcome: CallOutcome): P
 }
 
 async function run(ctx: BrokerContext, key: CallKey, target: Target, call: Call): Promise<ToolOutcome> {
-  const { live, row } = target;
+  let { live } = target;
+  let note = "";
   if (live === undefined || live.ended !== undefined) {
-    const state = live?.ended?.state ?? row?.state ?? SandboxState.SANDBOX_STATE_LOST;
-    const reason = live?.ended?.reason ?? (row?.reason || "its process is gone");
-    return failed(endedMessage(key.sandboxId, state, reason));
+    const state = live?.ended?.state ?? target.row?.state ?? SandboxState.SANDBOX_STATE_LOST;
+    const reason = live?.ended?.reason ?? (target.row?.reason || "its process is gone");
+    // With snapshots, a lost or paused sandbox comes back under its id, from its last snapshot.
+    let revived: Revived | undefined;
+    try {
+      revived = await revive(ctx, key.sandboxId, state, reason);
+    } catch (err) {
+      return failed(`${endedMessage(key.sandboxId, state, reason)}; it could not be replaced: ${MhError.from(err).message}`);
+    }
+    if (revived === undefined) return failed(endedMessage(key.sandboxId, state, reason));
+    if (revived.error !== undefined) return failed(revived.error);
+    live = revived.live;
+    note = revived.note;
   }
   live.lastUsedAt = Date.now();
   try {
-    return await live.runtime.execute({ callId: key.callId, ...call });
+    const outcome = await snapshotAfter(ctx, live, key.callId, call.name, await live.runtime.execute({ callId: key.callId, ...call }));
+    return note === "" ? outcome : { ...outcome, output: note + outcome.output };
   } catch (err) {
     if (err instanceof SandboxGoneError) return failed(err.message);
     if (err instanceof MhError) return failed(err.message);

@@ -48,6 +48,8 @@ export class LiveSandboxes {
       readonly logger: Logger;
       /** Told whenever a place under the cap frees up (a sandbox ended, a reservation ended). */
       readonly onRoom?: () => void;
+      /** Told when a sandbox has ended (its workspace's snapshot base can go). */
+      readonly onEnded?: (id: string) => void;
     },
   ) {}
 
@@ -109,6 +111,7 @@ export class LiveSandboxes {
       sandboxesActive.add(-1, { kind: sandbox.runtime.driver });
       this.sandboxes.delete(id);
       this.ending.delete(id);
+      this.deps.onEnded?.(id);
       this.deps.onRoom?.();
     });
     this.ending.set(id, done);

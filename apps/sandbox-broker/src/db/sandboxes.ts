@@ -124,6 +124,20 @@ export async function endSandbox(pool: Queryable, sandboxId: string, state: Sand
 }
 
 /**
+ * RELEASED/LOST -> READY again, run by `brokerId`: a new process took the sandbox's id, started
+ * from its workspace's last snapshot (broker/revive.ts). Throws FAILED_PRECONDITION if it is READY
+ * (another revival won).
+ */
+export async function reviveSandbox(pool: Queryable, sandboxId: string, brokerId: string, limits: string): Promise<void> {
+  const { rowCount } = await pool.query(
+    `UPDATE sandboxes SET state = 1, reason = '', ended_at = NULL, broker_id = $2, limits = $3, last_used_at = now()
+     WHERE sandbox_id = $1 AND state <> 1`,
+    [sandboxId, brokerId, limits],
+  );
+  if ((rowCount ?? 0) === 0) throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is running already`, { field: "sandbox_id" });
+}
+
+/**
  * Moves a READY sandbox from `from` to `to`. A retry of a transfer that already happened
  * succeeds again (the holder is `to` already); any other holder is FAILED_PRECONDITION.
  */
