@@ -16,7 +16,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "shared",
-          include: ["integration/**/*.test.ts", "security/**/*.test.ts", "fuzz/**/*.test.ts"],
+          include: ["integration/**/*.test.ts", "security/**/*.test.ts", "fuzz/**/*.test.ts", "repository/**/*.test.ts"],
           exclude: ALONE,
           fileParallelism: true,
           maxWorkers: 2,

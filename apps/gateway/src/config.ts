@@ -2,13 +2,8 @@
  * Every setting of the gateway, read from the environment in this one place.
  */
 import { env, readConfig, type EnvVar, GRPC_TLS_ENV, METRICS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import type { BootstrapKey } from "./auth/api-keys.js";
 import { RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
-
-/** A key the gateway accepts at start, and the tenant it acts for. */
-export interface BootstrapKey {
-  readonly key: string;
-  readonly tenant: string;
-}
 
 export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const KEY_PATTERN = /^[\x21-\x7e]{16,256}$/;

@@ -2,7 +2,8 @@
  * The gateway as a library: tests and the single-process `mh dev` start it in-process.
  */
 export { startGateway, type GatewayDeps, type GatewayHandle, type GatewaySettings } from "./app.js";
-export { loadConfig, type BootstrapKey, type GatewayConfig } from "./config.js";
+export { loadConfig, type GatewayConfig } from "./config.js";
+export type { BootstrapKey } from "./auth/api-keys.js";
 export { loadUiConfig, type UiConfig } from "./ui/config.js";
 export { loadModelPrices } from "./ui/prices-config.js";
 export { costUsd, DEFAULT_PRICES, formatUsd, inputParts, PRICES_CHECKED, totalInput, type ModelPrice, type PriceTable, type TokenUsage } from "./ui/browser/prices.js";

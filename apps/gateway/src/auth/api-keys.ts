@@ -5,10 +5,15 @@
  */
 import { createHash } from "node:crypto";
 import type { Db } from "@metaharness/db";
-import type { BootstrapKey } from "../config.js";
 
 export function hashKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
+}
+
+/** A key the gateway accepts at start, and the tenant it acts for. */
+export interface BootstrapKey {
+  readonly key: string;
+  readonly tenant: string;
 }
 
 /**

@@ -5,12 +5,13 @@
  * carry. Both read the session log directly, only for sessions of the caller's tenant.
  */
 import { ApiError, invalidRequest } from "../errors/api-error.js";
-import { statusJson, type SessionStatusJson } from "../sessions/session-json.js";
+import { statusJson } from "../sessions/session-json.js";
 import type { SessionLogRpc } from "../clients.js";
 import type { SessionStore } from "../sessions/store.js";
 import { pathParams, type JsonSchema } from "../http/json-schema.js";
 import { logSession } from "../sessions/live.js";
-import { toUiEventJson, type UiEventJson } from "./events.js";
+import type { SessionActivity, UiEventSlice } from "./browser/wire.js";
+import { toUiEventJson } from "./events.js";
 
 /** Events per slice: the page's first view of a session, and each "earlier events" step. */
 export const DEFAULT_EVENT_SLICE = 500;
@@ -49,14 +50,6 @@ export interface ActivityQuery {
   session_id: string[];
 }
 
-export interface UiEventSlice {
-  readonly data: UiEventJson[];
-  /** More events lie beyond the slice in the direction read. */
-  readonly has_more: boolean;
-  /** The session's last seq when the slice was read. */
-  readonly last_seq: number;
-}
-
 /** What the session page's API reads: the log and sessions' records. */
 export interface UiApiDeps {
   readonly log: SessionLogRpc;
@@ -76,14 +69,6 @@ export async function readUiEvents(ctx: UiApiDeps, tenant: string, sessionId: st
     types: [],
   });
   return { data: slice.events.map(toUiEventJson), has_more: slice.hasMore, last_seq: slice.lastSeq };
-}
-
-export interface SessionActivity {
-  readonly session_id: string;
-  readonly status: SessionStatusJson;
-  readonly last_seq: number;
-  /** When the session's last event was appended (its creation, before any). */
-  readonly last_activity_at: string | null;
 }
 
 /** The activity of the sessions asked for that belong to `tenant`; others are left out. */

@@ -4,17 +4,9 @@
  * in (from its W3C `traceparent`), and the text of `agent.thinking`, which the Managed Agents
  * view serves as a progress signal only. The signature of a thinking block stays in the log.
  */
-import { toManagedAgentsJson, type ManagedAgentsEventJson } from "@metaharness/events";
+import { toManagedAgentsJson } from "@metaharness/events";
 import type { Event } from "@metaharness/proto";
-
-export type UiEventJson = ManagedAgentsEventJson & {
-  /** 32 lowercase hex digits, when the writer was traced. */
-  trace_id?: string;
-  /** The writer's span (16 hex digits), when traced. */
-  span_id?: string;
-  /** agent.thinking only. */
-  thinking?: string;
-};
+import type { UiEventJson } from "./browser/wire.js";
 
 // version "-" trace-id "-" parent-id "-" flags; an all-zero trace or span id is invalid.
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}/;

@@ -86,7 +86,8 @@ async function readCapped(res: Response, maxBytes: number): Promise<string> {
   const declared = Number(res.headers.get("content-length") ?? "0");
   if (declared > maxBytes) throw tooLarge(maxBytes);
   if (res.body === null) return "";
-  const reader = res.body.getReader();
+  // Node's fetch types the body's chunks loosely; they are bytes.
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

@@ -5,54 +5,13 @@
  * tags (span kind, status, scope) become fields or are left out. Also the sessions a trace names,
  * which decide who may see it (see traces.ts). Pure functions of Jaeger's JSON.
  */
+import type { AttributeValue, TraceSpanView, TraceView } from "./browser/wire.js";
 import type { JaegerKeyValue, JaegerSpan, JaegerTrace } from "./jaeger.js";
 
 /** Spans drawn at most; a larger trace shows its first ones in tree order, and says so. */
 export const MAX_VIEW_SPANS = 2000;
 /** The attribute naming the session a span worked for (harness steps, session-scoped RPCs). */
 export const SESSION_ATTRIBUTE = "mh.session_id";
-
-export type AttributeValue = string | number | boolean;
-
-export interface TraceEventView {
-  readonly name: string;
-  /** Microseconds from the trace's start. */
-  readonly at_us: number;
-  readonly attributes: Readonly<Record<string, AttributeValue>>;
-}
-
-export interface TraceSpanView {
-  readonly span_id: string;
-  /** The span it is a child of, as referenced; that span may be missing from the trace (depth 0 then). */
-  readonly parent_span_id: string | null;
-  readonly depth: number;
-  readonly service: string;
-  readonly operation: string;
-  /** server, client, internal, producer or consumer; null when not recorded. */
-  readonly kind: string | null;
-  /** Microseconds from the trace's start. */
-  readonly start_us: number;
-  readonly duration_us: number;
-  readonly status: "unset" | "ok" | "error";
-  readonly status_message: string | null;
-  readonly attributes: Readonly<Record<string, AttributeValue>>;
-  readonly events: readonly TraceEventView[];
-}
-
-export interface TraceView {
-  readonly trace_id: string;
-  /** When the first span started. */
-  readonly started_at: string;
-  /** From the first span's start to the last span's end. */
-  readonly duration_us: number;
-  readonly services: readonly string[];
-  /** The sessions its spans name (mh.session_id). */
-  readonly session_ids: readonly string[];
-  /** Spans in the trace; `spans` holds at most MAX_VIEW_SPANS of them. */
-  readonly span_count: number;
-  readonly spans: readonly TraceSpanView[];
-  readonly warnings: readonly string[];
-}
 
 /** Tags Jaeger derives from the span itself, shown as fields of the span (or not at all). */
 const BOOKKEEPING = new Set(["span.kind", "otel.status_code", "otel.status_description", "error", "otel.scope.name", "otel.scope.version", "internal.span.format"]);

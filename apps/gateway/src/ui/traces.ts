@@ -14,7 +14,8 @@ import { ApiError } from "../errors/api-error.js";
 import type { SessionStore } from "../sessions/store.js";
 import { obj, str } from "../http/json-schema.js";
 import type { JaegerQuery } from "./jaeger.js";
-import { sessionIdsOf, toTraceView, type TraceView } from "./trace-view.js";
+import type { TraceView } from "./browser/wire.js";
+import { sessionIdsOf, toTraceView } from "./trace-view.js";
 
 /** Distinct sessions a trace may name and still be checked (ours name one). */
 export const MAX_TRACE_SESSIONS = 100;

@@ -1,9 +1,8 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
 /**
- * The browser side of the session page: these modules are compiled by the gateway's tsc and
- * served as they are (no bundler), so they import only each other (`./x.js`) and types. This
- * file brings the DOM's types in, and gives the one helper every view builds elements with:
+ * The browser side of the session page: these modules are compiled by their own tsc project
+ * (tsconfig.json here: the DOM's types, which the server's code does not see) and served as they
+ * are (no bundler), so they import only each other (`./x.js`) and types. This file gives the one
+ * helper every view builds elements with:
  * text always goes in as text (never as HTML), so nothing from an event can become markup.
  */
 

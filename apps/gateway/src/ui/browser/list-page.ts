@@ -4,7 +4,7 @@
  * the tab is visible; rows that did not change are left alone, so focus and selection stay.
  */
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
-import type { SessionActivity } from "../api.js";
+import type { SessionActivity } from "./wire.js";
 import { getJson, HttpError, query } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatAgo, formatDateTime, formatSeconds, formatTokens } from "./format.js";

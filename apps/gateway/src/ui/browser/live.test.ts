@@ -4,7 +4,7 @@
  * session ends the stream, and a refused key stops it without retrying.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { UiEventJson } from "../events.js";
+import type { UiEventJson } from "./wire.js";
 import { LiveStream, type LiveHandlers, type LiveState } from "./live.js";
 
 const frame = (event: string, data: unknown, id?: number): string => `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;

@@ -6,7 +6,7 @@
  * shows while the model writes it. Reconnects back off (capped, with jitter); a refused key or
  * a session that is gone stops it. The stream ends for good after `session.status_terminated`.
  */
-import type { UiEventJson } from "../events.js";
+import type { UiEventJson } from "./wire.js";
 import { errorOf, headers, HttpError } from "./api.js";
 import { SseParser } from "./sse.js";
 

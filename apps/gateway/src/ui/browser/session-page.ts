@@ -5,7 +5,7 @@
  * Events that arrived live get their trace links from the page's route shortly after.
  */
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
-import type { UiEventSlice } from "../api.js";
+import type { UiEventSlice } from "./wire.js";
 import { getJson, HttpError, query } from "./api.js";
 import { append, h, replaceChildren } from "./dom.js";
 import { formatAgo, formatDateTime, formatSeconds, formatTokens } from "./format.js";

@@ -4,8 +4,7 @@
  * keys once an event has focus; Home and End), and download the session's events as JSON, read
  * whole from the page's route a slice at a time (the page itself may hold only the latest).
  */
-import type { UiEventSlice } from "../api.js";
-import type { UiEventJson } from "../events.js";
+import type { UiEventJson, UiEventSlice } from "./wire.js";
 import { getJson, query } from "./api.js";
 import { h } from "./dom.js";
 

@@ -3,7 +3,7 @@
  * attributes as the service emitted them, and its events (an exception with its stack, for
  * instance). Long values (stack traces) show as their start and end, as in the timeline.
  */
-import type { AttributeValue, TraceEventView, TraceSpanView } from "../trace-view.js";
+import type { AttributeValue, TraceEventView, TraceSpanView } from "./wire.js";
 import { h } from "./dom.js";
 import { formatMicros, formatOffset } from "./trace-layout.js";
 import { longText } from "./text-views.js";

@@ -6,7 +6,7 @@
  * show as a row that the stored message replaces. Every event shows its seq, time and a link
  * to its trace.
  */
-import type { UiEventJson } from "../events.js";
+import type { UiEventJson } from "./wire.js";
 import { append, h } from "./dom.js";
 import { between, describeSize, formatClock, formatDuration, formatTokens, prettyJson, traceUrl } from "./format.js";
 import type { PriceTable } from "./prices.js";

@@ -4,7 +4,7 @@
  * `?span=` (the event's, when the page was opened from the timeline) is highlighted, opened and
  * scrolled into view. Spans reach Jaeger a second or so after their work: Reload reads it again.
  */
-import type { TraceView } from "../trace-view.js";
+import type { TraceView } from "./wire.js";
 import { getJson, HttpError } from "./api.js";
 import { append, h, replaceChildren } from "./dom.js";
 import { formatDateTime } from "./format.js";

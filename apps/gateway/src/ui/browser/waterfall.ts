@@ -5,7 +5,7 @@
  * details below it; arrow keys move between rows. Positions are CSS custom properties set
  * through the CSSOM, which the page's CSP allows (it forbids style attributes).
  */
-import type { TraceSpanView, TraceView } from "../trace-view.js";
+import type { TraceSpanView, TraceView } from "./wire.js";
 import { h } from "./dom.js";
 import { spanDetails } from "./span-details.js";
 import { barPlacement, formatMicros, formatOffset, serviceColours, ticks } from "./trace-layout.js";

@@ -6,7 +6,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 
-const DIR = new URL("./", import.meta.url);
+const DIR = new URL("./browser/", import.meta.url);
 const IMPORT = /^\s*(import|export)\s+(?!type\b)[^;]*?\bfrom\s+["']([^"']+)["']/gm;
 const SIDE_EFFECT_IMPORT = /^\s*import\s+["']([^"']+)["']/gm;
 
