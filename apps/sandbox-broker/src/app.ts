@@ -28,8 +28,8 @@ import { defaultLimits } from "./resources.js";
 import { sandboxBrokerService } from "./service.js";
 import { connectCredentialProxy, type ProxyConnection } from "./remotes/proxy-client.js";
 import { SHUTDOWN_REASON } from "./broker/revive.js";
-import { pause, type Workspaces } from "./broker/workspace.js";
-import { openWorkspaceStore } from "./workspaces/open-store.js";
+import { pause } from "./broker/workspace.js";
+import { openWorkspaceStore, type Workspaces } from "./workspaces/open-store.js";
 import { Retention } from "./workspaces/retention.js";
 import { Snapshots } from "./workspaces/snapshots.js";
 

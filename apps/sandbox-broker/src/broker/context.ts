@@ -15,11 +15,10 @@ import type { HandRegistry } from "../hands/registry.js";
 import type { WarmPool } from "../pool/warm-pool.js";
 import type { Limits } from "../resources.js";
 import type { ProxyConnection } from "../remotes/proxy-client.js";
-import type { LiveSandboxes } from "./live.js";
+import type { LiveSandboxes, Revived } from "./live.js";
 import type { Layers } from "../layers/layers.js";
 import type { LayerMount } from "../layers/mount.js";
-import type { Workspaces } from "./workspace.js";
-import type { Revived } from "./revive.js";
+import type { Workspaces } from "../workspaces/open-store.js";
 
 export interface BrokerContext {
   readonly config: SandboxBrokerConfig;
@@ -40,7 +39,7 @@ export interface BrokerContext {
   readonly pendingWrites: Set<Promise<void>>;
   /** Environment package layers (layers/). */
   readonly layers: Layers;
-  /** Workspace snapshots (workspace.ts); undefined when MH_WORKSPACE_STORE is off. */
+  /** Workspace snapshots (workspace.ts, workspaces/); undefined when MH_WORKSPACE_STORE is off. */
   readonly workspaces: Workspaces | undefined;
   /** Revivals under way, by sandbox id (revive.ts). */
   readonly reviving: Map<string, Promise<Revived | undefined>>;

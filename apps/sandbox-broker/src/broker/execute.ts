@@ -11,8 +11,8 @@ import { getSandbox, notFound, runByAnotherBroker, type SandboxRow } from "../db
 import { SandboxGoneError } from "../protocol/agent-channel.js";
 import { failed, type Input, type ToolOutcome } from "../tools/types.js";
 import { requireField, type BrokerContext } from "./context.js";
-import { endedMessage, type LiveSandbox } from "./live.js";
-import { revive, type Revived } from "./revive.js";
+import { endedMessage, type LiveSandbox, type Revived } from "./live.js";
+import { revive } from "./revive.js";
 import { snapshotAfter } from "./workspace.js";
 
 const POLL_MS = 100;

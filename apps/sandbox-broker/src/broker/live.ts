@@ -15,6 +15,15 @@ import type { SandboxRuntime } from "../runtime.js";
 import { BUBBLEWRAP_DRIVER } from "../driver/local-sandbox.js";
 import { sandboxesActive, sandboxLost, type LossCause } from "../metrics.js";
 
+/** A sandbox revived under its old id (revive.ts), and what its call's result says about it. */
+export interface Revived {
+  readonly live: LiveSandbox;
+  /** Put before the call's output ("" after a pause that restored cleanly). */
+  readonly note: string;
+  /** Set when the restore went wrong (a snapshot skipped, the store down): the call does not run. */
+  readonly error?: string;
+}
+
 export interface LiveSandbox {
   readonly id: string;
   sessionId: string;

@@ -14,20 +14,12 @@ import { BUBBLEWRAP_DRIVER } from "../driver/local-sandbox.js";
 import { sandboxLayer } from "../layers/rpc.js";
 import { resolveSpec } from "../resources.js";
 import { startLocalSandbox, type BrokerContext } from "./context.js";
-import type { LiveSandbox } from "./live.js";
+import type { LiveSandbox, Revived } from "./live.js";
 import { PAUSED_PREFIX, restoreInto, restoreNote } from "./workspace.js";
 import type { RestoreResult } from "../workspaces/snapshots.js";
 
 /** The reason a broker shutting down releases its sandboxes with (app.ts). */
 export const SHUTDOWN_REASON = "broker shut down";
-
-export interface Revived {
-  readonly live: LiveSandbox;
-  /** Put before the call's output ("" after a pause that restored cleanly). */
-  readonly note: string;
-  /** Set when the restore went wrong (a snapshot skipped, the store down): the call does not run. */
-  readonly error?: string;
-}
 
 export function revivable(state: SandboxState, reason: string): boolean {
   if (state === SandboxState.SANDBOX_STATE_LOST) return true;

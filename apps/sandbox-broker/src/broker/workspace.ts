@@ -11,14 +11,8 @@ import type { ToolOutcome } from "../tools/types.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { sandboxProcess } from "../workspaces/sandbox-files.js";
 import type { RestoreResult, RestoreSource, Snapshots } from "../workspaces/snapshots.js";
-import type { Retention } from "../workspaces/retention.js";
 import type { BrokerContext } from "./context.js";
 import type { LiveSandbox } from "./live.js";
-
-export interface Workspaces {
-  readonly snapshots: Snapshots;
-  readonly retention: Retention;
-}
 
 /** Tools that never write: no snapshot after them. */
 const READ_ONLY_TOOLS = new Set(["read", "glob", "grep"]);

@@ -8,6 +8,14 @@ import type { SandboxBrokerConfig } from "../config.js";
 import type { BlobStore } from "./blob-store.js";
 import { DirStore } from "./dir-store.js";
 import { S3Store } from "./s3-store.js";
+import type { Retention } from "./retention.js";
+import type { Snapshots } from "./snapshots.js";
+
+/** A broker's workspace snapshots and their retention, when MH_WORKSPACE_STORE is on. */
+export interface Workspaces {
+  readonly snapshots: Snapshots;
+  readonly retention: Retention;
+}
 
 export interface OpenedStore {
   readonly store: BlobStore;
