@@ -16,19 +16,6 @@ import { describe, expect, it } from "vitest";
 const ROOT = resolve(import.meta.dirname, "../..");
 const APPS = readdirSync(join(ROOT, "apps")).filter((a) => existsSync(join(ROOT, "apps", a, "src")));
 
-/**
- * Folder pairs that import each other both ways today, outside the gateway (issue 27 reorganised
- * the gateway; these were found by this test the day it was written). Remove a line when its pair
- * is untangled: the test fails on a new pair, and on a listed pair that is gone.
- */
-const KNOWN_PAIRS: Readonly<Record<string, readonly string[]>> = {
-  cli: ["client <-> render"],
-  "credential-vault-proxy": ["egress <-> http"],
-  harness: ["context <-> loop"],
-  "sandbox-broker": ["driver <-> layers", "driver <-> remotes", "driver <-> tools"],
-  "session-log": ["outbox <-> store"],
-};
-
 type Graph = ReadonlyMap<string, readonly string[]>;
 
 function sources(dir: string): string[] {
@@ -119,8 +106,8 @@ describe("each app's import graph", () => {
         expect(cycles(graph)).toEqual([]);
       });
 
-      it("has no two folders importing each other both ways (beyond the known ones)", () => {
-        expect(twoWayPairs(graph)).toEqual([...(KNOWN_PAIRS[app] ?? [])].sort());
+      it("has no two folders importing each other both ways", () => {
+        expect(twoWayPairs(graph)).toEqual([]);
       });
     });
   }

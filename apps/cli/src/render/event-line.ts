@@ -6,7 +6,7 @@
  * only where the Output allows them. Reads the SDK's event objects (plus our seq and sandbox.*
  * events), so it works against any deployment of the API.
  */
-import type { StreamEvent } from "../client/follow.js";
+import type { BetaManagedAgentsStreamSessionEvents as StreamEvent } from "@anthropic-ai/sdk/resources/beta/sessions/events";
 import { clip, count, printable, style as makeStyle, type Style } from "./style.js";
 import { contentText, toolLabel } from "./tools.js";
 

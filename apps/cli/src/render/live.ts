@@ -6,7 +6,7 @@
  */
 import type { PriceTable } from "@metaharness/gateway";
 import type { Ending } from "../exit-codes.js";
-import type { StreamEvent } from "../client/follow.js";
+import type { BetaManagedAgentsStreamSessionEvents as StreamEvent } from "@anthropic-ai/sdk/resources/beta/sessions/events";
 import { Screen } from "./screen.js";
 import { clip, duration, style, type Style } from "./style.js";
 import { Tally } from "./tally.js";

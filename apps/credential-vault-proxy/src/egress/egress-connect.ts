@@ -19,7 +19,7 @@ import { egressRefusal, type EgressPolicy } from "../net/egress-policy.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
 import { findRemote, type Remote } from "../store/remotes.js";
 import { scopeAllows, type UnrestrictedLimits } from "./egress-scope.js";
-import { answeredItself } from "../metrics.js";
+import { refuse } from "../http/refuse.js";
 
 export interface ConnectDeps {
   readonly db: Db;
@@ -100,15 +100,4 @@ export function parseAuthority(authority: string): ConnectTarget | undefined {
   if (port < 1 || port > 65535 || !URL.canParse(`https://${m[1]}:${port}/`)) return undefined;
   const url = new URL(`https://${m[1]}:${port}/`);
   return { host: url.host, hostname: url.hostname.replace(/^\[|\]$/g, ""), port };
-}
-
-/**
- * An error answer to CONNECT. Its reason phrase says why, since that is what clients print
- * (pip: "Tunnel connection failed: 403 <why>"; the body is never shown to the user).
- */
-export function refuse(client: Duplex, status: number, why: string): void {
-  answeredItself(client, "egress", status);
-  const reason = why.replace(/[^\x20-\x7e]/g, " ").slice(0, 300);
-  const body = `${why}\n`;
-  client.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }

@@ -13,8 +13,8 @@ import { MhError } from "@metaharness/errors";
 import type { HttpsServerTls, Logger, ServiceTokens } from "@metaharness/service-kit";
 import type { Duplex } from "node:stream";
 import { POLICY, type Role } from "../auth/policy.js";
-import { refuse } from "../egress/egress-connect.js";
 import { reply } from "./forward.js";
+import { refuse } from "./refuse.js";
 import { countResponse, countTunnel, remoteKind } from "../metrics.js";
 
 export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";

@@ -2,14 +2,12 @@
  * The compaction strategy on built histories: nothing happens under the threshold; over it, old
  * tool results are cleared first (no model call) with a marker naming their seq; when that is not
  * enough the model's summary replaces the older turns at a safe cut (no tool call split), the
- * request then fits, and the summary carries its own cache breakpoint. Compactions in a row and
- * the API's "prompt is too long" are recognized.
+ * request then fits, and the summary carries its own cache breakpoint. (Compactions in a row and the
+ * API's "prompt is too long" are the loop's: loop/compact-step.test.ts.)
  */
 import { newEvent } from "@metaharness/events";
-import { ModelError } from "@metaharness/model-client";
 import type { AgentConfig, Event } from "@metaharness/proto";
 import { describe, expect, it } from "vitest";
-import { compactionsInARow, isPromptTooLong, statedMaximum } from "../loop/compact-step.js";
 import { compact, compactionStrategy, sizeOf, type Summarize } from "./compaction.js";
 import { compactionSettings } from "./compaction-settings.js";
 import { clearedMarker } from "./compaction-view.js";
@@ -96,15 +94,5 @@ describe("compaction", () => {
     const input = { events: history(6, 10, 400), agent: agent(100_000), tools: [] };
     const event = await compact(input, compactionSettings(input.agent), true, summary);
     expect(event?.payload?.$case).toBe("agentThreadContextCompacted");
-  });
-
-  it("counts compactions since the model's last output, and knows the API's too-long error", () => {
-    const c = () => at(newEvent("agent.thread_context_compacted", { throughSeq: 1, summary: "s", clearedThroughSeq: 1, tokensBefore: 2, tokensAfter: 1, summaryUsage: undefined }));
-    expect(compactionsInARow([said("x"), c(), c()])).toBe(2);
-    expect(compactionsInARow([c(), said("x")])).toBe(0);
-    const tooLong = new ModelError("FAILED_PRECONDITION", "model request failed with 400: prompt is too long: 5000 tokens > 4000 maximum", { errorType: "model_request_failed_error", status: 400 });
-    expect(isPromptTooLong(tooLong)).toBe(true);
-    expect(statedMaximum(tooLong)).toBe(4000);
-    expect(isPromptTooLong(new ModelError("FAILED_PRECONDITION", "model request failed with 400: max_tokens: Field required", { errorType: "model_request_failed_error", status: 400 }))).toBe(false);
   });
 });

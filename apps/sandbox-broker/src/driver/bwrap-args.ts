@@ -15,11 +15,8 @@ import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { EGRESS_RELAY_IN_SANDBOX, RUN_DIR_IN_SANDBOX, SANDBOX_ENV, SANDBOX_GID, SANDBOX_UID, WORKSPACE, isolationArgs } from "../inside/view.js";
 
-/** The unprivileged user and group the sandbox runs as inside (outside: sandbox-uids.ts). */
-export const SANDBOX_UID = 65534;
-export const SANDBOX_GID = 65534;
-export const WORKSPACE = "/workspace";
 const AGENT_IN_SANDBOX = "/opt/metaharness/sandbox-agent.pl";
 /** util-linux's prlimit, from the host's /usr (bound read-only into every sandbox). */
 const PRLIMIT = "/usr/bin/prlimit";
@@ -27,24 +24,7 @@ const AGENT_SOURCE = new URL("../../agent/sandbox-agent.pl", import.meta.url);
 /** git's remote helper for "mh::<url>" remotes (see agent/git-remote-mh), on the sandbox's PATH. */
 const GIT_HELPER_IN_SANDBOX = "/opt/metaharness/bin/git-remote-mh";
 const GIT_HELPER_SOURCE = new URL("../../agent/git-remote-mh", import.meta.url);
-/** The loopback HTTP proxy of ALLOWLIST sandboxes (see agent/mh-egress-relay). */
-export const EGRESS_RELAY_IN_SANDBOX = "/opt/metaharness/bin/mh-egress-relay";
 const EGRESS_RELAY_SOURCE = new URL("../../agent/mh-egress-relay", import.meta.url);
-/** Where a sandbox sees its own run directory: the broker's unix sockets for it (git, egress). */
-export const RUN_DIR_IN_SANDBOX = "/run/metaharness";
-
-/** PATH, HOME and locale for everything the sandbox runs; nothing of the broker's own environment. */
-export const SANDBOX_ENV: readonly string[] = [
-  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/metaharness/bin",
-  `HOME=${WORKSPACE}`,
-  "USER=sandbox",
-  "LOGNAME=sandbox",
-  "SHELL=/bin/bash",
-  "LANG=C.UTF-8",
-  "LC_ALL=C.UTF-8",
-  "TERM=dumb",
-  "TMPDIR=/tmp",
-];
 
 const ETC_FILES: Readonly<Record<string, string>> = {
   passwd: `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:${WORKSPACE}:/bin/bash\n`,
@@ -138,22 +118,6 @@ export interface BwrapSpec {
   readonly maxProcesses?: number;
   /** An environment's package layer (layers/mount.ts): its /usr, its binds. */
   readonly layer?: { readonly usr: string | undefined; readonly binds: readonly string[] };
-}
-
-/** Every sandbox's isolation, tools' and package builds' alike (layers/build-sandbox.ts). */
-export function isolationArgs(): string[] {
-  return [
-    "--unshare-all", // user, ipc, pid, net, uts, cgroup namespaces: no network, no host pids
-    "--die-with-parent",
-    "--new-session", // no TIOCSTI into the broker's terminal
-    "--clearenv",
-    "--uid",
-    String(SANDBOX_UID),
-    "--gid",
-    String(SANDBOX_GID),
-    "--cap-drop",
-    "ALL",
-  ];
 }
 
 /**

@@ -5,7 +5,7 @@
  * sandbox runs as an unprivileged host user of its own (sandbox-uids.ts; 65534 inside), not as
  * root mapped to 65534: dropped by the spawn itself where the cgroups allow an unprivileged join
  * (v1, with the group's cgroup.procs handed to that user), else by setpriv after the join (one
- * exec more, ~2 ms); its sockets let in that uid alone (remotes/peer-credentials.ts). bwrap's
+ * exec more, ~2 ms); its sockets let in that uid alone (auth/peer-credentials.ts). bwrap's
  * options, which name host paths (the run directory with the sandbox's sockets), reach it through
  * a descriptor (`--args`), never its command line, which any host process can read in /proc. At
  * start it probes what works on this machine and says so once, in a log line and in every
@@ -19,7 +19,7 @@ import type { Readable, Writable } from "node:stream";
 import type { Logger } from "@metaharness/service-kit";
 import { MhError } from "@metaharness/errors";
 import type { Limits } from "../resources.js";
-import { PeerCredentials, type PeerGuard } from "../remotes/peer-credentials.js";
+import { PeerCredentials, type PeerGuard } from "../auth/peer-credentials.js";
 import { SandboxRuntimeDir, bwrapArgs } from "./bwrap-args.js";
 import { detectCgroups, type CgroupLayout, type SandboxCgroup } from "./cgroups.js";
 import { SandboxUids, checkRange } from "./sandbox-uids.js";

@@ -15,8 +15,8 @@ import { runTool } from "../tools/index.js";
 import { mib, signalName } from "../tools/output.js";
 import type { RunOutcome, SandboxOps, ToolOutcome } from "../tools/types.js";
 import { Semaphore } from "../util/semaphore.js";
-import type { PeerGuard } from "../remotes/peer-credentials.js";
-import { SANDBOX_ENV, WORKSPACE } from "./bwrap-args.js";
+import type { PeerGuard } from "../auth/peer-credentials.js";
+import { SANDBOX_ENV, WORKSPACE } from "../inside/view.js";
 import type { Launched, Launcher } from "./launcher.js";
 import type { LayerMount } from "../layers/mount.js";
 

@@ -11,7 +11,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { SANDBOX_GID, SANDBOX_UID, isolationArgs } from "../driver/bwrap-args.js";
+import { SANDBOX_GID, SANDBOX_UID, isolationArgs } from "../inside/view.js";
 import { LAYER_ROOT, SCRATCH, type Step } from "./steps.js";
 
 /** Host /etc entries a build needs, read-only: DNS, TLS roots, apt's sources and keys. */

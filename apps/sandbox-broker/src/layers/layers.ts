@@ -15,7 +15,7 @@ import { FieldList, LayerRef, MhError } from "@metaharness/errors";
 import { hasPackages, normalizePackages, packageProblems, PACKAGE_MANAGERS, type PackageManager } from "@metaharness/events";
 import { LayerState, type Layer, type PackageLists } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
-import { SANDBOX_GID, SANDBOX_UID } from "../driver/bwrap-args.js";
+import { SANDBOX_GID, SANDBOX_UID } from "../inside/view.js";
 import { Semaphore } from "../util/semaphore.js";
 import { runStep, treeBytes } from "./build-sandbox.js";
 import { baseSystemIdentity, layerId } from "./key.js";

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { MhError } from "@metaharness/errors";
-import { SANDBOX_ENV } from "../driver/bwrap-args.js";
+import { SANDBOX_ENV } from "../inside/view.js";
 import { LAYER_ROOT, layerEnv } from "./steps.js";
 import type { LayerInfo } from "./store.js";
 

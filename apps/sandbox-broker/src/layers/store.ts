@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, chown, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { PackageManager } from "@metaharness/events";
-import { SANDBOX_GID, SANDBOX_UID } from "../driver/bwrap-args.js";
+import { SANDBOX_GID, SANDBOX_UID } from "../inside/view.js";
 
 export interface LayerInfo {
   readonly id: string;

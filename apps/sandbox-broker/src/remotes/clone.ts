@@ -9,7 +9,7 @@
  * kind comes from git's own words, which never hold a secret: there is none in the sandbox.
  */
 import { RepositoryFailureKind, type GitRepository, type RepositoryFailure } from "@metaharness/proto";
-import { SANDBOX_ENV, WORKSPACE } from "../driver/bwrap-args.js";
+import { SANDBOX_ENV, WORKSPACE } from "../inside/view.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 
 const GIT = "/usr/bin/git";

@@ -15,7 +15,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MhError } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit";
-import { EGRESS_RELAY_IN_SANDBOX, RUN_DIR_IN_SANDBOX, SANDBOX_ENV, WORKSPACE } from "../driver/bwrap-args.js";
+import { EGRESS_RELAY_IN_SANDBOX, RUN_DIR_IN_SANDBOX, SANDBOX_ENV, WORKSPACE } from "../inside/view.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import type { EgressScope } from "../resources.js";
 import { SERVICE_AUTH_HEADER, type ProxyConnection } from "./proxy-client.js";

@@ -11,7 +11,7 @@ import type { HttpsClientTls, Logger } from "@metaharness/service-kit";
 import { SERVICE_AUTH_HEADER } from "./proxy-client.js";
 import { relay, respond } from "./relay-forward.js";
 import { normalizeRepositoryUrl } from "@metaharness/events";
-import type { PeerGuard } from "./peer-credentials.js";
+import type { PeerGuard } from "../auth/peer-credentials.js";
 import { serveOnSocket, type SocketServer } from "./socket-server.js";
 
 export const GIT_SOCKET = "git.sock";

@@ -2,7 +2,7 @@
  * An HTTP server on a unix socket in a sandbox's run directory: the only way out of a sandbox
  * (which has no network), scoped to that one sandbox by where the socket lives and by who may
  * connect. The directory is open to the sandbox's host uid alone; and each connection is let in
- * only if the kernel says its process runs as that uid (SO_PEERCRED, peer-credentials.ts), which
+ * only if the kernel says its process runs as that uid (SO_PEERCRED, auth/peer-credentials.ts), which
  * holds even for a process that got past the directory (root, or a descriptor passed on).
  * Connections and header sizes are bounded; closing it ends every connection.
  */
@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createServer as createNetServer, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "@metaharness/service-kit";
-import type { PeerGuard } from "./peer-credentials.js";
+import type { PeerGuard } from "../auth/peer-credentials.js";
 import { respond } from "./relay-forward.js";
 
 export interface SocketServer {

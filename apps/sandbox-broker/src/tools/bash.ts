@@ -9,7 +9,7 @@
  * the call's whole process group is killed; a server meant to outlive the call is started with
  * its output redirected (`nohup server > log 2>&1 &`) or in its own session (`setsid`).
  */
-import { WORKSPACE } from "../driver/bwrap-args.js";
+import { WORKSPACE } from "../inside/view.js";
 import { optionalBool, optionalInt, requiredString } from "./input.js";
 import { endingNote, exitCodeOf, outputText } from "./output.js";
 import { ToolError, type Input, type ToolContext, type ToolOutcome } from "./types.js";

@@ -4,7 +4,7 @@
  * (`file_path`, `view_range`) and the shorter one (`path`, `offset`/`limit`).
  */
 import { posix } from "node:path";
-import { WORKSPACE } from "../driver/bwrap-args.js";
+import { WORKSPACE } from "../inside/view.js";
 import { ToolError, type Input } from "./types.js";
 
 function pick(input: Input, keys: readonly string[]): { key: string; value: unknown } | undefined {

@@ -5,7 +5,7 @@
  * node_modules are skipped and glob lists newest files first.
  */
 import { posix } from "node:path";
-import { SANDBOX_ENV, WORKSPACE } from "../driver/bwrap-args.js";
+import { SANDBOX_ENV, WORKSPACE } from "../inside/view.js";
 import { globToRegExp } from "./glob-pattern.js";
 import { optionalBool, optionalInt, optionalString, requiredString, sandboxPath } from "./input.js";
 import { endingNote, outputText } from "./output.js";

@@ -12,7 +12,7 @@ import type { Logger } from "@metaharness/service-kit";
 import type { Db, DbSession } from "@metaharness/db";
 import type { AppendHub } from "../watch/hub.js";
 import { readOutboxBatch, RELAY_BATCH_MAX_BYTES, type OutboxRow } from "./batch.js";
-import { OUTBOX_SHARDS } from "./shard.js";
+import { OUTBOX_SHARDS } from "../store/shard.js";
 import { kafkaSent } from "../metrics.js";
 
 // Names "outbox shard" locks in pg_advisory_lock(int, int)'s key space.

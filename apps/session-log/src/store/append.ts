@@ -15,7 +15,7 @@ import { Event } from "@metaharness/proto";
 import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
-import { shardOf } from "../outbox/shard.js";
+import { shardOf } from "./shard.js";
 import { withSeq } from "../stored-wire.js";
 
 export interface AppendRequest {
