@@ -140,7 +140,7 @@ export async function measureOverhead(rig: Rig, warmup: number, turns: number): 
     if (round === warmup) meter = cpuMeter();
     for (let i = 0; i < OVERHEAD_KINDS.length; i++) {
       const kind = OVERHEAD_KINDS[(round + i) % OVERHEAD_KINDS.length]!;
-      const rec = await runTurn(rig, rig.lazy, kind.scenario);
+      const rec = await runTurn(rig.brain, rig.lazy, kind.scenario);
       if (round >= warmup) records.get(kind.key)?.push(rec);
     }
   }

@@ -92,6 +92,10 @@ export interface TurnRecord {
   /** TTFT from created_at (epoch ms) and from the moment EmitEvent returned (monotonic). */
   readonly ttftFromCreated: number | undefined;
   readonly ttftFromReturn: number | undefined;
+  /** TTFT from the moment the client sent the user.message (monotonic): what its author waits. */
+  readonly ttftFromSend: number | undefined;
+  /** Epoch ms (Date.now, the clock of every service here): EmitEvent sent, returned, Wake returned. */
+  readonly clock: { readonly sentAt: number; readonly returnedAt: number; readonly wokenAt: number };
   /** The first delta: when the harness handed it to PublishDeltas, when the watcher got it. */
   readonly deltaEmittedAt: number | undefined;
   readonly deltaReceivedAt: number | undefined;
@@ -176,19 +180,29 @@ class SessionWatch {
  * session's sandboxes and wait for the broker's sandbox events, so no work of this turn spills
  * into the next one's measurement.
  */
-export async function runTurn(rig: Rig, instance: Instance, scenario: string): Promise<TurnRecord> {
-  const { brain } = rig;
-  const sessionId = await brain.createSession();
+export interface TurnOptions {
+  /** Makes the session (default: a bare one, brain.createSession). */
+  readonly newSession?: () => Promise<string>;
+  /** How long the turn, and then its sandboxes' release, may take. */
+  readonly timeoutMs?: number;
+}
+
+export async function runTurn(brain: Brain, instance: Instance, scenario: string, opts: TurnOptions = {}): Promise<TurnRecord> {
+  const sessionId = await (opts.newSession ?? (() => brain.createSession()))();
+  const timeoutMs = opts.timeoutMs ?? TURN_TIMEOUT_MS;
   const watch = new SessionWatch(brain, sessionId);
   try {
     await watch.subscribed(brain, sessionId);
     const since = Date.now();
+    const sentAt = Date.now();
     const t0 = performance.now();
     const { event } = await brain.log.client.emitEvent({ sessionId, event: userMessage(`[scenario:${scenario}] ${sessionId}`) });
     const returned = performance.now();
+    const returnedAt = Date.now();
     const res = await instance.rpc.wake({ sessionId });
     const woken = performance.now();
-    await watch.until(() => watch.count("session.status_idle") > 0, `the turn of ${sessionId} to end`);
+    const wokenAt = Date.now();
+    await watch.until(() => watch.count("session.status_idle") > 0, `the turn of ${sessionId} to end`, timeoutMs);
     const requests = brain.model.requests.filter((r) => r.receivedAt >= since && JSON.stringify(r.body).includes(sessionId));
     const broker = brain.broker!.client;
     const { sandboxes } = await broker.listSandboxes({ sessionId, includeEnded: true });
@@ -196,6 +210,7 @@ export async function runTurn(rig: Rig, instance: Instance, scenario: string): P
     await watch.until(
       () => watch.count("sandbox.provisioned") >= sandboxes.length && watch.count("sandbox.released") >= sandboxes.length,
       `the sandbox events of ${sessionId}`,
+      timeoutMs,
     );
     const appendedAt = event?.createdAt?.getTime() ?? NaN;
     const first = watch.firstDelta;
@@ -208,6 +223,8 @@ export async function runTurn(rig: Rig, instance: Instance, scenario: string): P
       appendedAt,
       ttftFromCreated: first === undefined ? undefined : first.epoch - appendedAt,
       ttftFromReturn: first === undefined ? undefined : first.perf - returned,
+      ttftFromSend: first === undefined ? undefined : first.perf - t0,
+      clock: { sentAt, returnedAt, wokenAt },
       deltaEmittedAt: first?.emittedAt,
       deltaReceivedAt: first?.epoch,
       events: [...watch.events],

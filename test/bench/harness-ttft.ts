@@ -101,7 +101,7 @@ export async function measureTtft(rig: Rig, warmup: number, rounds: number): Pro
     if (round === warmup) meter = cpuMeter();
     for (let i = 0; i < TTFT_CONFIGS.length; i++) {
       const config = TTFT_CONFIGS[(round + i) % TTFT_CONFIGS.length]!;
-      const rec = await runTurn(rig, config.instance(rig), config.scenario);
+      const rec = await runTurn(rig.brain, config.instance(rig), config.scenario);
       if (round >= warmup) records.get(config.key)?.push(rec);
     }
   }

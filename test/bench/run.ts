@@ -2,7 +2,8 @@
  * Runs the benchmarks of the session log against the real service, Postgres and Kafka, one after
  * another (never in parallel: they would measure each other), prints their tables and a summary
  * of targets, and saves the run to bench/results/. `npm run bench` runs them all;
- * `npm run bench -- read outbox` runs the ones named. Exits 1 if a benchmark failed to run; a
+ * `npm run bench -- read outbox` runs the ones named; `npm run bench -- ttft --full` passes
+ * the flag to the benchmark that reads it. Exits 1 if a benchmark failed to run; a
  * missed target is a finding to read, not a failure of the run.
  */
 import { appendBench } from "./append.js";
@@ -18,8 +19,9 @@ import { recoveryBench } from "./recovery.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
 import { contextBench } from "./context.js";
+import { ttftBench } from "./ttft-sweep.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];
@@ -31,7 +33,8 @@ function select(names: readonly string[]): Bench[] {
 }
 
 async function main(): Promise<void> {
-  const benches = select(process.argv.slice(2));
+  // Flags (`--full`) are the benchmarks' own, read from process.argv by those that take them.
+  const benches = select(process.argv.slice(2).filter((a) => !a.startsWith("--")));
   const facts = await machineFacts();
   console.log(formatFacts(facts));
   const started = Date.now();

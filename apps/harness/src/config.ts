@@ -33,7 +33,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // is cut off. Chosen by test/bench/recovery.ts (docs/performance.md): 1 s cost 8 leases lost by
       // live harnesses in a run at load 20, 3 s none in any run, and recovery no longer depends on it.
       leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 3000, min: 500, max: 600_000 }),
-      // Only to measure the coupled design against ours: provision a sandbox before the first model call.
+      // The coupled configuration, to measure the container-per-session design against ours
+      // (test/bench/ttft-sweep.ts): before a session's first model call, provision its sandbox as
+      // its first tool call would (the environment's package layer, built first if it must be; its
+      // repositories cloned through the credential proxy; the sandbox's tool process started), and
+      // only then call the model. Off (decoupled, the default): the sandbox waits for a tool call.
       eagerSandbox: env.bool("MH_EAGER_SANDBOX", { default: false }),
       // Self-hosted environments: how long a tool call waits for the environment's worker to answer.
       workerToolTimeoutMs: env.durationMs("MH_WORKER_TOOL_TIMEOUT_MS", { default: 10 * 60_000, min: 1000, max: 24 * 3_600_000 }),

@@ -177,6 +177,7 @@ async function sendStream(x: Exchange, message: Message, plan: StreamPlan): Prom
     tokensPerSecond: plan.tokensPerSecond,
     signal: x.signal,
     requestId: x.requestId,
+    onFirstDelta: () => Recorder.firstDelta(x.record),
     ...(plan.failure === undefined ? {} : { midstreamOverloaded: plan.failure.message ?? "Overloaded" }),
   });
   out.end();

@@ -27,6 +27,8 @@ export interface RecordedRequest {
   readonly status?: number;
   readonly outcome?: RequestOutcome;
   readonly finishedAt?: number;
+  /** Epoch milliseconds at which a streamed answer's first content delta was written. */
+  readonly firstDeltaAt?: number;
 }
 
 export type MutableRecord = { -readonly [K in keyof RecordedRequest]: RecordedRequest[K] };
@@ -54,6 +56,10 @@ export class Recorder {
     this.#records.push(record);
     if (this.#records.length > this.#max) this.#records.splice(0, this.#records.length - this.#max);
     return record;
+  }
+
+  static firstDelta(record: MutableRecord): void {
+    record.firstDeltaAt ??= Date.now();
   }
 
   static finish(record: MutableRecord, outcome: RequestOutcome, status?: number): void {

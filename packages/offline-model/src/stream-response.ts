@@ -23,6 +23,8 @@ export interface StreamOptions {
   readonly requestId: string;
   /** When set, the stream fails with an SSE `error` event of this message. */
   readonly midstreamOverloaded?: string;
+  /** Called as the first content delta is written: the model's own time to first token ends. */
+  readonly onFirstDelta?: () => void;
 }
 
 export type StreamOutcome = "completed" | "midstream_error" | "aborted";
@@ -95,6 +97,7 @@ export async function streamMessage(out: SseWriter, message: Message, opts: Stre
         started = true;
       }
       await out.send({ type: "content_block_delta", index, delta });
+      if (contentDeltas === 0 && tokens > 0) opts.onFirstDelta?.();
       if (tokens > 0) contentDeltas++;
       if (opts.midstreamOverloaded !== undefined && contentDeltas >= MIDSTREAM_FAILURE_AFTER_DELTAS) return failNow();
     }

@@ -52,6 +52,10 @@ describe("streaming text", () => {
     expect(totalMs).toBeGreaterThanOrEqual(TTFT_MS + generationMs * 0.9);
     // The deltas are spread over the generation, not sent at once after the first token.
     expect(totalMs - (firstDeltaMs ?? totalMs)).toBeGreaterThanOrEqual(generationMs * 0.8);
+    // The recorder says when the first delta left the server (benchmarks subtract the model's own TTFT).
+    const record = server.get().requests.at(-1);
+    expect((record?.firstDeltaAt ?? 0) - (record?.receivedAt ?? Infinity)).toBeGreaterThanOrEqual(TTFT_MS - 2);
+    expect(record?.firstDeltaAt).toBeLessThanOrEqual(record?.finishedAt ?? 0);
   });
 
   it("raw events follow the API's order: message_start, blocks, message_delta, message_stop", async () => {

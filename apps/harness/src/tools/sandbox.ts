@@ -146,8 +146,10 @@ export class SandboxPort {
   }
 
   /**
-   * Provisions the default sandbox now. Only the coupled baseline does this (MH_EAGER_SANDBOX, for
-   * benchmarks): it makes the first model call wait for a container, as the old design did.
+   * Provisions the default sandbox now, the way the first tool call would (package layer,
+   * repositories, the sandbox's agent process). Only the coupled configuration does this
+   * (MH_EAGER_SANDBOX, for benchmarks): it makes the first model call wait for the whole
+   * environment, as a container-per-session design does.
    */
   async warm(): Promise<void> {
     await this.resolveDefault();
