@@ -46,6 +46,24 @@ apt_install() {
   fi
 }
 
+# A fresh virtualenv at $1, with pip's packages $2...: python3 (and Debian's python3-venv when
+# `python3 -m venv` cannot make one) installed first; removed again when pip fails.
+make_venv() {
+  local venv=$1
+  shift
+  command -v python3 >/dev/null || apt_install python3
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    rm -rf "$venv"
+    apt_install python3-venv
+    python3 -m venv "$venv" || die "python3 -m venv failed after installing python3-venv"
+  fi
+  log "pip install $* into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" >&2 \
+    || { rm -rf "$venv"; die "pip install $* failed"; }
+}
+
 # True when something accepts TCP connections on 127.0.0.1:$1.
 port_open() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null

@@ -28,6 +28,10 @@ step "the official Python SDK (a virtualenv with anthropic from PyPI, for test/p
 MH_PYTHON_SDK=$(infra/python-sdk/up.sh)
 export MH_PYTHON_SDK
 
+step "the Python tools (kubernetes-validate, grpcio-tools, confluent-kafka from PyPI, for the k8s and analytics tests)"
+MH_PYTHON_TOOLS=$(infra/python-tools/up.sh)
+export MH_PYTHON_TOOLS
+
 step "build (generate contracts, compile)"
 npx turbo run build
 

@@ -17,18 +17,8 @@ t0=$(now_ms)
 venv="${MH_CACHE}/python-sdk/anthropic-${ANTHROPIC_VERSION}"
 take_lock "${MH_CACHE}/python-sdk/up.lock"
 
-command -v python3 >/dev/null || apt_install python3
 if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import anthropic, sys; sys.exit(anthropic.__version__ != '${ANTHROPIC_VERSION}')" 2>/dev/null; then
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-    rm -rf "$venv"
-    apt_install python3-venv
-    python3 -m venv "$venv" || die "python3 -m venv failed after installing python3-venv"
-  fi
-  log "pip install anthropic==${ANTHROPIC_VERSION} into $venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "anthropic==${ANTHROPIC_VERSION}" >&2 \
-    || { rm -rf "$venv"; die "pip install anthropic==${ANTHROPIC_VERSION} failed"; }
+  make_venv "$venv" "anthropic==${ANTHROPIC_VERSION}"
 fi
 "$venv/bin/python" -c "import anthropic; assert anthropic.__version__ == '${ANTHROPIC_VERSION}'" || die "the virtualenv at $venv has no anthropic ${ANTHROPIC_VERSION}"
 log "anthropic ${ANTHROPIC_VERSION} ready ($(elapsed "$t0"))"

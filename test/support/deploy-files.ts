@@ -6,7 +6,7 @@
 import { X509Certificate } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { loadConfig as credentialProxyConfig } from "@metaharness/credential-vault-proxy";
-import { loadConfig as gatewayConfig } from "@metaharness/gateway";
+import { loadConfig as gatewayConfig, loadUiConfig } from "@metaharness/gateway";
 import { loadConfig as harnessConfig } from "@metaharness/harness";
 import { loadConfig as offlineModelConfig } from "@metaharness/offline-model";
 import { loadConfig as brokerConfig } from "@metaharness/sandbox-broker";
@@ -15,15 +15,38 @@ import { loadConfig as sessionLogConfig } from "@metaharness/session-log";
 
 type Loader = (env: Record<string, string>) => unknown;
 
-/** Each service's one config loader, by the script its container runs. */
+/** Each service's config loader, by the script its container runs (the gateway's session page reads its own part). */
 export const LOADERS: Readonly<Record<string, Loader>> = {
   "apps/session-log/dist/main.js": sessionLogConfig,
   "apps/credential-vault-proxy/dist/main.js": credentialProxyConfig,
   "apps/sandbox-broker/dist/main.js": brokerConfig,
   "apps/harness/dist/main.js": harnessConfig,
-  "apps/gateway/dist/main.js": gatewayConfig,
+  "apps/gateway/dist/main.js": (env) => [gatewayConfig(env), loadUiConfig(env)],
   "packages/offline-model/dist/main.js": offlineModelConfig,
 };
+
+/**
+ * The variables the service's loader reads when given `env` (it reads every one of its spec
+ * whether set or not), so a setting a deploy file gives that no loader reads (a renamed or
+ * misspelt variable, silently ignored by the service) can be named.
+ */
+export function variablesRead(script: string, env: Record<string, string>): Set<string> {
+  const load = LOADERS[script];
+  if (load === undefined) throw new Error(`no config loader for ${script}`);
+  const read = new Set<string>();
+  const source = new Proxy(env, {
+    get(target, key) {
+      if (typeof key === "string") read.add(key);
+      return target[key as string];
+    },
+  });
+  try {
+    load(source);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+  }
+  return read;
+}
 
 /** What the service's loader finds wrong with `env` (nothing: []). */
 export function configProblems(script: string, env: Record<string, string>): string[] {

@@ -145,6 +145,7 @@ export async function startCredentialProxy(
     const server = await startGrpcServer({
       host: config.host,
       port: config.port,
+      healthPort: config.healthPort,
       logger,
       credentials: tls.server,
       services: [

@@ -3,7 +3,7 @@
  * Secrets are never settings: the master keys and the service tokens are read from files whose
  * paths are configured here, so no secret sits in the process environment or a config dump.
  */
-import { env, readConfig, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_HEALTH_ENV, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
@@ -72,6 +72,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
+      // A plaintext port serving only gRPC health, for the kubelet (MH_GRPC_HEALTH_PORT): see the service kit's grpc-health-port.ts.
+      ...GRPC_HEALTH_ENV,
     },
     source,
   );

@@ -129,6 +129,7 @@ export async function startHarness(
     const server = await startGrpcServer({
       host: config.host,
       port: config.port,
+      healthPort: config.healthPort,
       logger,
       credentials: tls.server,
       services: [

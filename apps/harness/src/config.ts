@@ -1,7 +1,7 @@
 /**
  * Every setting of the harness, read from the environment in this one place.
  */
-import { env, readConfig, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_HEALTH_ENV, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
 import { KAFKA_SECURITY_ENV } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 
@@ -67,6 +67,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
+      // A plaintext port serving only gRPC health, for the kubelet (MH_GRPC_HEALTH_PORT): see the service kit's grpc-health-port.ts.
+      ...GRPC_HEALTH_ENV,
     },
     source,
   );

@@ -180,6 +180,7 @@ export async function startSandboxBroker(
     const server = await startGrpcServer({
       host: config.host,
       port: config.port,
+      healthPort: config.healthPort,
       logger,
       credentials: tls.server,
       services: [{ name: "metaharness.v1.SandboxBroker", definition: SandboxBrokerService, implementation: sandboxBrokerService(ctx, { tokens, logger }) }],

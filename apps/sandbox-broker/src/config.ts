@@ -3,7 +3,7 @@
  * defaults and bounds here are what `Provision` fills a zero with and checks a request against.
  */
 import { hostname } from "node:os";
-import { env, readConfig, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, GRPC_HEALTH_ENV, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -153,6 +153,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       ...METRICS_ENV,
       // TLS on the gRPC links (MH_GRPC_TLS_*): see the service kit's grpc-tls.ts.
       ...GRPC_TLS_ENV,
+      // A plaintext port serving only gRPC health, for the kubelet (MH_GRPC_HEALTH_PORT): see the service kit's grpc-health-port.ts.
+      ...GRPC_HEALTH_ENV,
     },
     source,
   );

@@ -90,6 +90,7 @@ export async function startSessionLog(
     const server = await startGrpcServer({
       host: config.host,
       port: config.port,
+      healthPort: config.healthPort,
       logger,
       credentials: tls.server,
       services: [

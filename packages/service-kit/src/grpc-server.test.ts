@@ -242,3 +242,40 @@ describe("shutdown", () => {
     client.close();
   });
 });
+
+describe("a health port (the kubelet's probes)", () => {
+  it("serves the service's health alone, in plaintext, NOT_SERVING from the start of a shutdown until it stops", async () => {
+    const started = deferred();
+    const held: Partial<SessionLogServer> = {
+      watchEvents: serverStream("metaharness.v1.SessionLog/WatchEvents", logger, async (_req, stream) => {
+        started.resolve();
+        await new Promise((resolve) => stream.signal.addEventListener("abort", resolve, { once: true }));
+      }),
+    };
+    const s = await startGrpcServer({ port: 0, healthPort: 0, logger, services: [{ definition: SessionLogService, implementation: held }] });
+    const probe = `127.0.0.1:${s.healthPort ?? 0}`;
+    expect(s.healthPort).not.toBe(s.port);
+    expect(await healthCheck(probe, "")).toBe("SERVING");
+    expect(await healthCheck(probe, "metaharness.v1.SessionLog")).toBe("SERVING");
+    // Nothing but health: the service's methods and reflection are not there.
+    expect(await reflectionListServices(probe).catch((err: unknown) => err)).toMatchObject({ code: grpcStatus.UNIMPLEMENTED });
+    const client = createClient(SessionLogClient, probe);
+    const onProbe = promisify(client, SessionLogService);
+    await expect(onProbe.getSession({ sessionId: "s" })).rejects.toMatchObject({ code: "UNIMPLEMENTED" });
+    client.close();
+
+    // A call in flight holds the drain open: the probe says NOT_SERVING meanwhile.
+    const caller = createClient(SessionLogClient, s.address);
+    const stream = promisify(caller, SessionLogService).watchEvents({ sessionId: "s", afterSeq: 0, types: [], includeDeltas: false });
+    const consumed = (async () => {
+      for await (const _ of stream) void _;
+    })().catch(() => undefined);
+    await started.promise;
+    const stopping = s.shutdown(3_000);
+    expect(await healthCheck(probe, "")).toBe("NOT_SERVING");
+    await stopping;
+    await consumed;
+    caller.close();
+    await expect(healthCheck(probe, "")).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+});

@@ -15,6 +15,7 @@ import type { PackageDefinition } from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { loadHealthPackageDefinition, loadPackageDefinition } from "@metaharness/proto";
 import { HealthImplementation, type ServingStatusMap } from "grpc-health-check";
+import { startHealthPort, type HealthPort } from "./grpc-health-port.js";
 import type { Logger } from "./logger.js";
 import { decodingSafely } from "./undecodable.js";
 
@@ -67,6 +68,8 @@ export interface GrpcServerOptions {
   readonly serverOptions?: ServerOptions;
   /** TLS (see grpc-tls.ts); plaintext when omitted. */
   readonly credentials?: ServerCredentials;
+  /** A plaintext port serving only the health service, for the kubelet (grpc-health-port.ts); none when omitted. */
+  readonly healthPort?: number | undefined;
 }
 
 export interface GrpcServerHandle {
@@ -74,6 +77,8 @@ export interface GrpcServerHandle {
   /** `host:port`, ready to hand to a client. */
   readonly address: string;
   readonly server: Server;
+  /** The health-only port's number, when one was asked for. */
+  readonly healthPort: number | undefined;
   /** Reports NOT_SERVING, drains for `graceMs`, then cancels what is left. Idempotent. */
   shutdown(graceMs?: number): Promise<void>;
 }
@@ -84,6 +89,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   const server = new Server({ ...DEFAULT_SERVER_OPTIONS, ...opts.serverOptions });
 
   const health = new HealthImplementation(statusMap(["", ...names], "SERVING"));
+  let healthPort: HealthPort | undefined;
   try {
     opts.services.forEach((s) => server.addService(decodingSafely(s.definition), implemented(s.implementation)));
     health.addToServer(server);
@@ -91,20 +97,23 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     new ReflectionService(described).addToServer(server);
     const port = await bind(server, `${hostForAddress(host)}:${opts.port}`, opts.credentials ?? ServerCredentials.createInsecure());
     const address = `${hostForAddress(host)}:${port}`;
-    opts.logger.info({ address, services: names }, "grpc server listening");
+    if (opts.healthPort !== undefined) healthPort = await startHealthPort(health, `${hostForAddress(host)}:${opts.healthPort}`);
+    opts.logger.info({ address, services: names, healthPort: healthPort?.port }, "grpc server listening");
 
     let stopping: Promise<void> | undefined;
     const shutdown = (graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> => {
       stopping ??= (async () => {
         for (const name of ["", ...names]) health.setStatus(name, "NOT_SERVING");
         const forced = await drain(server, graceMs);
+        healthPort?.stop();
         opts.logger.info({ address, forced }, "grpc server stopped");
       })();
       return stopping;
     };
-    return { port, address, server, shutdown };
+    return { port, address, server, healthPort: healthPort?.port, shutdown };
   } catch (err) {
     server.forceShutdown(); // never leak a half-started server
+    healthPort?.stop();
     throw err;
   }
 }

@@ -71,6 +71,7 @@ export {
   type ShutdownStep,
 } from "./shutdown.js";
 export { checkKeyPair, checkRoots, invalidSetting, readPem } from "./pem.js";
+export { GRPC_HEALTH_ENV } from "./grpc-health-port.js";
 export { GRPC_TLS_ENV, loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings, type HttpsClientTls, type HttpsServerTls } from "./grpc-tls.js";
 export { runService, type RunServiceOptions, type ServiceBasics } from "./run-service.js";
 export { UndecodableRequest } from "./undecodable.js";

@@ -4,22 +4,28 @@
  * typed place a service reads them); every secret file it names is mounted and is one that
  * infra/secrets.sh writes; every address it calls names a service that listens there; and the
  * certificate of each service it reaches is valid for the name it is reached by. The Kubernetes
- * objects are also checked against the API's schemas (kubernetes-models). Every place that starts
+ * objects are also checked against the API's schemas (kubernetes-models, offline); what they must
+ * hold beyond a valid shape (probes, limits, isolation, scaling) is k8s-policy.test.ts's. Every place that starts
  * a service (these files, the image's CMD, its package's start script) gives node the flags its
  * package.json declares (support/node-flags.ts).
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
-import { Namespace, Service } from "kubernetes-models/v1";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { ConfigMap, Namespace, Service } from "kubernetes-models/v1";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
+import { parse } from "yaml";
 import { configProblems, dnsNames, endpointOf, interpolate, LOADERS } from "../../support/deploy-files.js";
+import { loadManifests, readObjects, variablesOf, workloads, type SecretSource } from "../../support/k8s-manifests.js";
 import { nodeFlagsOf } from "../../support/node-flags.js";
+import { pythonTools } from "../../support/python-tools.js";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const API_KEY = "mh-deploy-files-test-key-0123456789";
@@ -93,57 +99,38 @@ describe("infra/compose/compose.yaml", () => {
 describe("infra/k8s", () => {
   it("holds valid Kubernetes objects whose services pass their config, with their own secrets, reaching each other", async () => {
     const dir = join(ROOT, "infra/k8s");
-    const kustomization = parse(await readFile(join(dir, "kustomization.yaml"), "utf8")) as {
-      resources: string[];
-      configMapGenerator: Array<{ name: string; literals: string[] }>;
-      secretGenerator: Array<{ name: string; literals?: string[]; files?: string[] }>;
-    };
-    const literals = (entries: readonly string[] = []): Record<string, string> =>
-      Object.fromEntries(entries.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
-    const generated = (file: string): string => join(secrets, file.replace(/^secrets\//, ""));
-    const secretKeys = new Map(
-      kustomization.secretGenerator.map((g) => [
-        g.name,
-        new Map<string, string>([
-          ...Object.entries(literals(g.literals)).map(([k, v]) => [k, `literal:${v}`] as const),
-          ...(g.files ?? []).map((f) => [basename(f), generated(f)] as const),
-        ]),
-      ]),
-    );
-    for (const files of secretKeys.values()) for (const f of files.values()) if (!f.startsWith("literal:")) expect([f, existsSync(f)]).toEqual([f, true]);
+    const m = await loadManifests(dir, secrets);
+    for (const keys of m.secrets.values()) for (const f of keys.values()) if ("file" in f) expect([f.file, existsSync(f.file)]).toEqual([f.file, true]);
 
-    const objects: Array<{ kind: string; metadata: { name: string }; spec?: unknown }> = [];
-    for (const resource of kustomization.resources) {
-      for (const doc of parseAllDocuments(await readFile(join(dir, resource), "utf8"))) objects.push(doc.toJS() as (typeof objects)[number]);
-    }
-    const models = { Deployment, StatefulSet, Service, Namespace } as const;
+    // Every object against its API schema: the kustomization's, and prometheus-adapter.yaml's, applied apart.
+    const objects = [...m.objects, ...(await readObjects(join(dir, "prometheus-adapter.yaml")))];
+    const models = { Deployment, StatefulSet, Service, Namespace, ConfigMap, NetworkPolicy, HorizontalPodAutoscaler, PodDisruptionBudget } as const;
     for (const o of objects) {
       const Model = models[o.kind as keyof typeof models];
       expect([o.kind, Model !== undefined]).toEqual([o.kind, true]);
       expect(() => new Model(o as never).validate()).not.toThrow();
     }
 
-    const common = literals(kustomization.configMapGenerator.find((c) => c.name === "metaharness-env")?.literals);
     const services: Described[] = [];
-    for (const o of objects.filter((x): x is Deployment & { metadata: { name: string } } => x.kind === "Deployment")) {
-      const pod = o.spec!.template.spec!;
-      const container = pod.containers[0]!;
+    for (const w of workloads(m.objects).filter((x) => x.kind === "Deployment")) {
+      const container = w.pod.containers[0]!;
       const script = container.command?.at(-1);
       if (script === undefined) continue;
       const flags = container.command?.slice(1, -1) ?? [];
-      const secretName = pod.volumes?.find((v) => v.secret !== undefined)?.secret?.secretName;
-      const keys = secretName === undefined ? new Map<string, string>() : (secretKeys.get(secretName) ?? new Map<string, string>());
-      const env: Record<string, string> = container.envFrom === undefined ? {} : { ...common };
-      for (const e of container.env ?? []) {
-        const ref = e.valueFrom?.secretKeyRef;
-        const source = ref === undefined ? undefined : secretKeys.get(ref.name ?? "")?.get(ref.key);
-        env[e.name] =
-          ref === undefined ? (e.value ?? "") : source?.startsWith("literal:") === true ? source.slice(8) : (await readFile(source ?? "/nonexistent", "utf8")).trim();
+      const secretName = w.pod.volumes?.find((v) => v.secret !== undefined)?.secret?.secretName;
+      const keys = secretName === undefined ? new Map<string, SecretSource>() : (m.secrets.get(secretName) ?? new Map<string, SecretSource>());
+      const env: Record<string, string> = {};
+      for (const [name, { value }] of variablesOf(m, container)) {
+        if (typeof value === "string") env[name] = value;
+        else {
+          const source = m.secrets.get(value.secret)?.get(value.key);
+          env[name] = source === undefined ? "" : "literal" in source ? source.literal : (await readFile(source.file, "utf8")).trim();
+        }
       }
-      const mounted = new Map([...keys].filter(([, f]) => !f.startsWith("literal:")).map(([k, f]) => [`/secrets/${k}`, f]));
-      services.push({ name: o.metadata.name, script, flags, env, mounted });
+      const mounted = new Map([...keys].flatMap(([k, f]) => ("file" in f ? [[`/secrets/${k}`, f.file] as const] : [])));
+      services.push({ name: w.name, script, flags, env, mounted });
     }
-    const k8sServices = objects.filter((o): o is Service & { metadata: { name: string } } => o.kind === "Service");
+    const k8sServices = m.objects.filter((o) => o.kind === "Service") as unknown as Array<Service & { metadata: { name: string } }>;
     const listens = (host: string, port: number): Described | undefined => {
       const svc = k8sServices.find((s) => s.metadata.name === host);
       const portName = svc?.spec?.ports?.find((p) => p.port === port)?.targetPort;
@@ -154,6 +141,35 @@ describe("infra/k8s", () => {
     };
     await checkAll(services, listens);
   });
+});
+
+describe("infra/k8s against the Kubernetes API's schemas, strictly (kubernetes-validate, offline)", () => {
+  const FILES = ["namespace.yaml", "data.yaml", "services.yaml", "scaling.yaml", "network.yaml", "prometheus-adapter.yaml"];
+  const validate = async (files: readonly string[], version: string): Promise<{ code: number; out: string }> => {
+    const python = await pythonTools();
+    const args = ["-m", "kubernetes_validate", "--strict", "--quiet", "--no-warn", "-k", version, ...files];
+    return promisify(execFile)(python, args, { maxBuffer: 64 * 1024 * 1024 }).then(
+      ({ stdout }) => ({ code: 0, out: stdout }),
+      (err: { code?: number; stdout?: string }) => ({ code: err.code ?? -1, out: (err.stdout ?? "").split("\n").filter((l) => l.startsWith("ERROR")).join("\n") }),
+    );
+  };
+
+  it("holds no unknown field and no bad value, on Kubernetes 1.30 (the oldest with every field used) and 1.37", async () => {
+    const files = FILES.map((f) => join(ROOT, "infra/k8s", f));
+    expect(await validate(files, "1.30.0")).toEqual({ code: 0, out: "" });
+    expect(await validate(files, "1.37.0")).toEqual({ code: 0, out: "" });
+    expect(await readdir(join(ROOT, "infra/k8s")).then((all) => all.filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml").sort())).toEqual([...FILES].sort());
+  }, 600_000);
+
+  it("fails on a misspelt field, which kubernetes-models lets through", async () => {
+    const services = await readFile(join(ROOT, "infra/k8s/services.yaml"), "utf8");
+    const bad = join(secrets, "misspelt.yaml");
+    await writeFile(bad, services.replace("readinessProbe: { grpc: { port: 15060 }, periodSeconds: 5 }", "readinessProbes: { grpc: { port: 15060 }, periodSeconds: 5 }"));
+    const { code, out } = await validate([bad], "1.37.0");
+    expect(code).not.toBe(0);
+    expect(out).toContain("deployment/session-log");
+    expect(out).toContain("'readinessProbes' was unexpected");
+  }, 600_000);
 });
 
 describe("node's flags outside the deploy files", () => {
