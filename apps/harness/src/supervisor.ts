@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { MhError, backoffMs, retryPolicy } from "@metaharness/errors";
 import type { ModelClient } from "@metaharness/model-client";
-import { SessionStatus, WakeOutcome, type ActiveSession, type SandboxBrokerService } from "@metaharness/proto";
+import { WakeOutcome, type ActiveSession, type SandboxBrokerService, type Session } from "@metaharness/proto";
 import { loggerFor, type Logger, type PromiseClient } from "@metaharness/service-kit";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { sessionsActive } from "./loop/turn-meter.js";
@@ -71,15 +71,19 @@ export class Supervisor {
     const logger = loggerFor(this.opts.logger, { sessionId });
     this.waking.add(sessionId);
     let got: Awaited<ReturnType<typeof LeaseKeeper.acquire>>;
+    // The session's metadata (which loop, which tools) is read in the same moment as the lease is
+    // taken, not before it: one round trip less on the path to the first token. Its events are
+    // read only once the lease is held (SessionEvents.open), so no append of a previous holder
+    // can land after the read unseen: the lease fences it first.
+    const metadata = new LogPort(this.opts.log, sessionId).session();
+    metadata.catch(() => undefined); // awaited by drive(); unused when no lease is taken
     try {
-      // A terminated session takes no more input: no lease (its epoch would only go up).
-      const { session } = await this.opts.log.getSession({ sessionId });
-      if (session?.status === SessionStatus.SESSION_STATUS_TERMINATED) return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
+      // A terminated session takes no lease: the log refuses it (naming session_id), and there is
+      // nothing to do; its epoch does not go up.
       got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
     } finally {
       this.waking.delete(sessionId);
     }
-    // Terminated between the read above and the lease: the log refuses it, and there is nothing to do.
     if (got === "terminated") return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
     if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
     if (this.stopping) {
@@ -89,7 +93,7 @@ export class Supervisor {
     }
     this.started += 1;
     const log = new LogPort(this.opts.log, sessionId);
-    const done = this.drive(log, got, logger);
+    const done = this.drive(log, got, metadata, logger);
     this.active.set(sessionId, { lease: got, log, done });
     sessionsActive.add(1);
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
@@ -143,10 +147,10 @@ export class Supervisor {
       .catch((e: unknown) => logger.warn({ err: e }, "could not record the failure in the log"));
   }
 
-  private async drive(log: LogPort, lease: LeaseKeeper, logger: Logger): Promise<void> {
+  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Promise<Session>, logger: Logger): Promise<void> {
     const { sessionId } = log;
     try {
-      const session = await log.session();
+      const session = await metadata;
       const name = session.metadata?.harness || "tool-loop";
       const loop = this.opts.loops.get(name);
       if (loop === undefined) throw new MhError("FAILED_PRECONDITION", `unknown harness "${name}"`);

@@ -66,7 +66,8 @@ describe("a turn", () => {
     expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
   });
 
-  it("streams token deltas to a watcher before the message is stored", async () => {
+  /** What a watcher with deltas sees of one turn: event types, and "delta" for each delta. */
+  async function watchTurn(text: string): Promise<string[]> {
     const sessionId = await brain.createSession();
     const seen: string[] = [];
     const controller = new AbortController();
@@ -80,12 +81,26 @@ describe("a turn", () => {
         if (msg.event?.type === "session.status_idle") break;
       }
     })();
-    await say(sessionId, "[scenario:slow] talk");
+    await say(sessionId, text);
     await watching;
+    return seen;
+  }
+
+  it("streams token deltas to a watcher before the message is stored", async () => {
+    const seen = await watchTurn("[scenario:slow] talk");
     const firstDelta = seen.indexOf("delta");
     expect(firstDelta).toBeGreaterThan(0);
     expect(firstDelta).toBeLessThan(seen.indexOf("agent.message"));
     expect(seen.filter((s) => s === "delta").length).toBeGreaterThan(3);
+  });
+
+  it("shows no delta before its request's start, though the request goes out while the start is appended", async () => {
+    // An unpaced model answers at once, likely before the start's append has landed.
+    for (let i = 0; i < 3; i++) {
+      const seen = await watchTurn("[scenario:hello] hi");
+      expect(seen.indexOf("delta")).toBeGreaterThan(seen.indexOf("span.model_request_start"));
+      expect(seen.indexOf("span.model_request_start")).toBeGreaterThan(-1);
+    }
   });
 
   it("pauses on a custom tool with requires_action and resumes with the client's result", async () => {

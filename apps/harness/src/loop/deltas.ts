@@ -1,7 +1,8 @@
 /**
  * Forwards model deltas to the session log's watchers as they stream. One publish is in flight
  * at a time; whatever arrives meanwhile goes out in the next one, so the first token leaves at
- * once and a fast stream is batched by itself. Best effort: a failed publish is logged once.
+ * once and a fast stream is batched by itself, but not before the request's start is in the log
+ * (`ready`). Best effort: a failed publish is logged once.
  */
 import { DeltaKind, type EventDelta } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit";
@@ -14,10 +15,16 @@ export class DeltaForwarder {
   private inFlight: Promise<void> | undefined;
   private failed = 0;
 
+  /**
+   * @param ready Deltas wait for it: the append of their request's span.model_request_start, so a
+   *   watcher never sees a request's tokens before its start. Resolving false drops them (the
+   *   append failed and the request is being abandoned).
+   */
   constructor(
     private readonly log: LogPort,
     private readonly modelRequestId: string,
     private readonly logger: Logger,
+    private readonly ready: Promise<boolean> = Promise.resolve(true),
   ) {}
 
   text(text: string, blockIndex: number): void {
@@ -51,6 +58,11 @@ export class DeltaForwarder {
   }
 
   private async drain(): Promise<void> {
+    if (!(await this.ready)) {
+      this.queue = [];
+      this.inFlight = undefined;
+      return;
+    }
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {

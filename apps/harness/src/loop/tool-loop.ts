@@ -254,13 +254,32 @@ class Driver {
 
   private async callModel(span: Span, seen: number): Promise<void> {
     const start = newEvent("span.model_request_start", { model: this.ctx.session.metadata?.agent?.model || this.ctx.model.model });
-    // One append on the path to the first token: the status (if it changes) and the span start.
-    await this.append(...this.runningIfIdle(), start);
-    const startSeq = this.lastSeq();
-    const signal = AbortSignal.any([this.newStep(seen).signal, this.ctx.signal]);
-    const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger);
     const tools = [...[...this.routes.values()].map((r) => r.definition), ...this.strategy.ownTools];
     const input = (): ContextInput => ({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
+    // The request goes to the model while its bookkeeping (the status, if it changes, and the span
+    // start: one append) is on its way to the log, not after it: the model's own TTFT is the
+    // longer of the two. Nothing the model says is acted on, nor shown, before that append lands
+    // (the deltas wait for it, the response is recorded after it), and if it fails (the lease was
+    // taken over) the request is abandoned: a crash in between leaves the log as a crash
+    // mid-stream does, with no recorded start, and the next holder asks again. A step that must
+    // compact first appends first, so its events keep their order.
+    const stepSignal = this.newStep(seen).signal;
+    const bookkeeping = new AbortController();
+    const signal = AbortSignal.any([stepSignal, this.ctx.signal, bookkeeping.signal]);
+    const started = this.append(...this.runningIfIdle(), start).then(
+      () => undefined,
+      (err: unknown) => {
+        bookkeeping.abort(err);
+        return MhError.from(err);
+      },
+    );
+    const startFailure = async (): Promise<MhError | undefined> => started;
+    const compact = this.strategy.compaction?.needed(input()) === true;
+    if (compact) {
+      const failed = await startFailure();
+      if (failed !== undefined) throw failed;
+    }
+    const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger, started.then((failed) => failed === undefined));
     const retries: Promise<void>[] = [];
     const hooks: StreamHooks = {
       signal,
@@ -270,7 +289,9 @@ class Driver {
       onAttemptDiscarded: () => undefined,
       onRetry: ({ error, delayMs }) => {
         this.meter.retry(error.errorType);
-        const notice = this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING));
+        const notice = started.then((failed) =>
+          failed === undefined ? this.append(sessionError(error.errorType, `${error.message}; retrying in ${delayMs} ms`, RetryStatus.RETRY_STATUS_RETRYING)) : undefined,
+        );
         // Awaited below, once the stream ends; until then a refusal (the lease taken over, the
         // session terminated) must not count as unhandled, which would end the whole process.
         notice.catch(() => undefined);
@@ -279,7 +300,7 @@ class Driver {
     };
     const began = Date.now();
     try {
-      if (!(await this.compactFirst(start.id, input, false, signal))) return;
+      if (compact && !(await this.compactFirst(start.id, input, false, signal))) return;
       let result: StreamResult;
       try {
         result = await this.ctx.model.streamMessage(this.strategy.build(input()), hooks);
@@ -296,6 +317,9 @@ class Driver {
           return;
         }
       }
+      const failed = await startFailure();
+      if (failed !== undefined) throw failed;
+      const startSeq = this.events.find((e) => e.id === start.id)?.seq ?? this.lastSeq();
       const { message, ttftMs, attempts } = result;
       this.meter.modelRequest(Date.now() - began, { ttftMs, usage: message.usage });
       await Promise.all(retries);
@@ -321,8 +345,12 @@ class Driver {
       const final = message.stop_reason !== "tool_use" && !this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));
       if (!final || !(await this.appendAt(decidedAt, ...response, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)))) await this.append(...response);
     } catch (err) {
+      // The start's append failed (the lease is gone, or the log refused it): that is the error,
+      // whatever the abandoned request answered.
+      const failed = await startFailure();
       await Promise.allSettled(retries);
       await deltas.flush();
+      if (failed !== undefined) throw failed;
       if (this.ctx.signal.aborted) throw err;
       const e = MhError.from(err);
       const end = newEvent("span.model_request_end", { modelRequestStartId: start.id, isError: true, modelUsage: undefined, stopReason: "" });

@@ -5,7 +5,7 @@
  * pokes interleave with the reads. A slow periodic re-read covers a missed NOTIFY.
  */
 import type { Db } from "@metaharness/db";
-import { SessionStatus, type WatchEventsResponse } from "@metaharness/proto";
+import { SessionStatus, type EventDelta, type WatchEventsResponse } from "@metaharness/proto";
 import type { DeltaHub } from "./deltas.js";
 import { RECHECK, type AppendHub } from "./hub.js";
 import { readSlice } from "../store/read.js";
@@ -45,15 +45,27 @@ export async function watchEvents(
     tail = tail.then(() => write(item)).finally(() => (queued -= 1));
     return tail;
   };
+  let pokedSeq = 0;
+  /** The highest seq examined (sent, or filtered out). */
+  let cursor = req.afterSeq;
+  /**
+   * Deltas that arrived while events appended before them (poked, not yet read) were still to be
+   * sent: they go out right after those events, so a watcher sees a model request's start before
+   * its tokens (the harness publishes a request's deltas only once its start is appended here).
+   */
+  const held: EventDelta[] = [];
   const stopDeltas = req.includeDeltas
     ? deps.deltas.subscribe(req.sessionId, (delta) => {
         // Deltas are best effort: one that cannot be written (client gone) is dropped, and so
         // are those arriving while a client that stopped reading has MAX_QUEUED writes waiting.
-        if (queued >= MAX_QUEUED) return;
-        send({ event: undefined, delta }).catch(() => undefined);
+        if (queued + held.length >= MAX_QUEUED) return;
+        if (pokedSeq > cursor) held.push(delta);
+        else send({ event: undefined, delta }).catch(() => undefined);
       })
     : undefined;
-  let pokedSeq = 0;
+  const release = (): void => {
+    for (const delta of held.splice(0)) send({ event: undefined, delta }).catch(() => undefined);
+  };
   /** A re-read was asked for (RECHECK) since the last read began. */
   let recheck = false;
   let wake: (() => void) | undefined;
@@ -66,7 +78,6 @@ export async function watchEvents(
   signal.addEventListener("abort", onAbort);
   watchSubscribers.add(1);
   try {
-    let cursor = req.afterSeq;
     while (!signal.aborted) {
       recheck = false; // this read covers it
       const slice = await readSlice(deps.db, {
@@ -84,6 +95,7 @@ export async function watchEvents(
       if (slice.hasMore) continue;
       // Everything up to lastSeq was examined in that snapshot (filtered-out types included).
       cursor = Math.max(cursor, slice.lastSeq);
+      if (pokedSeq <= cursor) release();
       if (slice.status === SessionStatus.SESSION_STATUS_TERMINATED) return;
       if (pokedSeq > cursor || recheck) continue;
       if (signal.aborted) return; // cancelled during the read: wake is not set yet
