@@ -15,6 +15,7 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
+import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit";
 import { startTestLog } from "../support/session-log.js";
 import { mintDevCerts } from "../support/tls.js";
 import { metadataWithVaults, startTestVault, vaultWithBearer } from "../support/vault.js";
@@ -87,7 +88,7 @@ async function runBench(): Promise<BenchReport> {
       unrestricted: false,
     });
     const proxy = new URL(opened.proxyUrl);
-    const headers = { "proxy-authorization": opened.proxyAuthorization, "x-mh-service-authorization": `Bearer ${vault.tokens.broker}` };
+    const headers = { "proxy-authorization": opened.proxyAuthorization, [SERVICE_AUTH_HEADER]: `Bearer ${vault.tokens.broker}` };
     const through = async (port: number, ca: string | Buffer): Promise<void> => {
       const raw = await tunnel(proxy, headers, port);
       await get(port, ca, raw);

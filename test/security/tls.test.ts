@@ -11,7 +11,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialVaultProxyClient, CredentialVaultProxyService, ListVaultsRequest, SessionLogClient, SessionLogService, GetSessionRequest } from "@metaharness/proto";
-import { createClient, PLAINTEXT, promisify, type GrpcTls } from "@metaharness/service-kit";
+import { createClient, PLAINTEXT, promisify, SERVICE_AUTH_HEADER, type GrpcTls } from "@metaharness/service-kit";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { provision, run, startTestBroker, type TestBroker } from "../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../support/session-log.js";
@@ -101,7 +101,7 @@ describe("services over mutual TLS", () => {
 
   it("the proxy's remote endpoint speaks only TLS and asks for a client certificate", async () => {
     const url = new URL(vault.handle.remoteUrl);
-    const headers = { "x-mh-service-authorization": `Bearer ${vault.tokens.broker}` };
+    const headers = { [SERVICE_AUTH_HEADER]: `Bearer ${vault.tokens.broker}` };
     // Plain HTTP to the TLS port: the server never parses it as a request.
     const plain = await new Promise<string>((resolve) => {
       const req = httpRequest({ host: url.hostname, port: url.port, path: "/git/x/info/refs", headers }, (res) => resolve(`status ${res.statusCode}`));

@@ -10,10 +10,12 @@
 # starts in ~100 ms here, which alone would miss the provisioning target.
 #
 # Wire format (both directions): u32 big-endian length, then the payload. Payload: u8 type,
-# u32 request id, then the fields of that type (see src/protocol/frames.ts, which must agree).
+# u32 request id, then the fields of that type. src/protocol/frames.ts is the broker's definition;
+# src/protocol/frames.test.ts runs this script and checks the exact bytes of every frame both ways.
 #   broker -> agent  'R' run:  timeout_ms u32, cap u32, grace_ms u32, cwd str, argv strs, env strs
 #                    'G' get:  path str, max_bytes u32, start_line u32, end_line u32 (0: all)
 #                    'P' put:  path str, mode u32, content str
+#                    'K' cancel: target u32 (the run request to end; its 'D' comes, timed out)
 #   agent -> broker  'H' hello (id 0): pid u32, version str
 #                    'D' done: kind u8 (0 exited, 1 signaled, 2 not started), code i32,
 #                              timed_out u8, total u64, head str, tail str, error str

@@ -75,5 +75,5 @@ export { GRPC_HEALTH_ENV } from "./grpc-health-port.js";
 export { GRPC_TLS_ENV, loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings, type HttpsClientTls, type HttpsServerTls } from "./grpc-tls.js";
 export { runService, type RunServiceOptions, type ServiceBasics } from "./run-service.js";
 export { UndecodableRequest } from "./undecodable.js";
-export { MIN_TOKEN_CHARS, ServiceTokens, type Caller, type Policy } from "./service-tokens.js";
+export { MIN_TOKEN_CHARS, SERVICE_AUTH_HEADER, ServiceTokens, type Caller, type Policy } from "./service-tokens.js";
 export { guardedBidi, guardedServerStream, guardedUnary, type Guard, type GuardedContext } from "./guarded.js";

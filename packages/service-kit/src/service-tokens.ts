@@ -25,6 +25,14 @@ export interface Caller<R extends string = string> {
 
 export const MIN_TOKEN_CHARS = 32;
 
+/**
+ * The HTTP header that carries a service token where the plain Authorization header is someone
+ * else's: the broker relays a sandbox's own requests to the credential vault proxy's remote
+ * endpoint with `x-mh-service-authorization: Bearer <token>` beside them. The one definition,
+ * read by the proxy and written by the broker (and the tests).
+ */
+export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
+
 const digest = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex");
 
 export class ServiceTokens<R extends string = string> {

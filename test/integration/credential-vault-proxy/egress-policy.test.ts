@@ -6,6 +6,7 @@
  * test of the proxy reaches its servers on 127.0.0.1.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit";
 import { CredentialType } from "@metaharness/proto";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { rejection } from "../../support/sandbox-broker.js";
@@ -113,7 +114,7 @@ describe("egress policy without private networks", () => {
     const { remotes } = await vault.client("broker").openGitRemote({ sessionId: session!.sessionId, sandboxId: "sbx_policy", repositoryUrls: [repoUrl], ttlSeconds: 0 });
     const remote = remotes[repoUrl];
     expect(remote).toBeDefined();
-    const res = await fetch(`${remote}/info/refs?service=git-upload-pack`, { headers: { "x-mh-service-authorization": `Bearer ${vault.tokens.broker}` } });
+    const res = await fetch(`${remote}/info/refs?service=git-upload-pack`, { headers: { [SERVICE_AUTH_HEADER]: `Bearer ${vault.tokens.broker}` } });
     expect(res.status).toBe(403);
     const body = await res.text();
     expect(body).toContain(`${host} is on a private network`);

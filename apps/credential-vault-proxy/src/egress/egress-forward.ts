@@ -11,7 +11,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { pipeline, Readable } from "node:stream";
 import type { Db } from "@metaharness/db";
-import type { Logger } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER, type Logger } from "@metaharness/service-kit";
 import { scrub } from "../crypto/secret.js";
 import { decodersFor } from "../http/content-coding.js";
 import { forward, reply } from "../http/forward.js";
@@ -24,7 +24,7 @@ import { scrubStream } from "./scrub-stream.js";
 /** Never passed on: hop-by-hop, proxy, and our own headers. */
 const DROPPED = new Set([
   "host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade",
-  "x-mh-service-authorization", "accept-encoding", "content-length",
+  SERVICE_AUTH_HEADER, "accept-encoding", "content-length",
 ]);
 const RESPONSE_DROPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "www-authenticate", "proxy-authenticate", "trailer", "upgrade"]);
 

@@ -10,14 +10,13 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { MhError } from "@metaharness/errors";
-import type { HttpsServerTls, Logger, ServiceTokens } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER, type HttpsServerTls, type Logger, type ServiceTokens } from "@metaharness/service-kit";
 import type { Duplex } from "node:stream";
 import { POLICY, type Role } from "../auth/policy.js";
 import { reply } from "./forward.js";
 import { refuse } from "./refuse.js";
 import { countResponse, countTunnel, remoteKind } from "../metrics.js";
 
-export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
 const MAX_CONNECTIONS = 1024;
 
 export type RemoteRoute = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;

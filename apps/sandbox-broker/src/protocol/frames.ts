@@ -1,11 +1,22 @@
 /**
- * The wire format between the broker and the in-sandbox agent (agent/sandbox-agent.pl, whose
- * header describes the same layout and must agree): length-prefixed binary frames, so file
- * contents and command output cross the pipe as bytes, without JSON escaping or base64.
+ * The wire format between the broker and the in-sandbox agent (agent/sandbox-agent.pl):
+ * length-prefixed binary frames, so file contents and command output cross the pipe as bytes,
+ * without JSON escaping or base64. This is the broker's one definition of it; the agent's header
+ * describes the same layout, and frames.test.ts runs the real agent and checks the exact bytes
+ * both ways, so the two cannot drift apart unnoticed.
+ *
+ * A frame is a u32 big-endian length, then the payload: a u8 type, a u32 request id, then the
+ * type's fields (u32/i32 big-endian, u64 big-endian, str = u32 length + bytes, strs = u32 count
+ * + that many str).
  */
 
-/** Larger frames mean a confused or hostile agent; the channel is then torn down. */
+/** Larger frames mean a confused or hostile agent; the channel is then torn down (the agent's $MAX_FRAME). */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
+
+/** The type byte of each request, broker -> agent. */
+export const REQUEST_TYPE = { run: "R", get: "G", put: "P", cancel: "K" } as const;
+/** The type byte of each reply, agent -> broker. */
+export const REPLY_TYPE = { hello: "H", done: "D", file: "F", written: "W" } as const;
 
 export interface RunRequest {
   readonly timeoutMs: number;
@@ -77,6 +88,9 @@ class Writer {
     this.parts.push(Buffer.from([v]));
     return this;
   }
+  type(t: string): this {
+    return this.u8(t.charCodeAt(0));
+  }
   u32(v: number): this {
     const b = Buffer.allocUnsafe(4);
     b.writeUInt32BE(v >>> 0);
@@ -108,7 +122,7 @@ export function encodeRequest(id: number, req: AgentRequest): Buffer {
     case "run": {
       const r = req.body;
       return new Writer()
-        .u8(0x52) // 'R'
+        .type(REQUEST_TYPE.run)
         .u32(id)
         .u32(r.timeoutMs)
         .u32(r.capBytes)
@@ -120,14 +134,14 @@ export function encodeRequest(id: number, req: AgentRequest): Buffer {
     }
     case "get": {
       const r = req.body;
-      return new Writer().u8(0x47).u32(id).bytes(r.path).u32(r.maxBytes).u32(r.startLine).u32(r.endLine).frame();
+      return new Writer().type(REQUEST_TYPE.get).u32(id).bytes(r.path).u32(r.maxBytes).u32(r.startLine).u32(r.endLine).frame();
     }
     case "put": {
       const r = req.body;
-      return new Writer().u8(0x50).u32(id).bytes(r.path).u32(r.mode).bytes(r.content).frame();
+      return new Writer().type(REQUEST_TYPE.put).u32(id).bytes(r.path).u32(r.mode).bytes(r.content).frame();
     }
     case "cancel":
-      return new Writer().u8(0x4b).u32(id).u32(req.body.target).frame(); // K
+      return new Writer().type(REQUEST_TYPE.cancel).u32(id).u32(req.body.target).frame();
   }
 }
 
@@ -173,9 +187,9 @@ export function decodeReply(payload: Buffer): AgentReply {
   const r = new Reader(payload.subarray(1));
   const id = r.u32();
   switch (type) {
-    case "H":
+    case REPLY_TYPE.hello:
       return { type: "hello", id: 0, pid: r.u32(), version: r.bytes().toString("utf8") };
-    case "D": {
+    case REPLY_TYPE.done: {
       const kind = RUN_KINDS[r.u8()] ?? "not_started";
       const code = r.i32();
       const timedOut = r.u8() === 1;
@@ -185,13 +199,13 @@ export function decodeReply(payload: Buffer): AgentReply {
       const error = r.bytes().toString("utf8");
       return { type: "done", id, result: { kind, code, timedOut, totalBytes, head, tail, error } };
     }
-    case "F": {
+    case REPLY_TYPE.file: {
       const ok = r.u8() === 1;
       const error = r.bytes().toString("utf8");
       const size = r.u64();
       return { type: "file", id, result: { ok, error, size, data: r.bytes() } };
     }
-    case "W": {
+    case REPLY_TYPE.written: {
       const ok = r.u8() === 1;
       return { type: "written", id, result: { ok, error: r.bytes().toString("utf8") } };
     }

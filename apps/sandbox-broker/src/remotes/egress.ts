@@ -14,11 +14,11 @@ import type { Duplex } from "node:stream";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MhError } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER, type Logger } from "@metaharness/service-kit";
 import { EGRESS_RELAY_IN_SANDBOX, RUN_DIR_IN_SANDBOX, SANDBOX_ENV, WORKSPACE } from "../inside/view.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import type { EgressScope } from "../resources.js";
-import { SERVICE_AUTH_HEADER, type ProxyConnection } from "./proxy-client.js";
+import type { ProxyConnection } from "./proxy-client.js";
 import { relay, respond } from "./relay-forward.js";
 import { serveOnSocket, type SocketServer } from "./socket-server.js";
 

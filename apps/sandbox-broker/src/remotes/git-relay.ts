@@ -7,8 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
-import type { HttpsClientTls, Logger } from "@metaharness/service-kit";
-import { SERVICE_AUTH_HEADER } from "./proxy-client.js";
+import { SERVICE_AUTH_HEADER, type HttpsClientTls, type Logger } from "@metaharness/service-kit";
 import { relay, respond } from "./relay-forward.js";
 import { normalizeRepositoryUrl } from "@metaharness/events";
 import type { PeerGuard } from "../auth/peer-credentials.js";

@@ -1,16 +1,13 @@
 /**
  * The broker's client of the credential vault proxy: it presents the broker's own service token
  * (read from MH_CREDENTIAL_PROXY_TOKEN_FILE) and may only open and close a sandbox's git remotes
- * and egress endpoint. The same token goes, as `x-mh-service-authorization`, on every request the
+ * and egress endpoint. The same token goes, as SERVICE_AUTH_HEADER (service-kit), on every request the
  * broker relays to the proxy's remote endpoint. The broker never holds a vault credential.
  */
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
 import { createClient, promisify, readServiceToken, type GrpcTls, type HttpsClientTls, type PromiseClient } from "@metaharness/service-kit";
 
 export type CredentialProxy = PromiseClient<typeof CredentialVaultProxyService>;
-
-/** The header that carries the broker's service token to the proxy's remote endpoint. */
-export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
 
 export interface ProxyConnection {
   readonly client: CredentialProxy;
