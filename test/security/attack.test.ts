@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialType, Event, type Credential, type CredentialSecret, NetworkMode, PermissionPolicy, StopReasonType, ToolKind } from "@metaharness/proto";
-import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { userMessage } from "../support/events.js";
 import { idleReason } from "../support/harness.js";
 import { eventually } from "../support/sandbox-broker.js";

@@ -7,7 +7,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { describe, expect, it } from "vitest";
 import { ModelError } from "./model-error.js";
 import type { RetryInfo } from "./types.js";
-import { ask, client, useOfflineModel } from "./test-support.js";
+import { ask, client, useOfflineModel } from "./testing.js";
 
 const ANSWER = "This answer arrives in full on the attempt that succeeds.";
 const server = useOfflineModel([

@@ -5,7 +5,7 @@
  */
 import { defineScenario } from "@metaharness/offline-model";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ask, client, useOfflineModel } from "./test-support.js";
+import { ask, client, useOfflineModel } from "./testing.js";
 
 const TEXT = "Streaming is how the harness shows progress while the model is still writing.";
 const server = useOfflineModel([

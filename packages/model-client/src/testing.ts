@@ -1,26 +1,16 @@
 /**
- * Helpers for this package's tests only (not exported from the index): an offline model per test
- * file on port 0, closed even when a test fails, and a client for it with short retry delays.
+ * Helpers for tests only, behind the package's `/testing` export (never its index; lint keeps
+ * production code from importing it): an offline model per test file on port 0, closed even when a
+ * test fails, and a client for it with short retry delays.
  */
-import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
-import { afterAll, beforeAll } from "vitest";
+import type { OfflineModel, Scenario } from "@metaharness/offline-model";
+import { useOfflineModel as useModel } from "@metaharness/offline-model/testing";
 import { createModelClient, type ModelClient } from "./client.js";
 import type { ModelClientOptions } from "./options.js";
 
+/** An offline model serving `scenarios`, started before the file's tests and closed after them. */
 export function useOfflineModel(scenarios: readonly Scenario[], opts: { apiKey?: string } = {}): { get(): OfflineModel } {
-  let model: OfflineModel | undefined;
-  beforeAll(async () => {
-    model = await startOfflineModel({ scenarios, ...opts });
-  });
-  afterAll(async () => {
-    await model?.close();
-  });
-  return {
-    get(): OfflineModel {
-      if (model === undefined) throw new Error("offline model not started");
-      return model;
-    },
-  };
+  return useModel({ scenarios, ...opts });
 }
 
 export function client(model: OfflineModel, opts: Partial<ModelClientOptions> = {}): ModelClient {

@@ -7,7 +7,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
 import { PromptCache } from "./prompt-cache.js";
 import { segmentsOf, totalTokens } from "./segments.js";
-import { body, post, sdk, useOfflineModel, user, weatherTool } from "./test-support.js";
+import { body, post, sdk, useOfflineModel, user, weatherTool } from "./testing.js";
 import type { MessagesRequest } from "./wire.js";
 
 const server = useOfflineModel();

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { defineScenario } from "./scenario.js";
-import { body, sdk, useOfflineModel, user, weatherTool } from "./test-support.js";
+import { body, sdk, useOfflineModel, user, weatherTool } from "./testing.js";
 
 const server = useOfflineModel({
   scenarios: [

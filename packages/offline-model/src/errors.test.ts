@@ -16,7 +16,7 @@ import {
 } from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
 import { defineScenario, type FailureKind } from "./scenario.js";
-import { body, post, sdk, useOfflineModel, user } from "./test-support.js";
+import { body, post, sdk, useOfflineModel, user } from "./testing.js";
 
 const kinds: readonly FailureKind[] = [403, 413, 429, 500, 529, "network", "midstream_overloaded"];
 const server = useOfflineModel({

@@ -6,7 +6,7 @@ import { APIUserAbortError } from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
 import { defineScenario } from "./scenario.js";
 import { startOfflineModel } from "./server.js";
-import { body, sdk, user } from "./test-support.js";
+import { body, sdk, user } from "./testing.js";
 
 const slow = defineScenario("slow", [{ text: "word ".repeat(500), ttftMs: 10, tokensPerSecond: 50 }]);
 

@@ -6,7 +6,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
 import { plainToolUse } from "./plain-requests.js";
-import { body, sdk, useOfflineModel, user } from "./test-support.js";
+import { body, sdk, useOfflineModel, user } from "./testing.js";
 
 const sandboxTools: Anthropic.Tool[] = [
   { name: "bash", input_schema: { type: "object", properties: { command: { type: "string" } } } },

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario, type StepSpec } from "./scenario.js";
 import { loadScenarioFile } from "./scenario-file.js";
 import { startOfflineModel } from "./server.js";
-import { body, sdk, user, weatherTool } from "./test-support.js";
+import { body, sdk, user, weatherTool } from "./testing.js";
 
 let dir = "";
 beforeAll(async () => {

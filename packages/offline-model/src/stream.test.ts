@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { defineScenario } from "./scenario.js";
-import { body, post, sdk, useOfflineModel, user } from "./test-support.js";
+import { body, post, sdk, useOfflineModel, user } from "./testing.js";
 
 const LONG_TEXT = "The quick brown fox jumps over the lazy dog. ".repeat(8).trim(); // ~359 chars, ~90 tokens
 const TTFT_MS = 200;

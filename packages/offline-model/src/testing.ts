@@ -1,7 +1,7 @@
 /**
- * Helpers for this package's tests only (not exported from the index): a server per test file
- * on port 0 that is closed even when a test fails, the real SDK pointed at it, and small builders
- * for requests.
+ * Helpers for tests only, behind the package's `/testing` export (never its index; lint keeps
+ * production code from importing it): a server per test file on port 0 that is closed even when a
+ * test fails, the real SDK pointed at it, and small builders for requests.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll } from "vitest";

@@ -8,7 +8,7 @@ import { BadRequestError } from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
 import { signThinking } from "./ids.js";
 import { defineScenario } from "./scenario.js";
-import { body, sdk, useOfflineModel, user, weatherTool } from "./test-support.js";
+import { body, sdk, useOfflineModel, user, weatherTool } from "./testing.js";
 
 const BIG_INPUT = { city: "Reykjavík", units: "metric", days: [1, 2, 3], note: "x".repeat(120) };
 

@@ -6,7 +6,7 @@
  */
 import { BadRequestError } from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
-import { body, post, sdk, useOfflineModel, user } from "./test-support.js";
+import { body, post, sdk, useOfflineModel, user } from "./testing.js";
 
 const WINDOW = 1_000;
 const server = useOfflineModel({ windowTokens: WINDOW });

@@ -12,18 +12,13 @@ import {
   type SessionLogServer,
 } from "@metaharness/proto";
 import { MhError } from "@metaharness/errors";
-import {
-  SpanKind,
-  currentSpanIds,
-  startTestTelemetry,
-  withSpan,
-  type TestTelemetry,
-} from "@metaharness/telemetry";
+import { SpanKind, currentSpanIds, withSpan } from "@metaharness/telemetry";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from "vitest";
 import { createClient, promisify, unaryCall, type PromiseClient } from "./grpc-client.js";
 import { serverStream, unary, type CallContext } from "./grpc-handlers.js";
 import { startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
-import { capturingLogger, deferred, type Deferred } from "./test-support.js";
+import { capturingLogger, deferred, type Deferred } from "./testing.js";
 
 const { logger, lines } = capturingLogger("handlers-test");
 const BIG_TEXT = "x".repeat(64 * 1024);

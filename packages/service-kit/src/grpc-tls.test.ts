@@ -14,7 +14,7 @@ import { createClient, promisify } from "./grpc-client.js";
 import { unary } from "./grpc-handlers.js";
 import { startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
 import { loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings } from "./grpc-tls.js";
-import { capturingLogger } from "./test-support.js";
+import { capturingLogger } from "./testing.js";
 
 const DEV_CERTS = fileURLToPath(new URL("../../../infra/tls/dev-certs.sh", import.meta.url));
 const { logger } = capturingLogger("tls-test");

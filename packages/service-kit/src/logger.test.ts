@@ -1,5 +1,6 @@
 /** The logger: JSON lines with service and trace ids, secrets redacted, context via child loggers. */
-import { startTestTelemetry, withSpan, type Telemetry } from "@metaharness/telemetry";
+import { withSpan, type Telemetry } from "@metaharness/telemetry";
+import { startTestTelemetry } from "@metaharness/telemetry/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createLogger, loggerFor } from "./logger.js";
 

@@ -1,7 +1,8 @@
 /**
- * Helpers for this package's tests only (not exported from the index): a logger that captures
- * its lines, deferred promises instead of sleeps, and raw clients for the standard health and
- * reflection services, which have no ts-proto client of their own.
+ * Helpers for tests only, behind the package's `/testing` export (never its index; lint keeps
+ * production code from importing it): a logger that captures its lines, deferred promises instead
+ * of sleeps, and raw clients for the standard health and reflection services, which have no
+ * ts-proto client of their own.
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";

@@ -18,7 +18,6 @@ export {
 export { withSpan, recordError, type WithSpanOptions } from "./with-span.js";
 export * from "./metrics/index.js";
 export { untraced } from "./untraced.js";
-export { startTestTelemetry, type TestTelemetry } from "./testing.js";
 export {
   ROOT_CONTEXT,
   SpanKind,

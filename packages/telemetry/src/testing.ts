@@ -1,6 +1,7 @@
 /**
  * Telemetry for tests: started with an in-memory exporter and a synchronous processor, so a test
- * can assert on finished spans right after the code under test returns.
+ * can assert on finished spans right after the code under test returns. Behind the package's
+ * `/testing` export, never its index; lint keeps production code from importing it.
  */
 import {
   InMemorySpanExporter,

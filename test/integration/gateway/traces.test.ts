@@ -8,7 +8,8 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
-import { currentSpanIds, SpanStatusCode, startTestTelemetry, withSpan, type ReadableSpan, type TestTelemetry } from "@metaharness/telemetry";
+import { currentSpanIds, SpanStatusCode, withSpan, type ReadableSpan } from "@metaharness/telemetry";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, startStack, type Stack } from "../../support/gateway.js";
 

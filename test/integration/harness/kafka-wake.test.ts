@@ -12,7 +12,8 @@ import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { KAFKA_BROKERS } from "../../support/topics.js";
 import { eventually } from "../../support/sandbox-broker.js";
-import { startTestTelemetry, withSpan } from "@metaharness/telemetry";
+import { withSpan } from "@metaharness/telemetry";
+import { startTestTelemetry } from "@metaharness/telemetry/testing";
 import { userMessage } from "../../support/events.js";
 
 let brain: Brain;

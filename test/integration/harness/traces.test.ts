@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType } from "@metaharness/proto";
-import { SpanStatusCode, startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
+import { SpanStatusCode } from "@metaharness/telemetry";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { userMessage } from "../../support/events.js";
 

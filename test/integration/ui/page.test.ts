@@ -13,7 +13,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { newEvent } from "@metaharness/events";
 import { defineScenario } from "@metaharness/offline-model";
 import { EvaluatedPermission, RetryStatus, StopReasonType, type Event } from "@metaharness/proto";
-import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, KEY_B, raw, startStack, type Stack } from "../../support/gateway.js";
