@@ -78,6 +78,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch });
     if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     if (events.some((v) => v.event.type === "session.status_terminated")) deltaGate.terminated(sessionId);
+    else if (result.duplicates < events.length) deltaGate.appended(sessionId);
     return result;
   };
 

@@ -5,7 +5,8 @@
  * "terminated" until it falls out of the bounded table (a session never comes back from it). An
  * unknown session is not kept, so one created a moment later is taken at once. A termination
  * appended through this instance is known at once; one appended through another, within
- * DELTA_GATE_LIVE_MS.
+ * DELTA_GATE_LIVE_MS. An append through this instance says the session is live, so the first
+ * deltas of the answer to it cost no read (on the path to the first token).
  */
 import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
@@ -26,6 +27,15 @@ export class DeltaGate {
   /** Called when this instance appended the session's termination. */
   terminated(sessionId: string): void {
     this.keep(sessionId, { terminated: true, until: Number.POSITIVE_INFINITY });
+  }
+
+  /**
+   * Called when this instance appended to the session (not its termination): it exists and had not
+   * ended, so its first deltas (the model's answer to what was just appended) need no read.
+   */
+  appended(sessionId: string): void {
+    if (this.kept.get(sessionId)?.terminated === true) return;
+    this.keep(sessionId, { terminated: false, until: Date.now() + this.liveMs });
   }
 
   /** NOT_FOUND for an unknown session, FAILED_PRECONDITION naming `session_id` for an ended one. */
