@@ -67,13 +67,15 @@ describe("an outbox batch", () => {
     await db.query("DELETE FROM outbox WHERE session_id = $1", [other]);
   });
 
-  it("looks each event up by its key, whatever the statistics say (never a scan of the log)", async () => {
+  it("looks each event and its session's tenant up by their keys, whatever the statistics say (never a scan of the log)", async () => {
     // This database was never analyzed: a plain join hashed the whole events table at every drain.
     type Node = { "Node Type": string; "Relation Name"?: string; Plans?: Node[] };
     const { rows } = await db.query<{ "QUERY PLAN": Array<{ Plan: Node }> }>(`EXPLAIN (FORMAT JSON) ${OUTBOX_BATCH_SQL}`, [SHARDS, 500, 1024]);
     const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
     const onEvents = nodes(rows[0]?.["QUERY PLAN"][0]?.Plan as Node).filter((n) => n["Relation Name"] === "events");
     expect(onEvents.map((n) => n["Node Type"])).toEqual(["Index Scan"]);
+    const onSessions = nodes(rows[0]?.["QUERY PLAN"][0]?.Plan as Node).filter((n) => n["Relation Name"] === "sessions");
+    expect(onSessions.map((n) => n["Node Type"])).toEqual(["Index Scan"]);
   });
 
   it("says there may be more when the row limit is reached", async () => {

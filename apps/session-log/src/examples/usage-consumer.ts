@@ -1,8 +1,10 @@
 /**
  * An example Kafka consumer building analytics from the session-events topic (see
  * docs/kafka.md): per session, the model's token usage, the agent's tool calls and the last
- * status, printed on stdout as one JSON line whenever a session's figures change, and a
- * {"gap": ...} line for events that never arrived. It does what any consumer of the topic does:
+ * status, printed on stdout as one JSON line whenever a session's figures change; per tenant (the
+ * record's mh-tenant header), token usage and each tool's calls, errors and error rate, as a
+ * {"tenant_usage": ...} line whenever they change (examples/analytics-python/consumer.py prints
+ * the same lines in Python); and a {"gap": ...} line for events that never arrived. It does what any consumer of the topic does:
  * decodes each record's value (metaharness.v1.Event), processes each session's events once
  * (SeqTracker: a redelivered event is skipped), and reaches Kafka with the services' own settings
  * (MH_KAFKA_BROKERS, MH_KAFKA_TOPIC, MH_KAFKA_TLS*, MH_KAFKA_SASL_*). Its figures live in memory:
@@ -15,6 +17,7 @@ import { SESSION_EVENTS_TOPIC, SeqTracker } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
 import { env, readConfig, runService, type Logger } from "@metaharness/service-kit";
 import { extractFromHeaders, ROOT_CONTEXT, SpanKind, withSpan } from "@metaharness/telemetry";
+import { TenantBook } from "./tenant-usage.js";
 import { countEvent, emptyUsage, type SessionUsage } from "./usage.js";
 
 const SPEC = {
@@ -31,6 +34,7 @@ async function start(config: ReturnType<typeof loadConfig>, logger: Logger): Pro
   const bus = createKafkaBus({ brokers: config.brokers, clientId: config.group, logger, ...(await loadKafkaSecurity(config)) });
   const seqs = new SeqTracker();
   const usage = new Map<string, SessionUsage>();
+  const tenants = new TenantBook();
   const print = (line: object): void => void process.stdout.write(`${JSON.stringify(line)}\n`);
   const consumer = await bus.subscribe({
     groupId: config.group,
@@ -49,6 +53,8 @@ async function start(config: ReturnType<typeof loadConfig>, logger: Logger): Pro
           const mine = usage.get(msg.key) ?? emptyUsage(msg.key);
           usage.set(msg.key, mine);
           if (countEvent(mine, event)) print(mine);
+          const tenant = tenants.count(msg.headers["mh-tenant"] ?? "", event);
+          if (tenant !== undefined) print({ tenant_usage: tenant });
           // Nothing follows a session's termination: its figures are final and need no memory.
           // Its last seq stays: its records may come again while the topic holds them, and
           // without it they would count twice (docs/kafka.md).

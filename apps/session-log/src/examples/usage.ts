@@ -4,7 +4,7 @@
  * made, and the last status. Pure, so it is tested without Kafka.
  */
 import { payloadOf } from "@metaharness/events";
-import type { Event } from "@metaharness/proto";
+import type { Event, ModelUsage } from "@metaharness/proto";
 
 export interface SessionUsage {
   readonly session_id: string;
@@ -35,10 +35,7 @@ export function countEvent(usage: SessionUsage, event: Event): boolean {
   usage.seq = event.seq;
   const end = payloadOf(event, "span.model_request_end");
   if (end !== undefined) {
-    usage.model_requests += 1;
-    usage.input_tokens += end.modelUsage?.inputTokens ?? 0;
-    usage.output_tokens += end.modelUsage?.outputTokens ?? 0;
-    usage.cache_read_input_tokens += end.modelUsage?.cacheReadInputTokens ?? 0;
+    addModelRequest(usage, end.modelUsage);
     return true;
   }
   if (TOOL_CALLS.has(event.type)) {
@@ -51,4 +48,20 @@ export function countEvent(usage: SessionUsage, event: Event): boolean {
     return true;
   }
   return false;
+}
+
+/** Figures that count model requests and their tokens (a session's here, a tenant's in tenant-usage.ts). */
+export interface ModelFigures {
+  model_requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+/** Counts one model request and its usage into `figures`. */
+export function addModelRequest(figures: ModelFigures, usage: ModelUsage | undefined): void {
+  figures.model_requests += 1;
+  figures.input_tokens += usage?.inputTokens ?? 0;
+  figures.output_tokens += usage?.outputTokens ?? 0;
+  figures.cache_read_input_tokens += usage?.cacheReadInputTokens ?? 0;
 }

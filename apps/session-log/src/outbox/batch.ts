@@ -18,6 +18,8 @@ export interface OutboxRow {
   seq: string | number | bigint;
   event_id: string;
   type: string;
+  /** The session's tenant ('' for none), for the record's mh-tenant header. */
+  tenant: string;
   body: Uint8Array;
 }
 
@@ -42,10 +44,12 @@ export interface OutboxBatch {
 // statistics from when the table was small (a new log, or one that grew faster than autoanalyze)
 // made it hash the whole table at every drain, 8.5 ms at 5,000 events and growing with the
 // log, which at 1,000 appends a second took more of Postgres than the appends themselves.
+// The session's tenant is one probe of the sessions table's primary key per row.
 export const OUTBOX_BATCH_SQL = `WITH batch AS MATERIALIZED (
      SELECT id, session_id, seq FROM outbox WHERE shard = ANY($1::smallint[]) ORDER BY id LIMIT $2
    )
    SELECT b.id, b.session_id, e.seq, e.event_id, e.type,
+          COALESCE((SELECT s.tenant FROM sessions s WHERE s.session_id = b.session_id), '') AS tenant,
           CASE WHEN ${withinByteBudget("e.body", "$3")} THEN e.body END AS body
      FROM batch b
      LEFT JOIN LATERAL (SELECT e.seq, e.event_id, e.type, e.body FROM events e
@@ -53,7 +57,7 @@ export const OUTBOX_BATCH_SQL = `WITH batch AS MATERIALIZED (
    WINDOW w AS (ORDER BY b.id ROWS UNBOUNDED PRECEDING)
     ORDER BY b.id`;
 
-type BatchRow = { [K in keyof OutboxRow]: K extends "id" | "session_id" ? OutboxRow[K] : OutboxRow[K] | null };
+type BatchRow = { [K in keyof OutboxRow]: K extends "id" | "session_id" | "tenant" ? OutboxRow[K] : OutboxRow[K] | null };
 
 export async function readOutboxBatch(db: Queryable, shards: readonly number[], maxRows: number, maxBytes: number): Promise<OutboxBatch> {
   const { rows } = await db.query<BatchRow>(OUTBOX_BATCH_SQL, [[...shards], maxRows, maxBytes]);

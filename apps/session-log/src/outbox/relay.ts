@@ -236,6 +236,8 @@ export class OutboxRelay {
       "mh-event-type": row.type,
       "mh-event-id": row.event_id,
     };
+    // Analytics by tenant without asking the log whose session it is (docs/kafka.md).
+    if (row.tenant !== "") headers["mh-tenant"] = row.tenant;
     const trace = readTraceContext(row.body);
     if (trace?.traceparent) headers["traceparent"] = trace.traceparent;
     if (trace?.tracestate) headers["tracestate"] = trace.tracestate;
