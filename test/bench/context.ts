@@ -50,7 +50,7 @@ function costOf(u: { input_tokens: number; output_tokens: number; cache_read_inp
 }
 
 async function runStrategy(sdk: Anthropic, strategy: ContextStrategy): Promise<Run> {
-  const agent: AgentConfig = { model: MODEL, system: "[scenario:context-bench] You read files.", tools: [], tokenBudget: 0, contextStrategy: strategy.name, contextWindowTokens: WINDOW, maxTokens: 1024, explicitTools: true };
+  const agent: AgentConfig = { model: MODEL, system: "[scenario:context-bench] You read files.", tools: [], tokenBudget: 0, contextStrategy: strategy.name, contextWindowTokens: WINDOW, maxTokens: 1024, explicitTools: true, listPrice: undefined, budget: undefined };
   const events: Event[] = [];
   let seq = 0;
   const push = (e: Event): void => void events.push({ ...e, seq: ++seq });

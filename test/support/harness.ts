@@ -127,6 +127,8 @@ export async function startBrain(opts: {
             contextWindowTokens: 0,
             maxTokens: 0,
             explicitTools: false,
+            listPrice: undefined,
+            budget: undefined,
             ...agent,
           },
           environment: undefined,

@@ -193,7 +193,7 @@ export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfi
     vaultIds,
     title: "",
     repositories: [],
-    agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, ...agent },
+    agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, listPrice: undefined, budget: undefined, ...agent },
     environment: undefined,
   };
 }

@@ -169,7 +169,8 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     registerEnvironmentRoutes(router, { environments, layers: new PackageLayers(broker), now });
     registerEnvironmentKeyRoutes(router, { environments, environmentKeys: new EnvironmentKeyStore(db), now });
     registerWorkRoutes(router, { ...hands, db, environments, sessions, workLeaseTtlSeconds: config.workLeaseTtlSeconds });
-    registerSessionRoutes(router, { ...hands, ...input, agents, environments, sessions, credentials });
+    const ui = config.ui ?? loadUiConfig();
+    registerSessionRoutes(router, { ...hands, ...input, agents, environments, sessions, credentials, prices: ui.prices });
     registerResourceRoutes(router, { sessions, log, credentials, now });
     registerEventRoutes(router, { ...hands, ...input, sessions });
     registerStreamRoute(router, stream);
@@ -177,7 +178,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     registerCredentialRoutes(router, { credentials, now });
     registerThreadRoutes(router, stream);
     registerMetaRoutes(router, db);
-    registerUiRoutes(app, { log, sessions }, { principals, ...(config.ui ?? loadUiConfig()) });
+    registerUiRoutes(app, { log, sessions }, { principals, ...ui });
 
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

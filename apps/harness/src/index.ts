@@ -3,7 +3,8 @@
  */
 export { startHarness, LOOPS, type HarnessHandle } from "./app.js";
 export { loadConfig, type HarnessConfig } from "./config.js";
-export { nextStep, unansweredToolUses, usageOf, type NextStep } from "./state.js";
+export { nextStep, unansweredToolUses, type NextStep } from "./state.js";
+export { limitsOf, NO_LIMITS, usageTotals, type Limits } from "./budget.js";
 export type { HarnessLoop, LoopContext } from "./loop/harness-loop.js";
 export { SessionEvents, type ViewContext } from "./loop/session-events.js";
 export { LogPort } from "./log-port.js";

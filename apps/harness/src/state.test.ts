@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
 import { EvaluatedPermission, StopReasonType, ToolConfirmationResult, type Event } from "@metaharness/proto";
 import { nextStep } from "./state.js";
+import { NO_LIMITS } from "./budget.js";
 import { modelOrder, toMessages } from "./context/messages.js";
 
 const text = (t: string) => [{ block: { $case: "text" as const, value: { text: t } } }];
@@ -25,47 +26,47 @@ const result = (use: Event) => at(newEvent("agent.tool_result", { toolUseId: use
 describe("nextStep", () => {
   it("calls the model for new input, and not again once it answered", () => {
     const u = user("hi");
-    expect(nextStep([u], 0).kind).toBe("call-model");
+    expect(nextStep([u], NO_LIMITS).kind).toBe("call-model");
     const s = start();
-    expect(nextStep([u, running(), s, said("hello"), end(s)], 0).kind).toBe("done");
+    expect(nextStep([u, running(), s, said("hello"), end(s)], NO_LIMITS).kind).toBe("done");
   });
 
   it("re-asks after a crash mid-stream (a start without its end answers nothing)", () => {
-    expect(nextStep([user("hi"), running(), start()], 0).kind).toBe("call-model");
+    expect(nextStep([user("hi"), running(), start()], NO_LIMITS).kind).toBe("call-model");
   });
 
   it("runs tool calls without results, then asks the model again", () => {
     const s = start();
     const use = bash();
     const history = [user("hi"), running(), s, use, end(s)];
-    const step = nextStep(history, 0);
+    const step = nextStep(history, NO_LIMITS);
     expect(step.kind === "run-tools" && step.tools.map((t) => t.event.id)).toEqual([use.id]);
-    expect(nextStep([...history, result(use)], 0).kind).toBe("call-model");
+    expect(nextStep([...history, result(use)], NO_LIMITS).kind).toBe("call-model");
   });
 
   it("waits for a confirmation, then runs or denies", () => {
     const s = start();
     const use = bash(EvaluatedPermission.EVALUATED_PERMISSION_ASK);
     const history = [user("hi"), running(), s, use, end(s)];
-    const waiting = nextStep(history, 0);
+    const waiting = nextStep(history, NO_LIMITS);
     expect(waiting).toEqual({ kind: "wait", eventIds: [use.id] });
     const deny = at(newEvent("user.tool_confirmation", { toolUseId: use.id, result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY, denyMessage: "no" }));
-    const step = nextStep([...history, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION), deny], 0);
+    const step = nextStep([...history, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION), deny], NO_LIMITS);
     expect(step.kind === "run-tools" && step.tools[0]?.confirmation).toBe("deny");
   });
 
   it("treats input sent while a request streamed as unanswered", () => {
     const s = start();
-    expect(nextStep([user("a"), running(), s, user("b"), said("x"), end(s)], 0).kind).toBe("call-model");
+    expect(nextStep([user("a"), running(), s, user("b"), said("x"), end(s)], NO_LIMITS).kind).toBe("call-model");
   });
 
   it("acts on an interrupt of a running turn, ignores one while idle", () => {
     const s = start();
     const use = bash();
-    const step = nextStep([user("hi"), running(), s, use, end(s), at(newEvent("user.interrupt", {}))], 0);
+    const step = nextStep([user("hi"), running(), s, use, end(s), at(newEvent("user.interrupt", {}))], NO_LIMITS);
     expect(step.kind === "interrupt" && step.unanswered.map((t) => t.event.id)).toEqual([use.id]);
     const s2 = start();
-    expect(nextStep([user("hi"), running(), s2, said("x"), end(s2), idle(), at(newEvent("user.interrupt", {}))], 0).kind).toBe("done");
+    expect(nextStep([user("hi"), running(), s2, said("x"), end(s2), idle(), at(newEvent("user.interrupt", {}))], NO_LIMITS).kind).toBe("done");
   });
 
   it("in a self-hosted environment, awaits the worker's result for its tools, and still records a denial", () => {
@@ -73,27 +74,48 @@ describe("nextStep", () => {
     const s = start();
     const use = bash();
     const history = [user("hi"), running(), s, use, end(s)];
-    const step = nextStep(history, 0, worker);
+    const step = nextStep(history, NO_LIMITS, worker);
     expect(step.kind === "await-hands" && step.tools.map((t) => [t.event.id, t.readyAt])).toEqual([[use.id, use.createdAt]]);
     const answered = at(newEvent("user.tool_result", { toolUseId: use.id, content: text("ok"), isError: false }));
-    expect(nextStep([...history, answered], 0, worker).kind).toBe("call-model");
+    expect(nextStep([...history, answered], NO_LIMITS, worker).kind).toBe("call-model");
 
     const asked = bash(EvaluatedPermission.EVALUATED_PERMISSION_ASK);
     const gated = [user("hi"), running(), s, asked, end(s)];
-    expect(nextStep(gated, 0, worker)).toEqual({ kind: "wait", eventIds: [asked.id] });
+    expect(nextStep(gated, NO_LIMITS, worker)).toEqual({ kind: "wait", eventIds: [asked.id] });
     const allow = at({ ...newEvent("user.tool_confirmation", { toolUseId: asked.id, result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_ALLOW, denyMessage: "" }), createdAt: new Date(5) });
-    const allowed = nextStep([...gated, allow], 0, worker);
+    const allowed = nextStep([...gated, allow], NO_LIMITS, worker);
     expect(allowed.kind === "await-hands" && allowed.tools[0]?.readyAt).toEqual(new Date(5));
     const deny = at(newEvent("user.tool_confirmation", { toolUseId: asked.id, result: ToolConfirmationResult.TOOL_CONFIRMATION_RESULT_DENY, denyMessage: "" }));
-    expect(nextStep([...gated, deny], 0, worker).kind).toBe("run-tools");
+    expect(nextStep([...gated, deny], NO_LIMITS, worker).kind).toBe("run-tools");
     // A tool the worker does not run (the windowed strategy's own) stays the harness's.
-    expect(nextStep(history, 0, new Set(["read"])).kind).toBe("run-tools");
+    expect(nextStep(history, NO_LIMITS, new Set(["read"])).kind).toBe("run-tools");
   });
 
   it("stops at the token budget", () => {
     const s = start();
-    expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], 10).kind).toBe("budget");
-    expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], 0).kind).toBe("call-model");
+    expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], { tokens: 10 }).kind).toBe("budget");
+    expect(nextStep([user("a"), running(), s, said("x"), end(s), idle(), user("b")], NO_LIMITS).kind).toBe("call-model");
+  });
+
+  it("stops at the spend budget, and a budget raised after that stop reopens the turn", () => {
+    // 10 tokens at 1,000 dollars per million: 1 cent.
+    const price = { input: 1000, output: 1000, cacheRead: 1000, cacheWrite5m: 1000, cacheWrite1h: 1000 };
+    const cents = (amount: string) => ({ maxListCost: { amount, currency: "USD" } });
+    const limits = { tokens: 0, price, budget: cents("1") };
+    const budget = (amount: string | undefined) => at(newEvent("session.updated", { budget: { limit: amount === undefined ? undefined : cents(amount) }, title: undefined, metadata: {}, agent: undefined }));
+    const s = start();
+    const turn = [user("a"), running(), s, said("x"), end(s), idle()];
+    expect(nextStep([user("a")], limits).kind).toBe("call-model");
+    const stopped = [...turn, user("b")];
+    expect(nextStep(stopped, limits).kind).toBe("budget");
+    expect(nextStep(stopped, { ...limits, budget: cents("2") }).kind).toBe("call-model");
+    expect(nextStep(stopped, { ...limits, price: undefined }).kind).toBe("budget");
+    const reached = [...stopped, idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED)];
+    expect(nextStep(reached, limits).kind).toBe("done");
+    expect(nextStep([...reached, budget("2")], limits).kind).toBe("call-model");
+    expect(nextStep([...reached, budget(undefined)], limits).kind).toBe("call-model");
+    // Raised after a turn that ended otherwise: nothing to resume.
+    expect(nextStep([...turn, budget("2")], limits).kind).toBe("done");
   });
 });
 

@@ -4,7 +4,8 @@
  * That is what makes "resume from the last event" exact.
  */
 import { unansweredToolUses, type PendingToolUse } from "@metaharness/events";
-import type { Event } from "@metaharness/proto";
+import { StopReasonType, type Event } from "@metaharness/proto";
+import { overBudget, type Limits } from "./budget.js";
 
 export { unansweredToolUses, type PendingToolUse, type ToolUseKind } from "@metaharness/events";
 
@@ -18,25 +19,6 @@ export type NextStep =
   | { readonly kind: "budget" }
   | { readonly kind: "call-model" }
   | { readonly kind: "done" };
-
-export interface Usage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
-export function usageOf(events: readonly Event[]): Usage {
-  let inputTokens = 0;
-  let outputTokens = 0;
-  for (const e of events) {
-    // A compaction's summary request is paid for too.
-    const p = e.payload;
-    const u = p?.$case === "spanModelRequestEnd" ? p.value.modelUsage : p?.$case === "agentThreadContextCompacted" ? p.value.summaryUsage : undefined;
-    if (u === undefined) continue;
-    inputTokens += (u?.inputTokens ?? 0) + (u?.cacheReadInputTokens ?? 0) + (u?.cacheCreationInputTokens ?? 0);
-    outputTokens += u?.outputTokens ?? 0;
-  }
-  return { inputTokens, outputTokens };
-}
 
 /** The last status event (running / idle / terminated), if any. */
 export function lastStatus(events: readonly Event[]): Event | undefined {
@@ -58,14 +40,23 @@ export function completedRequests(events: readonly Event[]): Set<string> {
  * Whether user input (a message or a tool result) is newer than what the model last saw: it
  * came after the start of the last completed model request (input sent while a request streams
  * was not in it) and after the last idle (an interrupt, an error or the budget also answer what
- * came before them). A request that never completed (a crash mid-stream) answers nothing.
+ * came before them). A request that never completed (a crash mid-stream) answers nothing. A
+ * budget changed (raised or removed) after the idle the budget ended a turn with reopens that
+ * turn: what it had not answered is unanswered again.
  */
 function hasUnansweredInput(events: readonly Event[]): boolean {
   const completed = completedRequests(events);
+  let budgetChanged = false;
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i];
-    const c = e?.payload?.$case;
-    if (c === "sessionStatusIdle") return false;
+    const p = e?.payload;
+    const c = p?.$case;
+    if (p?.$case === "sessionUpdated" && p.value.budget !== undefined) budgetChanged = true;
+    if (p?.$case === "sessionStatusIdle") {
+      if (!budgetChanged || p.value.stopReason?.type !== StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED) return false;
+      budgetChanged = false;
+      continue;
+    }
     if (c === "spanModelRequestStart" && completed.has(e!.id)) return false;
     if (
       c === "userMessage" ||
@@ -96,7 +87,7 @@ const NO_WORKER_TOOLS: ReadonlySet<string> = new Set();
  * `workerTools`: in a self-hosted environment, the tools its workers run (the sandbox tools);
  * each agent.tool_use of one is answered by a worker's user.tool_result, not by the harness.
  */
-export function nextStep(events: readonly Event[], tokenBudget: number, workerTools: ReadonlySet<string> = NO_WORKER_TOOLS): NextStep {
+export function nextStep(events: readonly Event[], limits: Limits, workerTools: ReadonlySet<string> = NO_WORKER_TOOLS): NextStep {
   const status = lastStatus(events);
   if (status?.payload?.$case === "sessionStatusTerminated") return { kind: "stop", why: "terminated" };
   const pending = unansweredToolUses(events);
@@ -114,11 +105,7 @@ export function nextStep(events: readonly Event[], tokenBudget: number, workerTo
   const remote = pending.filter((t) => byWorker(t) && decided(t));
   if (remote.length > 0) return { kind: "await-hands", tools: remote };
   if (pending.length > 0) return { kind: "wait", eventIds: pending.map((t) => t.event.id) };
-  if (hasUnansweredInput(events)) {
-    const used = usageOf(events);
-    if (tokenBudget > 0 && used.inputTokens + used.outputTokens >= tokenBudget) return { kind: "budget" };
-    return { kind: "call-model" };
-  }
+  if (hasUnansweredInput(events)) return overBudget(events, limits) ? { kind: "budget" } : { kind: "call-model" };
   return { kind: "done" };
 }
 

@@ -77,7 +77,7 @@ describe("docs/events.md", () => {
   });
 
   it("says who emits each type", () => {
-    const silent = sections.filter((s) => !/\*\*Emitted by:\*\* (client|harness|broker)/.test(s.text));
+    const silent = sections.filter((s) => !/\*\*Emitted by:\*\* (client|harness|broker|gateway)/.test(s.text));
     expect(silent.map((s) => s.type)).toEqual([]);
   });
 

@@ -25,6 +25,8 @@ export const EVENT_TYPES = [
   "session.status_idle",
   "session.status_terminated",
   "session.error",
+  "session.updated",
+  "session.usage",
   "span.model_request_start",
   "span.model_request_end",
   "sandbox.provisioned",

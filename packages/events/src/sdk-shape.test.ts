@@ -29,7 +29,11 @@ import type {
   BetaManagedAgentsUserToolConfirmationEventParams,
   BetaManagedAgentsUserToolResultEventParams,
 } from "@anthropic-ai/sdk/resources/beta/sessions/events";
-import type { BetaManagedAgentsUserToolResultEvent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type {
+  BetaManagedAgentsSessionUpdatedEvent,
+  BetaManagedAgentsSessionUsageEvent,
+  BetaManagedAgentsUserToolResultEvent,
+} from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { describe, expect, it } from "vitest";
 import { fromManagedAgentsParams } from "./json/from-json.js";
 import { toManagedAgentsJson } from "./json/to-json.js";
@@ -107,6 +111,18 @@ describe("our JSON has the SDK's shapes", () => {
     type OurError = Omit<ManagedAgentsJsonBodies["session.error"]["error"], "type">;
     holds<Extends<OurError, Omit<BetaManagedAgentsModelOverloadedErrorObject, "type">>>(true);
     expect(stored("session.error").error.retry_status).toEqual({ type: "retrying" });
+
+    // `agent` is the gateway's session agent object, kept as a Struct: the gateway builds it typed.
+    const updated: Omit<BetaManagedAgentsSessionUpdatedEvent, "agent"> = stored("session.updated");
+    const usage: BetaManagedAgentsSessionUsageEvent = stored("session.usage");
+    expect([updated.budget, updated.title, updated.metadata]).toEqual([
+      { type: "limit", max_list_cost: { amount: "5000", currency: "USD" } },
+      "Refactor the parser",
+      { ticket: "T-42" },
+    ]);
+    expect(updated).not.toHaveProperty("agent");
+    expect(usage.usage.list_cost).toEqual({ amount: "37", currency: "USD" });
+    expect(usage.budget?.max_list_cost.amount).toBe("5000");
   });
 
   it("covers only types the SDK knows, besides our sandbox.* events", () => {

@@ -100,11 +100,12 @@ describe("streaming", () => {
       "span.model_request_start",
       "agent.message",
       "span.model_request_end",
+      "session.usage",
       "session.status_idle",
     ]);
     const message = events[3] as Anthropic.Beta.Sessions.BetaManagedAgentsAgentMessageEvent;
     expect(message.content).toEqual([{ type: "text", text: "Hello from the offline model." }]);
-    expect(events.map(seqOf)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(events.map(seqOf)).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 
   it("resumes after a disconnect with Last-Event-ID: no gap, no duplicate", async () => {
@@ -138,10 +139,10 @@ describe("streaming", () => {
     const stream = await ext.beta.sessions.events.stream(sessionId, {}, { query: { after_seq: 2 } });
     const readStream = reader(stream);
     const replayed = await readStream(isIdle);
-    expect(replayed.map(seqOf)).toEqual([3, 4, 5, 6]);
+    expect(replayed.map(seqOf)).toEqual([3, 4, 5, 6, 7]);
     const live = readStream(isIdle);
     await say(sessionId, "second");
-    expect((await live).map(seqOf)).toEqual([7, 8, 9, 10, 11, 12]);
+    expect((await live).map(seqOf)).toEqual([8, 9, 10, 11, 12, 13, 14]);
   });
 
   it("sends token previews when asked: event_start, then event_delta fragments of the message", async () => {
@@ -189,7 +190,7 @@ describe("listing", () => {
     expect(page.next_page).toEqual(expect.any(String));
     const seqs = [];
     for await (const e of ext.beta.sessions.events.list(sessionId, { limit: 5 })) seqs.push((e as { seq?: number }).seq);
-    expect(seqs).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect(seqs).toEqual(Array.from({ length: 14 }, (_, i) => i + 1));
     const desc = [];
     for await (const e of ext.beta.sessions.events.list(sessionId, { limit: 4, order: "desc" })) desc.push((e as { seq?: number }).seq);
     expect(desc).toEqual([...seqs].reverse());
@@ -197,11 +198,12 @@ describe("listing", () => {
     for await (const e of sdk.beta.sessions.events.list(sessionId, { types: ["agent.message", "user.message"], limit: 1 })) messages.push(e.type);
     expect(messages).toEqual(["user.message", "agent.message", "user.message", "agent.message"]);
     const all = await allEvents(sessionId);
-    const cut = all[6]!.processed_at!;
+    // The first turn's idle (its session.usage, appended with it, has the same time).
+    const cut = all[7]!.processed_at!;
     const later = [];
     for await (const e of sdk.beta.sessions.events.list(sessionId, { "created_at[gte]": cut })) later.push(e.id);
     expect(later[0]).toBe(all.find((e) => e.processed_at === cut)!.id);
-    expect(later.length).toBeLessThanOrEqual(6);
+    expect(later.length).toBeLessThanOrEqual(8);
   });
 });
 

@@ -2,7 +2,7 @@
  * Input the gateway must refuse, or take as the SDK's types define it, found by an audit against
  * the SDK: a JSON body is taken as typed (a number or null where a string belongs is a 400 naming
  * the field, where it used to be stored as text); a refused session update changes nothing the
- * harness runs; a session's threads page as every other list; `budget: null` removes no budget.
+ * harness runs; a session's threads page as every other list; `budget: null` on a session without a budget changes nothing.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -73,7 +73,7 @@ describe("a session update", () => {
     expect(logged?.metadata?.agent?.tools.map((t) => t.name)).toContain("bash");
   });
 
-  it("with budget null changes the rest, since no session here has a budget to remove", async () => {
+  it("with budget null on a session without one changes the rest", async () => {
     const session = await a.sdk.beta.sessions.create({ agent: agentId, environment_id: environmentId });
     const updated = await a.sdk.beta.sessions.update(session.id, { budget: null, title: "no budget" });
     expect(updated).toMatchObject({ title: "no budget", budget: null });

@@ -65,7 +65,7 @@ async function createSession(agent?: string, b: Brain = brain): Promise<string> 
     vaultIds: [],
     title: "",
     repositories: [],
-    agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false },
+    agent: { model: "", system: "", tools: [], tokenBudget: 0, contextStrategy: "", contextWindowTokens: 0, maxTokens: 0, explicitTools: false, listPrice: undefined, budget: undefined },
     environment: undefined,
   };
   const { session } = await b.log.client.createSession({ sessionId: "", metadata });
@@ -116,6 +116,7 @@ describe("the external-process harness", () => {
       "span.model_request_start",
       "agent.message",
       "span.model_request_end",
+      "session.usage",
       "session.status_idle",
     ]);
     expect(replies(first)).toEqual(["echo: hello there"]);

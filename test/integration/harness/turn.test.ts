@@ -58,6 +58,7 @@ describe("a turn", () => {
       "span.model_request_start",
       "agent.message",
       "span.model_request_end",
+      "session.usage",
       "session.status_idle",
     ]);
     expect(textOf(events[3])).toBe("Hello there, how can I help?");

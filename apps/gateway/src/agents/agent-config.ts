@@ -10,7 +10,7 @@
  *   (listing a server's tools is the credential proxy's work, not yet done).
  */
 import type { BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
-import { PermissionPolicy, ToolKind, type AgentConfig, type ToolConfig } from "@metaharness/proto";
+import { PermissionPolicy, ToolKind, type AgentConfig, type BudgetLimit, type ModelPrice, type ToolConfig } from "@metaharness/proto";
 import { SANDBOX_TOOL_NAMES } from "./schemas.js";
 import { contextConfig, type ContextConfig } from "./context-config.js";
 import type { Policy } from "./tools.js";
@@ -56,8 +56,14 @@ export function toolConfigs(agent: BetaManagedAgentsSessionAgent): ToolConfig[] 
   return out;
 }
 
+/** What the session's usage is priced with, and the budget it was created with (sessions/budget.ts). */
+export interface SpendConfig {
+  readonly listPrice?: ModelPrice | undefined;
+  readonly budget?: BudgetLimit | undefined;
+}
+
 /** `context`: the agent's context management (context-config.ts), compaction by default. */
-export function toAgentConfig(agent: BetaManagedAgentsSessionAgent, context: ContextConfig = contextConfig({})): AgentConfig {
+export function toAgentConfig(agent: BetaManagedAgentsSessionAgent, context: ContextConfig = contextConfig({}), spend: SpendConfig = {}): AgentConfig {
   return {
     model: agent.model.id,
     system: agent.system ?? "",
@@ -68,5 +74,7 @@ export function toAgentConfig(agent: BetaManagedAgentsSessionAgent, context: Con
     maxTokens: 0,
     // The Managed Agents tool list is exact: an agent without tools gets none.
     explicitTools: true,
+    listPrice: spend.listPrice,
+    budget: spend.budget,
   };
 }

@@ -28,6 +28,8 @@ import { appendUserEvents, type AppendDeps } from "./append.js";
 import { requestHands, type HandsDeps } from "../work/hands.js";
 import { dropVault, putToken } from "./repository-tokens.js";
 import { viewSession, type LiveDeps } from "./live.js";
+import { budgetLimit, checkBudgetable, listPrice } from "./budget.js";
+import type { PriceTable } from "../ui/browser/prices.js";
 
 export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
 
@@ -39,8 +41,10 @@ function initialEvents(params: SessionCreateBody["initial_events"]): Event[] {
   });
 }
 
-/** What creating a session uses: the agents and environments it names, the log, the harness, hands, the vault proxy. */
+/** What creating a session uses: the agents and environments it names, the log, the harness, hands, the vault proxy, the list prices. */
 export interface CreateDeps extends AppendDeps, HandsDeps, LiveDeps {
+  /** The models' list prices: a session's usage is priced with its model's, and a budget needs one. */
+  readonly prices: PriceTable;
   readonly agents: AgentStore;
   readonly environments: EnvironmentStore;
   /** Undefined when this deployment runs without a credential vault proxy. */
@@ -48,7 +52,6 @@ export interface CreateDeps extends AppendDeps, HandsDeps, LiveDeps {
 }
 
 export async function createSession(ctx: CreateDeps, tenant: string, body: SessionCreateBody, logger: Logger): Promise<BetaManagedAgentsSession> {
-  if (body.budget !== undefined) throw invalidRequest("budget", "session budgets are not supported by this gateway yet; omit the field");
   const ref = readReference(body.agent);
   const agent = await ctx.agents.get(tenant, ref.id, ref.version);
   if (agent === undefined) {
@@ -69,6 +72,8 @@ export async function createSession(ctx: CreateDeps, tenant: string, body: Sessi
   if (refused !== undefined) throw invalidRequest("environment_id", `environment ${environment.id} must be updated first: ${refused.message}`);
   const now = ctx.now();
   const snapshot = snapshotAgent(agent, ref.overrides);
+  const price = listPrice(ctx.prices, snapshot.model.id);
+  if (body.budget !== undefined) checkBudgetable(price, snapshot.model.id);
   const metadata = checkMetadata(body.metadata ?? {});
   const resources = resolveResources(body.resources, now, { proxied: ctx.credentials !== undefined, selfHosted: environment.body.config.type === "self_hosted" });
   const events = initialEvents(body.initial_events);
@@ -87,7 +92,7 @@ export async function createSession(ctx: CreateDeps, tenant: string, body: Sessi
       environmentId: environment.id,
       vaultIds,
       title: title ?? "",
-      agent: toAgentConfig(snapshot, contextConfig(agent.body.metadata)),
+      agent: toAgentConfig(snapshot, contextConfig(agent.body.metadata), { listPrice: price, budget: body.budget === undefined ? undefined : budgetLimit(body.budget) }),
       environment: toEnvironmentSnapshot(environment.body.config),
       repositories: resources.map((r) => r.repository),
     },
@@ -104,6 +109,7 @@ export async function createSession(ctx: CreateDeps, tenant: string, body: Sessi
     metadata,
     resources: resources.map((r) => r.resource),
     vaultIds,
+    budget: body.budget ?? null,
     createdAt: now,
   });
   logger.info({ session_id: sessionId, agent_id: agent.id, agent_version: agent.version, initial_events: events.length }, "session created");

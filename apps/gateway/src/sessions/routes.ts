@@ -1,35 +1,24 @@
 /**
- * /v1/sessions: create, retrieve, update (title, metadata, and the agent's tools and MCP servers
- * while the session is not running), list in both directions,
+ * /v1/sessions: create, retrieve, update (update.ts: title, metadata, budget, and the agent's
+ * tools and MCP servers while the session is not running), list in both directions,
  * archive, delete. Status and usage come from the session log; the rest from the gateway's
  * record. Deleting terminates the session in the log (a running one is interrupted first), so
  * no harness keeps working for a session nobody can reach, and deletes its repositories' tokens.
  */
 import type { BidirectionalPageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
-import type {
-  BetaManagedAgentsDeletedSession,
-  BetaManagedAgentsSession,
-  BetaManagedAgentsSessionAgent,
-  SessionUpdateParams,
-} from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
-import { MhError } from "@metaharness/errors";
+import type { BetaManagedAgentsDeletedSession, BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { newEvent } from "@metaharness/events";
 import { SessionStatus, type Event } from "@metaharness/proto";
-import { invalidRequest } from "../errors/api-error.js";
 import { decodeCursor, encodeCursor, isTimeIdPosition, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
-import { toAgentConfig } from "../agents/agent-config.js";
-import { contextConfig } from "../agents/context-config.js";
-import { patchMetadata } from "../http/metadata.js";
-import { updateSnapshot } from "./session-agent.js";
 import { statusJson, type SessionStatusJson } from "./session-json.js";
 import { createSession, type CreateDeps, type SessionCreateBody } from "./create.js";
+import { updateSession, type SessionUpdateBody } from "./update.js";
 import { dropVault } from "./repository-tokens.js";
 import { logSession, viewSession } from "./live.js";
 import { createSessionBody, listSessionsQuery, sessionParams, updateSessionBody } from "./schemas.js";
 import { timeFilter, type TimeOp } from "../http/filters.js";
 import type { Router } from "../http/router.js";
 
-type SessionUpdateBody = Omit<SessionUpdateParams, "betas" | "workspace_id">;
 interface SessionParams {
   session_id: string;
 }
@@ -66,7 +55,7 @@ export function registerSessionRoutes(router: Router, ctx: CreateDeps): void {
       sdk: "beta.sessions.create",
       summary: "Create a session of an agent version in an environment; initial user.message events are sent at once.",
       response: "BetaManagedAgentsSession",
-      errors: ["invalid_metadata", "not_found", "environment_not_found", "environment_archived", "request_too_large", "credential_vault_unconfigured"],
+      errors: ["invalid_metadata", "not_found", "environment_not_found", "environment_archived", "request_too_large", "credential_vault_unconfigured", "model_not_budgetable"],
       schema: { body: createSessionBody },
     },
     (req) => createSession(ctx, req.tenant, req.body, req.log),
@@ -91,45 +80,12 @@ export function registerSessionRoutes(router: Router, ctx: CreateDeps): void {
       method: "POST",
       url: "/v1/sessions/:session_id",
       sdk: "beta.sessions.update",
-      summary: "Update a session's title and metadata, and while it is not running its agent's tools and MCP servers.",
+      summary: "Update a session's title, metadata and budget, and while it is not running its agent's tools and MCP servers; a session.updated event records what changed.",
       response: "BetaManagedAgentsSession",
-      errors: ["invalid_metadata", "not_found", "request_too_large"],
+      errors: ["invalid_metadata", "not_found", "request_too_large", "budget_create_only", "budget_not_raised", "model_not_budgetable"],
       schema: { params: sessionParams, body: updateSessionBody },
     },
-    async (req): Promise<BetaManagedAgentsSession> => {
-      const { agent, budget, vault_ids: vaultIds, title, metadata } = req.body;
-      // null removes a budget (SessionUpdateParams), and no session here has one.
-      if (budget !== undefined && budget !== null) throw invalidRequest("budget", "session budgets are not supported by this gateway yet");
-      // The SDK documents vault_ids on update as reserved: "requests setting this field are rejected".
-      if (vaultIds !== undefined) throw invalidRequest("vault_ids", "cannot be changed after a session is created (reserved for future use)");
-      const current = await sessions.require(req.tenant, req.params.session_id);
-      // Checked before the agent goes to the log: a refused update changes nothing that runs.
-      const patched = metadata === undefined || metadata === null ? undefined : patchMetadata(current.metadata, metadata);
-      let snapshot: BetaManagedAgentsSessionAgent | undefined;
-      if (agent !== undefined) {
-        snapshot = updateSnapshot(current.agent, agent);
-        // The log decides under its lock whether the session is running (then it refuses): the
-        // harness reads this configuration at the start of each turn.
-        // The agent's context management (metadata keys) comes with it: context-config.ts.
-        const context = contextConfig((await ctx.agents.get(req.tenant, snapshot.id, snapshot.version))?.body.metadata ?? {});
-        await ctx.log.updateSession({ sessionId: current.id, putRepositories: [], removeRepositories: [], agent: toAgentConfig(snapshot, context) }).catch((err: unknown) => {
-          const e = MhError.from(err);
-          if (e.code !== "FAILED_PRECONDITION") throw e;
-          throw invalidRequest("agent", `cannot change now: ${e.message}`);
-        });
-      }
-      const updated = await sessions.update(
-        req.tenant,
-        current.id,
-        {
-          ...(title === undefined ? {} : { title: title === "" ? null : title }),
-          ...(patched === undefined ? {} : { metadata: patched }),
-          ...(snapshot === undefined ? {} : { agent: snapshot }),
-        },
-        ctx.now(),
-      );
-      return viewSession(ctx, updated);
-    },
+    (req) => updateSession(ctx, req.tenant, req.params.session_id, req.body, req.log),
   );
 
   router.add<{ Querystring: SessionListQuery }>(

@@ -74,6 +74,21 @@ export const resourceBody: JsonSchema = {
   ],
 };
 
+/** BetaManagedAgentsBudgetLimit: a ceiling on the session's list cost, in minor units of USD. */
+const budget: JsonSchema = obj(
+  {
+    type: { const: "limit" },
+    max_list_cost: obj(
+      {
+        amount: str("Minor units (cents) as a decimal string without leading zeros: \"2500\" is $25.00.", { pattern: "^(0|[1-9][0-9]{0,15})$" }),
+        currency: { const: "USD" },
+      },
+      ["amount", "currency"],
+    ),
+  },
+  ["type", "max_list_cost"],
+);
+
 export const MAX_INITIAL_EVENTS = 50;
 /** Resources of one session (the session log's bound on its repositories). */
 export const MAX_RESOURCES = 64;
@@ -82,7 +97,7 @@ export const createSessionBody: JsonSchema = obj(
   {
     agent: agentRef,
     environment_id: str(undefined, { minLength: 1 }),
-    budget: { type: "object", description: "Not supported by this gateway yet: refused when present." },
+    budget,
     initial_events: {
       type: "array",
       maxItems: MAX_INITIAL_EVENTS,
@@ -98,7 +113,7 @@ export const createSessionBody: JsonSchema = obj(
 
 export const updateSessionBody: JsonSchema = obj({
   agent: obj({ tools, mcp_servers: mcpServers }, [], { description: "Replacement tools and MCP servers of the session's agent; only while it is not running." }),
-  budget: { type: ["object", "null"], description: "Not supported by this gateway yet: refused when present." },
+  budget: nullable(budget),
   metadata: metadataPatch,
   title: { type: ["string", "null"], maxLength: 1024 },
   vault_ids: { type: "array", items: str(), description: "Refused, as Anthropic's API does: not yet supported." },

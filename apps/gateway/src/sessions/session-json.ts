@@ -1,7 +1,7 @@
 /**
  * The session object of the API, from the gateway's record and the session log's live view
- * (status). Fields this gateway does not track yet have their empty value: no budget, no
- * outcome evaluations, no deployment.
+ * (status). Fields this gateway does not track yet have their empty value: no outcome
+ * evaluations, no deployment.
  */
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { SessionStatus } from "@metaharness/proto";
@@ -33,7 +33,7 @@ export function renderSession(record: SessionRecord, status: SessionStatus, usag
     metadata: record.metadata,
     resources: record.resources,
     vault_ids: record.vaultIds,
-    budget: null,
+    budget: record.budget,
     outcome_evaluations: [],
     usage: renderUsage(usage, now),
     stats: renderStats(usage, record.createdAt, now),

@@ -3,7 +3,7 @@
  * resources, the agent snapshot, archival) and the usage folded from the log so far. Scoped by
  * tenant like every other store. Status and events stay in the session log.
  */
-import type { BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
+import type { BetaManagedAgentsBudgetLimit, BetaManagedAgentsSessionAgent } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { Db } from "@metaharness/db";
 import { notFound } from "../errors/api-error.js";
 import type { Cursor, TimeIdPosition } from "../http/pagination.js";
@@ -30,6 +30,8 @@ export interface UsageState {
   readonly activeMs: number;
   readonly runningSince: Date | null;
   readonly endedAt: Date | null;
+  /** The list cost in cents of the last session.usage folded; null before the first, or unpriced. */
+  readonly listCostCents: number | null;
 }
 
 export interface SessionRecord {
@@ -48,6 +50,8 @@ export interface SessionRecord {
   readonly createdAt: Date;
   readonly updatedAt: Date;
   readonly archivedAt: Date | null;
+  /** The spend ceiling in force; null: uncapped. */
+  readonly budget: BetaManagedAgentsBudgetLimit | null;
   readonly usage: UsageState;
 }
 
@@ -75,11 +79,13 @@ interface SessionRow {
   active_ms: string | number;
   running_since: Date | null;
   ended_at: Date | null;
+  budget: BetaManagedAgentsBudgetLimit | null;
+  list_cost_cents: string | number | null;
 }
 
 const COLUMNS = `session_id, agent_id, agent_version, agent, environment_id, environment_type, title, metadata, resources,
   vault_ids, credential_vault_id, resource_credentials, created_at, updated_at, archived_at, usage_through_seq, input_tokens, output_tokens,
-  cache_creation_input_tokens, cache_read_input_tokens, active_ms, running_since, ended_at`;
+  cache_creation_input_tokens, cache_read_input_tokens, active_ms, running_since, ended_at, budget, list_cost_cents`;
 
 export const NO_USAGE: UsageState = {
   throughSeq: 0,
@@ -90,6 +96,7 @@ export const NO_USAGE: UsageState = {
   activeMs: 0,
   runningSince: null,
   endedAt: null,
+  listCostCents: null,
 };
 
 function record(r: SessionRow): SessionRecord {
@@ -108,6 +115,7 @@ function record(r: SessionRow): SessionRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     archivedAt: r.archived_at,
+    budget: r.budget,
     usage: {
       throughSeq: Number(r.usage_through_seq),
       inputTokens: Number(r.input_tokens),
@@ -117,6 +125,7 @@ function record(r: SessionRow): SessionRecord {
       activeMs: Number(r.active_ms),
       runningSince: r.running_since,
       endedAt: r.ended_at,
+      listCostCents: r.list_cost_cents === null ? null : Number(r.list_cost_cents),
     },
   };
 }
@@ -144,8 +153,8 @@ export class SessionStore {
   async create(tenant: string, s: NewSession): Promise<SessionRecord> {
     await this.db.query(
       `INSERT INTO gw_sessions (session_id, tenant, agent_id, agent_version, agent, environment_id, environment_type, title,
-         metadata, resources, vault_ids, created_at, updated_at, credential_vault_id, resource_credentials)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)`,
+         metadata, resources, vault_ids, created_at, updated_at, credential_vault_id, resource_credentials, budget)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15)`,
       [
         s.id,
         tenant,
@@ -161,6 +170,7 @@ export class SessionStore {
         s.createdAt,
         s.tokens.vaultId,
         JSON.stringify(s.tokens.credentials),
+        s.budget === null ? null : JSON.stringify(s.budget),
       ],
     );
     return { ...s, updatedAt: s.createdAt, archivedAt: null, usage: NO_USAGE };
@@ -180,7 +190,7 @@ export class SessionStore {
   async update(
     tenant: string,
     id: string,
-    changes: { title?: string | null; metadata?: Metadata; agent?: BetaManagedAgentsSessionAgent },
+    changes: { title?: string | null; metadata?: Metadata; agent?: BetaManagedAgentsSessionAgent; budget?: BetaManagedAgentsBudgetLimit | null },
     now: Date,
   ): Promise<SessionRecord> {
     const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
@@ -189,9 +199,10 @@ export class SessionStore {
          title = CASE WHEN $3 THEN $4 ELSE title END,
          metadata = COALESCE($5::jsonb, metadata),
          agent = COALESCE($7::jsonb, agent),
+         budget = CASE WHEN $8 THEN $9::jsonb ELSE budget END,
          updated_at = $6
        WHERE session_id = $1 AND tenant = $2`,
-      [id, tenant, changes.title !== undefined, changes.title ?? null, json(changes.metadata), now, json(changes.agent)],
+      [id, tenant, changes.title !== undefined, changes.title ?? null, json(changes.metadata), now, json(changes.agent), changes.budget !== undefined, json(changes.budget ?? undefined)],
     );
     if (rowCount === 0) throw notFound("session", id);
     return this.require(tenant, id);
@@ -219,7 +230,7 @@ export class SessionStore {
   async saveUsage(id: string, from: number, usage: UsageState): Promise<void> {
     await this.db.query(
       `UPDATE gw_sessions SET usage_through_seq = $3, input_tokens = $4, output_tokens = $5, cache_creation_input_tokens = $6,
-         cache_read_input_tokens = $7, active_ms = $8, running_since = $9, ended_at = $10
+         cache_read_input_tokens = $7, active_ms = $8, running_since = $9, ended_at = $10, list_cost_cents = $11
        WHERE session_id = $1 AND usage_through_seq = $2`,
       [
         id,
@@ -232,6 +243,7 @@ export class SessionStore {
         usage.activeMs,
         usage.runningSince,
         usage.endedAt,
+        usage.listCostCents,
       ],
     );
   }

@@ -2,14 +2,15 @@
  * Session usage and activity, folded from the log incrementally: each read of a session reads
  * only the usage and status events appended since the last fold (a bounded number of slices),
  * adds them up and saves the new totals with the seq they reach. The cost of a retrieve is the
- * new events, not the session's history.
+ * new events, not the session's history. The list cost is the harness's: the last session.usage
+ * snapshot's (it prices the usage the budget is checked against).
  */
 import type { BetaManagedAgentsSessionStats, BetaManagedAgentsSessionUsage } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { Event } from "@metaharness/proto";
 import type { SessionLogRpc } from "../clients.js";
 import type { SessionRecord, SessionStore, UsageState } from "./store.js";
 
-const USAGE_TYPES = ["span.model_request_end", "session.status_running", "session.status_idle", "session.status_terminated"];
+const USAGE_TYPES = ["span.model_request_end", "session.usage", "session.status_running", "session.status_idle", "session.status_terminated"];
 const SLICE = 1000;
 /** Slices one read may fold; the rest waits for the next read. */
 const MAX_SLICES = 5;
@@ -30,6 +31,8 @@ export function foldEvent(state: UsageState, event: Event): UsageState {
         cacheReadInputTokens: state.cacheReadInputTokens + (u?.cacheReadInputTokens ?? 0),
       };
     }
+    case "sessionUsage":
+      return p.value.listCost === undefined ? state : { ...state, listCostCents: Number(p.value.listCost.amount) };
     case "sessionStatusRunning":
       return state.runningSince === null ? { ...state, runningSince: at } : state;
     case "sessionStatusIdle":
@@ -66,6 +69,7 @@ export function renderUsage(state: UsageState, now: Date): BetaManagedAgentsSess
     cache_read_input_tokens: state.cacheReadInputTokens,
     cache_creation: { ephemeral_5m_input_tokens: state.cacheCreationInputTokens },
     active_seconds: activeSeconds(state, now),
+    ...(state.listCostCents === null ? {} : { list_cost: { amount: String(state.listCostCents), currency: "USD" } }),
   };
 }
 

@@ -29,6 +29,8 @@ const agent = (window: number): AgentConfig => ({
   contextWindowTokens: window,
   maxTokens: 0,
   explicitTools: true,
+  listPrice: undefined,
+  budget: undefined,
 });
 
 /** `turns` turns of one tool call each, with `outputChars` of output. */

@@ -38,6 +38,7 @@ import { ConfigError } from "@metaharness/service-kit";
 import { newEvent, toManagedAgentsJson } from "@metaharness/events";
 import { EvaluatedPermission, type Event } from "@metaharness/proto";
 import { lastStatus, userInputAfter, type NextStep } from "../state.js";
+import { limitsOf } from "../budget.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { isSelfHosted } from "../tools/environment.js";
 import type { ToolOutcome } from "../tools/sandbox.js";
@@ -81,11 +82,11 @@ class ExternalDriver {
   }
 
   async run(): Promise<void> {
-    this.view = await SessionEvents.open(this.ctx, () => this.turn?.abort(new MhError("CANCELLED", "interrupted")));
-    const budget = this.ctx.session.metadata?.agent?.tokenBudget ?? 0;
+    const limits = limitsOf(this.ctx.session.metadata?.agent);
+    this.view = await SessionEvents.open(this.ctx, () => this.turn?.abort(new MhError("CANCELLED", "interrupted")), limits);
     try {
       while (!this.ctx.signal.aborted) {
-        if (!(await this.perform(externalStep(this.events, budget)))) return;
+        if (!(await this.perform(externalStep(this.events, limits)))) return;
       }
     } finally {
       await Promise.all([this.view.close(), this.stopAgent(this.ctx.signal.aborted)]);

@@ -2,11 +2,13 @@
  * A loop's view of its session's events: read once at the start, then kept current by following
  * the log (what clients append while the loop works), with the loop's own appends merged as they
  * return. `onInterrupt` fires the moment a user.interrupt arrives, so the running step can abort;
- * `changed` lets a step wait for what others append (a worker's tool results). Shared by every
- * HarnessLoop.
+ * `changed` lets a step wait for what others append (a worker's tool results). Every idle
+ * appended through a view is preceded by a session.usage snapshot when the usage changed since
+ * the last one, or when the budget stopped the turn (budget.ts). Shared by every HarnessLoop.
  */
 import { MhError, backoffMs, retryPolicy, sleep } from "@metaharness/errors";
-import type { Event } from "@metaharness/proto";
+import { StopReasonType, type Event } from "@metaharness/proto";
+import { NO_LIMITS, usageBeforeIdle, type Limits } from "../budget.js";
 import type { LoopContext } from "./harness-loop.js";
 
 /** What a view needs of its loop: the log, the lease it writes under, when to stop, where to log. */
@@ -21,11 +23,12 @@ export class SessionEvents {
   private constructor(
     private readonly ctx: ViewContext,
     private readonly onInterrupt: () => void,
+    private readonly limits: Limits,
   ) {}
 
-  /** Reads the history and starts following the log; close() when the loop ends. */
-  static async open(ctx: ViewContext, onInterrupt: () => void): Promise<SessionEvents> {
-    const view = new SessionEvents(ctx, onInterrupt);
+  /** Reads the history and starts following the log; close() when the loop ends. `limits` prices the usage snapshots. */
+  static async open(ctx: ViewContext, onInterrupt: () => void, limits: Limits = NO_LIMITS): Promise<SessionEvents> {
+    const view = new SessionEvents(ctx, onInterrupt, limits);
     view.merge(await ctx.log.readAfter(0));
     const stop = (): void => view.following.abort();
     ctx.signal.addEventListener("abort", stop, { once: true });
@@ -39,7 +42,17 @@ export class SessionEvents {
 
   /** Appends under the lease and merges the stored events. */
   async append(...events: Event[]): Promise<void> {
-    await this.mergeStored(await this.ctx.log.emit(events, this.ctx.leaseEpoch));
+    await this.mergeStored(await this.ctx.log.emit(this.withUsage(events), this.ctx.leaseEpoch));
+  }
+
+  /** `events` with a session.usage before their idle, if it needs one. */
+  private withUsage(events: Event[]): Event[] {
+    const at = events.findIndex((e) => e.payload?.$case === "sessionStatusIdle");
+    const idle = events[at]?.payload;
+    if (idle?.$case !== "sessionStatusIdle") return events;
+    const budgetStop = idle.value.stopReason?.type === StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED;
+    const usage = usageBeforeIdle([...this.events, ...events.slice(0, at)], this.limits, budgetStop);
+    return usage === undefined ? events : [...events.slice(0, at), usage, ...events.slice(at)];
   }
 
   /**
@@ -50,7 +63,7 @@ export class SessionEvents {
    */
   async appendAt(seenSeq: number, ...events: Event[]): Promise<boolean> {
     try {
-      await this.mergeStored(await this.ctx.log.emit(events, this.ctx.leaseEpoch, seenSeq));
+      await this.mergeStored(await this.ctx.log.emit(this.withUsage(events), this.ctx.leaseEpoch, seenSeq));
       return true;
     } catch (err) {
       const e = MhError.from(err);

@@ -18,6 +18,7 @@ import { strategyFor } from "../context/strategies.js";
 import type { ContextInput, ContextStrategy } from "../context/strategy.js";
 import { compactionLimitEvents, compactionsInARow, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
+import { limitsOf, type Limits } from "../budget.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { isSelfHosted } from "../tools/environment.js";
 import { DeltaForwarder } from "./deltas.js";
@@ -39,7 +40,7 @@ class Driver {
   private step: AbortController | undefined;
   private readonly routes: Map<string, ToolRoute>;
   private readonly strategy: ContextStrategy;
-  private readonly budget: number;
+  private readonly limits: Limits;
   /** In a self-hosted environment: the tools its worker runs. */
   private readonly workerTools: ReadonlySet<string>;
   private readonly meter: TurnMeter;
@@ -50,16 +51,16 @@ class Driver {
     this.routes = toolRoutes(agent, selfHosted ? "worker" : "broker");
     this.workerTools = new Set(selfHosted ? [...this.routes.values()].filter((r) => r.kind === "sandbox").map((r) => r.name) : []);
     this.strategy = strategyFor(agent);
-    this.budget = agent?.tokenBudget ?? 0;
+    this.limits = limitsOf(agent);
     this.meter = new TurnMeter(agent?.model || ctx.model.model, ctx.session.metadata?.tenant ?? "");
   }
 
   async run(): Promise<void> {
-    this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")));
+    this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits);
     try {
       while (!this.ctx.signal.aborted) {
         const seen = this.lastSeq();
-        const step = nextStep(this.events, this.budget, this.workerTools);
+        const step = nextStep(this.events, this.limits, this.workerTools);
         if (step.kind === "call-model" || step.kind === "run-tools" || step.kind === "await-hands") this.meter.begin(this.events);
         // One span per step: its log appends, model request and tool calls are its children (the
         // gRPC clients carry the context), and the events it appends carry its trace id.

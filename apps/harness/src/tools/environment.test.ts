@@ -35,6 +35,8 @@ const cloud = (config: Partial<EnvironmentConfig>): SessionMetadata => ({
     contextWindowTokens: 0,
     maxTokens: 0,
     explicitTools: true,
+    listPrice: undefined,
+    budget: undefined,
   },
   environment: {
     type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,

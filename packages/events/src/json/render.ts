@@ -3,11 +3,11 @@
  * table's type demands a renderer for every EventType and pins each one's output to the shape
  * in types.ts, which a test holds against the SDK.
  */
-import { StopReasonType, type ModelUsage, type StopReason } from "@metaharness/proto";
+import { StopReasonType, type BudgetLimit, type ModelUsage, type MonetaryAmount, type StopReason } from "@metaharness/proto";
 import type { EventType, PayloadOf } from "../registry.js";
 import { renderAgentMessageContent, renderToolResultContent, renderUserMessageContent } from "./content.js";
 import { CONFIRMATION_JSON, PERMISSION_JSON, RETRY_STATUS_JSON, STOP_REASON_JSON } from "./enums.js";
-import type { EvaluatedPermissionJson, ManagedAgentsJsonBodies, StopReasonJson } from "./types.js";
+import type { BudgetLimitJson, EvaluatedPermissionJson, ManagedAgentsJsonBodies, MonetaryAmountJson, StopReasonJson } from "./types.js";
 import { isRepositoryError } from "../errors.js";
 
 type Renderer<T extends EventType> = (payload: PayloadOf<T>) => ManagedAgentsJsonBodies[T];
@@ -39,6 +39,15 @@ function renderUsage(usage: ModelUsage | undefined): ManagedAgentsJsonBodies["sp
     cache_creation_input_tokens: usage?.cacheCreationInputTokens ?? 0,
     cache_read_input_tokens: usage?.cacheReadInputTokens ?? 0,
   };
+}
+
+// Validation admits USD only, the one currency the SDK's BetaCurrency has.
+function renderAmount(amount: MonetaryAmount | undefined): MonetaryAmountJson {
+  return { amount: amount?.amount ?? "0", currency: "USD" };
+}
+
+export function renderBudget(limit: BudgetLimit): BudgetLimitJson {
+  return { type: "limit", max_list_cost: renderAmount(limit.maxListCost) };
 }
 
 const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
@@ -109,6 +118,22 @@ const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
       },
     };
   },
+  "session.updated": (p) => ({
+    ...(p.budget === undefined ? {} : { budget: p.budget.limit === undefined ? null : renderBudget(p.budget.limit) }),
+    ...(p.title === undefined ? {} : { title: p.title.title ?? null }),
+    ...(Object.keys(p.metadata).length === 0 ? {} : { metadata: { ...p.metadata } }),
+    ...(p.agent === undefined ? {} : { agent: p.agent }),
+  }),
+  "session.usage": (p) => ({
+    usage: {
+      input_tokens: Number(p.inputTokens),
+      output_tokens: Number(p.outputTokens),
+      cache_read_input_tokens: Number(p.cacheReadInputTokens),
+      cache_creation: { ephemeral_5m_input_tokens: Number(p.cacheCreationInputTokens) },
+      ...(p.listCost === undefined ? {} : { list_cost: renderAmount(p.listCost) }),
+    },
+    budget: p.budget === undefined ? null : renderBudget(p.budget),
+  }),
   "span.model_request_start": (p) => ({ model: p.model }),
   "span.model_request_end": (p) => ({
     model_request_start_id: p.modelRequestStartId,

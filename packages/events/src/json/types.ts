@@ -45,6 +45,18 @@ export type StopReasonJson =
 
 type ToolResultJson = { content: ToolResultBlockJson[]; is_error: boolean };
 type Empty = Record<never, never>;
+/** BetaMonetaryAmount: minor units as a decimal string; USD is the only currency. */
+export type MonetaryAmountJson = { amount: string; currency: "USD" };
+/** BetaManagedAgentsBudgetLimit. */
+export type BudgetLimitJson = { type: "limit"; max_list_cost: MonetaryAmountJson };
+/** BetaManagedAgentsSessionUsageSnapshot as we fill it. */
+export type UsageSnapshotJson = {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation: { ephemeral_5m_input_tokens: number };
+  list_cost?: MonetaryAmountJson;
+};
 type ModelUsageJson = {
   input_tokens: number;
   output_tokens: number;
@@ -91,6 +103,13 @@ export type ManagedAgentsJsonBodies = {
   "session.error": {
     error: { type: string; message: string; retry_status: RetryStatusJson; repository_url?: string | null };
   };
+  "session.updated": {
+    budget?: BudgetLimitJson | null;
+    title?: string | null;
+    metadata?: Record<string, string>;
+    agent?: Record<string, unknown>;
+  };
+  "session.usage": { usage: UsageSnapshotJson; budget: BudgetLimitJson | null };
   "span.model_request_start": { model: string };
   "span.model_request_end": {
     model_request_start_id: string;

@@ -92,6 +92,20 @@ export const PAYLOADS: { readonly [T in EventType]: PayloadOf<T> } = {
   "session.error": {
     error: { type: "model_overloaded_error", message: "Overloaded", retryStatus: RetryStatus.RETRY_STATUS_RETRYING, repositoryUrl: "" },
   },
+  "session.updated": {
+    budget: { limit: { maxListCost: { amount: "5000", currency: "USD" } } },
+    title: { title: "Refactor the parser" },
+    metadata: { ticket: "T-42" },
+    agent: undefined,
+  },
+  "session.usage": {
+    inputTokens: 1200,
+    outputTokens: 85,
+    cacheCreationInputTokens: 0,
+    cacheReadInputTokens: 1024,
+    listCost: { amount: "37", currency: "USD" },
+    budget: { maxListCost: { amount: "5000", currency: "USD" } },
+  },
   "span.model_request_start": { model: "claude-sonnet-4-5" },
   "span.model_request_end": {
     modelRequestStartId: TOOL_USE_ID,

@@ -1,5 +1,5 @@
 /** Payload rules of the session.* events: the session's lifecycle. */
-import { RetryStatus, StopReasonType } from "@metaharness/proto";
+import { RetryStatus, StopReasonType, type BudgetLimit, type MonetaryAmount } from "@metaharness/proto";
 import { invalidArgument } from "@metaharness/errors";
 import { isRepositoryError } from "../errors.js";
 import {
@@ -12,6 +12,18 @@ import {
 } from "./check.js";
 
 const STOP_REASONS = enumValues(StopReasonType);
+const MINOR_UNITS = /^(0|[1-9][0-9]{0,17})$/;
+
+/** BetaMonetaryAmount: minor units without leading zeros, in USD (the SDK's only currency). */
+export function checkAmount(amount: MonetaryAmount | undefined, path: string): void {
+  if (amount === undefined) throw invalidArgument(path, "is required");
+  if (!MINOR_UNITS.test(amount.amount)) throw invalidArgument(`${path}.amount`, "must be minor units as a decimal string without leading zeros, e.g. \"2500\" for 25.00");
+  if (amount.currency !== "USD") throw invalidArgument(`${path}.currency`, "must be USD");
+}
+
+function checkBudget(limit: BudgetLimit, path: string): void {
+  checkAmount(limit.maxListCost, `${path}.max_list_cost`);
+}
 const RETRY_STATUSES = enumValues(RetryStatus);
 
 export const SESSION_VALIDATORS: DomainValidators<"session"> = {
@@ -34,6 +46,13 @@ export const SESSION_VALIDATORS: DomainValidators<"session"> = {
     }
   },
   "session.status_terminated": noPayloadFields,
+  "session.updated": (p, path) => {
+    if (p.budget?.limit !== undefined) checkBudget(p.budget.limit, `${path}.budget.limit`);
+  },
+  "session.usage": (p, path) => {
+    if (p.listCost !== undefined) checkAmount(p.listCost, `${path}.list_cost`);
+    if (p.budget !== undefined) checkBudget(p.budget, `${path}.budget`);
+  },
   "session.error": (p, path) => {
     const error = p.error;
     if (error === undefined) throw invalidArgument(`${path}.error`, "is required");

@@ -62,9 +62,14 @@ export function totalInput(u: TokenUsage): number {
   return p.plain + p.cacheRead + p.cacheWrite5m + p.cacheWrite1h;
 }
 
+/** The table's price of `model`, if it names it (its own entries only: "toString" is no model). */
+export function priceOf(table: PriceTable, model: string | undefined): ModelPrice | undefined {
+  return model === undefined || !Object.hasOwn(table, model) ? undefined : table[model];
+}
+
 /** The estimated cost in US dollars, or undefined when the table has no price for `model`. */
 export function costUsd(table: PriceTable, model: string | undefined, u: TokenUsage): number | undefined {
-  const price = model === undefined || !Object.hasOwn(table, model) ? undefined : table[model];
+  const price = priceOf(table, model);
   if (price === undefined) return undefined;
   const p = inputParts(u);
   const micro = p.plain * price.input + n(u.output_tokens) * price.output + p.cacheRead * price.cache_read + p.cacheWrite5m * price.cache_write_5m + p.cacheWrite1h * price.cache_write_1h;

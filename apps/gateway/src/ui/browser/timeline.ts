@@ -9,7 +9,7 @@
 import type { UiEventJson } from "./wire.js";
 import { append, h } from "./dom.js";
 import { between, describeSize, formatClock, formatDuration, formatTokens, prettyJson, traceUrl } from "./format.js";
-import type { PriceTable } from "./prices.js";
+import { formatUsd, type PriceTable } from "./prices.js";
 import { blocksText, breakable, longText, toolInput } from "./text-views.js";
 import { costText, inputText } from "./usage-view.js";
 
@@ -224,6 +224,17 @@ export class Timeline {
             longText(event.error.message || "(no message)", "prose"),
           ),
         );
+      case "session.usage": {
+        const cents = (amount: string | undefined): string | undefined => (amount === undefined ? undefined : formatUsd(Number(amount) / 100));
+        const cost = cents(event.usage.list_cost?.amount);
+        const budget = cents(event.budget?.max_list_cost.amount);
+        const spent = cost === undefined ? "no list price" : `${cost} at list prices`;
+        return this.row(event, "status", "status", h("div", { class: "status" }, `Usage · ${spent}${budget === undefined ? "" : ` of a ${budget} budget`}`));
+      }
+      case "session.updated": {
+        const fields = (["budget", "title", "metadata", "agent"] as const).filter((f) => f in event);
+        return this.row(event, "status", "status", h("div", { class: "status" }, `Session updated · ${fields.join(", ") || "metadata cleared"}`));
+      }
       case "span.model_request_start":
         return this.modelStart(event);
       case "span.model_request_end":

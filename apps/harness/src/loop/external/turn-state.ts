@@ -6,6 +6,7 @@
  * after the last idle. Input that arrived during a turn therefore gets a turn of its own.
  */
 import { completedRequests, nextStep, type NextStep } from "../../state.js";
+import type { Limits } from "../../budget.js";
 import type { Event } from "@metaharness/proto";
 
 export function awaitsAgent(events: readonly Event[]): boolean {
@@ -20,8 +21,8 @@ export function awaitsAgent(events: readonly Event[]): boolean {
   return false;
 }
 
-export function externalStep(events: readonly Event[], tokenBudget: number): NextStep {
-  const step = nextStep(events, tokenBudget);
+export function externalStep(events: readonly Event[], limits: Limits): NextStep {
+  const step = nextStep(events, limits);
   if ((step.kind === "call-model" || step.kind === "budget") && !awaitsAgent(events)) return { kind: "done" };
   return step;
 }
