@@ -1,12 +1,13 @@
 /**
  * The deploy files against the code, since no CI here runs Docker or a cluster: for every service
  * of infra/compose/compose.yaml and infra/k8s, its settings pass its own config loader (the one
- * typed place a service reads them); every secret file it names is mounted and is one that
- * infra/secrets.sh writes; every address it calls names a service that listens there; and the
- * certificate of each service it reaches is valid for the name it is reached by. The Kubernetes
- * objects are also checked against the API's schemas (kubernetes-models, offline); what they must
- * hold beyond a valid shape (probes, limits, isolation, scaling) is k8s-policy.test.ts's. Every place that starts
- * a service (these files, the image's CMD, its package's start script) gives node the flags its
+ * typed place a service reads them), which reads every one of them; every secret file it names
+ * is mounted and is one that infra/secrets.sh writes; every address it calls names a service that
+ * listens there; and the certificate of each service it reaches is valid for the name it is
+ * reached by. The Kubernetes objects are also checked against the API's schemas, offline
+ * (kubernetes-models, and kubernetes-validate --strict); what they must hold beyond a valid shape
+ * (probes, limits, isolation, scaling) is k8s-policy.test.ts's. Every place that starts a service
+ * (these files, the image's CMD, its package's start script) gives node the flags its
  * package.json declares (support/node-flags.ts).
  */
 import { execFile } from "node:child_process";
@@ -22,7 +23,7 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Namespace, Service } from "kubernetes-models/v1";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { configProblems, dnsNames, endpointOf, interpolate, LOADERS } from "../../support/deploy-files.js";
+import { configProblems, dnsNames, endpointOf, interpolate, LOADERS, variablesRead } from "../../support/deploy-files.js";
 import { loadManifests, readObjects, variablesOf, workloads, type SecretSource } from "../../support/k8s-manifests.js";
 import { nodeFlagsOf } from "../../support/node-flags.js";
 import { pythonTools } from "../../support/python-tools.js";
@@ -53,6 +54,9 @@ async function checkAll(services: readonly Described[], listens: (host: string, 
   expect(services.map((s) => s.script).sort()).toEqual(Object.keys(LOADERS).sort());
   for (const s of services) {
     expect([s.name, configProblems(s.script, s.env)]).toEqual([s.name, []]);
+    // Every variable given is one its config reads: a renamed or misspelt one is not silently ignored.
+    const read = variablesRead(s.script, s.env);
+    expect([s.name, Object.keys(s.env).filter((k) => !read.has(k))]).toEqual([s.name, []]);
     expect([s.name, s.flags]).toEqual([s.name, nodeFlagsOf(s.script)]);
     for (const [key, value] of Object.entries(s.env)) {
       if (value.startsWith("/secrets/")) {
