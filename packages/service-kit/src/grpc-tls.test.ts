@@ -14,7 +14,7 @@ import { createClient, promisify } from "./grpc-client.js";
 import { unary } from "./grpc-handlers.js";
 import { startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
 import { loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings } from "./grpc-tls.js";
-import { capturingLogger } from "./testing.js";
+import { capturingLogger, healthCheck } from "./testing.js";
 
 const DEV_CERTS = fileURLToPath(new URL("../../../infra/tls/dev-certs.sh", import.meta.url));
 const { logger } = capturingLogger("tls-test");
@@ -79,6 +79,16 @@ describe("loadGrpcTls", () => {
     const address = await serve(await loadGrpcTls(settings("server", undefined)));
     const trustsOther = await loadGrpcTls(settings(undefined, join(other, "ca.pem")));
     await expect(call(address, trustsOther)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+
+  it("with client auth required, still answers the kubelet's plaintext health probe on the health port, and only there", async () => {
+    const tls = await loadGrpcTls(settings("server", join(dir, "ca.pem"), "require"));
+    const server = await startGrpcServer({ port: 0, healthPort: 0, logger, credentials: tls.server, services: [{ definition: SessionLogService, implementation }] });
+    servers.push(server);
+    expect(await healthCheck(`127.0.0.1:${server.healthPort ?? 0}`, "metaharness.v1.SessionLog")).toBe("SERVING");
+    // The service's own port refuses the same plaintext probe, and its methods are not on the health port.
+    await expect(healthCheck(server.address, "")).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    await expect(call(`127.0.0.1:${server.healthPort ?? 0}`, PLAINTEXT)).rejects.toMatchObject({ code: "UNIMPLEMENTED" });
   });
 
   it("with client auth required, accepts callers with a certificate from the CA only", async () => {
