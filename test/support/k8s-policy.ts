@@ -15,9 +15,9 @@ import { workloads, type K8sObject, type Workload } from "./k8s-manifests.js";
 export const WRITABLE_ROOT: Readonly<Record<string, string>> = {
   kafka: "apache/kafka's start script writes its configuration under /opt/kafka",
 };
-/** Containers allowed a seccomp profile other than the runtime's default, and why. */
-export const OWN_SECCOMP: Readonly<Record<string, string>> = {
-  "sandbox-broker": "bubblewrap makes namespaces, which the runtime's default profile refuses; each sandbox gets the broker's own filter",
+/** Containers allowed seccomp and AppArmor unconfined and an unmasked /proc, and why (infra/k8s/services.yaml says more). */
+export const RELAXED: Readonly<Record<string, string>> = {
+  "sandbox-broker": "bubblewrap makes namespaces, mounts and a fresh /proc in them, which the runtime's defaults refuse; each sandbox gets the broker's own filter",
 };
 /** The stateless services: autoscaled, with a disruption budget, and no replica count of their own. */
 export const SCALED: Readonly<Record<string, { readonly metrics: readonly string[] }>> = {
@@ -52,7 +52,14 @@ function containerProblems(w: Workload, c: Container): string[] {
   if ((sc?.capabilities?.add ?? []).length > 0) out.push(`${at}: adds capabilities ${String(sc?.capabilities?.add)}`);
   if (sc?.readOnlyRootFilesystem !== true && WRITABLE_ROOT[w.name] === undefined) out.push(`${at}: root filesystem not read-only`);
   const seccomp = sc?.seccompProfile?.type ?? w.pod.securityContext?.seccompProfile?.type;
-  if (seccomp !== "RuntimeDefault" && OWN_SECCOMP[w.name] === undefined) out.push(`${at}: seccomp profile ${seccomp ?? "unset"}, not RuntimeDefault`);
+  if (RELAXED[w.name] === undefined) {
+    if (seccomp !== "RuntimeDefault") out.push(`${at}: seccomp profile ${seccomp ?? "unset"}, not RuntimeDefault`);
+    const appArmor = sc?.appArmorProfile?.type ?? w.pod.securityContext?.appArmorProfile?.type;
+    if (appArmor === "Unconfined") out.push(`${at}: AppArmor unconfined`);
+    if (sc?.procMount === "Unmasked") out.push(`${at}: /proc unmasked`);
+  } else if (sc?.procMount === "Unmasked" && w.pod.hostUsers !== false) {
+    out.push(`${at}: /proc unmasked in a pod that shares the node's user namespace`);
+  }
   return out;
 }
 

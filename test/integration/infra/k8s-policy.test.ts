@@ -104,6 +104,13 @@ describe("infra/k8s's policy", () => {
     const noScaling = copy(m.objects).filter((o) => !(o.kind === "HorizontalPodAutoscaler" && o.metadata.name === "harness") && !(o.kind === "PodDisruptionBudget" && o.metadata.name === "gateway"));
     expect(policyProblems(noScaling)).toEqual(["harness: no HorizontalPodAutoscaler", "gateway: no PodDisruptionBudget"]);
 
+    const hostUsers = copy(m.objects);
+    delete workloads(hostUsers).find((w) => w.name === "sandbox-broker")!.pod.hostUsers;
+    expect(policyProblems(hostUsers)).toEqual(["sandbox-broker/sandbox-broker: /proc unmasked in a pod that shares the node's user namespace"]);
+    const unconfined = copy(m.objects);
+    containerOf(unconfined, "harness").securityContext!.appArmorProfile = { type: "Unconfined" };
+    expect(policyProblems(unconfined)).toEqual(["harness/harness: AppArmor unconfined"]);
+
     const privileged = copy(m.objects);
     containerOf(privileged, "sandbox-broker").securityContext = { privileged: true };
     expect(policyProblems(privileged)).toEqual([
