@@ -57,7 +57,7 @@ export async function measurePrimitives(rig: Rig): Promise<Primitive[]> {
     { name: "broker ListSandboxes (a session with none)", summary: await sample(() => broker.listSandboxes({ sessionId: leased, includeEnded: false })) },
     {
       name: "broker Execute bash `echo ok` (warm sandbox)",
-      summary: await sample(() => broker.execute({ sandboxId, name: "bash", input: { command: "echo ok" }, callId: callId(), sessionId, timeoutMs: 0 })),
+      summary: await sample(() => broker.execute({ eventSeq: 0, sandboxId, name: "bash", input: { command: "echo ok" }, callId: callId(), sessionId, timeoutMs: 0 })),
     },
   ];
   await broker.release({ sandboxId, sessionId });

@@ -25,7 +25,7 @@ const SESSION = "sesn_bench_sandbox";
 
 async function timedProvision(client: BrokerClient): Promise<{ ms: number; id: string; warm: boolean; serverMs: number }> {
   const t0 = nowMs();
-  const res = await client.provision({ sessionId: SESSION, resources: undefined, handKind: "" });
+  const res = await client.provision({ fork: undefined, sessionId: SESSION, resources: undefined, handKind: "" });
   return { ms: nowMs() - t0, id: res.sandbox!.sandboxId, warm: res.warm, serverMs: res.durationMs };
 }
 
@@ -74,7 +74,7 @@ async function execute(broker: TestBroker): Promise<{ roundTrip: Summary; inSand
   const inSandbox: number[] = [];
   for (let i = 0; i < WARMUP + EXECUTES; i++) {
     const t0 = nowMs();
-    const res = await broker.client.execute({ sandboxId: id, name: "bash", input: { command: "true" }, callId: callId(), sessionId: "", timeoutMs: 0 });
+    const res = await broker.client.execute({ eventSeq: 0, sandboxId: id, name: "bash", input: { command: "true" }, callId: callId(), sessionId: "", timeoutMs: 0 });
     const elapsed = nowMs() - t0;
     if (res.isError) throw new Error(`true failed: ${res.output}`);
     if (i >= WARMUP) {
@@ -120,7 +120,7 @@ async function capacity(broker: TestBroker): Promise<Capacity> {
   for (let i = 0; i < ids.length; i += BATCH) {
     const outs = await Promise.all(
       ids.slice(i, i + BATCH).map((sandboxId) =>
-        broker.client.execute({ sandboxId, name: "bash", input: { command: "echo ok" }, callId: callId(), sessionId: "", timeoutMs: 0 }),
+        broker.client.execute({ eventSeq: 0, sandboxId, name: "bash", input: { command: "echo ok" }, callId: callId(), sessionId: "", timeoutMs: 0 }),
       ),
     );
     alive += outs.filter((o) => o.output === "ok").length;

@@ -94,7 +94,7 @@ describe("kill -9 of the harness", () => {
     // at most once: its side effect counts the runs.
     const provisioned = done.find((e) => e.payload?.$case === "sandboxProvisioned")!;
     const sandboxId = provisioned.payload?.$case === "sandboxProvisioned" ? provisioned.payload.value.sandboxId : "";
-    const check = await brain.broker!.client.execute({
+    const check = await brain.broker!.client.execute({ eventSeq: 0,
       sandboxId,
       sessionId,
       name: "bash",

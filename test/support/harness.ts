@@ -108,7 +108,7 @@ export async function startBrain(opts: {
       harnessTokens,
       addHarness,
       async createSession(agent = {}, harness = "") {
-        const metadata: SessionMetadata = {
+        const metadata: SessionMetadata = { workspaceFork: undefined,
           agentId: "agent_test",
           agentVersion: 1,
           tenant: "",

@@ -168,7 +168,7 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
 export function provisionOnHand(broker: PromiseClient<typeof SandboxBrokerService>, sessionId: string, kind: string): Promise<string> {
   return eventually(async () => {
     try {
-      return (await broker.provision({ sessionId, resources: undefined, handKind: kind })).sandbox?.sandboxId;
+      return (await broker.provision({ fork: undefined, sessionId, resources: undefined, handKind: kind })).sandbox?.sandboxId;
     } catch (err) {
       if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
       throw err;
@@ -192,7 +192,7 @@ export function run(
   extra: { callId?: string; timeoutMs?: number; sessionId?: string } = {},
 ): Promise<ExecuteResponse> {
   return client.execute(
-    {
+    { eventSeq: 0,
       sandboxId,
       name,
       input,
@@ -219,7 +219,7 @@ export async function provisionResponse(
   sessionId: string,
   resources: Partial<NonNullable<Parameters<BrokerClient["provision"]>[0]["resources"]>> = {},
 ): Promise<Awaited<ReturnType<BrokerClient["provision"]>>> {
-  return client.provision({
+  return client.provision({ fork: undefined,
     sessionId,
     handKind: "",
     resources: {

@@ -183,7 +183,7 @@ export async function newVault(admin: VaultClient, displayName = "test", tenant 
 
 /** SessionMetadata naming `vaultIds` and an agent with `tools`. */
 export function metadataWithVaults(vaultIds: string[], agent: Partial<AgentConfig> = {}): SessionMetadata {
-  return {
+  return { workspaceFork: undefined,
     agentId: "agent_test",
     agentVersion: 1,
     tenant: "",

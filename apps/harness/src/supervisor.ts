@@ -159,6 +159,7 @@ export class Supervisor {
       const setup = {
         network: () => sandboxNetwork(session.metadata),
         packages: () => sandboxPackages(session.metadata),
+        fork: () => session.metadata?.workspaceFork,
         // Read afresh: the session's repositories may change while it runs (UpdateSession).
         repositories: async () => brokerRepositories((await log.session()).metadata?.repositories ?? []),
       };

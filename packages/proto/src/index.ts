@@ -8,6 +8,7 @@ export * from "./gen/metaharness/v1/session_log.js";
 export * from "./gen/metaharness/v1/harness.js";
 export * from "./gen/metaharness/v1/sandbox_broker.js";
 export * from "./gen/metaharness/v1/layers.js";
+export * from "./gen/metaharness/v1/workspaces.js";
 export * from "./gen/metaharness/v1/credential_vault_proxy.js";
 export { protobufPackage, protobufFileName, type DeepPartial, type Exact, type MessageFns } from "./gen/metaharness/v1/event.js";
 export { Timestamp } from "./gen/google/protobuf/timestamp.js";

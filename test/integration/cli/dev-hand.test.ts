@@ -53,7 +53,7 @@ it("runs the example hand with the token it printed, and serves a session's call
     const broker = promisify(raw, SandboxBrokerService);
     const sandboxId = await provisionOnHand(broker, session.id, kind);
     const call = (name: string, input: Record<string, string>, callId: string) =>
-      broker.execute({ sandboxId, sessionId: session.id, name, input, callId, timeoutMs: 0 });
+      broker.execute({ eventSeq: 0, sandboxId, sessionId: session.id, name, input, callId, timeoutMs: 0 });
     expect(await call("kv_set", { key: "laptop", value: "from mh dev" }, "kv-1")).toMatchObject({ isError: false });
     expect((await call("kv_get", { key: "laptop" }, "kv-2")).output).toBe("from mh dev");
   } finally {

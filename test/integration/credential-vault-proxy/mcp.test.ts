@@ -81,7 +81,7 @@ async function sessionWithToken(
 async function createSession(vaultIds: string[], tenant = ""): Promise<string> {
   const { session } = await log.client.createSession({
     sessionId: "",
-    metadata: { agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined, environment: undefined, repositories: [] },
+    metadata: { workspaceFork: undefined, agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds, title: "", agent: undefined, environment: undefined, repositories: [] },
   });
   return session!.sessionId;
 }

@@ -55,7 +55,7 @@ afterAll(async () => {
 });
 
 async function createSession(agent?: string, b: Brain = brain): Promise<string> {
-  const metadata: SessionMetadata = {
+  const metadata: SessionMetadata = { workspaceFork: undefined,
     agentId: "agent_test",
     agentVersion: 1,
     tenant: "",

@@ -22,7 +22,7 @@ describe("cancelling Execute", () => {
   it("kills the running command and records the call as cancelled", async () => {
     const controller = new AbortController();
     const call = broker.client.execute(
-      { sandboxId, sessionId, name: "bash", input: { command: "sleep 2; touch late" }, callId: "cancel-me", timeoutMs: 0 },
+      { eventSeq: 0, sandboxId, sessionId, name: "bash", input: { command: "sleep 2; touch late" }, callId: "cancel-me", timeoutMs: 0 },
       { signal: controller.signal },
     );
     await new Promise((r) => setTimeout(r, 300));
@@ -31,7 +31,7 @@ describe("cancelling Execute", () => {
     await new Promise((r) => setTimeout(r, 2500));
     const check = await run(broker.client, sandboxId, "bash", { command: "ls late 2>&1 || echo absent" });
     expect(check.output).toContain("absent");
-    const repeat = await broker.client.execute({
+    const repeat = await broker.client.execute({ eventSeq: 0,
       sandboxId,
       sessionId,
       name: "bash",

@@ -31,9 +31,9 @@ afterAll(async () => {
 describe("sandbox broker on PGlite", () => {
   it("provisions, runs a tool idempotently and releases", async () => {
     const sandboxId = await provision(client, "sesn_embedded", {});
-    const first = await client.execute({ sandboxId, sessionId: "sesn_embedded", name: "bash", input: { command: "echo $((6 * 7))" }, callId: "c1", timeoutMs: 0 });
+    const first = await client.execute({ eventSeq: 0, sandboxId, sessionId: "sesn_embedded", name: "bash", input: { command: "echo $((6 * 7))" }, callId: "c1", timeoutMs: 0 });
     expect(first.output).toBe("42");
-    const again = await client.execute({ sandboxId, sessionId: "sesn_embedded", name: "bash", input: { command: "echo other" }, callId: "c1", timeoutMs: 0 });
+    const again = await client.execute({ eventSeq: 0, sandboxId, sessionId: "sesn_embedded", name: "bash", input: { command: "echo other" }, callId: "c1", timeoutMs: 0 });
     expect([again.output, again.replayed]).toEqual(["42", true]);
     expect((await run(client, sandboxId, "bash", { command: "pwd" })).output).toBe("/workspace");
     await client.release({ sandboxId, sessionId: "sesn_embedded" });

@@ -202,7 +202,7 @@ describe("orphaned sessions", () => {
     const tenant = `orphans-${Date.now()}`;
     const { session } = await log.client.createSession({
       sessionId: "",
-      metadata: { agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds: [], title: "", agent: undefined, environment: undefined, repositories: [] },
+      metadata: { workspaceFork: undefined, agentId: "", agentVersion: 0, tenant, labels: {}, harness: "", environmentId: "", vaultIds: [], title: "", agent: undefined, environment: undefined, repositories: [] },
     });
     const sessionId = session!.sessionId;
     const orphans = async (): Promise<string[]> =>
@@ -232,7 +232,7 @@ describe("ListSessions", () => {
     for (let i = 0; i < 5; i++) {
       const { session } = await log.client.createSession({
         sessionId: "",
-        metadata: {
+        metadata: { workspaceFork: undefined,
           agentId: "agent_1",
           agentVersion: 1,
           tenant,

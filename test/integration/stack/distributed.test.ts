@@ -242,7 +242,7 @@ describe("infra/stack: every service its own process", () => {
       const broker = promiseClient(raw, SandboxBrokerService);
       const sandboxId = await provisionOnHand(broker, firstSession, "kv-device");
       const call = (name: string, input: Record<string, string>, callId: string) =>
-        broker.execute({ sandboxId, sessionId: firstSession, name, input, callId, timeoutMs: 0 });
+        broker.execute({ eventSeq: 0, sandboxId, sessionId: firstSession, name, input, callId, timeoutMs: 0 });
       expect(await call("kv_set", { key: "stack", value: "over mTLS" }, "kv-1")).toMatchObject({ isError: false });
       expect((await call("kv_get", { key: "stack" }, "kv-2")).output).toBe("over mTLS");
     } finally {

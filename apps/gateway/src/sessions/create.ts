@@ -30,6 +30,7 @@ import { dropVault, putToken } from "./repository-tokens.js";
 import { viewSession, type LiveDeps } from "./live.js";
 import { budgetLimit, checkBudgetable, listPrice } from "./budget.js";
 import type { PriceTable } from "../ui/browser/prices.js";
+import { workspaceFork } from "./fork.js";
 
 export type SessionCreateBody = Omit<SessionCreateParams, "betas" | "workspace_id">;
 
@@ -74,7 +75,9 @@ export async function createSession(ctx: CreateDeps, tenant: string, body: Sessi
   const snapshot = snapshotAgent(agent, ref.overrides);
   const price = listPrice(ctx.prices, snapshot.model.id);
   if (body.budget !== undefined) checkBudgetable(price, snapshot.model.id);
-  const metadata = checkMetadata(body.metadata ?? {});
+  const asked = checkMetadata(body.metadata ?? {});
+  const forked = await workspaceFork(ctx, tenant, asked, { selfHosted: environment.body.config.type === "self_hosted" });
+  const metadata = checkMetadata(forked?.metadata ?? asked);
   const resources = resolveResources(body.resources, now, { proxied: ctx.credentials !== undefined, selfHosted: environment.body.config.type === "self_hosted" });
   const events = initialEvents(body.initial_events);
   const title = body.title === undefined || body.title === "" ? null : body.title;
@@ -95,6 +98,7 @@ export async function createSession(ctx: CreateDeps, tenant: string, body: Sessi
       agent: toAgentConfig(snapshot, contextConfig(agent.body.metadata), { listPrice: price, budget: body.budget === undefined ? undefined : budgetLimit(body.budget) }),
       environment: toEnvironmentSnapshot(environment.body.config),
       repositories: resources.map((r) => r.repository),
+      workspaceFork: forked?.fork,
     },
   });
   const tokens = await storeTokens(ctx, tenant, sessionId, resources, logger);

@@ -250,7 +250,7 @@ class Driver {
       return this.ctx.mcp.call(route.mcpServerUrl ?? "", tool.name, tool.input, tool.event.id, signal);
     }
     if (this.ctx.sandbox === undefined) return { output: "no sandbox broker is configured for this harness", isError: true };
-    return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal);
+    return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal, tool.event.seq);
   }
 
   private async callModel(span: Span, seen: number): Promise<void> {

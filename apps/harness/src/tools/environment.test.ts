@@ -20,6 +20,7 @@ const cloud = (config: Partial<EnvironmentConfig>): SessionMetadata => ({
   tenant: "t",
   labels: {},
   harness: "",
+  workspaceFork: undefined,
   environmentId: "env_1",
   vaultIds: [],
   title: "",

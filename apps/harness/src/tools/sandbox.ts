@@ -20,6 +20,7 @@ import {
   type Resources,
   type SandboxBrokerService,
   type SessionRepository,
+  type WorkspaceFork,
 } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit";
 
@@ -32,6 +33,8 @@ export interface SandboxSetup {
   repositories(): Promise<GitRepository[]>;
   /** The environment's packages, whose layer the broker mounts (building it first if it must). */
   packages?(): PackageLists | undefined;
+  /** The workspace every sandbox of a forked session starts from (SessionMetadata.workspace_fork). */
+  fork?(): WorkspaceFork | undefined;
 }
 
 /** A sandbox call (a tool, or cloning repositories for one) may run this long. */
@@ -102,6 +105,7 @@ export class SandboxPort {
         repositories,
         packages: this.setup.packages?.(),
       },
+      fork: this.setup.fork?.(),
     };
     const { sandbox, repositoryFailures } = await this.call(
       () => this.broker.provision(request, { deadlineMs: CALL_DEADLINE_MS, ...(signal === undefined ? {} : { signal }) }),
@@ -164,7 +168,8 @@ export class SandboxPort {
     return this.defaultSandbox;
   }
 
-  async execute(name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal): Promise<ToolOutcome> {
+  /** Runs a tool; `eventSeq` is its agent.tool_use event's seq (0: unknown), kept with the workspace snapshot after it. */
+  async execute(name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal, eventSeq = 0): Promise<ToolOutcome> {
     if (name === "provision") return this.provisionTool(input, signal);
     const named = typeof input["sandbox_id"] === "string" && input["sandbox_id"] !== "" ? input["sandbox_id"] : undefined;
     const { sandbox_id: _omit, ...toolInput } = input;
@@ -172,7 +177,7 @@ export class SandboxPort {
       const sandboxId = named ?? (await this.resolveDefault(signal));
       await this.syncRepositories(sandboxId, signal);
       const res = await this.call(
-        () => this.broker.execute({ sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0 }, { signal, deadlineMs: CALL_DEADLINE_MS }),
+        () => this.broker.execute({ sandboxId, name, input: toolInput, callId, sessionId: this.sessionId, timeoutMs: 0, eventSeq }, { signal, deadlineMs: CALL_DEADLINE_MS }),
         signal,
       );
       // A lost sandbox answers is_error; forget it so the next call gets a fresh one.

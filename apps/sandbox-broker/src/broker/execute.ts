@@ -44,7 +44,7 @@ export async function execute(ctx: BrokerContext, req: ExecuteRequest, signal?: 
   const first = ctx.inflight.get(inflightKey);
   if (first !== undefined) return response(await first, true);
 
-  const attempt = runOnce(ctx, key, target, { name, input: req.input ?? {}, timeoutMs, ...(signal === undefined ? {} : { signal }) });
+  const attempt = runOnce(ctx, key, target, { name, input: req.input ?? {}, timeoutMs, ...(signal === undefined ? {} : { signal }) }, req.eventSeq);
   const outcome = attempt.then((r) => r.outcome);
   outcome.catch(() => undefined); // awaited below; repeats awaiting it handle their own rejection
   ctx.inflight.set(inflightKey, outcome);
@@ -93,6 +93,7 @@ async function runOnce(
   key: CallKey,
   target: Target,
   call: Call,
+  eventSeq: number,
 ): Promise<{ outcome: CallOutcome; replayed: boolean; recorded: Promise<void> }> {
   const recorded = Promise.resolve();
   const claim = await claimCall(ctx.pool, key, { sessionId: target.holder, name: call.name, incarnation: ctx.incarnation });
@@ -104,7 +105,7 @@ async function runOnce(
     return { outcome: await waitForOutcome(ctx, key, call.timeoutMs), replayed: true, recorded };
   }
   const started = performance.now();
-  const result = await run(ctx, key, target, call);
+  const result = await run(ctx, key, target, call, eventSeq);
   const outcome: CallOutcome = { ...result, durationMs: Math.round(performance.now() - started) };
   return { outcome, replayed: false, recorded: record(ctx, key, outcome) };
 }
@@ -127,7 +128,7 @@ async function record(ctx: BrokerContext, key: CallKey, outcome: CallOutcome): P
   }
 }
 
-async function run(ctx: BrokerContext, key: CallKey, target: Target, call: Call): Promise<ToolOutcome> {
+async function run(ctx: BrokerContext, key: CallKey, target: Target, call: Call, eventSeq: number): Promise<ToolOutcome> {
   let { live } = target;
   let note = "";
   if (live === undefined || live.ended !== undefined) {
@@ -147,7 +148,7 @@ async function run(ctx: BrokerContext, key: CallKey, target: Target, call: Call)
   }
   live.lastUsedAt = Date.now();
   try {
-    const outcome = await snapshotAfter(ctx, live, key.callId, call.name, await live.runtime.execute({ callId: key.callId, ...call }));
+    const outcome = await snapshotAfter(ctx, live, { callId: key.callId, eventSeq }, call.name, await live.runtime.execute({ callId: key.callId, ...call }));
     return note === "" ? outcome : { ...outcome, output: note + outcome.output };
   } catch (err) {
     if (err instanceof SandboxGoneError) return failed(err.message);

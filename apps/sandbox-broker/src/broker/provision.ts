@@ -6,7 +6,7 @@
  * in the response and reported to the session (remotes/clone.ts).
  */
 import { MhError } from "@metaharness/errors";
-import type { ProvisionRequest, ProvisionResponse, RepositoryFailure } from "@metaharness/proto";
+import type { ProvisionRequest, ProvisionResponse, RepositoryFailure, WorkspaceFork } from "@metaharness/proto";
 import { insertSandbox, toSandbox } from "../db/sandboxes.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import { HandSandbox } from "../hands/hand-sandbox.js";
@@ -20,6 +20,7 @@ import { sandboxLayer } from "../layers/rpc.js";
 import type { LayerMount } from "../layers/mount.js";
 import { secondsSince } from "@metaharness/telemetry";
 import { provisionDuration } from "../metrics.js";
+import { forkInto } from "./workspace.js";
 
 interface Acquired {
   readonly id: string;
@@ -39,11 +40,16 @@ export async function provision(ctx: BrokerContext, req: ProvisionRequest, signa
 
 async function provisionAny(ctx: BrokerContext, req: ProvisionRequest, signal?: AbortSignal): Promise<ProvisionResponse> {
   requireSessionId(req.sessionId, "session_id");
+  // A store key is made of it: only a session id's shape.
+  if (req.fork !== undefined && req.fork.sessionId !== "") requireSessionId(req.fork.sessionId, "fork.session_id");
   const spec = resolveSpec(req.resources, ctx.config);
   const sessionId = await requireLiveSession(ctx, req.sessionId, "session_id");
   if (req.handKind !== "") {
     if (spec.packages !== undefined) {
       throw new MhError("INVALID_ARGUMENT", "resources.packages: an external hand has no way to mount a package layer", { field: "resources.packages" });
+    }
+    if (req.fork !== undefined && req.fork.sessionId !== "") {
+      throw new MhError("INVALID_ARGUMENT", "fork: an external hand has no workspace to start from another session's", { field: "fork" });
     }
     return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
   }
@@ -54,7 +60,7 @@ async function provisionAny(ctx: BrokerContext, req: ProvisionRequest, signal?: 
   const unreserve = ctx.live.reserve(ctx.config.maxSandboxes);
   try {
     const started = performance.now();
-    return await provisionOn(ctx, sessionId, spec, await localSandbox(ctx, spec, layer), started);
+    return await provisionOn(ctx, sessionId, spec, await localSandbox(ctx, spec, layer), started, req.fork);
   } finally {
     unreserve();
   }
@@ -66,12 +72,15 @@ async function provisionOn(
   spec: SandboxSpec,
   acquired: Acquired,
   started: number,
+  fork?: WorkspaceFork,
 ): Promise<ProvisionResponse> {
   const { id, runtime } = acquired;
   const log = ctx.logger.child({ sandbox_id: id, session_id: sessionId });
   let remotes: SandboxRemotes | undefined;
   let repositoryFailures: RepositoryFailure[] = [];
   try {
+    // The fork's files first: the request's own files and repositories go on top of them.
+    if (fork !== undefined) await forkInto(ctx, runtime, { sandboxId: id, sessionId }, fork);
     if (spec.files.length > 0) {
       if (!isLocal(runtime)) {
         throw new MhError("INVALID_ARGUMENT", "resources.files: an external hand has no workspace to put files in", {

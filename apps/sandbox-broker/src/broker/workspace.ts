@@ -5,12 +5,12 @@
  * call itself: the session goes on without persistence until the store is back.
  */
 import { MhError } from "@metaharness/errors";
-import { SandboxState } from "@metaharness/proto";
+import { SandboxState, type WorkspaceFork } from "@metaharness/proto";
 import { LocalSandbox } from "../driver/local-sandbox.js";
 import type { ToolOutcome } from "../tools/types.js";
 import type { SandboxRuntime } from "../runtime.js";
 import { sandboxProcess } from "../workspaces/sandbox-files.js";
-import type { RestoreResult, RestoreSource, Snapshots } from "../workspaces/snapshots.js";
+import type { RestoreResult, RestoreSource, SnapshotResult, Snapshots } from "../workspaces/snapshots.js";
 import type { BrokerContext } from "./context.js";
 import type { LiveSandbox } from "./live.js";
 
@@ -25,11 +25,15 @@ export function pausedReason(idleSeconds: number): string {
 }
 
 /** Records the workspace after a call; a failure becomes a note at the end of the call's output. */
-export async function snapshotAfter(ctx: BrokerContext, live: LiveSandbox, callId: string, name: string, outcome: ToolOutcome): Promise<ToolOutcome> {
+export async function snapshotAfter(ctx: BrokerContext, live: LiveSandbox, call: CallRef, name: string, outcome: ToolOutcome): Promise<ToolOutcome> {
   const workspaces = ctx.workspaces;
   if (workspaces === undefined || READ_ONLY_TOOLS.has(name) || !(live.runtime instanceof LocalSandbox)) return outcome;
+  const { callId } = call;
   try {
-    await snapshotOf(workspaces.snapshots, live, callId);
+    const taken = await snapshotOf(workspaces.snapshots, live, call);
+    // One line per snapshot (debug): what it cost the call, for the workspaces benchmark and an operator.
+    const saved = taken.kind === "saved" ? { seq: taken.seq, bytes: taken.bytes, added_bytes: taken.addedBytes } : {};
+    ctx.logger.debug({ sandbox_id: live.id, session_id: live.sessionId, call_id: callId, kind: taken.kind, ...saved, duration_ms: Math.round(taken.ms * 10) / 10 }, "workspace snapshot");
     return outcome;
   } catch (err) {
     if (live.ended !== undefined) return outcome; // it ended meanwhile: its result already says so
@@ -39,11 +43,17 @@ export async function snapshotAfter(ctx: BrokerContext, live: LiveSandbox, callI
   }
 }
 
-async function snapshotOf(snapshots: Snapshots, live: LiveSandbox, callId: string): Promise<void> {
+/** The call a snapshot follows, and its agent.tool_use event's seq (0: not said; a fork skips it). */
+export interface CallRef {
+  readonly callId: string;
+  readonly eventSeq: number;
+}
+
+async function snapshotOf(snapshots: Snapshots, live: { readonly id: string; readonly sessionId: string; readonly runtime: SandboxRuntime }, call: CallRef): Promise<SnapshotResult> {
   const runtime = live.runtime as LocalSandbox;
   const pid = runtime.pid;
   if (pid === undefined) throw new MhError("UNAVAILABLE", `sandbox ${live.id} has no process`);
-  await snapshots.snapshot(await sandboxProcess(pid), { sessionId: live.sessionId, sandboxId: live.id, callId, eventSeq: 0 });
+  return snapshots.snapshot(await sandboxProcess(pid), { sessionId: live.sessionId, sandboxId: live.id, callId: call.callId, eventSeq: call.eventSeq });
 }
 
 /** Restores a session's last good snapshot (or a fork's source) into a new local sandbox. */
@@ -66,6 +76,32 @@ export async function restoreInto(
   return restored;
 }
 
+/**
+ * A forked session's new sandbox starts from the source session's workspace at the fork's event
+ * (Provision's fork), then records it as its own session's first snapshot, at event 1: a sandbox of
+ * the fork that is later lost or paused comes back from it, and a fork of the fork finds it.
+ */
+export async function forkInto(ctx: BrokerContext, runtime: SandboxRuntime, ids: { readonly sandboxId: string; readonly sessionId: string }, fork: WorkspaceFork): Promise<void> {
+  if (fork.sessionId === "") return;
+  const field = { field: "fork" };
+  if (ctx.workspaces === undefined) {
+    throw new MhError("FAILED_PRECONDITION", "fork: this broker keeps no workspace snapshots (MH_WORKSPACE_STORE is off), so no session's workspace can be forked", field);
+  }
+  if (!(runtime instanceof LocalSandbox)) throw new MhError("INVALID_ARGUMENT", "fork: an external hand has no workspace to start from another session's", field);
+  let restored: RestoreResult | undefined;
+  try {
+    restored = await restoreInto(ctx, runtime, ids, { sessionId: fork.sessionId, atEventSeq: fork.eventSeq });
+    await snapshotOf(ctx.workspaces.snapshots, { id: ids.sandboxId, sessionId: ids.sessionId, runtime }, { callId: "", eventSeq: 1 });
+  } catch (err) {
+    const e = MhError.from(err);
+    throw new MhError("UNAVAILABLE", `fork: the workspace of session ${fork.sessionId} at event ${fork.eventSeq} could not be restored: ${e.message}`, { ...field, cause: e });
+  }
+  ctx.logger.info(
+    { sandbox_id: ids.sandboxId, session_id: ids.sessionId, from_session: fork.sessionId, at_seq: fork.eventSeq, snapshot: restored?.seq ?? 0, skipped: restored?.skipped ?? [] },
+    restored === undefined || restored.seq === 0 ? "forked session starts empty: no snapshot of its source at or before its event" : "forked session's sandbox starts from its source's workspace",
+  );
+}
+
 /** What the model is told about a restore: the snapshot used, and each one skipped, named. */
 export function restoreNote(restored: RestoreResult | undefined): string {
   if (restored === undefined) return "no snapshot of its workspace exists, so it starts empty";
@@ -83,7 +119,7 @@ export async function pause(ctx: BrokerContext, live: LiveSandbox): Promise<void
   if (workspaces === undefined) return;
   const usedAt = live.lastUsedAt;
   try {
-    await snapshotOf(workspaces.snapshots, live, "");
+    await snapshotOf(workspaces.snapshots, live, { callId: "", eventSeq: 0 });
   } catch (err) {
     live.lastUsedAt = Date.now();
     ctx.logger.warn({ err, sandbox_id: live.id, session_id: live.sessionId }, "an idle sandbox was not paused: its snapshot failed; trying again after another idle timeout");
