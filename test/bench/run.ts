@@ -20,8 +20,9 @@ import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
 import { contextBench } from "./context.js";
 import { ttftBench } from "./ttft-sweep.js";
+import { workspacesBench } from "./workspaces.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, workspacesBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];
