@@ -15,7 +15,7 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit/auth";
 import { startTestLog } from "../support/session-log.js";
 import { mintDevCerts } from "../support/tls.js";
 import { metadataWithVaults, startTestVault, vaultWithBearer } from "../support/vault.js";

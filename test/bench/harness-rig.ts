@@ -20,7 +20,7 @@ import {
   type Sandbox,
   type WakeOutcome,
 } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { startBrain, type Brain, type HarnessRpc } from "../support/harness.js";
 import { userMessage } from "../support/events.js";
 import { EVENT_TEXT } from "./lib/service.js";

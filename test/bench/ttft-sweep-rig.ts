@@ -11,7 +11,7 @@
  */
 import { defineScenario } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startBrain, type Brain } from "../support/harness.js";
 import { startTestLog, type TestLog } from "../support/session-log.js";

@@ -13,7 +13,7 @@ import { loadConfig as harnessConfig, startHarness, type HarnessHandle } from "@
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { loadConfig as brokerConfig, startSandboxBroker, type SandboxBrokerHandle } from "@metaharness/sandbox-broker";
-import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
 import { loadConfig as logConfig, startSessionLog, type SessionLogHandle } from "@metaharness/session-log";
 import { startGitServer, type GitServer } from "../support/git-server.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp-server.js";

@@ -2,7 +2,8 @@
  * A service that starts, then gets a warning from Node and a rejection nobody handles, through the
  * service kit's runService as every service's main: start-failures.test.ts reads what it logs.
  */
-import { env, readConfig, runService } from "@metaharness/service-kit";
+import { env, readConfig } from "@metaharness/service-kit/config";
+import { runService } from "@metaharness/service-kit/lifecycle";
 
 await runService({
   name: "crashing-service",

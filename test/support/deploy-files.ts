@@ -10,7 +10,7 @@ import { loadConfig as gatewayConfig, loadUiConfig } from "@metaharness/gateway"
 import { loadConfig as harnessConfig } from "@metaharness/harness";
 import { loadConfig as offlineModelConfig } from "@metaharness/offline-model";
 import { loadConfig as brokerConfig } from "@metaharness/sandbox-broker";
-import { ConfigError } from "@metaharness/service-kit";
+import { ConfigError } from "@metaharness/service-kit/config";
 import { loadConfig as sessionLogConfig } from "@metaharness/session-log";
 
 type Loader = (env: Record<string, string>) => unknown;

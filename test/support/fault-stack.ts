@@ -23,7 +23,7 @@ import {
   type Event,
   type SessionMetadata,
 } from "@metaharness/proto";
-import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
 import { userMessage } from "./events.js";
 import { metadataWithVaults } from "./vault.js";
 import { countEvents, openToolUses } from "./whole-session.js";

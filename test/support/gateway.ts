@@ -8,7 +8,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
 import type { Scenario } from "@metaharness/offline-model";
-import { createLogger, type Logger } from "@metaharness/service-kit";
+import { createLogger, type Logger } from "@metaharness/service-kit/logging";
 import { recordOpenApi, recordingFetch } from "../conformance/recorder.js";
 import { startBrain, type Brain } from "./harness.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";

@@ -6,7 +6,8 @@
 import { HarnessClient, HarnessService, type AgentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
-import { createClient, createLogger, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
+import { createLogger, type Logger } from "@metaharness/service-kit/logging";
 import { startTestLog, type LogRole, type TestLog } from "./session-log.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createKafkaBus, KAFKA_SECURITY_ENV, loadKafkaSecurity, type BusConsumer, type EventBus } from "@metaharness/event-bus";
-import { env, readConfig } from "@metaharness/service-kit";
+import { env, readConfig } from "@metaharness/service-kit/config";
 import { Event } from "@metaharness/proto";
 import { KAFKA_BROKERS } from "./topics.js";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";

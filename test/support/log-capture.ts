@@ -3,7 +3,7 @@
  * level into it), so a test can scan them, e.g. for a secret that must never be logged.
  */
 import { Writable } from "node:stream";
-import { createLogger, type Logger } from "@metaharness/service-kit";
+import { createLogger, type Logger } from "@metaharness/service-kit/logging";
 
 export class LogCapture {
   readonly lines: string[] = [];

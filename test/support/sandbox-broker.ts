@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { SandboxBrokerClient, SandboxBrokerService, type ExecuteResponse } from "@metaharness/proto";
-import { createClient, createLogger, loadGrpcTls, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, loadGrpcTls, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
+import { createLogger, type Logger } from "@metaharness/service-kit/logging";
 import {
   loadConfig,
   startSandboxBroker,

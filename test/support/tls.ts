@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { loadGrpcTls, type GrpcTls } from "@metaharness/service-kit";
+import { loadGrpcTls, type GrpcTls } from "@metaharness/service-kit/grpc";
 
 const DEV_CERTS = new URL("../../infra/tls/dev-certs.sh", import.meta.url).pathname;
 

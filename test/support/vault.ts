@@ -16,7 +16,8 @@ import {
   type Credential,
   type SessionMetadata,
 } from "@metaharness/proto";
-import { createClient, createLogger, loadGrpcTls, promisify, type Logger, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, loadGrpcTls, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
+import { createLogger, type Logger } from "@metaharness/service-kit/logging";
 import {
   loadConfig,
   newMasterKeyText,

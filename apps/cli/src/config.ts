@@ -2,7 +2,7 @@
  * The variables that shape an embedded stack started by the CLI, read in this one place (the
  * services' own settings are passed to them explicitly, never read from MH_* by stack/embedded.ts).
  */
-import { env as envVar, readConfig } from "@metaharness/service-kit";
+import { env as envVar, readConfig } from "@metaharness/service-kit/config";
 
 const STACK = {
   /** The bwrap the sandbox broker runs, as for the broker alone; unset: /usr/bin/bwrap, installed when missing. */

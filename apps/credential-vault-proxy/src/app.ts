@@ -7,7 +7,10 @@
 import { randomBytes } from "node:crypto";
 import { MhError } from "@metaharness/errors";
 import { SessionLogClient, SessionLogService, CredentialVaultProxyService, type CredentialVaultProxyServer } from "@metaharness/proto";
-import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { ServiceTokens } from "@metaharness/service-kit/auth";
+import { createClient, loadGrpcTls, promisify, readServiceToken, startGrpcServer } from "@metaharness/service-kit/grpc";
+import { Cleanups } from "@metaharness/service-kit/lifecycle";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { migrate, openDb, type Db } from "@metaharness/db";
 import { ROLES } from "./auth/policy.js";
 import type { CredentialProxyConfig } from "./config.js";

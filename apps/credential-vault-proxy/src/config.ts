@@ -3,7 +3,8 @@
  * Secrets are never settings: the master keys and the service tokens are read from files whose
  * paths are configured here, so no secret sits in the process environment or a config dump.
  */
-import { env, readConfig, GRPC_HEALTH_ENV, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, METRICS_ENV } from "@metaharness/service-kit/config";
+import { GRPC_HEALTH_ENV, GRPC_TLS_ENV } from "@metaharness/service-kit/grpc";
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(

@@ -1,7 +1,7 @@
 /**
  * The credential-vault-proxy process: config, telemetry, the service, graceful shutdown on SIGTERM.
  */
-import { runService } from "@metaharness/service-kit";
+import { runService } from "@metaharness/service-kit/lifecycle";
 import { startCredentialProxy } from "./app.js";
 import { loadConfig } from "./config.js";
 

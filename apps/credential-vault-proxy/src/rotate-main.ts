@@ -6,7 +6,8 @@
  */
 import { writeFile } from "node:fs/promises";
 import { migrate, openDb } from "@metaharness/db";
-import { createLogger, env, readConfig } from "@metaharness/service-kit";
+import { env, readConfig } from "@metaharness/service-kit/config";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { loadMasterKeyring, newMasterKeyText } from "./crypto/master-keys.js";
 import { rotateMasterKey } from "./store/rotation.js";
 

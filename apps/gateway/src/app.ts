@@ -15,7 +15,9 @@ import {
   SessionLogService,
 } from "@metaharness/proto";
 import { MhError } from "@metaharness/errors";
-import { Cleanups, createClient, loadGrpcTls, promisify, readServiceToken, type Logger } from "@metaharness/service-kit";
+import { createClient, loadGrpcTls, promisify, readServiceToken } from "@metaharness/service-kit/grpc";
+import { Cleanups } from "@metaharness/service-kit/lifecycle";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { bootstrapApiKeys } from "./auth/api-keys.js";
 import { Principals } from "./auth/principals.js";
 import type { CredentialProxyRpc, HarnessRpc, SessionLogRpc } from "./clients.js";

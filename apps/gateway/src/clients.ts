@@ -4,7 +4,7 @@
  * calls.
  */
 import type { CredentialVaultProxyService, HarnessService, SessionLogService } from "@metaharness/proto";
-import type { PromiseClient } from "@metaharness/service-kit";
+import type { PromiseClient } from "@metaharness/service-kit/grpc";
 
 export type SessionLogRpc = PromiseClient<typeof SessionLogService>;
 export type HarnessRpc = PromiseClient<typeof HarnessService>;

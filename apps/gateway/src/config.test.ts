@@ -1,5 +1,5 @@
 /** The request body limit stays within what one gRPC call to the session log carries. */
-import { MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { MAX_EVENT_BYTES } from "@metaharness/service-kit/grpc";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "./config.js";
 

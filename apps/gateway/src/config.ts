@@ -1,7 +1,8 @@
 /**
  * Every setting of the gateway, read from the environment in this one place.
  */
-import { env, readConfig, type EnvVar, GRPC_TLS_ENV, METRICS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { env, readConfig, type EnvVar, METRICS_ENV } from "@metaharness/service-kit/config";
+import { GRPC_TLS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit/grpc";
 import type { BootstrapKey } from "./auth/api-keys.js";
 import { RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
 

@@ -2,7 +2,7 @@
  * The gateway process: config, telemetry, the server, graceful shutdown on SIGTERM (open event
  * streams end first, then in-flight requests finish).
  */
-import { runService } from "@metaharness/service-kit";
+import { runService } from "@metaharness/service-kit/lifecycle";
 import { startGateway } from "./app.js";
 import { loadConfig } from "./config.js";
 

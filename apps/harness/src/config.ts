@@ -1,7 +1,8 @@
 /**
  * Every setting of the harness, read from the environment in this one place.
  */
-import { env, readConfig, GRPC_HEALTH_ENV, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, METRICS_ENV } from "@metaharness/service-kit/config";
+import { GRPC_HEALTH_ENV, GRPC_TLS_ENV } from "@metaharness/service-kit/grpc";
 import { KAFKA_SECURITY_ENV } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC } from "@metaharness/events";
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
-import { createLogger } from "@metaharness/service-kit";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { LeaseKeeper } from "./lease-keeper.js";
 import type { SessionLogClient } from "./log-port.js";
 

@@ -6,7 +6,7 @@
  */
 import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Lease } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { SessionLogClient } from "./log-port.js";
 
 /** The least a renewal is given, even with little of the lease left (the log may still take it). */

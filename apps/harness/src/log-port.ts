@@ -7,7 +7,7 @@
  */
 import { MhError, retry, retryPolicy, type RetryPolicy } from "@metaharness/errors";
 import type { Event, EventDelta, Session, SessionLogService } from "@metaharness/proto";
-import type { PromiseClient } from "@metaharness/service-kit";
+import type { PromiseClient } from "@metaharness/service-kit/grpc";
 
 export type SessionLogClient = PromiseClient<typeof SessionLogService>;
 

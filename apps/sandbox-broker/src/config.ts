@@ -3,7 +3,8 @@
  * defaults and bounds here are what `Provision` fills a zero with and checks a request against.
  */
 import { hostname } from "node:os";
-import { env, readConfig, GRPC_HEALTH_ENV, GRPC_TLS_ENV, METRICS_ENV } from "@metaharness/service-kit";
+import { env, readConfig, METRICS_ENV } from "@metaharness/service-kit/config";
+import { GRPC_HEALTH_ENV, GRPC_TLS_ENV } from "@metaharness/service-kit/grpc";
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

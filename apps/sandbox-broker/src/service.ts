@@ -5,7 +5,7 @@
  */
 import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { SandboxBrokerService, type SandboxBrokerServer } from "@metaharness/proto";
-import { guardedBidi, guardedUnary, type Guard, type GuardedContext } from "@metaharness/service-kit";
+import { guardedBidi, guardedUnary, type Guard, type GuardedContext } from "@metaharness/service-kit/auth";
 import { POLICY, requireSessionFor, type Role, type RpcName } from "./auth/policy.js";
 import type { BrokerContext } from "./broker/context.js";
 import { execute } from "./broker/execute.js";

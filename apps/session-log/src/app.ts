@@ -6,7 +6,10 @@
  */
 import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type EventBus } from "@metaharness/event-bus";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
-import { Cleanups, loadGrpcTls, ServiceTokens, startGrpcServer, type Logger } from "@metaharness/service-kit";
+import { ServiceTokens } from "@metaharness/service-kit/auth";
+import { loadGrpcTls, startGrpcServer } from "@metaharness/service-kit/grpc";
+import { Cleanups } from "@metaharness/service-kit/lifecycle";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { ROLES } from "./auth/policy.js";
 import type { SessionLogConfig } from "./config.js";
 import { migrate, openDb, type Db } from "@metaharness/db";

@@ -6,7 +6,7 @@
  * encoded ends every watcher it was delivered to).
  */
 import { invalidArgument } from "@metaharness/errors";
-import { checkNoNul } from "@metaharness/service-kit";
+import { checkNoNul } from "@metaharness/service-kit/grpc";
 import {
   DeltaKind,
   EnvironmentNetworking,

@@ -1,7 +1,7 @@
 /**
  * The session-log process: config, telemetry, the service, graceful shutdown on SIGTERM.
  */
-import { runService } from "@metaharness/service-kit";
+import { runService } from "@metaharness/service-kit/lifecycle";
 import { startSessionLog } from "./app.js";
 import { loadConfig } from "./config.js";
 

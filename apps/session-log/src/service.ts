@@ -14,7 +14,8 @@ import {
 } from "@metaharness/proto";
 import { currentTraceContext } from "@metaharness/telemetry";
 import type { handleUnaryCall } from "@grpc/grpc-js";
-import { guardedServerStream, guardedUnary, type Guard, type GuardedContext, type Logger } from "@metaharness/service-kit";
+import { guardedServerStream, guardedUnary, type Guard, type GuardedContext } from "@metaharness/service-kit/auth";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { BROKER_EVENT_TYPES, POLICY, type Role, type RpcName } from "./auth/policy.js";
 import type { Db } from "@metaharness/db";
 import { checkDeltas, checkMetadataEnums, checkNothingAfterTermination, checkTenant, checkText } from "./checks.js";

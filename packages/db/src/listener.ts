@@ -4,7 +4,7 @@
  * missed in between (NOTIFY is not queued for a listener that is gone).
  */
 import { backoffMs, retryPolicy } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "./db.js";
 
 /** A lost LISTEN connection is made again after 100 ms, doubling per failure in a row up to 5 s. */

@@ -10,7 +10,7 @@
  * through NotifyPayloads.
  */
 import { randomBytes } from "node:crypto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "./db.js";
 
 const MAX_PAYLOAD = 7000;

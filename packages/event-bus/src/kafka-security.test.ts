@@ -2,7 +2,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readConfig } from "@metaharness/service-kit";
+import { readConfig } from "@metaharness/service-kit/config";
 import { describe, expect, it } from "vitest";
 import { createKafkaBus } from "./kafka-bus.js";
 import { KAFKA_SECURITY_ENV, loadKafkaSecurity } from "./kafka-security.js";

@@ -14,7 +14,7 @@
  * once at start; a bad one fails the start, naming the variable.
  */
 import { readFile } from "node:fs/promises";
-import { checkKeyPair, checkRoots, env, invalidSetting, readPem } from "@metaharness/service-kit";
+import { checkKeyPair, checkRoots, env, invalidSetting, readPem } from "@metaharness/service-kit/config";
 import type { KafkaSasl, KafkaTls } from "./kafka-options.js";
 
 /** The Kafka security variables, to spread into a service's config spec. */

@@ -3,7 +3,7 @@
  * The defaults feel like a real model (a short pause, then ~80 tokens a second) so an offline
  * `mh run` looks alive; tests use `startOfflineModel` with their own numbers instead.
  */
-import { env, readConfig, type EnvSource } from "@metaharness/service-kit";
+import { env, readConfig, type EnvSource } from "@metaharness/service-kit/config";
 
 export const DEFAULT_PORT = 8790;
 /** The context window of today's Claude models (the real API refuses a longer prompt). */

@@ -2,7 +2,7 @@
  * The offline model as a process: config from the environment, the server, graceful shutdown on
  * SIGTERM/SIGINT. `ANTHROPIC_BASE_URL=http://127.0.0.1:8790` points any Anthropic SDK at it.
  */
-import { runService } from "@metaharness/service-kit";
+import { runService } from "@metaharness/service-kit/lifecycle";
 import { loadConfig } from "./config.js";
 import { startOfflineModel } from "./server.js";
 

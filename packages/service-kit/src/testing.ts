@@ -9,8 +9,8 @@ import { dirname, join } from "node:path";
 import { Client, credentials, type MethodDefinition, type ServiceDefinition } from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
-import { unaryCall } from "./grpc-client.js";
-import { createLogger, type Logger } from "./logger.js";
+import { unaryCall } from "./grpc/grpc-client.js";
+import { createLogger, type Logger } from "./logging/logger.js";
 
 export type LogLine = Record<string, unknown>;
 

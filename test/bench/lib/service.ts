@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { Event } from "@metaharness/proto";
 import { SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { loadConfig, type SessionLogConfig } from "@metaharness/session-log";
 import { agentMessage } from "../../support/events.js";
 import { createTestDatabase } from "../../support/postgres.js";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { captureOutput, describeDev, startDev, type Stack } from "@metaharness/cli";
 import { SandboxBrokerClient, SandboxBrokerService } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { provisionOnHand } from "../../support/sandbox-broker.js";
 

@@ -6,7 +6,7 @@
  * test of the proxy reaches its servers on 127.0.0.1.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit/auth";
 import { CredentialType } from "@metaharness/proto";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { rejection } from "../../support/sandbox-broker.js";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "@metaharness/harness";
 import { HarnessClient, HarnessService } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { startBrain, type Brain } from "../../support/harness.js";
 import { rejection } from "../../support/session-log.js";
 

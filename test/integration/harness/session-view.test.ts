@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
 import { StopReasonType } from "@metaharness/proto";
 import { LogPort, SessionEvents, type ViewContext } from "@metaharness/harness";
-import { createLogger } from "@metaharness/service-kit";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { newSession, startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxBrokerClient, type ConnectHandRequest } from "@metaharness/proto";
-import { createClient } from "@metaharness/service-kit";
+import { createClient } from "@metaharness/service-kit/grpc";
 import { loadConfig } from "@metaharness/sandbox-broker";
 import { callId, provision, rejection, run, startTestBroker, type BrokerClient, type TestBroker } from "../../support/sandbox-broker.js";
 

@@ -3,7 +3,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxBrokerClient, SandboxBrokerService } from "@metaharness/proto";
-import { createClient, createLogger, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { loadConfig, startSandboxBroker, type SandboxBrokerHandle } from "@metaharness/sandbox-broker";
 import { BROKER_ROLES, provision, run, type BrokerClient, type BrokerRole } from "../../support/sandbox-broker.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxBrokerClient, SandboxState, type ConnectHandRequest } from "@metaharness/proto";
-import { createClient } from "@metaharness/service-kit";
+import { createClient } from "@metaharness/service-kit/grpc";
 import { startKvDevice } from "@metaharness/sandbox-broker";
 import { callId, eventually, provision, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withSpan } from "@metaharness/telemetry";
 import { startTestTelemetry } from "@metaharness/telemetry/testing";
-import { MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { MAX_EVENT_BYTES } from "@metaharness/service-kit/grpc";
 import { createPgDb } from "@metaharness/db";
 import { shardOf } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";

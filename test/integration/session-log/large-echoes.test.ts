@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmitEventsRequest, type Event } from "@metaharness/proto";
-import { MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { MAX_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit/grpc";
 import { createPgDb } from "@metaharness/db";
 import { APPEND_SQL, appendParams, EVENTS_CHANNEL, MAX_ECHOED_BYTES, shardOf } from "@metaharness/session-log";
 import { newSession, rejection, startTestLog, type TestLog } from "../../support/session-log.js";

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Event, GetEventsResponse } from "@metaharness/proto";
-import { MAX_EVENT_BYTES } from "@metaharness/service-kit";
+import { MAX_EVENT_BYTES } from "@metaharness/service-kit/grpc";
 import { loadConfig, MAX_SLICE_BYTES } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import Anthropic from "@anthropic-ai/sdk";
 import { ListSessionsRequest, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit";
+import { createClient, PLAINTEXT, promisify as promiseClient, type GrpcTls } from "@metaharness/service-kit/grpc";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic, type TopicReader } from "../../support/kafka.js";

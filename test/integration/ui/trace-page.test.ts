@@ -18,7 +18,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { loadConfig, loadUiConfig, startGateway, type GatewayHandle } from "@metaharness/gateway";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
-import { createLogger } from "@metaharness/service-kit";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { currentSpanIds, withSpan, type Telemetry } from "@metaharness/telemetry";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";

@@ -8,7 +8,9 @@
  */
 import { parseArgs } from "node:util";
 import { MhError } from "@metaharness/errors";
-import { createLogger, env as envVar, installShutdown, readConfig, type LogLevel } from "@metaharness/service-kit";
+import { env as envVar, readConfig } from "@metaharness/service-kit/config";
+import { installShutdown } from "@metaharness/service-kit/lifecycle";
+import { createLogger, type LogLevel } from "@metaharness/service-kit/logging";
 import { startTelemetry } from "@metaharness/telemetry";
 import { DEV_PORT } from "../client/connect.js";
 import { readBwrapPath, readMoreApiKeys } from "../config.js";

@@ -18,7 +18,7 @@ import { loadConfig as gatewayConfig, loadUiConfig, startGateway } from "@metaha
 import { loadConfig as harnessConfig, startHarness } from "@metaharness/harness";
 import { startOfflineModel, type Scenario } from "@metaharness/offline-model";
 import { loadConfig as brokerConfig, startSandboxBroker } from "@metaharness/sandbox-broker";
-import { createLogger, type LogLevel } from "@metaharness/service-kit";
+import { createLogger, type LogLevel } from "@metaharness/service-kit/logging";
 import { loadConfig as sessionLogConfig, startSessionLog } from "@metaharness/session-log";
 import { DEV_HAND_KIND, writeDevSecrets } from "./dev-secrets.js";
 import { BWRAP_PATH, ensurePortFree, ensureSandboxSupport } from "./preflight.js";

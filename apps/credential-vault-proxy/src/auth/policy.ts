@@ -6,7 +6,7 @@
  * compile until it is given its roles here.
  */
 import type { CredentialVaultProxyService } from "@metaharness/proto";
-import type { Policy } from "@metaharness/service-kit";
+import type { Policy } from "@metaharness/service-kit/auth";
 
 /** The roles a service token file of the proxy may give its callers. */
 export const ROLES = ["admin", "harness", "broker"] as const;

@@ -1,7 +1,7 @@
 import { inspect } from "node:util";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "@metaharness/service-kit";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { Secret, scrub, secretForms } from "./secret.js";
 
 describe("Secret", () => {

@@ -13,7 +13,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Db } from "@metaharness/db";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { dialChecked } from "../net/dial.js";
 import { egressRefusal, type EgressPolicy } from "../net/egress-policy.js";
 import type { SessionCredentials } from "../session/session-credentials.js";

@@ -11,7 +11,8 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { pipeline, Readable } from "node:stream";
 import type { Db } from "@metaharness/db";
-import { SERVICE_AUTH_HEADER, type Logger } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit/auth";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { scrub } from "../crypto/secret.js";
 import { decodersFor } from "../http/content-coding.js";
 import { forward, reply } from "../http/forward.js";

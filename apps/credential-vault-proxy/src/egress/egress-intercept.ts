@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { reply } from "../http/forward.js";
 import type { Remote } from "../store/remotes.js";
 import type { ConnectTarget, Interceptor } from "./egress-connect.js";

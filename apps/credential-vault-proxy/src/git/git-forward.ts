@@ -12,7 +12,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable, pipeline } from "node:stream";
 import type { Db } from "@metaharness/db";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { scrub, type Secret } from "../crypto/secret.js";
 import { scrubStream } from "../egress/scrub-stream.js";
 import { decodersFor } from "../http/content-coding.js";

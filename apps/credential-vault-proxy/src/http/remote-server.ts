@@ -10,7 +10,9 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { MhError } from "@metaharness/errors";
-import { SERVICE_AUTH_HEADER, type HttpsServerTls, type Logger, type ServiceTokens } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER, type ServiceTokens } from "@metaharness/service-kit/auth";
+import type { HttpsServerTls } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Duplex } from "node:stream";
 import { POLICY, type Role } from "../auth/policy.js";
 import { reply } from "./forward.js";

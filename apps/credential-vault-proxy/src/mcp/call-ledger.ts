@@ -19,7 +19,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import {
   claimMcpCall,
   finishMcpCall,

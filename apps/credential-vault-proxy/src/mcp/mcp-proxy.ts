@@ -8,7 +8,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { MhError } from "@metaharness/errors";
 import type { McpTool } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { scrub, type Secret } from "../crypto/secret.js";
 import type { SessionCredentials } from "../session/session-credentials.js";
 import { McpProtocolError, TokenRejected, requestOptions, withMcpServer, type ConnectOptions } from "./mcp-connection.js";

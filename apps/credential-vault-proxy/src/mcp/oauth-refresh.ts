@@ -7,7 +7,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import type { McpOAuthCredential, ProbeHttpResponse } from "@metaharness/proto";
-import { deadline } from "@metaharness/service-kit";
+import { deadline } from "@metaharness/service-kit/grpc";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { secretsOf, type SecretBundle } from "../crypto/bundle.js";
 import { secretOrUndefined, type Secret } from "../crypto/secret.js";

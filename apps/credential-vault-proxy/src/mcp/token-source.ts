@@ -11,7 +11,7 @@
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import type { McpOAuthCredential } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { mergeBundles, openBundle, sealBundle, secretsOf, type SecretBundle } from "../crypto/bundle.js";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import type { Secret } from "../crypto/secret.js";

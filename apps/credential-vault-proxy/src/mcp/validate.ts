@@ -16,7 +16,7 @@ import {
   type ValidateMcpCredentialResponse,
 } from "@metaharness/proto";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { openBundle, secretsOf } from "../crypto/bundle.js";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import type { Secret } from "../crypto/secret.js";

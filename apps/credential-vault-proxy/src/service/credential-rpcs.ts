@@ -4,7 +4,7 @@
  * config, metadata and dates only; log lines name ids and types, never a secret.
  */
 import type { Db } from "@metaharness/db";
-import { checkNoNul } from "@metaharness/service-kit";
+import { checkNoNul } from "@metaharness/service-kit/grpc";
 import { CredentialType, CredentialValidationStatus, RefreshOutcome } from "@metaharness/proto";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import { validateMcpCredential, type ValidateDeps } from "../mcp/validate.js";

@@ -5,7 +5,7 @@
  * register one.
  */
 import { CredentialVaultProxyService } from "@metaharness/proto";
-import { guardedUnary, type Guard, type GuardedContext as KitContext } from "@metaharness/service-kit";
+import { guardedUnary, type Guard, type GuardedContext as KitContext } from "@metaharness/service-kit/auth";
 import { POLICY, type Role, type RpcName } from "../auth/policy.js";
 
 export type GuardedContext = KitContext<Role>;

@@ -6,7 +6,7 @@
  */
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
-import { checkNoNul } from "@metaharness/service-kit";
+import { checkNoNul } from "@metaharness/service-kit/grpc";
 import { ANY_PUBLIC_HOST, type UnrestrictedLimits } from "../egress/egress-scope.js";
 import type { SandboxCas } from "../egress/sandbox-ca.js";
 import { PACKAGE_REGISTRY_HOSTS } from "../net/package-registries.js";

@@ -4,7 +4,7 @@
  * is made only for a session of the tenant named, as the session log knows it.
  */
 import { MhError } from "@metaharness/errors";
-import { checkNoNul } from "@metaharness/service-kit";
+import { checkNoNul } from "@metaharness/service-kit/grpc";
 import type { Db } from "@metaharness/db";
 import type { MasterKeyring } from "../crypto/master-keys.js";
 import { requireVaultId } from "../store/ids.js";

@@ -10,7 +10,8 @@
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import type { SessionLogService } from "@metaharness/proto";
-import type { Logger, PromiseClient } from "@metaharness/service-kit";
+import type { PromiseClient } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { SessionStatus, type Session } from "@metaharness/proto";
 import { sessionVault, vaultsByIds } from "../store/vaults.js";
 

@@ -10,7 +10,7 @@ import type { BetaCloudConfig, BetaSelfHostedConfig } from "@anthropic-ai/sdk/re
 import { MhError } from "@metaharness/errors";
 import { hasPackages } from "@metaharness/events";
 import { LayerState, type Layer, type PackageLists, type SandboxBrokerService } from "@metaharness/proto";
-import type { PromiseClient } from "@metaharness/service-kit";
+import type { PromiseClient } from "@metaharness/service-kit/grpc";
 import { invalidRequest } from "../errors/api-error.js";
 import { MAX_METADATA_VALUE_LENGTH } from "../http/metadata.js";
 

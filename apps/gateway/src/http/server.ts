@@ -4,7 +4,7 @@
  * drop them and to take bodies as typed, and one error path that renders every failure as the Anthropic error body with
  * the status of its catalog entry. One structured log line per request.
  */
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { Ajv, type Options as AjvOptions } from "ajv";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { ApiError } from "../errors/api-error.js";

@@ -5,7 +5,7 @@
  * page. Unset, it is that page when MH_JAEGER_QUERY_URL is set, Jaeger's UI otherwise.
  * MH_MODEL_PRICES: the deployment's model prices, for the page's cost estimates (prices-config.ts).
  */
-import { ConfigError, env, readConfig, type EnvSource } from "@metaharness/service-kit";
+import { ConfigError, env, readConfig, type EnvSource } from "@metaharness/service-kit/config";
 import type { PriceTable } from "./browser/prices.js";
 import { PRICES_CONFIG } from "./prices-config.js";
 

@@ -5,7 +5,7 @@
  * (prices.ts); every field is required, a non-negative number, so a typo cannot price a model
  * at zero. Read by the gateway's UI config, and by the CLI for its summaries.
  */
-import { readConfig, type EnvResult, type EnvSource, type EnvVar } from "@metaharness/service-kit";
+import { readConfig, type EnvResult, type EnvSource, type EnvVar } from "@metaharness/service-kit/config";
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable } from "./browser/prices.js";
 
 const FIELDS = ["input", "output", "cache_read", "cache_write_5m", "cache_write_1h"] as const satisfies ReadonlyArray<keyof ModelPrice>;

@@ -6,7 +6,7 @@
  * DELETE is idempotent, so instances never need to agree on who does.
  */
 import type { Queryable } from "@metaharness/db";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 
 const PURGE_SLICE = 1000;
 

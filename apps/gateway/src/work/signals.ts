@@ -5,7 +5,7 @@
  * the item at its next poll, which a worker makes within seconds.
  */
 import { NotifyBatcher, ResilientListener, type Db } from "@metaharness/db";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 
 /** Items are environment ids. */
 export const WORK_CHANNEL = "mh_gw_work";

@@ -5,7 +5,7 @@
  * (`ready`). Best effort: a failed publish is logged once.
  */
 import { DeltaKind, type EventDelta } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { LogPort } from "../log-port.js";
 
 const MAX_BATCH = 100;

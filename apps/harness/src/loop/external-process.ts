@@ -34,7 +34,7 @@
  * and idle; it is killed when the lease is lost or the turn is interrupted.
  */
 import { MhError } from "@metaharness/errors";
-import { ConfigError } from "@metaharness/service-kit";
+import { ConfigError } from "@metaharness/service-kit/config";
 import { newEvent, toManagedAgentsJson } from "@metaharness/events";
 import { EvaluatedPermission, type Event } from "@metaharness/proto";
 import { lastStatus, userInputAfter, type NextStep } from "../state.js";

@@ -5,7 +5,7 @@
  */
 import type { ModelClient } from "@metaharness/model-client";
 import type { Session } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { LogPort } from "../log-port.js";
 import type { McpPort } from "../tools/mcp.js";
 import type { SandboxPort } from "../tools/sandbox.js";

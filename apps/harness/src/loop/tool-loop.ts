@@ -13,7 +13,7 @@ import { newEvent } from "@metaharness/events";
 import { SpanStatusCode, withSpan, type Span } from "@metaharness/telemetry";
 import { ModelError, type StreamHooks, type StreamResult } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
-import { deadline } from "@metaharness/service-kit";
+import { deadline } from "@metaharness/service-kit/grpc";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextInput, ContextStrategy } from "../context/strategy.js";
 import { compactionLimitEvents, compactionsInARow, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";

@@ -6,7 +6,7 @@
  */
 import { MhError } from "@metaharness/errors";
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
-import { createClient, promisify, readServiceToken, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, readServiceToken, type PromiseClient } from "@metaharness/service-kit/grpc";
 import type { ChannelCredentials } from "@grpc/grpc-js";
 import type { ToolOutcome } from "./sandbox.js";
 

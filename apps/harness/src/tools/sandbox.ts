@@ -22,7 +22,7 @@ import {
   type SessionRepository,
   type WorkspaceFork,
 } from "@metaharness/proto";
-import type { PromiseClient } from "@metaharness/service-kit";
+import type { PromiseClient } from "@metaharness/service-kit/grpc";
 
 export type BrokerClient = PromiseClient<typeof SandboxBrokerService>;
 

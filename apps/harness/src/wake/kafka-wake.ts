@@ -10,7 +10,7 @@
  * the join outran its timeout.
  */
 import type { BusSubscription, EventBus } from "@metaharness/event-bus";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Supervisor } from "../supervisor.js";
 import { SESSION_EVENTS_MAX_MESSAGE_BYTES } from "@metaharness/events";
 import { extractFromHeaders, ROOT_CONTEXT, SpanKind, withSpan } from "@metaharness/telemetry";

@@ -10,7 +10,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { MhError } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { untraced } from "@metaharness/telemetry";
 import type { SessionLogClient } from "../log-port.js";
 import type { Supervisor } from "../supervisor.js";

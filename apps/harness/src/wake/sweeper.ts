@@ -6,7 +6,7 @@
  * (3 s) and sweep period (0.5 s) are chosen by test/bench/recovery.ts; its figures (kill -9 to
  * takeover and to the next event) are in docs/performance.md.
  */
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { untraced } from "@metaharness/telemetry";
 import type { SessionLogClient } from "../log-port.js";
 import type { Supervisor } from "../supervisor.js";

@@ -9,7 +9,7 @@
  */
 import { invalidArgument } from "@metaharness/errors";
 import type { SandboxBrokerService } from "@metaharness/proto";
-import type { Caller, Policy } from "@metaharness/service-kit";
+import type { Caller, Policy } from "@metaharness/service-kit/auth";
 
 /** The roles a service token file of the broker may give its callers. */
 export const ROLES = ["harness", "hand", "admin", "gateway"] as const;

@@ -5,7 +5,7 @@
 import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import { requireSessionId } from "@metaharness/events";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { CallOutcome } from "../db/calls.js";
 import type { Launcher } from "../driver/launcher.js";

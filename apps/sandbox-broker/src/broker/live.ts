@@ -6,7 +6,7 @@
 import type { Queryable } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import { SandboxState } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { endSandbox } from "../db/sandboxes.js";
 import type { SandboxEventSink } from "../events/sink.js";
 import type { SandboxRemotes } from "../remotes/attach.js";

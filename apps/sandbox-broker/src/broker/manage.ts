@@ -7,7 +7,7 @@
  * holder, else FAILED_PRECONDITION naming the actual holder (like expected_seq in the session log);
  * repeating a transfer that already happened succeeds.
  */
-import { checkNoNul } from "@metaharness/service-kit";
+import { checkNoNul } from "@metaharness/service-kit/grpc";
 import { MhError } from "@metaharness/errors";
 import {
   SandboxState,

@@ -6,7 +6,7 @@
  * it. A log that cannot answer ends nothing; the next pass asks again.
  */
 import { SandboxState } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { untraced } from "@metaharness/telemetry";
 import type { SandboxEventSink } from "../events/sink.js";
 import type { LiveSandboxes } from "./live.js";

@@ -7,7 +7,7 @@
 import { chown, mkdir, readFile, readdir, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { retry, retryPolicy } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 
 export const CONTROLLERS = ["memory", "pids", "cpu"] as const;
 export type Controller = (typeof CONTROLLERS)[number];

@@ -16,7 +16,7 @@ import { existsSync } from "node:fs";
 import { open, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { MhError } from "@metaharness/errors";
 import type { Limits } from "../resources.js";
 import { PeerCredentials, type PeerGuard } from "../auth/peer-credentials.js";

@@ -4,7 +4,7 @@
  * than our own stop() (killed, out of memory, the agent broke or went silent), every call in
  * flight and every later call fails with "sandbox <id> was lost: <why>", and `lost` says why.
  */
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { MhError } from "@metaharness/errors";
 import type { WorkspaceFile } from "@metaharness/proto";
 import type { Limits } from "../resources.js";

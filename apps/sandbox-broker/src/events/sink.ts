@@ -20,7 +20,8 @@ import {
   type RepositoryFailure,
 } from "@metaharness/proto";
 import type { ChannelCredentials } from "@grpc/grpc-js";
-import { createClient, promisify, type Logger } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 
 export interface SandboxEventSink {
   provisioned(sessionId: string, sandboxId: string, driver: string, durationMs: number): void;

@@ -8,7 +8,8 @@ import { randomBytes } from "node:crypto";
 import type { ConnectHandRequest, ConnectHandResponse } from "@metaharness/proto";
 import { SandboxBrokerClient } from "@metaharness/proto";
 import type { ChannelCredentials } from "@grpc/grpc-js";
-import { createClient, type Logger } from "@metaharness/service-kit";
+import { createClient } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 
 export const KV_DEVICE_KIND = "kv-device";
 export const KV_TOOLS = ["kv_get", "kv_set", "kv_list"] as const;

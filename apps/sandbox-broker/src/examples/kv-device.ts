@@ -4,7 +4,10 @@
  * service token, which the broker gives the role "hand"). It stays connected until
  * SIGTERM/SIGINT, and exits 1 if the broker goes away.
  */
-import { createLogger, env, GRPC_TLS_ENV, installShutdown, loadGrpcTls, readConfig, readServiceToken } from "@metaharness/service-kit";
+import { env, readConfig } from "@metaharness/service-kit/config";
+import { GRPC_TLS_ENV, loadGrpcTls, readServiceToken } from "@metaharness/service-kit/grpc";
+import { installShutdown } from "@metaharness/service-kit/lifecycle";
+import { createLogger } from "@metaharness/service-kit/logging";
 import { startKvDevice } from "./kv-device-hand.js";
 
 const config = readConfig(

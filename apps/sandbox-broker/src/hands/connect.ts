@@ -6,7 +6,8 @@
 import type { handleBidiStreamingCall } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import type { ConnectHandRequest, ConnectHandResponse, HandRegistration } from "@metaharness/proto";
-import { UndecodableRequest, toStatusError, type Logger } from "@metaharness/service-kit";
+import { UndecodableRequest, toStatusError } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { ConnectedHand, type HandRegistry } from "./registry.js";
 
 const NAME = /^[A-Za-z0-9._:-]{1,128}$/;

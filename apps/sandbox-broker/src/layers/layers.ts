@@ -14,7 +14,7 @@ import { basename, join } from "node:path";
 import { FieldList, LayerRef, MhError } from "@metaharness/errors";
 import { hasPackages, normalizePackages, packageProblems, PACKAGE_MANAGERS, type PackageManager } from "@metaharness/events";
 import { LayerState, type Layer, type PackageLists } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { SANDBOX_GID, SANDBOX_UID } from "../inside/view.js";
 import { Semaphore } from "../util/semaphore.js";
 import { runStep, treeBytes } from "./build-sandbox.js";

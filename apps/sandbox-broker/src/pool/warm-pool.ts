@@ -6,7 +6,7 @@
  * counts against the broker's cap (MH_MAX_SANDBOXES): it holds at most what the cap leaves over
  * the sessions' sandboxes, so taking from it never lets the broker run more than the cap.
  */
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import { newSandboxId } from "../util/ids.js";
 

@@ -7,7 +7,7 @@
  */
 import { MhError, backoffMs, retryPolicy, type RetryPolicy } from "@metaharness/errors";
 import type { GitRepository, RepositoryFailure } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import type { EgressScope, SandboxSpec } from "../resources.js";

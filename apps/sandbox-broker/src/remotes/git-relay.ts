@@ -7,7 +7,9 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
-import { SERVICE_AUTH_HEADER, type HttpsClientTls, type Logger } from "@metaharness/service-kit";
+import { SERVICE_AUTH_HEADER } from "@metaharness/service-kit/auth";
+import type { HttpsClientTls } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { relay, respond } from "./relay-forward.js";
 import { normalizeRepositoryUrl } from "@metaharness/events";
 import type { PeerGuard } from "../auth/peer-credentials.js";

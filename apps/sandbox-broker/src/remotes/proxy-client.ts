@@ -5,7 +5,7 @@
  * broker relays to the proxy's remote endpoint. The broker never holds a vault credential.
  */
 import { CredentialVaultProxyClient, CredentialVaultProxyService } from "@metaharness/proto";
-import { createClient, promisify, readServiceToken, type GrpcTls, type HttpsClientTls, type PromiseClient } from "@metaharness/service-kit";
+import { createClient, promisify, readServiceToken, type GrpcTls, type HttpsClientTls, type PromiseClient } from "@metaharness/service-kit/grpc";
 
 export type CredentialProxy = PromiseClient<typeof CredentialVaultProxyService>;
 

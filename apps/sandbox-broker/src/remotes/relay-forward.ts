@@ -6,7 +6,7 @@
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Transform, pipeline } from "node:stream";
-import type { HttpsClientTls } from "@metaharness/service-kit";
+import type { HttpsClientTls } from "@metaharness/service-kit/grpc";
 
 export interface RelayOptions {
   readonly target: URL;

@@ -10,7 +10,7 @@ import { chmod } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createNetServer, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { PeerGuard } from "../auth/peer-credentials.js";
 import { respond } from "./relay-forward.js";
 

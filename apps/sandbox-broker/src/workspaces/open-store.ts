@@ -3,7 +3,7 @@
  * missing stop the broker with a clear message; a store that does not answer yet does not.
  */
 import { MhError } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { SandboxBrokerConfig } from "../config.js";
 import type { BlobStore } from "./blob-store.js";
 import { DirStore } from "./dir-store.js";

@@ -5,7 +5,7 @@
  * deletes nothing. Chunks younger than GRACE_MS are kept even when unused: a snapshot being taken
  * writes its chunks before its manifest.
  */
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { untraced } from "@metaharness/telemetry";
 import type { SandboxEventSink } from "../events/sink.js";
 import type { BlobStore } from "./blob-store.js";

@@ -6,7 +6,7 @@
  * nothing more. A corrupt or missing snapshot is skipped, named, for the one before it.
  */
 import { MhError } from "@metaharness/errors";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { BlobStore } from "./blob-store.js";
 import { BadChunkError, CHUNK_BYTES, Chunks } from "./chunks.js";
 import { decode, encode, manifestKey, seqOfKey, type Entry, type Manifest } from "./manifest.js";

@@ -10,7 +10,7 @@
  * its roles here.
  */
 import type { SessionLogService } from "@metaharness/proto";
-import type { Policy } from "@metaharness/service-kit";
+import type { Policy } from "@metaharness/service-kit/auth";
 
 /** The roles a service token file of the session log may give its callers. */
 export const ROLES = ["admin", "harness", "broker", "proxy"] as const;

@@ -15,7 +15,9 @@
 import { createKafkaBus, KAFKA_SECURITY_ENV, loadKafkaSecurity } from "@metaharness/event-bus";
 import { SESSION_EVENTS_TOPIC, SeqTracker } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
-import { env, readConfig, runService, type Logger } from "@metaharness/service-kit";
+import { env, readConfig } from "@metaharness/service-kit/config";
+import { runService } from "@metaharness/service-kit/lifecycle";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { extractFromHeaders, ROOT_CONTEXT, SpanKind, withSpan } from "@metaharness/telemetry";
 import { TenantBook } from "./tenant-usage.js";
 import { countEvent, emptyUsage, type SessionUsage } from "./usage.js";

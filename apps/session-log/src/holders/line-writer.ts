@@ -4,7 +4,8 @@
  * announcements, counted once in the log: its sweeps find those sessions anyway).
  */
 import type { HoldLeasesResponse } from "@metaharness/proto";
-import type { Logger, ServerStreamWriter } from "@metaharness/service-kit";
+import type { ServerStreamWriter } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 
 /** Ids waiting for a slow line beyond this are dropped: an announcement only saves a sweep period. */
 export const MAX_PENDING_IDS = 10_000;

@@ -13,7 +13,8 @@ import type { Db } from "@metaharness/db";
 import { NotifyBatcher, ResilientListener } from "@metaharness/db";
 import { MhError } from "@metaharness/errors";
 import type { HoldLeasesResponse } from "@metaharness/proto";
-import type { Logger, ServerStreamWriter } from "@metaharness/service-kit";
+import type { ServerStreamWriter } from "@metaharness/service-kit/grpc";
+import type { Logger } from "@metaharness/service-kit/logging";
 import { freeLeasesOf } from "../store/leases.js";
 import { LineWriter } from "./line-writer.js";
 

@@ -8,7 +8,7 @@
 import type { BusPublisher, BusRecord, EventBus } from "@metaharness/event-bus";
 import { MhError, backoffMs, retryPolicy } from "@metaharness/errors";
 import { readTraceContext } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db, DbSession } from "@metaharness/db";
 import type { AppendHub } from "../watch/hub.js";
 import { readOutboxBatch, RELAY_BATCH_MAX_BYTES, type OutboxRow } from "./batch.js";

@@ -12,7 +12,7 @@ import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { CurrentEpoch, CurrentSeq, MhError, SizeLimit } from "@metaharness/errors";
 import type { ValidatedEvent } from "@metaharness/events";
 import { Event } from "@metaharness/proto";
-import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit";
+import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "@metaharness/service-kit/grpc";
 import { notFound } from "./sessions.js";
 import { awaitingAfter, statusAfter } from "./rows.js";
 import { shardOf } from "./shard.js";

@@ -4,7 +4,7 @@
  * watcher that was not there misses them, and gets the complete message as an event anyway.
  */
 import { EventDelta } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "@metaharness/db";
 import { ResilientListener } from "@metaharness/db";
 import { NotifyBatcher } from "@metaharness/db";

@@ -6,7 +6,7 @@
  * from where you are": readers always fetch from the log, so a lost or doubled poke costs
  * latency, never correctness.
  */
-import type { Logger } from "@metaharness/service-kit";
+import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "@metaharness/db";
 import { NotifyPayloads, ResilientListener } from "@metaharness/db";
 

@@ -5,7 +5,7 @@
  * clients, and letting them choose what the harness host executes would be remote code execution.
  * Read through the typed env helpers, in this one place, when a session starts.
  */
-import { env, readConfig, type EnvResult, type EnvSource, type EnvVar } from "@metaharness/service-kit";
+import { env, readConfig, type EnvResult, type EnvSource, type EnvVar } from "@metaharness/service-kit/config";
 
 export const AGENT_LABEL = "mh.external.agent";
 export const DEFAULT_AGENT = "default";

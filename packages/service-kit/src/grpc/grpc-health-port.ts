@@ -9,7 +9,7 @@
  */
 import { Server, ServerCredentials } from "@grpc/grpc-js";
 import type { HealthImplementation } from "grpc-health-check";
-import { env } from "./env.js";
+import { env } from "../config/env.js";
 
 /** The health port's variable, to spread into a gRPC service's config spec. */
 export const GRPC_HEALTH_ENV = {

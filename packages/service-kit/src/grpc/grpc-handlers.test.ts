@@ -18,7 +18,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } f
 import { createClient, promisify, unaryCall, type PromiseClient } from "./grpc-client.js";
 import { serverStream, unary, type CallContext } from "./grpc-handlers.js";
 import { startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
-import { capturingLogger, deferred, type Deferred } from "./testing.js";
+import { capturingLogger, deferred, type Deferred } from "../testing.js";
 
 const { logger, lines } = capturingLogger("handlers-test");
 const BIG_TEXT = "x".repeat(64 * 1024);

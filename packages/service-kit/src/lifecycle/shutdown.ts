@@ -3,7 +3,7 @@
  * overall time limit. A failed step does not stop the ones after it (the database still closes if
  * the server did not drain), but it makes the exit code 1. A second signal exits at once.
  */
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logging/logger.js";
 
 export interface ShutdownStep {
   readonly name: string;

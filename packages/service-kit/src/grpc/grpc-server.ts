@@ -16,7 +16,7 @@ import { ReflectionService } from "@grpc/reflection";
 import { loadHealthPackageDefinition, loadPackageDefinition } from "@metaharness/proto";
 import { HealthImplementation, type ServingStatusMap } from "grpc-health-check";
 import { startHealthPort, type HealthPort } from "./grpc-health-port.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logging/logger.js";
 import { decodingSafely } from "./undecodable.js";
 
 /** 16 MiB: large enough for any event payload we accept, small enough to bound memory per call. */

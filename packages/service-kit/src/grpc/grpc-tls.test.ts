@@ -14,9 +14,9 @@ import { createClient, promisify } from "./grpc-client.js";
 import { unary } from "./grpc-handlers.js";
 import { startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
 import { loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings } from "./grpc-tls.js";
-import { capturingLogger, healthCheck } from "./testing.js";
+import { capturingLogger, healthCheck } from "../testing.js";
 
-const DEV_CERTS = fileURLToPath(new URL("../../../infra/tls/dev-certs.sh", import.meta.url));
+const DEV_CERTS = fileURLToPath(new URL("../../../../infra/tls/dev-certs.sh", import.meta.url));
 const { logger } = capturingLogger("tls-test");
 
 const implementation: Partial<SessionLogServer> = {

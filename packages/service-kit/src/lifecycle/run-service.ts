@@ -7,9 +7,9 @@
  * process's life: a crash is one fatal line and exit 1, and Node's warnings are warn lines.
  */
 import { startTelemetry } from "@metaharness/telemetry";
-import { ConfigError } from "./config.js";
-import { metricsOptions, type MetricsSettings } from "./metrics-env.js";
-import { createLogger, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";
+import { ConfigError } from "../config/config.js";
+import { metricsOptions, type MetricsSettings } from "../config/metrics-env.js";
+import { createLogger, type Logger, type LoggerOptions, type LogLevel } from "../logging/logger.js";
 import { installShutdown } from "./shutdown.js";
 
 export interface RunServiceOptions<C extends ServiceBasics> {

@@ -26,7 +26,7 @@ import {
   type Attributes,
 } from "@metaharness/telemetry";
 import { isServerFault, toMhError, toStatusError, type StatusError } from "./grpc-errors.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logging/logger.js";
 import { UndecodableRequest } from "./undecodable.js";
 
 export interface CallContext {

@@ -3,7 +3,7 @@
  * it acquires a resource, and uses `stop()` both for its handle and to undo a start that failed
  * half-way. A failing step is logged and the others still run.
  */
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logging/logger.js";
 
 export class Cleanups {
   private readonly steps: Array<() => Promise<unknown>> = [];

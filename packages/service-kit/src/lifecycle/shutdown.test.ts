@@ -1,7 +1,7 @@
 /** Graceful shutdown: ordered steps, failures and timeouts turn into exit code 1, signals run it once. */
 import { afterEach, describe, expect, it } from "vitest";
 import { installShutdown, runShutdown, type ShutdownHandle } from "./shutdown.js";
-import { capturingLogger, deferred } from "./testing.js";
+import { capturingLogger, deferred } from "../testing.js";
 
 describe("runShutdown", () => {
   it("runs the steps in order, logs each and resolves 0", async () => {

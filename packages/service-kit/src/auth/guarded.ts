@@ -6,9 +6,9 @@
  */
 import type { handleBidiStreamingCall, handleServerStreamingCall, handleUnaryCall } from "@grpc/grpc-js";
 import { MhError } from "@metaharness/errors";
-import { toMhError, toStatusError } from "./grpc-errors.js";
-import { serverStream, unary, type CallContext, type ServerStreamWriter } from "./grpc-handlers.js";
-import type { Logger } from "./logger.js";
+import { toMhError, toStatusError } from "../grpc/grpc-errors.js";
+import { serverStream, unary, type CallContext, type ServerStreamWriter } from "../grpc/grpc-handlers.js";
+import type { Logger } from "../logging/logger.js";
 import type { Caller, ServiceTokens } from "./service-tokens.js";
 
 export interface GuardedContext<R extends string> extends CallContext {

@@ -20,8 +20,8 @@
  * certificate or anything that is not PEM fails the start, naming the variable.
  */
 import { credentials, ServerCredentials, type ChannelCredentials } from "@grpc/grpc-js";
-import { env } from "./env.js";
-import { checkKeyPair, checkRoots, invalidSetting, readPem } from "./pem.js";
+import { env } from "../config/env.js";
+import { checkKeyPair, checkRoots, invalidSetting, readPem } from "../config/pem.js";
 
 /** The TLS variables, to spread into a service's config spec. */
 export const GRPC_TLS_ENV = {

@@ -16,7 +16,7 @@ import { createClient, promisify } from "./grpc-client.js";
 import { fromServiceError } from "./grpc-errors.js";
 import { serverStream } from "./grpc-handlers.js";
 import { MAX_RECEIVE_MESSAGE_BYTES, serviceNameOf, startGrpcServer, type GrpcServerHandle } from "./grpc-server.js";
-import { capturingLogger, deferred, healthCheck, reflectionFiles, reflectionListServices } from "./testing.js";
+import { capturingLogger, deferred, healthCheck, reflectionFiles, reflectionListServices } from "../testing.js";
 
 const { logger, lines } = capturingLogger("server-test");
 const streamStarted = deferred();

@@ -1,0 +1,16 @@
+/**
+ * @metaharness/service-kit/lifecycle: a service's main (runService: one fatal line and exit 1 on
+ * a failed start or a crash), idempotent graceful shutdown on SIGTERM, and cleanups that run even
+ * when setup fails half-way.
+ */
+export { Cleanups } from "./cleanups.js";
+export {
+  installShutdown,
+  runShutdown,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type InstallShutdownOptions,
+  type ShutdownHandle,
+  type ShutdownOptions,
+  type ShutdownStep,
+} from "./shutdown.js";
+export { runService, type RunServiceOptions, type ServiceBasics } from "./run-service.js";
