@@ -7,7 +7,9 @@
  * that never touch a sandbox and sessions that call bash in their first turn. Every figure is
  * printed beside its parameters and the load average; p50/p95/p99 for both modes and their ratio
  * per point; the platform's share (TTFT less the model's own, per session, same run) with where it
- * goes; CPU per turn; JSON in bench/results/ and a chart (bench/results/ttft-sweep.svg).
+ * goes; CPU per turn, and per process for text-only turns with the session log and the harness
+ * each in its own process (turn-cpu.ts); JSON in bench/results/ and a chart
+ * (bench/results/ttft-sweep.svg, copied to docs/ttft-sweep.svg with the run docs/performance.md quotes).
  *
  * `npm run bench -- ttft` runs the default sweep (a few minutes); `npm run bench -- ttft --full`
  * the whole one (TTFT 100 ms..2 s in 5 steps, empty/10 MB/200 MB repositories, 1/16/64 sessions).
@@ -20,6 +22,7 @@ import { summarize, type Summary } from "./lib/stats.js";
 import { svgChart, type ChartPanel } from "./lib/svg-chart.js";
 import { measurePoint, type ModeFigures, type PointFigures, type Sample, type Segments, type SweepPoint } from "./ttft-sweep-points.js";
 import { startSweepRig } from "./ttft-sweep-rig.js";
+import { measureTurnCpu, type TurnCpuFigures } from "./turn-cpu.js";
 
 interface Sweep {
   readonly name: string;
@@ -30,7 +33,12 @@ interface Sweep {
   readonly rounds: (concurrency: number) => { rounds: number; turnsPerWorker: number };
   /** Points left out, and why. */
   readonly skip: (p: SweepPoint) => string | undefined;
+  /** Concurrencies of the per-service CPU phase (text-only turns, turn-cpu.ts). */
+  readonly cpuConcurrency: readonly number[];
 }
+
+/** The per-service CPU phase: the model's TTFT, and how long it warms up and measures. */
+const CPU_PHASE = { modelTtftMs: 200, warmupSeconds: 10, seconds: 30 };
 
 const repo = (name: string): RepoSpec => REPOS.find((r) => r.name === name)!;
 
@@ -41,6 +49,7 @@ const DEFAULT_SWEEP: Sweep = {
   concurrency: [1, 16],
   rounds: (c) => (c === 1 ? { rounds: 2, turnsPerWorker: 2 } : { rounds: 2, turnsPerWorker: 1 }),
   skip: () => undefined,
+  cpuConcurrency: [16],
 };
 
 const FULL_SWEEP: Sweep = {
@@ -51,6 +60,7 @@ const FULL_SWEEP: Sweep = {
   rounds: (c) => (c === 1 ? { rounds: 6, turnsPerWorker: 2 } : c === 16 ? { rounds: 4, turnsPerWorker: 1 } : { rounds: 2, turnsPerWorker: 1 }),
   // 64 sandboxes each holding a 200 MiB clone in its tmpfs workspace (memory) is 14 GiB of a shared 23 GiB machine.
   skip: (p) => (p.concurrency === 64 && p.repo.name === "200mb" ? "64 clones of 200 MiB in tmpfs (about 14 GiB of memory)" : undefined),
+  cpuConcurrency: [1, 16, 64],
 };
 
 /** The platform's share targets, at 16 concurrent sessions (issue 31). */
@@ -151,6 +161,28 @@ function cpuTable(figs: readonly PointFigures[]): Table {
   };
 }
 
+function turnCpuTable(figs: readonly TurnCpuFigures[]): Table {
+  const c = (x: number): string => ms(x);
+  return {
+    title: `CPU per text-only turn by process, ms (session log and harness each their own process; model TTFT ${CPU_PHASE.modelTtftMs} ms, closed loop, ${CPU_PHASE.seconds} s after ${CPU_PHASE.warmupSeconds} s warm-up)`,
+    columns: ["sessions", "turns", "turns/s", "turn p50 / p95 ms", "session log", "harness", "postgres", "kafka", "bench process (model, clients)", "services total", "machine", "load 1m"],
+    rows: figs.map((f) => [
+      f.concurrency,
+      f.turns,
+      f.turnsPerSecond.toFixed(1),
+      pair(f.turnMs),
+      c(f.cpuMsPerTurn.sessionLog),
+      c(f.cpuMsPerTurn.harness),
+      c(f.cpuMsPerTurn.postgres),
+      c(f.cpuMsPerTurn.kafka),
+      c(f.cpuMsPerTurn.benchProcess),
+      c(f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka),
+      c(f.cpuMsPerTurn.machine),
+      `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`,
+    ]),
+  };
+}
+
 function chart(sweep: Sweep, figs: readonly PointFigures[], started: Date): string {
   const panels: ChartPanel[] = [];
   for (const r of sweep.repos) {
@@ -220,6 +252,8 @@ export async function runSweep(full: boolean): Promise<BenchReport> {
   } finally {
     await rig.stop();
   }
+  const turnCpu: TurnCpuFigures[] = [];
+  for (const concurrency of sweep.cpuConcurrency) turnCpu.push(await measureTurnCpu({ concurrency, ...CPU_PHASE }));
   const svg = chart(sweep, figs, started);
   const file = new URL("./results/ttft-sweep.svg", import.meta.url);
   await writeFile(file, svg);
@@ -228,8 +262,8 @@ export async function runSweep(full: boolean): Promise<BenchReport> {
   return {
     name: "ttft",
     title: `TTFT sweep (${sweep.name}): decoupled vs coupled on the same services`,
-    tables: [sweepTable(figs), overheadTable(figs), ...concurrencies.map((c) => segmentsTable(figs, c)), cpuTable(figs)],
-    checks: checks(figs),
+    tables: [sweepTable(figs), overheadTable(figs), ...concurrencies.map((c) => segmentsTable(figs, c)), cpuTable(figs), turnCpuTable(turnCpu)],
+    checks: [...checks(figs), ...turnCpu.filter((f) => f.concurrency === 16).map((f) => atMost("CPU per text-only turn, session log + harness + postgres + kafka, 16 sessions", f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka, 15, "ms"))],
     notes: [
       `sweep ${sweep.name}: model TTFT ${sweep.ttfts.join(", ")} ms x repositories ${sweep.repos.map((r) => r.name).join(", ")} x ${sweep.concurrency.join(", ")} concurrent sessions; rounds per mode and point: ${sweep.concurrency.map((c) => `${c} sessions: ${sweep.rounds(c).rounds} x ${sweep.rounds(c).turnsPerWorker} turn(s) per worker`).join("; ")}, coupled and decoupled rounds alternating`,
       `repositories (generated once into ${"MH_CACHE"}/bench-repos, served by the test git server that refuses requests without the token; cloned in the sandbox through the broker's git relay and the credential proxy): ${sweep.repos.map((r) => `${r.name}: ${r.about}`).join("; ")}`,
@@ -244,6 +278,7 @@ export async function runSweep(full: boolean): Promise<BenchReport> {
     data: {
       sweep: { name: sweep.name, ttfts: sweep.ttfts, repos: sweep.repos, concurrency: sweep.concurrency },
       skipped,
+      turnCpu,
       points: figs.map((f) => ({
         ttftMs: f.point.ttftMs,
         repo: f.point.repo.name,

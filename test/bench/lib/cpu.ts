@@ -28,16 +28,17 @@ interface Ticks {
   readonly kafka: number;
 }
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+export const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-function busyTicks(): number {
+/** Busy ticks of the whole machine (all cores), since boot. */
+export function busyTicks(): number {
   const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
   const idle = (fields[3] ?? 0) + (fields[4] ?? 0); // idle + iowait
   return fields.reduce((a, b) => a + b, 0) - idle;
 }
 
 /** utime + stime of one process, and its command name. */
-function processTicks(pid: string): { comm: string; ticks: number } | undefined {
+export function processTicks(pid: string): { comm: string; ticks: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const close = stat.lastIndexOf(")");
