@@ -2,9 +2,10 @@
  * Workspace snapshots (apps/sandbox-broker/src/workspaces/): a sandbox whose broker went away comes
  * back under its id with its files, and the model is told; an idle one is paused and resumed
  * without a note; a hundred-fold repeated file is stored once; a corrupt snapshot is named and the
- * one before it restored; a workspace over its quota is refused with its size; a store that does
- * not answer is a note after the timeout, never a hang. The same against SeaweedFS's S3 gateway
- * (infra/seaweedfs/up.sh, run here when MH_S3_ENDPOINT is not set).
+ * one before it restored; a transferred sandbox's workspace follows it to its new session; a
+ * workspace over its quota is refused with its size; a store that does not answer is a note after
+ * the timeout, never a hang. The same against SeaweedFS's S3 gateway (infra/seaweedfs/up.sh, run
+ * here when MH_S3_ENDPOINT is not set).
  */
 import { execFileSync } from "node:child_process";
 import { createServer, type Server, type Socket } from "node:net";
@@ -76,6 +77,19 @@ describe("workspace snapshots in a local directory", () => {
     expect(sandbox?.state).toBe(SandboxState.SANDBOX_STATE_READY);
     // The next call is an ordinary one.
     expect((await run(again.client, id, "bash", { command: "cat src/deep/a.txt" })).output).toBe("hello");
+  }, 60_000);
+
+  it("a transferred sandbox's workspace follows it: lost after the transfer, it comes back in the new session with its files", async () => {
+    const id = await provision(cur.client, "sesn_ws_giver");
+    await run(cur.client, id, "bash", { command: "echo handed > h.txt" });
+    await cur.client.transfer({ sandboxId: id, fromSession: "sesn_ws_giver", toSession: "sesn_ws_taker" });
+    // No call in the new session before the sandbox is gone: only the transfer saved its files there.
+    await cur.handle.stop();
+    const again = (cur = await b.start());
+    const after = await run(again.client, id, "bash", { command: "cat h.txt" }, { sessionId: "sesn_ws_taker" });
+    expect(after.isError).toBe(false);
+    expect(after.output).toMatch(/its workspace was restored from snapshot 1, \d+ files\]\nhanded$/);
+    expect((await readdir(join(dir, "sessions", "sesn_ws_taker"))).length).toBe(1);
   }, 60_000);
 
   it("a corrupt snapshot is a tool error naming it, and the one before it is restored", async () => {

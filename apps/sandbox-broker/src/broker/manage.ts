@@ -5,7 +5,8 @@
  * Who may do what: a sandbox is held by one session. Execute and Release with another session's
  * id are PERMISSION_DENIED. Transfer is a compare-and-set on the holder: from_session must be the
  * holder, else FAILED_PRECONDITION naming the actual holder (like expected_seq in the session log);
- * repeating a transfer that already happened succeeds.
+ * repeating a transfer that already happened succeeds. With workspace snapshots, a transferred
+ * sandbox's workspace is saved under its new session at once: it follows the hand.
  */
 import { checkNoNul } from "@metaharness/service-kit/grpc";
 import { MhError } from "@metaharness/errors";
@@ -23,6 +24,7 @@ import {
 } from "@metaharness/proto";
 import { getSandbox, listSandboxes, notFound, toSandbox, transferSandbox, type SandboxRow } from "../db/sandboxes.js";
 import { requireField, requireLiveSession, type BrokerContext } from "./context.js";
+import { handOverWorkspace } from "./workspace.js";
 
 /** The recorded sandbox, with what this process knows sooner: its last use, and an end under way. */
 function view(ctx: BrokerContext, row: SandboxRow): Sandbox {
@@ -75,12 +77,15 @@ export async function transfer(ctx: BrokerContext, req: TransferRequest): Promis
   const row = await transferSandbox(ctx.pool, sandboxId, from, to, ctx.config.brokerId);
   const live = ctx.live.get(sandboxId);
   if (live !== undefined) {
+    const was = live.sessionId;
     live.sessionId = to;
     // Its git and egress remotes act with the previous session's credentials: they end here. The
     // files stay; repositories the new session adds get remotes of its own (AddRepositories).
     const remotes = live.remotes;
     live.remotes = undefined;
     await remotes?.detach();
+    // A repeated transfer (already done) saves nothing again.
+    if (was !== to) await handOverWorkspace(ctx, live);
   }
   ctx.logger.info({ sandbox_id: sandboxId, session_id: to, from_session: from }, "sandbox transferred");
   return { sandbox: view(ctx, row) };

@@ -77,6 +77,22 @@ export async function restoreInto(
 }
 
 /**
+ * The workspace follows a transferred sandbox: a snapshot under its new session at once, so a
+ * sandbox lost before its next changing call comes back, in the new session, with its files (a
+ * revive restores its holder's snapshots). A failure is logged: the next changing call saves it.
+ */
+export async function handOverWorkspace(ctx: BrokerContext, live: LiveSandbox): Promise<void> {
+  const workspaces = ctx.workspaces;
+  if (workspaces === undefined || !(live.runtime instanceof LocalSandbox)) return;
+  try {
+    workspaces.snapshots.handOver(live.id, live.sessionId);
+    await snapshotOf(workspaces.snapshots, live, { callId: "", eventSeq: 0 });
+  } catch (err) {
+    ctx.logger.warn({ err, sandbox_id: live.id, session_id: live.sessionId }, "the workspace of a transferred sandbox was not saved under its new session; its next changing call saves it");
+  }
+}
+
+/**
  * A forked session's new sandbox starts from the source session's workspace at the fork's event
  * (Provision's fork), then records it as its own session's first snapshot, at event 1: a sandbox of
  * the fork that is later lost or paused comes back from it, and a fork of the fork finds it.

@@ -83,6 +83,15 @@ export class Snapshots {
     this.chunks.forget(hashes);
   }
 
+  /**
+   * The sandbox was passed to another session (Transfer): its base becomes that session's, so the
+   * next snapshot reads only what changed and is saved under the new session whatever changed.
+   */
+  handOver(sandboxId: string, toSession: string): void {
+    const base = this.bases.get(sandboxId);
+    if (base !== undefined) this.bases.set(sandboxId, { sessionId: toSession, files: base.files, entries: "" });
+  }
+
   /** The sandbox ended: its base goes (its snapshots stay, for the session's next sandbox). */
   forget(sandboxId: string): void {
     this.bases.delete(sandboxId);
