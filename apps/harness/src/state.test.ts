@@ -120,6 +120,18 @@ describe("nextStep", () => {
 });
 
 describe("the model's view", () => {
+  it("sends a system.message as marked user-side text at its place", () => {
+    const s = start();
+    const system = at(newEvent("system.message", { content: text("Answer in French.") }));
+    const events = [user("hi"), s, said("hello"), end(s), system, user("again")];
+    expect(toMessages(events)).toEqual([
+      { role: "user", content: [{ type: "text", text: "hi" }] },
+      { role: "assistant", content: [{ type: "text", text: "hello" }] },
+      { role: "user", content: [{ type: "text", text: "<system-message>\nAnswer in French.\n</system-message>" }, { type: "text", text: "again" }] },
+    ]);
+    expect(nextStep([...events.slice(0, 4), idle(), system], NO_LIMITS).kind).toBe("done");
+  });
+
   it("puts input that arrived during a request after that request's answer", () => {
     const s = start();
     const events = [user("first"), s, user("second"), said("answer"), end(s)];

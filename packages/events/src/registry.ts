@@ -32,6 +32,7 @@ export const EVENT_TYPES = [
   "sandbox.provisioned",
   "sandbox.released",
   "sandbox.lost",
+  "system.message",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -28,10 +28,12 @@ import type {
   BetaManagedAgentsUserToolConfirmationEvent,
   BetaManagedAgentsUserToolConfirmationEventParams,
   BetaManagedAgentsUserToolResultEventParams,
+  BetaManagedAgentsSystemMessageEventParams,
 } from "@anthropic-ai/sdk/resources/beta/sessions/events";
 import type {
   BetaManagedAgentsSessionUpdatedEvent,
   BetaManagedAgentsSessionUsageEvent,
+  BetaManagedAgentsSystemMessageEvent,
   BetaManagedAgentsUserToolResultEvent,
 } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import { describe, expect, it } from "vitest";
@@ -123,10 +125,15 @@ describe("our JSON has the SDK's shapes", () => {
     expect(updated).not.toHaveProperty("agent");
     expect(usage.usage.list_cost).toEqual({ amount: "37", currency: "USD" });
     expect(usage.budget?.max_list_cost.amount).toBe("5000");
+    const system: BetaManagedAgentsSystemMessageEvent = stored("system.message");
+    expect(system.content).toEqual([{ type: "text", text: "From now on, answer in French." }]);
   });
 
   it("covers only types the SDK knows, besides our sandbox.* events", () => {
     holds<Extends<Exclude<EventType, `sandbox.${string}`>, BetaManagedAgentsSessionEventType>>(true);
+    expect(() => fromManagedAgentsParams({ type: "system.message", content: [{ type: "image", source: { type: "url", url: "https://example.com/a.png" } }] })).toThrow(
+      "events[0].content[0]",
+    );
   });
 
   it("parses what the SDK sends", () => {
@@ -135,6 +142,7 @@ describe("our JSON has the SDK's shapes", () => {
       BetaManagedAgentsUserToolConfirmationEventParams,
       BetaManagedAgentsUserCustomToolResultEventParams,
       BetaManagedAgentsUserToolResultEventParams,
+      BetaManagedAgentsSystemMessageEventParams,
     ] = [
       {
         type: "user.message",
@@ -146,12 +154,14 @@ describe("our JSON has the SDK's shapes", () => {
       { type: "user.tool_confirmation", tool_use_id: "sevt_1", result: "deny", deny_message: null },
       { type: "user.custom_tool_result", custom_tool_use_id: "sevt_2", content: [{ type: "text", text: "18C" }] },
       { type: "user.tool_result", tool_use_id: "sevt_3", is_error: true },
+      { type: "system.message", content: [{ type: "text", text: "Be brief." }] },
     ];
     expect(params.map((p) => fromManagedAgentsParams(p).type)).toEqual([
       "user.message",
       "user.tool_confirmation",
       "user.custom_tool_result",
       "user.tool_result",
+      "system.message",
     ]);
   });
 });

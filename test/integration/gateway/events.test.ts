@@ -26,6 +26,7 @@ const scenarios = [
     [{ text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] }, (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` })],
     { onExhausted: "repeat-last" },
   ),
+  defineScenario("echo", [(ctx) => ({ text: `heard: ${ctx.lastUserText}` })], { onExhausted: "repeat-last" }),
   defineScenario("ask", [
     { toolUses: [{ name: "bash", input: { command: "rm -rf /tmp/x" } }] },
     (ctx) => ({ text: `tool said: ${ctx.lastToolResult?.content ?? "?"}` }),
@@ -174,6 +175,25 @@ describe("streaming", () => {
     await say(sessionId, "talk");
     const events = await readStream(isIdle);
     expect(events.some((e) => e.type === "event_start" || e.type === "event_delta")).toBe(false);
+  });
+});
+
+describe("system messages", () => {
+  it("are stored as sent, start no turn, and reach the model in every later request", async () => {
+    const sessionId = await sessionFor("echo");
+    const sent = await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "system.message", content: [{ type: "text", text: "Answer in French." }] }] });
+    const [stored] = sent.data ?? [];
+    expect(stored?.id).toMatch(/^sevt_/);
+    expect(stored?.type === "system.message" && [Object.keys(stored).sort(), stored.content]).toEqual([["content", "id", "processed_at", "type"], [{ type: "text", text: "Answer in French." }]]);
+    await expect(sdk.beta.sessions.events.send(sessionId, { events: [{ type: "system.message", content: [] }] })).rejects.toThrow(/events\[0\]\.content/);
+    await say(sessionId, "bonjour");
+    const events = await stack.brain.waitFor(sessionId, (ev) => ev.some((x) => x.type === "agent.message") && ev.at(-1)?.type === "session.status_idle");
+    // No turn of its own: the only run is the message's.
+    expect(events.filter((e) => e.type === "session.status_running")).toHaveLength(1);
+    const listed = await allEvents(sessionId);
+    expect(listed.map((e) => e.type).slice(0, 2)).toEqual(["system.message", "user.message"]);
+    const answer = listed.find((e) => e.type === "agent.message");
+    expect(answer?.type === "agent.message" && answer.content).toEqual([{ type: "text", text: "heard: <system-message>\nAnswer in French.\n</system-message>\nbonjour" }]);
   });
 });
 

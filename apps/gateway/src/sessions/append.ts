@@ -3,6 +3,7 @@
  * then the harness is woken. The harness also sweeps for sessions with unanswered input, so a
  * failed Wake is logged and the request still succeeds. `user.interrupt` needs nothing special:
  * the harness driving the session follows the log and acts on it as soon as it is appended.
+ * system.message alone wakes nothing: it starts no turn, and waits in the log for the next one.
  */
 import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
@@ -26,6 +27,6 @@ export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, s
 export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
   if (events.length === 0) return [];
   const { events: stored } = await ctx.log.emitEvents({ sessionId, events });
-  await wake(ctx, sessionId, logger);
+  if (events.some((e) => e.type !== "system.message")) await wake(ctx, sessionId, logger);
   return stored;
 }

@@ -1,7 +1,9 @@
 /**
  * Events -> Messages API conversation. User input (messages, tool results) and the model's output
  * (thinking, text, tool calls) are folded into alternating user / assistant messages; within a
- * user message tool results come first, as the API requires after a tool_use.
+ * user message tool results come first, as the API requires after a tool_use. A system.message
+ * has no role of its own in the Messages API: it is user-side text, marked as the system's
+ * (systemText), at its place in the conversation.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ContentBlock, Event } from "@metaharness/proto";
@@ -66,6 +68,11 @@ function toolResult(toolUseId: string, content: readonly ContentBlock[], isError
   return { type: "tool_result", tool_use_id: toolUseId, content: sent.length > 0 ? sent : "(no output)", is_error: isError };
 }
 
+/** A system.message as the model reads it: the client's system-role text, set apart from the user's. */
+export function systemText(text: string): string {
+  return `<system-message>\n${text}\n</system-message>`;
+}
+
 /** One event's contribution: which side, and its blocks. */
 function blocksOf(event: Event): { role: "user" | "assistant"; blocks: UserBlock[] } | undefined {
   const p = event.payload;
@@ -80,6 +87,8 @@ function blocksOf(event: Event): { role: "user" | "assistant"; blocks: UserBlock
       return { role: "user", blocks: [toolResult(p.value.customToolUseId, p.value.content, p.value.isError)] };
     case "userToolResult":
       return { role: "user", blocks: [toolResult(p.value.toolUseId, p.value.content, p.value.isError)] };
+    case "systemMessage":
+      return { role: "user", blocks: textBlocks(p.value.content).map((b) => ({ type: "text", text: systemText(b.text) })) };
     case "agentThinking":
       return p.value.signature === ""
         ? undefined

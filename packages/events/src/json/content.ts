@@ -8,6 +8,7 @@ import type {
   ContentBlockJson,
   DocumentSourceJson,
   ImageSourceJson,
+  TextBlockJson,
   ToolResultBlockJson,
   UserMessageBlockJson,
 } from "./types.js";
@@ -20,6 +21,11 @@ export function renderUserMessageContent(content: readonly ContentBlock[]): User
 /** agent.message content; other kinds are refused on append, so nothing is dropped in practice. */
 export function renderAgentMessageContent(content: readonly ContentBlock[]): AgentMessageBlockJson[] {
   return renderContent(content).filter((b): b is AgentMessageBlockJson => b.type === "text" || b.type === "redacted");
+}
+
+/** system.message content: text only (validation refuses other blocks there). */
+export function renderSystemContent(content: readonly ContentBlock[]): TextBlockJson[] {
+  return renderContent(content).filter((b): b is TextBlockJson => b.type === "text");
 }
 
 /** Tool result content; redacted blocks are refused on append, so nothing is dropped in practice. */

@@ -1,6 +1,7 @@
 /**
- * Client input of the HTTP API (the SDK's BetaManagedAgentsUser*EventParams) into events. Only the
- * user.* types can be sent; everything else is written by the harness, the broker or the log.
+ * Client input of the HTTP API (the SDK's BetaManagedAgentsUser*EventParams and
+ * BetaManagedAgentsSystemMessageEventParams) into events. Only the user.* types and system.message
+ * can be sent; everything else is written by the harness, the broker, the gateway or the log.
  * Errors name the JSON field ("events[0].content[1].text"): the shape is checked here, and the
  * payload rules run with the JSON prefix, since user.* fields have the same names in both forms.
  */
@@ -22,7 +23,8 @@ import {
   type JsonObject,
 } from "./read.js";
 
-export type UserEventType = Extract<EventType, `user.${string}`>;
+/** What a client may send: the user.* types and system.message. */
+export type UserEventType = Extract<EventType, `user.${string}` | "system.message">;
 
 type Parser<T extends UserEventType> = (params: JsonObject, field: string) => PayloadOf<T>;
 
@@ -68,6 +70,10 @@ const PARSERS: { readonly [T in UserEventType]: Parser<T> } = {
       content: parseContent(optionalArray(params, "content", field), `${field}.content`),
       isError: optionalBoolean(params, "is_error", field),
     };
+  },
+  "system.message": (params, field) => {
+    onlyKeys(params, [...ENVELOPE_KEYS, "content"], field);
+    return { content: parseContent(requiredArray(params, "content", field), `${field}.content`) };
   },
 };
 

@@ -5,7 +5,7 @@
  */
 import { StopReasonType, type BudgetLimit, type ModelUsage, type MonetaryAmount, type StopReason } from "@metaharness/proto";
 import type { EventType, PayloadOf } from "../registry.js";
-import { renderAgentMessageContent, renderToolResultContent, renderUserMessageContent } from "./content.js";
+import { renderAgentMessageContent, renderSystemContent, renderToolResultContent, renderUserMessageContent } from "./content.js";
 import { CONFIRMATION_JSON, PERMISSION_JSON, RETRY_STATUS_JSON, STOP_REASON_JSON } from "./enums.js";
 import type { BudgetLimitJson, EvaluatedPermissionJson, ManagedAgentsJsonBodies, MonetaryAmountJson, StopReasonJson } from "./types.js";
 import { isRepositoryError } from "../errors.js";
@@ -144,6 +144,7 @@ const RENDERERS: { readonly [T in EventType]: Renderer<T> } = {
   "sandbox.provisioned": (p) => ({ sandbox_id: p.sandboxId, driver: p.driver, duration_ms: p.durationMs }),
   "sandbox.released": (p) => ({ sandbox_id: p.sandboxId, reason: p.reason }),
   "sandbox.lost": (p) => ({ sandbox_id: p.sandboxId, reason: p.reason }),
+  "system.message": (p) => ({ content: renderSystemContent(p.content) }),
 };
 
 export function renderBody<T extends EventType>(type: T, payload: PayloadOf<T>): ManagedAgentsJsonBodies[T] {

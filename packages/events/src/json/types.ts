@@ -120,6 +120,7 @@ export type ManagedAgentsJsonBodies = {
   "sandbox.provisioned": { sandbox_id: string; driver: string; duration_ms: number };
   "sandbox.released": { sandbox_id: string; reason: string };
   "sandbox.lost": { sandbox_id: string; reason: string };
+  "system.message": { content: TextBlockJson[] };
 };
 
 /** What every event object carries. `processed_at` is null only for an event not yet stored. */

@@ -116,6 +116,7 @@ export const PAYLOADS: { readonly [T in EventType]: PayloadOf<T> } = {
   "sandbox.provisioned": { sandboxId: "sbx_01JZ8Q4D3M", driver: "bubblewrap", durationMs: 412 },
   "sandbox.released": { sandboxId: "sbx_01JZ8Q4D3M", reason: "idle_timeout" },
   "sandbox.lost": { sandboxId: "sbx_01JZ8Q4D3M", reason: "out_of_memory" },
+  "system.message": { content: [{ block: { $case: "text", value: { text: "From now on, answer in French." } } }] },
 };
 
 /** A stored-looking event of `type` (id, session, seq and time set as the log would). */

@@ -13,6 +13,7 @@ export type BlockKind = NonNullable<ContentBlock["block"]>["$case"];
 export const USER_MESSAGE_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "image", "document", "redacted"]);
 export const AGENT_MESSAGE_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "redacted"]);
 export const TOOL_RESULT_BLOCKS: ReadonlySet<BlockKind> = new Set(["text", "image", "document", "searchResult"]);
+export const SYSTEM_MESSAGE_BLOCKS: ReadonlySet<BlockKind> = new Set(["text"]);
 
 const IMAGE_SOURCES: ReadonlySet<string> = new Set(["base64", "url", "file"]);
 const DOCUMENT_SOURCES: ReadonlySet<string> = new Set(["base64", "text", "url", "file"]);

@@ -8,6 +8,7 @@ import type { PayloadValidator } from "./check.js";
 import { SANDBOX_VALIDATORS } from "./sandbox.js";
 import { SESSION_VALIDATORS } from "./session.js";
 import { SPAN_VALIDATORS } from "./span.js";
+import { SYSTEM_VALIDATORS } from "./system.js";
 import { USER_VALIDATORS } from "./user.js";
 
 const VALIDATORS: { readonly [T in EventType]: PayloadValidator<T> } = {
@@ -16,6 +17,7 @@ const VALIDATORS: { readonly [T in EventType]: PayloadValidator<T> } = {
   ...SESSION_VALIDATORS,
   ...SPAN_VALIDATORS,
   ...SANDBOX_VALIDATORS,
+  ...SYSTEM_VALIDATORS,
 };
 
 /**
