@@ -13,7 +13,7 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defineScenario, startOfflineModel } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
-import { createClient, promisify } from "@metaharness/service-kit";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { userMessage } from "../support/events.js";
 import { createTestDatabase } from "../support/postgres.js";
 import { startProcess, type ServiceProcess } from "../support/process.js";
