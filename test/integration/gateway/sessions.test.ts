@@ -147,15 +147,20 @@ describe("sessions", () => {
     }
     expect(seen).toContain("user.message");
     expect(seen).toContain("agent.message");
-    // No other thread; the primary one is archived with its session, not alone.
+    // No other thread.
     await expect(a.sdk.beta.sessions.threads.retrieve("sthr_other", { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
     await expect(a.sdk.beta.sessions.threads.events.list("sthr_other", { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
-    const archive = await a.sdk.beta.sessions.threads.archive(thread!.id, { session_id: session.id }).catch((e: unknown) => e);
-    expect(archive).toBeInstanceOf(Anthropic.BadRequestError);
-    expect((archive as Error).message).toContain("thread_id");
-    // Another tenant sees none of it.
+    // Another tenant sees none of it, and cannot archive it.
     await expect(b.sdk.beta.sessions.threads.list(session.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
     await expect(b.sdk.beta.sessions.threads.retrieve(thread!.id, { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(b.sdk.beta.sessions.threads.archive(thread!.id, { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(a.sdk.beta.sessions.threads.archive("sthr_other", { session_id: session.id })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    // Archiving the only thread archives its session.
+    const archived = await a.sdk.beta.sessions.threads.archive(thread!.id, { session_id: session.id });
+    expect(archived.id).toBe(thread!.id);
+    expect(archived.archived_at).toMatch(/^\d{4}-/);
+    expect((await a.sdk.beta.sessions.retrieve(session.id)).archived_at).toBe(archived.archived_at);
+    await expect(a.sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "more" }] }] })).rejects.toBeInstanceOf(Anthropic.BadRequestError);
   });
 
   it("applies agent_with_overrides to the snapshot only", async () => {

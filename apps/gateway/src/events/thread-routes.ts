@@ -3,12 +3,13 @@
  * a multiagent session adds one per sub-agent, and Meta-Harness serves no multiagent sessions
  * (`multiagent` is refused at creation), so each session here has exactly its primary thread.
  * It is the session seen as a thread: same agent, status, usage and events, and an id derived
- * from the session's (`sthr_` and the session id's suffix), so nothing more is stored.
+ * from the session's (`sthr_` and the session id's suffix), so nothing more is stored. Archiving
+ * it archives the session: a session whose only thread is archived is an archived session.
  */
 import type { PageCursorResponse } from "@anthropic-ai/sdk/core/pagination";
 import type { BetaManagedAgentsSession } from "@anthropic-ai/sdk/resources/beta/sessions/sessions";
 import type { BetaManagedAgentsSessionThread, BetaManagedAgentsSessionThreadStatus } from "@anthropic-ai/sdk/resources/beta/sessions/threads/threads";
-import { ApiError, invalidRequest } from "../errors/api-error.js";
+import { ApiError } from "../errors/api-error.js";
 import { extensionsQuery, renderOptions } from "../http/extensions.js";
 import { decodeCursor, OBJECT_PAGE, pageLimit } from "../http/pagination.js";
 import { obj, pageQuery, pathParams } from "../http/json-schema.js";
@@ -113,14 +114,14 @@ export function registerThreadRoutes(router: Router, ctx: LiveDeps & StreamDeps)
       method: "POST",
       url: "/v1/sessions/:session_id/threads/:thread_id/archive",
       sdk: "beta.sessions.threads.archive",
-      summary: "Archive a thread: the primary thread is archived with its session (sessions.archive), not alone (400).",
+      summary: "Archive a thread: the primary thread, the session's only one, is archived with its session (as sessions.archive).",
       response: "BetaManagedAgentsSessionThread",
       errors: ["not_found"],
       schema: { params: threadParams },
     },
-    async (req): Promise<never> => {
-      await requireThread(req.tenant, req.params);
-      throw invalidRequest("thread_id", "is the session's primary thread, which is archived with its session (POST /v1/sessions/{session_id}/archive)");
+    async (req): Promise<BetaManagedAgentsSessionThread> => {
+      const record = await requireThread(req.tenant, req.params);
+      return asThread(await viewSession(ctx, await sessions.archive(req.tenant, record.id, ctx.now())));
     },
   );
 
