@@ -21,8 +21,9 @@ import { layersBench } from "./layers.js";
 import { contextBench } from "./context.js";
 import { ttftBench } from "./ttft-sweep.js";
 import { workspacesBench } from "./workspaces.js";
+import { longSessionBench } from "./long-session.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, workspacesBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, workspacesBench, longSessionBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -31,10 +31,30 @@ export interface UsageTotals {
   readonly cacheReadInputTokens: number;
 }
 
-/** Every model request's usage, a compaction's summary request included (it is paid for too). */
+/** The index of the last session.usage of `events`, -1 if none. */
+function lastSnapshot(events: readonly Event[]): number {
+  return events.findLastIndex((e) => e.payload?.$case === "sessionUsage");
+}
+
+/**
+ * Every model request's usage, a compaction's summary request included (it is paid for too):
+ * the last session.usage's totals (the harness wrote them as this sum over the events before it)
+ * plus the requests after it, so a view that starts at a snapshot (a compacting loop's horizon,
+ * context/horizon.ts) counts the whole session.
+ */
 export function usageTotals(events: readonly Event[]): UsageTotals {
-  const t = { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
-  for (const e of events) {
+  const at = lastSnapshot(events);
+  const snapshot = events[at]?.payload;
+  const t =
+    snapshot?.$case === "sessionUsage"
+      ? {
+          inputTokens: Number(snapshot.value.inputTokens),
+          outputTokens: Number(snapshot.value.outputTokens),
+          cacheCreationInputTokens: Number(snapshot.value.cacheCreationInputTokens),
+          cacheReadInputTokens: Number(snapshot.value.cacheReadInputTokens),
+        }
+      : { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
+  for (const e of events.slice(at + 1)) {
     const p = e.payload;
     const u: ModelUsage | undefined = p?.$case === "spanModelRequestEnd" ? p.value.modelUsage : p?.$case === "agentThreadContextCompacted" ? p.value.summaryUsage : undefined;
     if (u === undefined) continue;
@@ -63,11 +83,15 @@ export function costNanoUsd(u: UsageTotals, price: ModelPrice): number {
   );
 }
 
-/** The budget in force: the last session.updated's change of it, else the one created with. */
+/**
+ * The budget in force: the last session.updated's change of it, else the one in force at the last
+ * session.usage (which says it), else the one created with.
+ */
 export function budgetInForce(events: readonly Event[], created: BudgetLimit | undefined): BudgetLimit | undefined {
   for (let i = events.length - 1; i >= 0; i--) {
     const p = events[i]?.payload;
     if (p?.$case === "sessionUpdated" && p.value.budget !== undefined) return p.value.budget.limit;
+    if (p?.$case === "sessionUsage") return p.value.budget;
   }
   return created;
 }

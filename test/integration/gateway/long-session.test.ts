@@ -11,6 +11,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario, type StepContext, type StepSpec } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../support/gateway.js";
+import { turnDriver, windowedSession } from "../../support/windowed-session.js";
 
 const TURNS = 1_000;
 const WINDOW = 4_000;
@@ -44,35 +45,18 @@ afterAll(async () => {
 describe("a long session", () => {
   it(`runs ${TURNS} turns under a ${WINDOW}-token window, compacting, and re-reads the first turn by position`, async () => {
     const sdk = stack.client().sdk;
-    const agent = await sdk.beta.agents.create({
-      name: "long",
-      model: "claude-offline-long",
-      system: "[scenario:long] You acknowledge.",
-      metadata: { "mh.context_window_tokens": String(WINDOW) },
-    });
-    const environment = await sdk.beta.environments.create({ name: "long" });
-    const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
-    const stream = await sdk.beta.sessions.events.stream(session.id);
-    const events = stream[Symbol.asyncIterator]();
+    const sessionId = await windowedSession(sdk, { name: "long", model: "claude-offline-long", scenario: "long", windowTokens: WINDOW });
     const seen: SessionEvent[] = [];
-    const untilIdle = async (): Promise<SessionEvent> => {
-      for (;;) {
-        const next = await events.next();
-        if (next.done === true) throw new Error("the stream ended");
-        seen.push(next.value);
-        if (next.value.type === "session.status_idle") return next.value;
-      }
-    };
+    const driver = await turnDriver(sdk, sessionId, (e) => seen.push(e));
 
     const started = Date.now();
     for (let turn = 1; turn <= TURNS; turn++) {
       const text = turn === 1 ? `turn 1: remember the secret word ${SECRET}` : turn === TURNS ? "recall the secret word of the first turn" : `turn ${turn}: ${FILLER}`;
-      await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text }] }] });
-      const idle = await untilIdle();
+      const idle = await driver.turn(text);
       expect(idle.type === "session.status_idle" && idle.stop_reason.type, `turn ${turn}`).toBe("end_turn");
       if (turn % 100 === 0) console.log(`turn ${turn} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
-    stream.controller.abort();
+    driver.close();
     const seconds = (Date.now() - started) / 1000;
 
     const compactions = seen.filter((e) => e.type === "agent.thread_context_compacted");
@@ -89,14 +73,7 @@ describe("a long session", () => {
 
   it("compacts and retries once when the model says the prompt is too long (the agent believes its window larger)", async () => {
     const sdk = stack.client().sdk;
-    const agent = await sdk.beta.agents.create({
-      name: "too-long",
-      model: "claude-offline-long",
-      system: "[scenario:long] You acknowledge.",
-      metadata: { "mh.context_window_tokens": "100000" },
-    });
-    const environment = await sdk.beta.environments.create({ name: "too-long" });
-    const session = await sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id });
+    const session = { id: await windowedSession(sdk, { name: "too-long", model: "claude-offline-long", scenario: "long", windowTokens: 100_000 }) };
     const big = "x".repeat(4 * 1_200);
     for (let turn = 1; turn <= 6; turn++) {
       await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: `turn ${turn}: ${big}` }] }] });

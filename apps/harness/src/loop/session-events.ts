@@ -1,7 +1,8 @@
 /**
- * A loop's view of its session's events: read once at the start, then kept current by following
- * the log (what clients append while the loop works), with the loop's own appends merged as they
- * return. `onInterrupt` fires the moment a user.interrupt arrives, so the running step can abort;
+ * A loop's view of its session's events: read once at the start (from the first event, or from a
+ * compacting loop's horizon, context/horizon.ts), then kept current by following the log (what
+ * clients append while the loop works), with the loop's own appends merged as they return.
+ * `onInterrupt` fires the moment a user.interrupt arrives, so the running step can abort;
  * `changed` lets a step wait for what others append (a worker's tool results). Every idle
  * appended through a view is preceded by a session.usage snapshot when the usage changed since
  * the last one, or when the budget stopped the turn (budget.ts). Shared by every HarnessLoop.
@@ -26,10 +27,13 @@ export class SessionEvents {
     private readonly limits: Limits,
   ) {}
 
-  /** Reads the history and starts following the log; close() when the loop ends. `limits` prices the usage snapshots. */
-  static async open(ctx: ViewContext, onInterrupt: () => void, limits: Limits = NO_LIMITS): Promise<SessionEvents> {
+  /**
+   * Reads the history from `fromSeq` (the whole log by default) and starts following the log;
+   * close() when the loop ends. `limits` prices the usage snapshots.
+   */
+  static async open(ctx: ViewContext, onInterrupt: () => void, limits: Limits = NO_LIMITS, fromSeq = 1): Promise<SessionEvents> {
     const view = new SessionEvents(ctx, onInterrupt, limits);
-    view.merge(await ctx.log.readAfter(0));
+    view.merge(await ctx.log.readAfter(Math.max(0, fromSeq - 1)));
     const stop = (): void => view.following.abort();
     ctx.signal.addEventListener("abort", stop, { once: true });
     view.follower = view.follow().finally(() => ctx.signal.removeEventListener("abort", stop));
@@ -71,6 +75,13 @@ export class SessionEvents {
       this.merge(await this.ctx.log.readAfter(this.lastSeq()));
       return false;
     }
+  }
+
+  /** Forgets the events before `seq` (a compaction settled them; context/horizon.ts). */
+  dropBefore(seq: number): void {
+    // The last event always stays: the view's lastSeq is where it follows the log from.
+    const n = this.events.findIndex((e) => e.seq >= seq);
+    if (n > 0) this.events.splice(0, n);
   }
 
   /** Resolves once the view holds an event after `afterSeq`, or when `signal` aborts. */

@@ -14,6 +14,7 @@ import { SpanStatusCode, withSpan, type Span } from "@metaharness/telemetry";
 import { ModelError, type StreamHooks, type StreamResult } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
 import { deadline } from "@metaharness/service-kit/grpc";
+import { horizonOf, readHorizon } from "../context/horizon.js";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextInput, ContextStrategy } from "../context/strategy.js";
 import { compactionLimitEvents, compactionsInARow, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
@@ -56,7 +57,10 @@ class Driver {
   }
 
   async run(): Promise<void> {
-    this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits);
+    // A compacting strategy's view starts at its horizon: the turn's cost is then bounded by
+    // what the model sees, not by the log's length.
+    const from = this.strategy.compaction === undefined ? 1 : await readHorizon(this.ctx.log);
+    this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits, from);
     try {
       while (!this.ctx.signal.aborted) {
         const seen = this.lastSeq();
@@ -384,7 +388,10 @@ class Driver {
       return false;
     }
     const event = await compaction.run(input(), force, (params) => summarize(this.ctx.model, params, signal), modelMaximum);
-    if (event !== undefined) await this.append(event);
+    if (event !== undefined) {
+      await this.append(event);
+      this.view?.dropBefore(horizonOf(this.events));
+    }
     return true;
   }
 
