@@ -62,4 +62,16 @@ describe("foldEvent", () => {
     state = foldEvent(state, withTime(newEvent("session.status_idle", { stopReason: undefined }), 1500));
     expect(state).toMatchObject({ inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 3, cacheReadInputTokens: 7, activeMs: 1500, runningSince: null });
   });
+
+  it("counts a compaction's summary request like any other model request", () => {
+    const compacted = newEvent("agent.thread_context_compacted", {
+      throughSeq: 9,
+      summary: "s",
+      clearedThroughSeq: 9,
+      tokensBefore: 900,
+      tokensAfter: 100,
+      summaryUsage: { inputTokens: 20, outputTokens: 4, cacheCreationInputTokens: 1, cacheReadInputTokens: 30 },
+    });
+    expect(foldEvent(NO_USAGE, compacted)).toMatchObject({ inputTokens: 20, outputTokens: 4, cacheCreationInputTokens: 1, cacheReadInputTokens: 30 });
+  });
 });

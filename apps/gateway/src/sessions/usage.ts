@@ -10,7 +10,8 @@ import type { Event } from "@metaharness/proto";
 import type { SessionLogRpc } from "../clients.js";
 import type { SessionRecord, SessionStore, UsageState } from "./store.js";
 
-const USAGE_TYPES = ["span.model_request_end", "session.usage", "session.status_running", "session.status_idle", "session.status_terminated"];
+/** A compaction's summary request is a model request too: its usage rides on the compaction event. */
+const USAGE_TYPES = ["span.model_request_end", "agent.thread_context_compacted", "session.usage", "session.status_running", "session.status_idle", "session.status_terminated"];
 const SLICE = 1000;
 /** Slices one read may fold; the rest waits for the next read. */
 const MAX_SLICES = 5;
@@ -21,8 +22,9 @@ export function foldEvent(state: UsageState, event: Event): UsageState {
     state.runningSince === null ? state : { ...state, activeMs: state.activeMs + Math.max(0, at.getTime() - state.runningSince.getTime()), runningSince: null };
   const p = event.payload;
   switch (p?.$case) {
-    case "spanModelRequestEnd": {
-      const u = p.value.modelUsage;
+    case "spanModelRequestEnd":
+    case "agentThreadContextCompacted": {
+      const u = p.$case === "spanModelRequestEnd" ? p.value.modelUsage : p.value.summaryUsage;
       return {
         ...state,
         inputTokens: state.inputTokens + (u?.inputTokens ?? 0),

@@ -17,7 +17,7 @@ import { deadline } from "@metaharness/service-kit/grpc";
 import { horizonOf, readHorizon } from "../context/horizon.js";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextInput, ContextStrategy } from "../context/strategy.js";
-import { compactionLimitEvents, compactionsInARow, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
+import { compactionLimitEvents, compactionsInARow, type CompactionLimit, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { limitsOf, type Limits } from "../budget.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
@@ -27,7 +27,7 @@ import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
 import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
 import type { ToolOutcome } from "../tools/sandbox.js";
-import { TurnMeter } from "./turn-meter.js";
+import { TurnMeter, usageAttributes } from "./turn-meter.js";
 
 export const DEFAULT_WORKER_TOOL_TIMEOUT_MS = 10 * 60_000;
 
@@ -45,6 +45,8 @@ class Driver {
   /** In a self-hosted environment: the tools its worker runs. */
   private readonly workerTools: ReadonlySet<string>;
   private readonly meter: TurnMeter;
+  /** Time the current model request spent compacting first (its summary requests are metered on their own). */
+  private compactingMs = 0;
 
   constructor(private readonly ctx: LoopContext) {
     const agent = ctx.session.metadata?.agent;
@@ -304,6 +306,7 @@ class Driver {
       },
     };
     const began = Date.now();
+    this.compactingMs = 0;
     try {
       if (compact && !(await this.compactFirst(start.id, input, false, signal))) return;
       let result: StreamResult;
@@ -318,7 +321,7 @@ class Driver {
           result = await this.ctx.model.streamMessage(this.strategy.build(input()), hooks);
         } catch (again) {
           if (!isPromptTooLong(again)) throw again;
-          await this.endAtCompactionLimit(start.id);
+          await this.endAtCompactionLimit(start.id, "still-too-long");
           return;
         }
       }
@@ -326,19 +329,12 @@ class Driver {
       if (failed !== undefined) throw failed;
       const startSeq = this.events.find((e) => e.id === start.id)?.seq ?? this.lastSeq();
       const { message, ttftMs, attempts } = result;
-      this.meter.modelRequest(Date.now() - began, { ttftMs, usage: message.usage });
+      this.meter.modelRequest(Date.now() - began - this.compactingMs, { ttftMs, usage: message.usage });
       await Promise.all(retries);
       await deltas.flush();
-      const usage = message.usage;
-      // As the SDK's own span of the request (its child) counts them: input includes the cache's.
-      const cacheRead = usage.cache_read_input_tokens ?? 0;
-      const cacheWrite = usage.cache_creation_input_tokens ?? 0;
       span.setAttributes({
         "gen_ai.request.model": message.model,
-        "gen_ai.usage.input_tokens": usage.input_tokens + cacheRead + cacheWrite,
-        "gen_ai.usage.cache_read.input_tokens": cacheRead,
-        "gen_ai.usage.cache_write.input_tokens": cacheWrite,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
+        ...usageAttributes(message.usage),
         "mh.model.ttft_ms": ttftMs,
         "mh.model.attempts": attempts,
         "mh.model.stop_reason": message.stop_reason ?? "",
@@ -364,7 +360,7 @@ class Driver {
         return;
       }
       const type = err instanceof ModelError ? err.errorType : "unknown_error";
-      this.meter.modelRequest(Date.now() - began, { failure: type });
+      this.meter.modelRequest(Date.now() - began - this.compactingMs, { failure: type });
       this.ctx.logger.warn({ err: e, sessionId: this.ctx.log.sessionId }, "model request failed; ending the turn");
       // The step failed though it ends normally (with session.error): its span says so, where the
       // session page's link for that event lands.
@@ -384,19 +380,24 @@ class Driver {
     const compaction = this.strategy.compaction;
     if (compaction === undefined || (!force && !compaction.needed(input()))) return true;
     if (compactionsInARow(this.events) >= compaction.maxInARow) {
-      await this.endAtCompactionLimit(startId);
+      await this.endAtCompactionLimit(startId, { inARow: compaction.maxInARow });
       return false;
     }
-    const event = await compaction.run(input(), force, (params) => summarize(this.ctx.model, params, signal), modelMaximum);
-    if (event !== undefined) {
-      await this.append(event);
-      this.view?.dropBefore(horizonOf(this.events));
+    const began = Date.now();
+    try {
+      const event = await compaction.run(input(), force, (params) => summarize(this.ctx.model, params, signal, this.meter, this.ctx.log.sessionId), modelMaximum);
+      if (event !== undefined) {
+        await this.append(event);
+        this.view?.dropBefore(horizonOf(this.events));
+      }
+      return true;
+    } finally {
+      this.compactingMs += Date.now() - began;
     }
-    return true;
   }
 
-  private async endAtCompactionLimit(startId: string): Promise<void> {
-    const ended = compactionLimitEvents(startId, this.strategy.compaction?.maxInARow ?? 0);
+  private async endAtCompactionLimit(startId: string, limit: CompactionLimit): Promise<void> {
+    const ended = compactionLimitEvents(startId, limit);
     if (!(await this.appendAt(this.lastSeq(), ...ended))) await this.append(...ended.slice(0, -1));
   }
 }

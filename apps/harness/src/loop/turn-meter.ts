@@ -29,6 +29,18 @@ export interface ModelUsage {
   readonly cache_creation_input_tokens?: number | null | undefined;
 }
 
+/** A request's tokens as span attributes, as the SDK's own span of the request counts them: input includes the cache's. */
+export function usageAttributes(u: ModelUsage): Record<string, number> {
+  const cacheRead = u.cache_read_input_tokens ?? 0;
+  const cacheWrite = u.cache_creation_input_tokens ?? 0;
+  return {
+    "gen_ai.usage.input_tokens": u.input_tokens + cacheRead + cacheWrite,
+    "gen_ai.usage.cache_read.input_tokens": cacheRead,
+    "gen_ai.usage.cache_write.input_tokens": cacheWrite,
+    "gen_ai.usage.output_tokens": u.output_tokens,
+  };
+}
+
 export type ToolOutcomeLabel = "ok" | "error" | "denied";
 
 export class TurnMeter {
@@ -47,7 +59,7 @@ export class TurnMeter {
     this.turn = { startedAt: asked !== undefined && asked <= now ? asked : now, busyMs: 0 };
   }
 
-  /** A model request (its compaction included) that took `ms`; `failure`: its error type. */
+  /** A model request (a compaction's summary request is one too) that took `ms`; `failure`: its error type. */
   modelRequest(ms: number, outcome: { ttftMs: number; usage: ModelUsage } | { failure: string }): void {
     if (this.turn !== undefined) this.turn.busyMs += ms;
     const model = { ...CHAT, "gen_ai.request.model": this.model };
