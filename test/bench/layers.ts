@@ -19,7 +19,8 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { LayerState, type PackageLists } from "@metaharness/proto";
 import { startStack, type Stack } from "../support/gateway.js";
-import { eventually, startTestBroker, type BrokerClient } from "../support/sandbox-broker.js";
+import { eventually } from "../support/eventually.js";
+import { startTestBroker, type BrokerClient } from "../support/sandbox-broker.js";
 import { atMost, LATENCY_COLUMNS, latencyCells, ms, runIfMain, type Bench, type BenchReport } from "./lib/report.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 

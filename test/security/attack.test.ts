@@ -15,7 +15,7 @@ import { CredentialType, Event, type Credential, type CredentialSecret, NetworkM
 import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { userMessage } from "../support/events.js";
 import { idleReason } from "../support/harness.js";
-import { eventually } from "../support/sandbox-broker.js";
+import { eventually } from "../support/eventually.js";
 import { metadataWithVaults, newVault } from "../support/vault.js";
 import { ATTACK, attackScenario } from "./attack.js";
 import { spanText } from "./capture.js";

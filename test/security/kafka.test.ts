@@ -16,7 +16,7 @@ import { certificateSettings, saslSettings, secureListeners } from "../support/k
 import { LogCapture } from "../support/log-capture.js";
 import { startTestLog, type TestLog } from "../support/session-log.js";
 import { userMessage } from "../support/events.js";
-import { eventually } from "../support/sandbox-broker.js";
+import { eventually } from "../support/eventually.js";
 
 const listeners = secureListeners();
 let log: TestLog | undefined;

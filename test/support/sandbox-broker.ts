@@ -21,6 +21,7 @@ import {
   type StartOptions,
 } from "@metaharness/sandbox-broker";
 import { nodeFlagsOf } from "./node-flags.js";
+import { eventually } from "./eventually.js";
 import { createTestDatabase, type TestDatabase } from "./postgres.js";
 import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js";
 
@@ -151,17 +152,6 @@ function parse(line: string): Record<string, unknown> | undefined {
     return JSON.parse(line) as Record<string, unknown>;
   } catch {
     return undefined;
-  }
-}
-
-/** Polls `probe` until it returns a value other than undefined (readiness, not sleeps). */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

@@ -9,6 +9,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { CredentialType, StopReasonType, ToolKind, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, startDoomedHarness, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
@@ -110,8 +111,7 @@ describe("MCP tools in a session", () => {
     try {
       sessionId = await doomed.own(mcpSession, "[scenario:mcp-slow] file it");
       // The call reached the MCP server (which answers after 2 s): the harness dies mid-call.
-      const deadline = Date.now() + 10_000;
-      while (mcp.calls === callsBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => Promise.resolve(mcp.calls !== callsBefore ? true : undefined), "the MCP call to reach the server");
       expect(mcp.calls).toBe(callsBefore + 1);
       await doomed.kill("SIGKILL");
     } catch (err) {

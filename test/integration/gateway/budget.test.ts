@@ -10,7 +10,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type CountingClient, type Stack } from "../../support/gateway.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 
 type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
 

@@ -12,6 +12,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/eventually.js";
 
 // A loopback address of its own (not 127.0.0.1, which the sandbox's NO_PROXY keeps local), on the
 // default port: an allowed host without a port means its default port.
@@ -59,15 +60,18 @@ async function fetchIn(networking: Anthropic.Beta.BetaCloudConfigParams["network
     environment_id: environment.id,
     initial_events: [{ type: "user.message", content: [{ type: "text", text: host }] }],
   });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const all: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
-    for await (const e of sdk.beta.sessions.events.list(session.id)) all.push(e);
-    const said = all.filter((e) => e.type === "agent.message").at(-1);
-    if (said?.type === "agent.message" && all.at(-1)?.type === "session.status_idle") return said.content.map((c) => (c.type === "text" ? c.text : "")).join("");
-    if (Date.now() > deadline) throw new Error(`no answer; events: ${all.map((e) => e.type).join(", ")}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  let all: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
+  return eventually(
+    async () => {
+      all = [];
+      for await (const e of sdk.beta.sessions.events.list(session.id)) all.push(e);
+      const said = all.filter((e) => e.type === "agent.message").at(-1);
+      if (said?.type === "agent.message" && all.at(-1)?.type === "session.status_idle") return said.content.map((c) => (c.type === "text" ? c.text : "")).join("");
+      return undefined;
+    },
+    () => `an answer; events: ${all.map((e) => e.type).join(", ")}`,
+    60_000,
+  );
 }
 
 describe("an environment's networking", () => {

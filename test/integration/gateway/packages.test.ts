@@ -14,7 +14,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../support/gateway.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 
 const PROJECT = [
   "mkdir -p proj && cd proj",

@@ -6,6 +6,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, raw, startStack, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/eventually.js";
 
 let stack: Stack;
 beforeAll(async () => {
@@ -122,16 +123,16 @@ describe("event streams", () => {
     expect(second).toBeInstanceOf(Anthropic.RateLimitError);
 
     controller.abort();
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const again = await sdk.beta.sessions.events.stream(session.id).catch((e: unknown) => e);
-      if (!(again instanceof Anthropic.RateLimitError)) {
+    await eventually(
+      async () => {
+        const again = await sdk.beta.sessions.events.stream(session.id).catch((e: unknown) => e);
+        if (again instanceof Anthropic.RateLimitError) return undefined;
         (again as { controller: AbortController }).controller.abort();
-        break;
-      }
-      if (Date.now() > deadline) throw new Error("the stream slot was never freed");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+        return true;
+      },
+      "the stream slot to be freed",
+      5000,
+    );
   });
 
   it("refuses a resume point beyond the session's last event", async () => {

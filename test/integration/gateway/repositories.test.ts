@@ -17,6 +17,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxFiles } from "../../security/sandbox-files.js";
 import { KEY_B, raw, startStack, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/eventually.js";
 import { startGitServer, type GitServer } from "../../support/git-server.js";
 import { LogCapture } from "../../support/log-capture.js";
 import { run } from "../../support/sandbox-broker.js";
@@ -86,13 +87,14 @@ const repository = (name = "app", extra: object = {}) => ({ type: "github_reposi
 
 /** The session's events once it has gone idle `n` times. */
 async function untilIdles(id: string, n: number): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const events = (await sdk.beta.sessions.events.list(id)).data;
-    if (events.filter((e) => e.type === "session.status_idle").length >= n) return events;
-    if (Date.now() > deadline) throw new Error(`session ${id} never went idle ${n} times`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return eventually(
+    async () => {
+      const events = (await sdk.beta.sessions.events.list(id)).data;
+      return events.filter((e) => e.type === "session.status_idle").length >= n ? events : undefined;
+    },
+    `session ${id} to go idle ${n} times`,
+    60_000,
+  );
 }
 
 /** What each agent.tool_result of `events` holds, as JSON. */
@@ -100,13 +102,15 @@ const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[
   events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
 
 async function untilIdle(id: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const events = (await sdk.beta.sessions.events.list(id)).data;
-    if (events.some((e) => e.type === "session.status_idle")) return events;
-    if (Date.now() > deadline) throw new Error(`session ${id} never went idle: ${events.map((e) => e.type).join(", ")}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
+  return eventually(
+    async () => {
+      events = (await sdk.beta.sessions.events.list(id)).data;
+      return events.some((e) => e.type === "session.status_idle") ? events : undefined;
+    },
+    () => `session ${id} to go idle: ${events.map((e) => e.type).join(", ")}`,
+    60_000,
+  );
 }
 
 /** Every row of every table of a database, as text (bytea as hex, so both spellings are searched). */
@@ -328,16 +332,15 @@ describe("a session with a github_repository resource", () => {
       resources: [repository("app", { authorization_token: TOKEN }), repository("lib", { authorization_token: rotated })],
       initial_events: [{ type: "user.message", content: [{ type: "text", text: "List, wait, list." }] }],
     });
-    const results = async (n: number) => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const events = (await sdk.beta.sessions.events.list(session.id)).data;
-        const found = events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
-        if (found.length >= n) return found;
-        if (Date.now() > deadline) throw new Error(`session ${session.id} never had ${n} tool results`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const results = (n: number): Promise<string[]> =>
+      eventually(
+        async () => {
+          const found = listings((await sdk.beta.sessions.events.list(session.id)).data);
+          return found.length >= n ? found : undefined;
+        },
+        `session ${session.id} to have ${n} tool results`,
+        60_000,
+      );
     const [before] = await results(1);
     expect(before).not.toContain("lib");
     git.accept(rotated); // the host now takes lib's token (app is cloned already)

@@ -16,7 +16,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnWorker, startWorker, type RunningWorker } from "../../support/environment-worker.js";
 import { apiFailure, startStack, type Stack } from "../../support/gateway.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 
 type SessionEvent = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
 

@@ -7,6 +7,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_B, startStack, type CountingClient, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/eventually.js";
 
 let stack: Stack;
 let a: CountingClient;
@@ -38,13 +39,8 @@ afterAll(async () => {
 });
 
 async function untilIdle(client: Anthropic, id: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSession> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const events = await client.beta.sessions.events.list(id);
-    if (events.data.some((e) => e.type === "session.status_idle")) return client.beta.sessions.retrieve(id);
-    if (Date.now() > deadline) throw new Error(`session ${id} never went idle`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(async () => ((await client.beta.sessions.events.list(id)).data.some((e) => e.type === "session.status_idle") ? true : undefined), `session ${id} to go idle`, 20_000);
+  return client.beta.sessions.retrieve(id);
 }
 
 describe("sessions", () => {

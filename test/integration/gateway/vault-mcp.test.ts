@@ -10,6 +10,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogCapture } from "../../support/log-capture.js";
+import { eventually } from "../../support/eventually.js";
 import { KEY_A, apiFailure as failure, startStack, type Stack } from "../../support/gateway.js";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
@@ -63,14 +64,16 @@ afterAll(async () => {
 });
 
 async function untilTurnEnds(sessionId: string): Promise<Event[]> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const events: Event[] = [];
-    for await (const e of sdk.beta.sessions.events.list(sessionId)) events.push(e);
-    if (events.some((e) => e.type === "session.error" || e.type === "session.status_idle")) return events;
-    if (Date.now() > deadline) throw new Error(`the turn never ended: ${events.map((e) => e.type).join(", ")}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let events: Event[] = [];
+  return eventually(
+    async () => {
+      events = [];
+      for await (const e of sdk.beta.sessions.events.list(sessionId)) events.push(e);
+      return events.some((e) => e.type === "session.error" || e.type === "session.status_idle") ? events : undefined;
+    },
+    () => `the turn to end: ${events.map((e) => e.type).join(", ")}`,
+    30_000,
+  );
 }
 
 function secrets(): string[] {

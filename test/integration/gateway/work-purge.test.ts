@@ -7,7 +7,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { workerClient } from "../../support/environment-worker.js";
 import { startStack, type Stack } from "../../support/gateway.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 
 const RETENTION_S = 2;
 let stack: Stack;

@@ -11,7 +11,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { workerClient } from "../../support/environment-worker.js";
 import { KEY_B, startStack, type Stack } from "../../support/gateway.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 
 const scenarios = [
   defineScenario("one-call", [{ toolUses: [{ name: "bash", input: { command: "echo hi" } }] }, (ctx) => ({ text: `got ${ctx.lastToolResult?.content ?? "?"}` })]),

@@ -11,7 +11,7 @@ import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { KAFKA_BROKERS } from "../../support/topics.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 import { withSpan } from "@metaharness/telemetry";
 import { startTestTelemetry } from "@metaharness/telemetry/testing";
 import { userMessage } from "../../support/events.js";

@@ -17,7 +17,7 @@ import { METRICS, promLabel, promName, startTelemetry, type MetricDef, type Tele
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, startStack, type Stack } from "../../support/gateway.js";
 import { idleReason } from "../../support/harness.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 import { startPrometheus, type TestPrometheus } from "../../support/prometheus.js";
 import { dashboardFile, dashboards } from "../../../infra/grafana/dashboards.js";
 import { readFile } from "node:fs/promises";

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxBrokerClient, SandboxState, type ConnectHandRequest } from "@metaharness/proto";
 import { createClient } from "@metaharness/service-kit/grpc";
 import { startKvDevice } from "@metaharness/sandbox-broker";
-import { callId, eventually, provision, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
+import { callId, provision, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 
 const KV_DEVICE_JS = fileURLToPath(new URL("../../../apps/sandbox-broker/dist/examples/kv-device.js", import.meta.url));

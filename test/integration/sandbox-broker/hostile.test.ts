@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SandboxState } from "@metaharness/proto";
-import { eventually, provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
+import { provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 
 const MiB = 1024 * 1024;
 const CANARY = `mh-canary-${Math.random().toString(36).slice(2)}`;

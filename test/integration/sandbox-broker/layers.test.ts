@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LayerState, type PackageLists } from "@metaharness/proto";
-import { eventually, provisionResponse, rejection, run, startTestBroker, type BrokerClient, type TestBroker } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
+import { provisionResponse, rejection, run, startTestBroker, type BrokerClient, type TestBroker } from "../../support/sandbox-broker.js";
 
 const none: PackageLists = { apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] };
 const lists: PackageLists = { ...none, apt: ["cowsay"], npm: ["left-pad@1.3.0"], pip: ["six==1.16.0"] };

@@ -9,17 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent, payloadOf } from "@metaharness/events";
 import { NetworkMode, SandboxState } from "@metaharness/proto";
 import { INTERRUPTED_OUTPUT, RESTART_REASON, SHUTDOWN_REASON } from "@metaharness/sandbox-broker";
-import {
-  brokerEnv,
-  callId,
-  eventually,
-  provision,
-  rejection,
-  run,
-  spawnBrokerProcess,
-  startTestBroker,
-  type TestBroker,
-} from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
+import { brokerEnv, callId, provision, rejection, run, spawnBrokerProcess, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 
 let log: TestLog;

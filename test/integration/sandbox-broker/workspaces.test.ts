@@ -15,7 +15,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxState } from "@metaharness/proto";
-import { eventually, provision, run, startTestBroker, type RunningBroker, type TestBroker } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
+import { provision, run, startTestBroker, type RunningBroker, type TestBroker } from "../../support/sandbox-broker.js";
 
 const MiB = 1024 * 1024;
 const dirs: string[] = [];

@@ -22,7 +22,7 @@ import { KEY_A, KEY_B, startStack, type Stack } from "../../support/gateway.js";
 import { readTopic } from "../../support/kafka.js";
 import { saslSettings, secureListeners } from "../../support/kafka-secure.js";
 import { pythonTools } from "../../support/python-tools.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 import { KAFKA_BROKERS } from "../../support/topics.js";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;

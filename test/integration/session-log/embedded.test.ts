@@ -12,6 +12,7 @@ import { loadConfig, startSessionLog, type SessionLogHandle } from "@metaharness
 import { writeServiceTokens, type ServiceTokenFiles } from "../../support/service-tokens.js";
 import type { LogClient } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
 
 let handle: SessionLogHandle;
 let client: LogClient;
@@ -84,10 +85,7 @@ describe("session-log on PGlite and the in-process bus", () => {
     await watching;
     expect(seen).toEqual([2, 3, 4, 5]);
 
-    const deadline = Date.now() + 10_000;
-    while (published.filter((e) => e.sessionId === sessionId).length < 5 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(() => Promise.resolve(published.filter((e) => e.sessionId === sessionId).length >= 5 ? true : undefined), "five events published");
     expect(published.filter((e) => e.sessionId === sessionId).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
   });
 });

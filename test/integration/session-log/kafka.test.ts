@@ -16,7 +16,7 @@ import { shardOf } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { deleteTopic } from "../../support/topics.js";
 import { readTopic, type Received } from "../../support/kafka.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 import { userMessage } from "../../support/events.js";
 
 const run = promisify(execFile);
@@ -181,8 +181,7 @@ describe("outbox to Kafka", () => {
   it("never reorders a session when two relays run", async () => {
     const second = await log.startReplica({ MH_RELAY_REBALANCE_MS: "200" });
     // Let the relays settle on 16 shards each (rebalance every 500 ms / 200 ms).
-    const deadline = Date.now() + 10_000;
-    while (second.handle.relay!.shards.size < 16 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => Promise.resolve(second.handle.relay!.shards.size >= 16 ? true : undefined), "the second relay to hold 16 shards");
     const reader = await readTopic(log.topic);
     try {
       const sessions: string[] = [];

@@ -13,7 +13,7 @@ import { newEvent } from "@metaharness/events";
 import { Event, StopReasonType } from "@metaharness/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopic } from "../../support/kafka.js";
-import { eventually } from "../../support/sandbox-broker.js";
+import { eventually } from "../../support/eventually.js";
 import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { KAFKA_BROKERS } from "../../support/topics.js";
 
