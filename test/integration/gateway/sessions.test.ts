@@ -205,11 +205,7 @@ describe("sessions", () => {
 
     const slow = await a.sdk.beta.sessions.create({ agent: { type: "agent_with_overrides", id: agent.id, system: "[scenario:slow]" }, environment_id: environmentId });
     await a.sdk.beta.sessions.events.send(slow.id, { events: [{ type: "user.message", content: [{ type: "text", text: "take your time" }] }] });
-    const deadline = Date.now() + 10_000;
-    while ((await a.sdk.beta.sessions.retrieve(slow.id)).status !== "running") {
-      if (Date.now() > deadline) throw new Error("the slow session never ran");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(async () => ((await a.sdk.beta.sessions.retrieve(slow.id)).status === "running" ? true : undefined), "the slow session to run");
     const running = await a.sdk.beta.sessions.update(slow.id, { agent: { tools: [weather] } }).catch((e: unknown) => e);
     expect(running).toBeInstanceOf(Anthropic.BadRequestError);
     expect((running as InstanceType<typeof Anthropic.APIError>).apiMessage).toMatch(/agent.*running/);
