@@ -180,9 +180,10 @@ describe("a work item's sessions token", () => {
     });
     await waitFor(async () => (await mine.beta.sessions.retrieve(sessionId)).status === "idle", "the turn to end");
     const last = [];
-    for await (const e of mine.beta.sessions.events.list(sessionId, { order: "desc", limit: 3 })) {
+    // The idle, the session.usage before it, the span, the message.
+    for await (const e of mine.beta.sessions.events.list(sessionId, { order: "desc", limit: 4 })) {
       last.push(e);
-      if (last.length === 3) break;
+      if (last.length === 4) break;
     }
     expect(last.some((e) => e.type === "agent.message" && e.content.some((c) => c.type === "text" && c.text === "got hi from the machine"))).toBe(true);
     await mine.beta.environments.work.stop(work.id, { environment_id: environmentId, force: true });
