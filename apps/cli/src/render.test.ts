@@ -122,6 +122,10 @@ describe("formatEvent", () => {
     const line = formatEvent(ev({ type: "agent.tool_use", seq: 12, processed_at: when, name: "bash", input: { command: "ls" } }));
     expect(line).toBe(`   12 14:03:07.412 ${"agent.tool_use".padEnd(24)} bash  ls`);
     expect(formatEvent(ev({ type: "session.status_idle", seq: 3, processed_at: when, stop_reason: { type: "end_turn" } }))).toContain("stop_reason=end_turn");
+    expect(formatEvent(ev({ type: "session.usage", seq: 4, processed_at: when, usage: { list_cost: { amount: "1234", currency: "USD" } }, budget: { type: "limit", max_list_cost: { amount: "5000", currency: "USD" } } }))).toContain(
+      "list cost $12.34 of a $50.00 budget",
+    );
+    expect(formatEvent(ev({ type: "session.updated", seq: 5, processed_at: when, budget: null, title: "t" }))).toContain("budget, title");
   });
 
   it("keeps every head line within the width, and wraps a message's text under it instead of cutting it", () => {

@@ -53,6 +53,14 @@ export function eventSummary(event: StreamEvent, width = 100): string {
       const input = ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"].reduce((sum, k) => sum + (typeof u[k] === "number" ? u[k] : 0), 0);
       return clip(`${failed}in ${count(input)} (cache ${n("cache_read_input_tokens")} read, ${n("cache_creation_input_tokens")} written) out ${n("output_tokens")}${str(e, "stop_reason") === "" ? "" : ` ${str(e, "stop_reason")}`}`, width);
     }
+    case "session.usage": {
+      const cents = (amount: Loose): string => (str(amount, "amount") === "" ? "" : `$${(Number(str(amount, "amount")) / 100).toFixed(2)}`);
+      const cost = cents(obj(obj(e, "usage"), "list_cost"));
+      const budget = cents(obj(obj(e, "budget"), "max_list_cost"));
+      return clip(`list cost ${cost || "unpriced"}${budget === "" ? "" : ` of a ${budget} budget`}`, width);
+    }
+    case "session.updated":
+      return clip(["budget", "title", "metadata", "agent"].filter((k) => k in e).join(", "), width);
     case "sandbox.provisioned":
       return clip(`${str(e, "sandbox_id")} ${str(e, "driver")} ${typeof e["duration_ms"] === "number" ? e["duration_ms"] : "?"} ms`, width);
     case "sandbox.released":
