@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFaultStack, toolSteps, type FaultStack, type StackService } from "../support/fault-stack.js";
+import { eventually } from "../support/eventually.js";
 import { countEvents, percentiles, recovery, turnEnded, wholeness } from "../support/whole-session.js";
 
 const HARNESSES = 3;
@@ -33,13 +34,11 @@ describe("harnesses killed again and again", () => {
     for (let round = 0; round < KILLS; round++) {
       const victim = stack.harnesses[round % HARNESSES]!;
       // Wait until the victim holds a session (the sweeper spreads them), unless none is left to hold.
-      let held: Array<{ id: string; holder: string }> = [];
-      const deadline = Date.now() + 5_000;
-      while (held.length === 0 && Date.now() < deadline) {
+      const held: Array<{ id: string; holder: string }> = await eventually(async () => {
         const leases = await Promise.all(sessions.map(async (id) => ({ id, holder: (await stack.logClient.getSession({ sessionId: id })).session?.lease?.holder ?? "" })));
-        held = leases.filter((l) => serviceOf(l.holder) === victim);
-        if (held.length === 0) await new Promise((r) => setTimeout(r, 50));
-      }
+        const victims = leases.filter((l) => serviceOf(l.holder) === victim);
+        return victims.length > 0 ? victims : undefined;
+      }, `${victim.name} to hold a session`, 5_000).catch(() => []);
       if (!victim.running()) await restarting;
       const before = await countEvents(stack, held.map((h) => h.id));
       await victim.kill("SIGKILL");
@@ -48,14 +47,16 @@ describe("harnesses killed again and again", () => {
       restarting = restarting.then(() => victim.start());
       await Promise.all(
         held.map(async ({ id, holder }) => {
-          for (;;) {
-            const now = (await stack.logClient.getSession({ sessionId: id })).session?.lease?.holder;
-            if (now !== undefined && now !== "" && now !== holder) return takeOver.push(Date.now() - killedAt);
-            const events = await stack.events(id);
-            if (turnEnded(events)) return; // ended before anyone needed to take it
-            if (Date.now() - killedAt > 20_000) throw new Error(`no harness took ${id} over from ${holder}\n${stack.outputs()}`);
-            await new Promise((r) => setTimeout(r, 20));
-          }
+          await eventually(
+            async () => {
+              const now = (await stack.logClient.getSession({ sessionId: id })).session?.lease?.holder;
+              if (now !== undefined && now !== "" && now !== holder) return takeOver.push(Date.now() - killedAt);
+              if (turnEnded(await stack.events(id))) return 0; // ended before anyone needed to take it
+              return undefined;
+            },
+            () => `a harness to take ${id} over from ${holder}\n${stack.outputs()}`,
+            20_000 - (Date.now() - killedAt),
+          );
         }),
       );
       const { nextEventMs } = await recovery(stack, before, killedAt, 20_000, (e) => turnEnded(e) || e.length > before.get(e[0]!.sessionId)!);

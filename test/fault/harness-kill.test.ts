@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, startDoomedHarness, type Brain } from "../support/harness.js";
+import { eventually } from "../support/eventually.js";
 import { textOf } from "../support/events.js";
 
 const RESUME_TARGET_MS = 2000;
@@ -57,12 +58,14 @@ async function killAt(
 
 /** Waits for another instance to take the session over and finish the turn with one answer. */
 async function expectResumed(sessionId: string, killedAt: number, _eventsAtKill: number): Promise<void> {
-  let holder: string | undefined = "doomed";
-  while (holder === "doomed" || holder === undefined) {
-    if (Date.now() - killedAt > 10_000) throw new Error("no instance took the session over");
-    holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
-    if (holder === "doomed" || holder === undefined) await new Promise((r) => setTimeout(r, 20));
-  }
+  const holder = await eventually(
+    async () => {
+      const now = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
+      return now === "doomed" ? undefined : now;
+    },
+    "another instance to take the session over",
+    10_000 - (Date.now() - killedAt),
+  );
   const resumedAfter = Date.now() - killedAt;
   expect(resumedAfter).toBeLessThan(RESUME_TARGET_MS);
   const done = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN, 15_000);

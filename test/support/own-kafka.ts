@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import kafkajs from "kafkajs";
+import { eventually } from "./eventually.js";
 import { unusedPort } from "./process.js";
 
 const run = promisify(execFile);
@@ -83,21 +84,23 @@ export async function startOwnKafka(): Promise<OwnKafka> {
     c.stderr?.on("data", (b: Buffer) => (out = (out + b.toString()).slice(-20_000)));
     child = c;
     const kafka = new kafkajs.Kafka({ clientId: "own-kafka-probe", brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING, retry: { retries: 0 } });
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (c.exitCode !== null) throw new Error(`kafka exited at start:\n${out}`);
-      const admin = kafka.admin();
-      try {
-        await admin.connect();
-        await admin.describeCluster();
-        return;
-      } catch {
-        if (Date.now() > deadline) throw new Error(`kafka did not answer within 60 s:\n${out}`);
-        await new Promise((r) => setTimeout(r, 200));
-      } finally {
-        await admin.disconnect().catch(() => undefined);
-      }
-    }
+    await eventually(
+      async () => {
+        if (c.exitCode !== null) throw new Error(`kafka exited at start:\n${out}`);
+        const admin = kafka.admin();
+        try {
+          await admin.connect();
+          await admin.describeCluster();
+          return true;
+        } catch {
+          return undefined;
+        } finally {
+          await admin.disconnect().catch(() => undefined);
+        }
+      },
+      () => `kafka to answer (60 s):\n${out}`,
+      60_000,
+    );
   };
   const stop = async (): Promise<void> => {
     const c = child;

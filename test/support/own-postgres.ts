@@ -11,6 +11,7 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { eventually } from "./eventually.js";
 import { unusedPort } from "./process.js";
 
 const run = promisify(execFile);
@@ -62,21 +63,23 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
     child.stdout?.on("data", (b: Buffer) => (out += b.toString()));
     child.stderr?.on("data", (b: Buffer) => (out += b.toString()));
     server = child;
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`postgres exited at start:\n${out.slice(-2000)}`);
-      const c = new pg.Client({ connectionString: url("postgres"), connectionTimeoutMillis: 1000 });
-      try {
-        await c.connect();
-        await c.query("SELECT 1");
-        return;
-      } catch {
-        if (Date.now() > deadline) throw new Error(`postgres did not accept connections within 30 s:\n${out.slice(-2000)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      } finally {
-        await c.end().catch(() => undefined);
-      }
-    }
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`postgres exited at start:\n${out.slice(-2000)}`);
+        const c = new pg.Client({ connectionString: url("postgres"), connectionTimeoutMillis: 1000 });
+        try {
+          await c.connect();
+          await c.query("SELECT 1");
+          return true;
+        } catch {
+          return undefined;
+        } finally {
+          await c.end().catch(() => undefined);
+        }
+      },
+      () => `postgres to accept connections (30 s):\n${out.slice(-2000)}`,
+      30_000,
+    );
   };
   const url = (database = "postgres"): string => `postgres://postgres@127.0.0.1:${port}/${database}`;
   const crash = async (): Promise<void> => {

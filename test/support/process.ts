@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile, readlink } from "node:fs/promises";
+import { eventually } from "./eventually.js";
 import { nodeFlagsOf } from "./node-flags.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -90,22 +91,22 @@ export async function startProcess(
     },
   };
   // Generous: on a loaded machine (load 30 on 2 cores) a start alone has taken over 10 s.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${app} exited at start:\n${out}`);
-    try {
-      // Bound to port 0: of the ports it listens on once its server is up, the one `ready`
-      // accepts (the gRPC port; the credential vault proxy also serves HTTP on another).
-      const ports = fixedPort !== undefined ? [fixedPort] : child.pid === undefined ? [] : await listeningPorts(child.pid);
-      port = await firstReady(ports, ready);
-      return handle;
-    } catch {
-      if (Date.now() > deadline) {
-        await handle.kill();
-        throw new Error(`${app} did not become ready:\n${out}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  try {
+    port = await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${app} exited at start:\n${out}`);
+        // Bound to port 0: of the ports it listens on once its server is up, the one `ready`
+        // accepts (the gRPC port; the credential vault proxy also serves HTTP on another).
+        const ports = fixedPort !== undefined ? [fixedPort] : child.pid === undefined ? [] : await listeningPorts(child.pid).catch(() => []);
+        return firstReady(ports, ready).catch(() => undefined);
+      },
+      () => `${app} to become ready:\n${out}`,
+      60_000,
+    );
+    return handle;
+  } catch (err) {
+    await handle.kill();
+    throw err;
   }
 }
 

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { access, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { eventually } from "./eventually.js";
 import { listeningPorts } from "./process.js";
 
 /** The version infra/prometheus/up.sh builds (PROMETHEUS_VERSION there). */
@@ -48,28 +49,28 @@ export async function startPrometheus(targets: readonly string[]): Promise<TestP
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`prometheus exited at start:\n${out}`);
-      for (const port of child.pid === undefined ? [] : await listeningPorts(child.pid)) {
-        const ready = await fetch(`http://127.0.0.1:${port}/-/ready`).then((r) => r.ok, () => false);
-        if (ready) {
-          const url = `http://127.0.0.1:${port}`;
-          return {
-            url,
-            async query(promql) {
-              const r = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`);
-              const body = (await r.json()) as { status: string; data?: { result: Array<{ metric: Record<string, string>; value: [number, string] }> }; error?: string };
-              if (body.status !== "success") throw new Error(`query ${promql}: ${body.error ?? r.status}`);
-              return body.data?.result ?? [];
-            },
-            stop,
-          };
+    const port = await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`prometheus exited at start:\n${out}`);
+        for (const p of child.pid === undefined ? [] : await listeningPorts(child.pid)) {
+          if (await fetch(`http://127.0.0.1:${p}/-/ready`).then((r) => r.ok, () => false)) return p;
         }
-      }
-      if (Date.now() > deadline) throw new Error(`prometheus not ready after 60 s:\n${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+        return undefined;
+      },
+      () => `prometheus to be ready (60 s):\n${out}`,
+      60_000,
+    );
+    const url = `http://127.0.0.1:${port}`;
+    return {
+      url,
+      async query(promql) {
+        const r = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`);
+        const body = (await r.json()) as { status: string; data?: { result: Array<{ metric: Record<string, string>; value: [number, string] }> }; error?: string };
+        if (body.status !== "success") throw new Error(`query ${promql}: ${body.error ?? r.status}`);
+        return body.data?.result ?? [];
+      },
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

@@ -3,6 +3,7 @@
  * and real Kafka), so "same semantics" is checked rather than claimed. Each test uses its own
  * topics and groups; the bus is closed in afterAll even if a test or the setup failed.
  */
+import { eventually } from "@metaharness/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { body, Collector, record, uniqueName } from "./collector.testkit.js";
 import { partitionForKey } from "./murmur2.js";
@@ -166,8 +167,7 @@ export function describeBusContract(target: ContractTarget): void {
         onJoined: ({ first }) => joins.push(first),
         handler: c.handler(),
       });
-      const deadline = Date.now() + waitMs;
-      while (!kept.joined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await eventually(() => Promise.resolve(kept.joined ? true : undefined), "the kept subscription to join", waitMs);
       expect(kept.joined).toBe(true);
       expect(joins[0]).toBe(true);
       await publish(ints(10).map((n) => record(topic, `k${n % 3}`, String(n))));

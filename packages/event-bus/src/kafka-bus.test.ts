@@ -7,6 +7,7 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import kafkajs from "kafkajs";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { eventually } from "@metaharness/service-kit/testing";
 import { recordingLogger, uniqueName } from "./collector.testkit.js";
 import { describeBusContract } from "./contract.testkit.js";
 import { createKafkaBus } from "./kafka-bus.js";
@@ -43,15 +44,6 @@ function tcpOpen(broker: string, timeoutMs: number): Promise<boolean> {
   });
 }
 
-/** Polls the listener until it accepts a TCP connection or the deadline passes. */
-async function listening(brokers: readonly string[], deadline: number): Promise<boolean> {
-  for (;;) {
-    for (const b of brokers) if (await tcpOpen(b, 1_000)) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 /**
  * Readiness probe, in two steps: the port accepts, then a topic can be ensured, a publish is
  * acknowledged and a group can be joined (a broker that just started accepts connections before
@@ -60,28 +52,34 @@ async function listening(brokers: readonly string[], deadline: number): Promise<
 async function ready({ brokers, waitMs }: KafkaTestEnv): Promise<void> {
   const deadline = Date.now() + waitMs;
   const hint = "Start it with infra/kafka/up.sh (bash infra/kafka/up.sh), or point MH_KAFKA_BROKERS at one; MH_SKIP_KAFKA=1 skips these tests.";
-  if (!(await listening(brokers, deadline))) {
-    throw new Error(`No Kafka broker at ${brokers.join(",")} after ${waitMs} ms. ${hint}`);
-  }
+  await eventually(
+    async () => {
+      for (const b of brokers) if (await tcpOpen(b, 1_000)) return true;
+      return undefined;
+    },
+    `a Kafka broker at ${brokers.join(",")} (none after ${waitMs} ms). ${hint}`,
+    waitMs,
+  );
   const topic = "event-bus-readiness";
-  for (let last: unknown; ; ) {
-    const bus = createKafkaBus({ brokers, clientId: "event-bus-test-readiness", retry: testRetry });
-    try {
-      await bus.ensureTopics([{ topic, partitions: 1 }]);
-      await (await bus.publisher()).publish([{ topic, key: "probe", value: new Uint8Array(0), headers: {} }]);
-      await bus.subscribe({ groupId: uniqueName("readiness"), topics: [topic], handler: () => Promise.resolve() });
-      return;
-    } catch (err) {
-      last = err;
-    } finally {
-      await bus.close();
-    }
-    if (Date.now() >= deadline) {
-      const reason = last instanceof Error ? last.message : String(last);
-      throw new Error(`Kafka at ${brokers.join(",")} is not ready after ${waitMs} ms (${reason}). ${hint}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  let last: unknown;
+  await eventually(
+    async () => {
+      const bus = createKafkaBus({ brokers, clientId: "event-bus-test-readiness", retry: testRetry });
+      try {
+        await bus.ensureTopics([{ topic, partitions: 1 }]);
+        await (await bus.publisher()).publish([{ topic, key: "probe", value: new Uint8Array(0), headers: {} }]);
+        await bus.subscribe({ groupId: uniqueName("readiness"), topics: [topic], handler: () => Promise.resolve() });
+        return true;
+      } catch (err) {
+        last = err;
+        return undefined;
+      } finally {
+        await bus.close();
+      }
+    },
+    () => `Kafka at ${brokers.join(",")} to be ready (not after ${waitMs} ms: ${last instanceof Error ? last.message : String(last)}). ${hint}`,
+    Math.max(0, deadline - Date.now()),
+  );
 }
 
 /** Deletes test topics with kafkajs directly: the bus deliberately has no deleteTopics. */
@@ -205,9 +203,8 @@ describe("Kafka bus without a working broker", () => {
     try {
       const kept = bus.keepSubscribed({ groupId: "g", topics: ["t"], ensure: [{ topic: "t", partitions: 1 }], handler: () => Promise.resolve() });
       expect(kept.joined).toBe(false);
-      const deadline = Date.now() + 10_000;
       const failures = (): number => logger.lines.filter((l) => l.msg === "event-bus: group membership failed; trying again").length;
-      while (failures() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await eventually(() => Promise.resolve(failures() > 0 ? true : undefined), "a logged membership failure", 10_000);
       expect(failures()).toBeGreaterThan(0);
       expect(kept.joined).toBe(false);
       const started = Date.now();

@@ -1,7 +1,7 @@
 /**
  * Helpers for tests only, behind the package's `/testing` export (never its index; lint keeps
  * production code from importing it): a logger that captures its lines, deferred promises instead
- * of sleeps, and raw clients for the standard health and reflection services, which have no
+ * of sleeps, `eventually` (the one wait of every test, here so packages can use it too), and raw clients for the standard health and reflection services, which have no
  * ts-proto client of their own.
  */
 import { createRequire } from "node:module";
@@ -33,6 +33,25 @@ export function deferred<T = void>(): Deferred<T> {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** How often an `eventually` probe is asked again. */
+const POLL_MS = 50;
+
+/**
+ * Polls a condition until it holds, never sleeping a fixed time hoping it does. `probe` returns
+ * the value waited for, or undefined while it is not there yet (a throw ends the wait at once);
+ * past the timeout the wait fails saying what it waited for (`what` may be a function, to describe
+ * the last state seen: the events so far, say).
+ */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string | (() => string), timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
 }
 
 function method(service: ServiceDefinition, name: string): MethodDefinition<unknown, unknown> {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../support/eventually.js";
 import { KEY_B, startStack, type Stack } from "../../support/gateway.js";
 
 // Each user message is a command the agent runs; its answer is the command's output.
@@ -64,18 +65,20 @@ async function lastSeq(sessionId: string): Promise<number> {
 async function say(sessionId: string, command: string): Promise<{ answer: string; seq: number }> {
   const before = (await events(sessionId)).filter((e) => e.type === "agent.message").length;
   await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.message", content: [{ type: "text", text: command }] }] });
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const all = await events(sessionId);
-    const said = all.filter((e) => e.type === "agent.message");
-    if (said.length > before && all.at(-1)?.type === "session.status_idle") {
+  let seen: string[] = [];
+  const answer = await eventually(
+    async () => {
+      const all = await events(sessionId);
+      seen = all.map((e) => e.type);
+      const said = all.filter((e) => e.type === "agent.message");
+      if (said.length <= before || all.at(-1)?.type !== "session.status_idle") return undefined;
       const last = said.at(-1);
-      const answer = last?.type === "agent.message" ? last.content.map((c) => (c.type === "text" ? c.text : "")).join("").trim() : "";
-      return { answer, seq: await lastSeq(sessionId) };
-    }
-    if (Date.now() > deadline) throw new Error(`no answer to ${command}; events: ${all.map((e) => e.type).join(", ")}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+      return last?.type === "agent.message" ? last.content.map((c) => (c.type === "text" ? c.text : "")).join("").trim() : "";
+    },
+    () => `an answer to ${command}; events: ${seen.join(", ")}`,
+    90_000,
+  );
+  return { answer, seq: await lastSeq(sessionId) };
 }
 
 function create(metadata: Record<string, string>): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSession> {

@@ -4,6 +4,7 @@
  * handed out, and a range that overlaps a known user is refused.
  */
 import { spawn } from "node:child_process";
+import { eventually } from "@metaharness/service-kit/testing";
 import { describe, expect, it } from "vitest";
 import { SandboxUids, checkRange, runsProcesses } from "./sandbox-uids.js";
 
@@ -30,12 +31,12 @@ describe("SandboxUids", () => {
     const uid = base + 2;
     const child = spawn("/bin/sleep", ["60"], { uid, gid: uid, stdio: "ignore" });
     try {
-      await waitFor(() => runsProcesses(uid));
+      await eventually(async () => ((await runsProcesses(uid)) ? true : undefined), `a process running as ${uid}`, 10_000);
       await expect(new SandboxUids(uid, 1).acquire()).rejects.toThrow(/in use/);
     } finally {
       child.kill("SIGKILL");
     }
-    await waitFor(async () => !(await runsProcesses(uid)));
+    await eventually(async () => ((await runsProcesses(uid)) ? undefined : true), `no process running as ${uid}`, 10_000);
     const got = await new SandboxUids(uid, 1).acquire();
     expect(got.uid).toBe(uid);
     await got.release();
@@ -47,11 +48,3 @@ describe("SandboxUids", () => {
     await expect(checkRange(base, 10)).resolves.toBeUndefined();
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error("condition not met in 10 s");
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
