@@ -13,6 +13,7 @@ import { describe, list, release, transfer } from "./broker/manage.js";
 import { provision } from "./broker/provision.js";
 import { addRepositories } from "./broker/repositories.js";
 import { connectHandHandler } from "./hands/connect.js";
+import { listHandTools } from "./hands/list-tools.js";
 import { buildLayer, describeLayer } from "./layers/rpc.js";
 
 type Definition<R extends RpcName> = (typeof SandboxBrokerService)[R];
@@ -46,6 +47,7 @@ export function sandboxBrokerService(ctx: BrokerContext, guard: Guard<Role>): Un
     transfer: rpc("transfer", (req) => transfer(ctx, req)),
     buildLayer: rpc("buildLayer", (req) => buildLayer(ctx.layers, req)),
     describeLayer: rpc("describeLayer", (req) => describeLayer(ctx.layers, req)),
+    listHandTools: rpc("listHandTools", (req) => listHandTools(ctx.hands, req)),
     connectHand: guardedBidi(SandboxBrokerService.connectHand.path.slice(1), guard, POLICY.connectHand, (caller) =>
       connectHandHandler(ctx.hands, guard.logger.child({ rpc: "metaharness.v1.SandboxBroker/ConnectHand", caller: caller.name }), caller.scopes ?? []),
     ),

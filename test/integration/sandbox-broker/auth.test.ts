@@ -83,7 +83,7 @@ describe("sandbox broker authentication", () => {
   });
 
   it("lets only a hand connect", async () => {
-    const register: ConnectHandRequest = { message: { $case: "register", value: { kind: "auth-probe", handId: "probe-1", tools: ["ping"] } } };
+    const register: ConnectHandRequest = { message: { $case: "register", value: { kind: "auth-probe", handId: "probe-1", tools: ["ping"], toolSpecs: [] } } };
     for (const [who, code] of [
       [undefined, "UNAUTHENTICATED"],
       [broker.tokens.tokens.harness, "PERMISSION_DENIED"],

@@ -53,6 +53,11 @@ describe("external hands", () => {
       stdio: "ignore",
     });
     const kv = await provisionHand("kv-device");
+    const listed = await broker.client.listHandTools({ kind: "kv-device" });
+    expect(listed.handIds).toEqual(["kv-lab-1"]);
+    expect(listed.tools.map((t) => t.name)).toEqual(["kv_get", "kv_list", "kv_set"]);
+    expect(listed.tools[2]?.description).toContain("Store a value");
+    expect(listed.tools[2]?.inputSchema).toMatchObject({ type: "object", required: ["key", "value"] });
     const box = await provision(broker.client, sessionId);
 
     const computed = await run(broker.client, box, "bash", { command: "echo $((6 * 7))" });
@@ -91,6 +96,15 @@ describe("external hands", () => {
     }, "the sandbox.lost event");
   });
 
+  it("refuses a registration whose tool specs are malformed, naming the field", async () => {
+    const bad = createClient(SandboxBrokerClient, broker.address, { bearerToken: broker.tokens.tokens.hand }).connectHand();
+    const failed = new Promise<Error>((resolve) => bad.on("error", resolve));
+    const spec = { name: "poke", description: "", inputSchema: { type: "string" } };
+    bad.write({ message: { $case: "register", value: { kind: "mute", handId: "bad-1", tools: [], toolSpecs: [spec] } } } satisfies ConnectHandRequest);
+    expect((await failed).message).toContain("register.tool_specs[0].input_schema.type");
+    expect(await rejection(broker.client.listHandTools({ kind: "mute" }))).toMatchObject({ code: "FAILED_PRECONDITION" });
+  });
+
   it("refuses a second hand with the same id, and reports a hand that does not answer in time", async () => {
     const first = startKvDevice({ address: broker.address, token: broker.tokens.tokens.hand, handId: "kv-twin" });
     await provisionHand("kv-device");
@@ -99,10 +113,13 @@ describe("external hands", () => {
     first.close();
 
     const silent = createClient(SandboxBrokerClient, broker.address, { bearerToken: broker.tokens.tokens.hand }).connectHand();
-    const register: ConnectHandRequest = { message: { $case: "register", value: { kind: "mute", handId: "mute-1", tools: ["ping"] } } };
+    const register: ConnectHandRequest = { message: { $case: "register", value: { kind: "mute", handId: "mute-1", tools: ["ping"], toolSpecs: [] } } };
     silent.write(register);
     silent.on("error", () => undefined);
     const mute = await provisionHand("mute");
+    // A tool given by name alone is offered as taking any object.
+    expect((await broker.client.listHandTools({ kind: "mute" })).tools).toEqual([{ name: "ping", description: "", inputSchema: { type: "object" } }]);
+    expect(await rejection(broker.client.listHandTools({ kind: "nobody" }))).toMatchObject({ code: "FAILED_PRECONDITION", field: "kind" });
     const started = Date.now();
     const res = await run(broker.client, mute, "ping", {}, { timeoutMs: 300 });
     expect(res).toMatchObject({ isError: true, output: "hand mute-1 (mute) did not answer within 300 ms" });

@@ -26,6 +26,8 @@ export const POLICY: Policy<RpcName, Role> = {
   describeSandbox: ["admin"],
   transfer: ["admin"],
   connectHand: ["hand"],
+  // What a hand kind's tools are, for the harness to offer them to the model.
+  listHandTools: ["harness", "admin"],
   // The gateway builds and reports environments' package layers, and does nothing else here.
   buildLayer: ["gateway", "admin"],
   describeLayer: ["gateway", "admin"],

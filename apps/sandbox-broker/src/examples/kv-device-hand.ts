@@ -1,18 +1,38 @@
 /**
  * An external hand that is not a sandbox: a key-value "device" offering kv_get, kv_set and
  * kv_list. It shows the whole contract a hand implements: open ConnectHand, register (kind,
- * hand_id, tools), then answer each execute request with a result carrying its call_id. A real
- * hand (a phone, an emulator, a lab instrument) differs only in what its tools do.
+ * hand_id, its tools described for a model), then answer each execute request with a result
+ * carrying its call_id. A real hand (a phone, an emulator, a lab instrument) differs only in what
+ * its tools do.
  */
 import { randomBytes } from "node:crypto";
-import type { ConnectHandRequest, ConnectHandResponse } from "@metaharness/proto";
+import type { ConnectHandRequest, ConnectHandResponse, HandTool } from "@metaharness/proto";
 import { SandboxBrokerClient } from "@metaharness/proto";
 import type { ChannelCredentials } from "@grpc/grpc-js";
 import { createClient } from "@metaharness/service-kit/grpc";
 import type { Logger } from "@metaharness/service-kit/logging";
 
 export const KV_DEVICE_KIND = "kv-device";
-export const KV_TOOLS = ["kv_get", "kv_set", "kv_list"] as const;
+
+const KEY = { type: "string", description: "The key." };
+/** The device's tools as a model is offered them (ConnectHand's tool_specs). */
+export const KV_TOOL_SPECS: readonly HandTool[] = [
+  {
+    name: "kv_get",
+    description: "Read the value the device stores under a key.",
+    inputSchema: { type: "object", properties: { key: KEY }, required: ["key"] },
+  },
+  {
+    name: "kv_set",
+    description: "Store a value under a key on the device, replacing any value it had.",
+    inputSchema: { type: "object", properties: { key: KEY, value: { type: "string", description: "The value to store." } }, required: ["key", "value"] },
+  },
+  {
+    name: "kv_list",
+    description: "List the device's keys (one a line, sorted), optionally only those starting with a prefix.",
+    inputSchema: { type: "object", properties: { prefix: { type: "string", description: "Only keys starting with this." } } },
+  },
+];
 
 export interface KvDeviceOptions {
   /** The broker, "host:port". */
@@ -91,7 +111,7 @@ export function startKvDevice(opts: KvDeviceOptions): KvDeviceHandle {
   call.on("end", () => finish("the broker ended the stream"));
   call.on("error", (err: Error) => finish(`the stream failed: ${err.message}`));
   const registration: ConnectHandRequest = {
-    message: { $case: "register", value: { kind: KV_DEVICE_KIND, handId, tools: [...KV_TOOLS] } },
+    message: { $case: "register", value: { kind: KV_DEVICE_KIND, handId, tools: [], toolSpecs: [...KV_TOOL_SPECS] } },
   };
   call.write(registration);
   opts.logger?.info({ hand_id: handId, address: opts.address }, "kv device registering");

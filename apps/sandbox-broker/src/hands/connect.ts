@@ -1,7 +1,7 @@
 /**
- * The ConnectHand stream: a hand's first message registers it (kind, hand_id, tools), later ones
- * carry results; the broker's messages are execute requests. When the stream ends, fails or is
- * cancelled, the hand is gone and its sandboxes with it.
+ * The ConnectHand stream: a hand's first message registers it (kind, hand_id, tools and their
+ * specs), later ones carry results; the broker's messages are execute requests. When the stream
+ * ends, fails or is cancelled, the hand is gone and its sandboxes with it.
  */
 import type { handleBidiStreamingCall } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
@@ -9,18 +9,12 @@ import type { ConnectHandRequest, ConnectHandResponse, HandRegistration } from "
 import { UndecodableRequest, toStatusError } from "@metaharness/service-kit/grpc";
 import type { Logger } from "@metaharness/service-kit/logging";
 import { ConnectedHand, type HandRegistry } from "./registry.js";
-
-const NAME = /^[A-Za-z0-9._:-]{1,128}$/;
-const MAX_TOOLS = 256;
+import { HAND_NAME, checkToolSpecs } from "./tool-specs.js";
 
 function checkRegistration(r: HandRegistration): void {
-  if (!NAME.test(r.kind)) throw invalidArgument("register.kind", "must be 1-128 of [A-Za-z0-9._:-]");
-  if (!NAME.test(r.handId)) throw invalidArgument("register.hand_id", "must be 1-128 of [A-Za-z0-9._:-]");
-  if (r.tools.length === 0) throw invalidArgument("register.tools", "a hand offers at least one tool");
-  if (r.tools.length > MAX_TOOLS) throw invalidArgument("register.tools", `at most ${MAX_TOOLS} tools`);
-  r.tools.forEach((t, i) => {
-    if (!NAME.test(t)) throw invalidArgument(`register.tools[${i}]`, "must be 1-128 of [A-Za-z0-9._:-]");
-  });
+  if (!HAND_NAME.test(r.kind)) throw invalidArgument("register.kind", "must be 1-128 of [A-Za-z0-9._:-]");
+  if (!HAND_NAME.test(r.handId)) throw invalidArgument("register.hand_id", "must be 1-128 of [A-Za-z0-9._:-]");
+  checkToolSpecs(r);
 }
 
 /**
@@ -68,7 +62,7 @@ export function connectHandHandler(
           const connected = new ConnectedHand(m.value, (msg) => call.write(msg), () => call.end());
           registry.add(connected);
           hand = connected;
-          logger.info({ hand_id: hand.handId, kind: hand.kind, tools: m.value.tools }, "hand connected");
+          logger.info({ hand_id: hand.handId, kind: hand.kind, tools: [...hand.tools] }, "hand connected");
           return;
         }
         if (m?.$case === "result") {

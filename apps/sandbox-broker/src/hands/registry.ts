@@ -5,9 +5,10 @@
  * hanging.
  */
 import { MhError } from "@metaharness/errors";
-import type { ConnectHandResponse, HandRegistration, HandResult } from "@metaharness/proto";
+import type { ConnectHandResponse, HandRegistration, HandResult, HandTool, ListHandToolsResponse } from "@metaharness/proto";
 import { SandboxGoneError } from "../protocol/agent-channel.js";
 import type { Input } from "../tools/types.js";
+import { toolSpecsOf } from "./tool-specs.js";
 
 interface PendingCall {
   readonly sandboxId: string;
@@ -20,6 +21,7 @@ export class ConnectedHand {
   readonly kind: string;
   readonly handId: string;
   readonly tools: ReadonlySet<string>;
+  readonly toolSpecs: readonly HandTool[];
   readonly closed: Promise<string>;
   /** Sandboxes bound to this hand (for spreading new ones across hands of a kind). */
   bound = 0;
@@ -34,7 +36,8 @@ export class ConnectedHand {
   ) {
     this.kind = registration.kind;
     this.handId = registration.handId;
-    this.tools = new Set(registration.tools);
+    this.toolSpecs = toolSpecsOf(registration);
+    this.tools = new Set(this.toolSpecs.map((t) => t.name));
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
   }
 
@@ -107,6 +110,19 @@ export class HandRegistry {
       if (h.kind === kind && !h.isClosed && (best === undefined || h.bound < best.bound)) best = h;
     }
     return best;
+  }
+
+  /**
+   * The tools the connected hands of `kind` offer: the union by name, the hand connected last
+   * winning where two describe one differently; undefined when none is connected.
+   */
+  toolsOf(kind: string): ListHandToolsResponse | undefined {
+    const hands = [...this.hands.values()].filter((h) => h.kind === kind && !h.isClosed);
+    if (hands.length === 0) return undefined;
+    const byName = new Map<string, HandTool>();
+    for (const h of hands) for (const t of h.toolSpecs) byName.set(t.name, t);
+    const tools = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { tools, handIds: hands.map((h) => h.handId) };
   }
 
   kinds(): string[] {
