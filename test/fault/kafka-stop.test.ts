@@ -36,6 +36,7 @@ describe("Kafka stopped for 30 s", () => {
     const inOutage = [...before.keys(), during];
     await Promise.all(inOutage.map((id) => stack.waitFor(id, (e) => turnEnded(e), OUTAGE_MS - 5_000)));
     const turnsDoneAt = Date.now() - stoppedAt;
+    // A fixed wait on purpose (paces the fault): Kafka stays down the whole OUTAGE_MS.
     await new Promise((r) => setTimeout(r, OUTAGE_MS - (Date.now() - stoppedAt)));
     const down = [stack.log, stack.broker, stack.proxy, ...stack.harnesses].filter((s) => !s.running()).map((s) => s.name);
     await kafka.start();

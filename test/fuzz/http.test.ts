@@ -49,6 +49,7 @@ async function send(method: string, req: HttpRequest): Promise<number> {
     signal: AbortSignal.timeout(STREAM_MS + 10_000),
   });
   if (res.headers.get("content-type")?.startsWith("text/event-stream")) {
+    // A fixed wait on purpose (paces the generator): reads a stream for STREAM_MS, then hangs up.
     await new Promise((r) => setTimeout(r, STREAM_MS));
     await res.body?.cancel();
   } else {

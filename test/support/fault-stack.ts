@@ -24,6 +24,7 @@ import {
   type SessionMetadata,
 } from "@metaharness/proto";
 import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
+import { eventually } from "./eventually.js";
 import { userMessage } from "./events.js";
 import { metadataWithVaults } from "./vault.js";
 import { countEvents, openToolUses } from "./whole-session.js";
@@ -280,16 +281,16 @@ export async function startFaultStack(opts: FaultStackOptions): Promise<FaultSta
       },
       events,
       async waitFor(sessionId, until, timeoutMs = 30_000) {
-        const deadline = Date.now() + timeoutMs;
-        for (;;) {
-          const seen = await events(sessionId).catch(() => undefined);
-          if (seen !== undefined && until(seen)) return seen;
-          if (Date.now() > deadline) {
-            const listed = (seen ?? []).map((e) => `${e.seq} ${e.type}`).join("\n");
-            throw new Error(`session ${sessionId}: timed out; events so far:\n${listed}\n${outputs()}`);
-          }
-          await new Promise((r) => setTimeout(r, 100));
-        }
+        let last: Event[] = [];
+        return eventually(
+          async () => {
+            const seen = await events(sessionId).catch(() => undefined);
+            if (seen !== undefined) last = seen;
+            return seen !== undefined && until(seen) ? seen : undefined;
+          },
+          () => `session ${sessionId}; events so far:\n${last.map((e) => `${e.seq} ${e.type}`).join("\n")}\n${outputs()}`,
+          timeoutMs,
+        );
       },
       starts,
       outputs,

@@ -13,6 +13,7 @@ import { writeServiceTokens, type ServiceTokenFiles } from "./service-tokens.js"
 import { startTestBroker, type TestBroker } from "./sandbox-broker.js";
 import { startProcess, type ServiceProcess } from "./process.js";
 import { userMessage } from "./events.js";
+import { eventually } from "./eventually.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 
@@ -138,15 +139,16 @@ export async function startBrain(opts: {
         return session!.sessionId;
       },
       async waitFor(sessionId, until, timeoutMs = 20_000) {
-        const deadline = Date.now() + timeoutMs;
-        for (;;) {
-          const { events } = await log.client.getEvents({ sessionId, position: undefined, limit: 1000, types: [] });
-          if (until(events)) return events;
-          if (Date.now() > deadline) {
-            throw new Error(`timed out; events so far:\n${events.map((e) => `${e.seq} ${e.type}`).join("\n")}`);
-          }
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        let seen: Event[] = [];
+        return eventually(
+          async () => {
+            const { events } = await log.client.getEvents({ sessionId, position: undefined, limit: 1000, types: [] });
+            seen = events;
+            return until(events) ? events : undefined;
+          },
+          () => `the session's events; events so far:\n${seen.map((e) => `${e.seq} ${e.type}`).join("\n")}`,
+          timeoutMs,
+        );
       },
       stop,
     };

@@ -4,6 +4,7 @@
  * what arrived. Also the UI links a person would open for a trace or a session.
  */
 import { startTelemetry, type Telemetry } from "@metaharness/telemetry";
+import { eventually } from "./eventually.js";
 
 export const OTLP_ENDPOINT = process.env["MH_OTLP_ENDPOINT"] ?? "http://127.0.0.1:4318";
 export const JAEGER_QUERY_URL = (process.env["MH_JAEGER_QUERY_URL"] ?? "http://127.0.0.1:16686").replace(/\/+$/, "");
@@ -133,16 +134,15 @@ export async function waitForTraces(
   until: (traces: JaegerTrace[]) => boolean,
   timeoutMs = 10_000,
 ): Promise<JaegerTrace[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const traces = await find();
-    if (until(traces)) return traces;
-    if (Date.now() > deadline) {
-      const seen = traces.map((t) => `${t.traceID}: ${t.spans.map((s) => s.operationName).join(", ")}`);
-      throw new Error(`timed out after ${timeoutMs} ms; traces found:\n${seen.join("\n") || "(none)"}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let seen: JaegerTrace[] = [];
+  return eventually(
+    async () => {
+      seen = await find();
+      return until(seen) ? seen : undefined;
+    },
+    () => `traces (${timeoutMs} ms); traces found:\n${seen.map((t) => `${t.traceID}: ${t.spans.map((s) => s.operationName).join(", ")}`).join("\n") || "(none)"}`,
+    timeoutMs,
+  );
 }
 
 async function getJson(url: string): Promise<unknown> {

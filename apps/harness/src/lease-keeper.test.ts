@@ -55,6 +55,7 @@ describe("LeaseKeeper renewals", () => {
     const keeper = await LeaseKeeper.acquire(slowLog(delayMs), "sesn_a", "harness-a", 1000, logger);
     if (!(keeper instanceof LeaseKeeper)) throw new Error("no lease");
     try {
+      // A fixed wait on purpose: watches the keeper for waitMs to see whether it gives the lease up.
       await new Promise((r) => setTimeout(r, waitMs));
       return keeper.signal.aborted;
     } finally {

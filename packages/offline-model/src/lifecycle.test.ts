@@ -6,16 +6,13 @@ import { APIUserAbortError } from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
 import { defineScenario } from "./scenario.js";
 import { startOfflineModel } from "./server.js";
+import { eventually } from "@metaharness/service-kit/testing";
 import { body, sdk, user } from "./testing.js";
 
 const slow = defineScenario("slow", [{ text: "word ".repeat(500), ttftMs: 10, tokensPerSecond: 50 }]);
 
 async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await eventually(() => Promise.resolve(check() ? true : undefined), "the condition", timeoutMs);
 }
 
 describe("lifecycle", () => {

@@ -37,6 +37,7 @@ it("records a thrown error, sets ERROR status, ends the span and rethrows", asyn
 
 it("nests spans through the AsyncLocalStorage context across awaits", async () => {
   await withSpan("outer", {}, async () => {
+    // A timer on purpose: crosses a real async boundary, which the context must survive.
     await new Promise((resolve) => setTimeout(resolve, 1));
     await withSpan("inner", {}, () => Promise.resolve());
   });

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { startDev, type Stack } from "@metaharness/cli";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../support/eventually.js";
 import { MH, mh } from "./mh.js";
 
 let stack: Stack;
@@ -135,8 +136,7 @@ async function expectGoneAfterCtrlC(args: string[], prefix: string): Promise<voi
   const made = async (): Promise<string[]> => (await readdir(tmp)).filter((d) => d.startsWith(prefix));
   try {
     const run = mh(args, { TMPDIR: tmp });
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline && (await made()).length === 0) await new Promise((r) => setTimeout(r, 20));
+    await eventually(async () => ((await made()).length > 0 ? true : undefined), `a ${prefix} directory in ${tmp}`, 60_000).catch(() => undefined);
     expect(await made()).toHaveLength(1);
     run.child.kill("SIGINT");
     expect(await run.exited).toBe(130);

@@ -301,6 +301,7 @@ describe("git repositories", () => {
       expect((await sh(sandboxId, "ls -A", sessionId)).out).toBe("");
 
       // The retry hangs too: it holds the call RETRY_WAIT_MS, not the clone's deadline, and goes on.
+      // A fixed wait on purpose: the retry wait is a time, and waiting it out is what is tested.
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       const t0 = Date.now();
       expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [], repositoryFailures: [] });

@@ -9,6 +9,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CredentialType } from "@metaharness/proto";
+import { eventually } from "../../support/eventually.js";
 import { startMcpServer, type TestMcpServer } from "../../support/mcp-server.js";
 import { startOAuthServer, type OAuthServer } from "../../support/oauth-server.js";
 import { rejection } from "../../support/sandbox-broker.js";
@@ -215,8 +216,9 @@ describe("the call ledger: at most one call upstream per session and call_id", (
 
   it("refuses a call_id reused for another tool while its call is still under way", async () => {
     const { sessionId } = await sessionWithToken(false);
+    const before = mcp.calls;
     const first = slow(sessionId, "toolu_busy", 600, "one");
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await eventually(() => Promise.resolve(mcp.calls > before ? true : undefined), "the first call to reach the MCP server");
     const reused = await rejection(harness.callMcpTool({ sessionId, mcpServerUrl: mcp.url, name: "echo", arguments: { text: "x" }, callId: "toolu_busy" }));
     expect(reused).toMatchObject({ code: "FAILED_PRECONDITION", field: "call_id" });
     expect((await first).text).toEqual(["one"]);
@@ -227,7 +229,7 @@ describe("the call ledger: at most one call upstream per session and call_id", (
     const before = mcp.calls;
     const gone = new AbortController();
     const first = slow(sessionId, "toolu_orphan", 800, "finished anyway", harness, gone.signal);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await eventually(() => Promise.resolve(mcp.calls > before ? true : undefined), "the call to reach the MCP server");
     gone.abort(); // the harness died mid-call
     expect((await rejection(first)).code).toBe("CANCELLED");
     expect(await slow(sessionId, "toolu_orphan", 800, "finished anyway")).toEqual({ text: ["finished anyway"], isError: false, replayed: true });

@@ -312,6 +312,7 @@ describe("a session with a github_repository resource", () => {
     const { data: resources } = await sdk.beta.sessions.resources.list(session.id);
     const lib = resources.find((r) => r.type === "github_repository" && r.url.endsWith("/org/lib.git"));
     await sdk.beta.sessions.resources.update(idOf(lib), { session_id: session.id, authorization_token: TOKEN });
+    // A fixed wait on purpose: the broker's retry wait is a time, and waiting it out is what is tested.
     await new Promise((r) => setTimeout(r, RETRY_MS - (Date.now() - failedAt)));
     await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "Again." }] }] });
     const after = listings(await idles(2))[1];

@@ -144,6 +144,7 @@ describe("a self-hosted environment", () => {
     expect(answer?.type === "agent.tool_result" && [answer.tool_use_id, answer.is_error]).toEqual([use.id, true]);
     // The worker finishes the call 2 s in and sends its result: the call was answered (by the
     // harness), so the answer is refused (the SDK's worker logs it and goes on). So is any later one.
+    // A fixed wait on purpose: past the worker's 2 s, so its refused late result has been sent (nothing to observe).
     await new Promise((r) => setTimeout(r, 3000));
     const late = await apiFailure(
       sdk.beta.sessions.events.send(sessionId, {

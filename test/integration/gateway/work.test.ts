@@ -146,6 +146,7 @@ describe("the lease", () => {
     // Back to a 1 s lease, then let it lapse: the next poll hands the item out again.
     expect((await mine.beta.sessions.retrieve(sessionId)).id).toBe(sessionId);
     const third = await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: unconditional.last_heartbeat, desired_ttl_seconds: 1 });
+    // A fixed wait on purpose: the 1 s lease lapsing with time is what is tested.
     await new Promise((r) => setTimeout(r, 1500));
     // Lapsed, not yet handed out again: the token no longer reaches the session.
     expect(await failure(mine.beta.sessions.retrieve(sessionId))).toBeInstanceOf(Anthropic.PermissionDeniedError);
@@ -234,6 +235,7 @@ describe("an event stream opened with a sessions token", () => {
       }
     })();
     // Open for a few heartbeats while the token is current.
+    // A fixed window on purpose: proves the stream stays open for a while (nothing happens).
     const early = await Promise.race([read, new Promise((r) => setTimeout(() => r("open"), 700))]);
     expect(early).toBe("open");
     await sdk.beta.environments.work.stop(work.id, { environment_id: environmentId, force: true });

@@ -27,6 +27,7 @@ describe("appends across a session log restart", () => {
 
     await log.handle.stop();
     const pending = port.emit(events, lease!.epoch);
+    // A fixed wait on purpose: the append keeps retrying while the log is down for a while.
     await new Promise((r) => setTimeout(r, 300));
     const back = await log.startReplica({ MH_GRPC_PORT: String(log.handle.port) });
     const stored = await pending;

@@ -14,6 +14,7 @@ import { newEvent } from "@metaharness/events";
 import { StopReasonType, type Event, type SessionMetadata } from "@metaharness/proto";
 import { idleReason, startBrain, types, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
 
 const ECHO_AGENT = fileURLToPath(new URL("./examples/echo-agent.js", import.meta.resolve("@metaharness/harness")));
 const dir = mkdtempSync(join(tmpdir(), "mh-external-"));
@@ -98,11 +99,7 @@ function alive(pid: number): boolean {
 }
 
 async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await eventually(() => Promise.resolve(check() ? true : undefined), "the condition", timeoutMs);
 }
 
 describe("the external-process harness", () => {

@@ -70,6 +70,7 @@ describe("traces", () => {
   });
 
   it("record nothing of the orphan sweeper's polls (four a second), while its server spans exist for others", async () => {
+    // A fixed wait on purpose: a quiet period in which the sweeper polls a few times.
     await new Promise((r) => setTimeout(r, 600));
     const names = tel.finishedSpans().map((s) => s.name);
     expect(names).toContain("metaharness.v1.SessionLog/EmitEvents");

@@ -234,6 +234,7 @@ describe("leases", () => {
     expect(outcomes.map((o) => o.outcome).sort()).toEqual([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING].sort());
     await brain.waitFor(sessionId, ended);
     // Once the turn is over the lease is given back and nobody renews it.
+    // A fixed wait on purpose: a quiet period proving no one renews the lease.
     await new Promise((r) => setTimeout(r, 1500));
     expect((await brain.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
   });

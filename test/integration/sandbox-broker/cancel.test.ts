@@ -28,6 +28,7 @@ describe("cancelling Execute", () => {
     await new Promise((r) => setTimeout(r, 300));
     controller.abort();
     await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
+    // A fixed wait on purpose: past the cancelled command's `sleep 2`, proving it never touches `late`.
     await new Promise((r) => setTimeout(r, 2500));
     const check = await run(broker.client, sandboxId, "bash", { command: "ls late 2>&1 || echo absent" });
     expect(check.output).toContain("absent");

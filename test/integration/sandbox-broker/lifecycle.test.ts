@@ -146,6 +146,7 @@ describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
       );
       const refused = outcomes.filter((o) => o.status === "rejected").map((o) => (o.reason as { code: string }).code);
       expect([outcomes.length - refused.length, refused]).toEqual([3, ["RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"]]);
+      // A fixed wait on purpose: a quiet period proving the pool starts no more.
       await new Promise((r) => setTimeout(r, 300));
       expect(capped.handle.warmPool.available).toBe(0);
     } finally {

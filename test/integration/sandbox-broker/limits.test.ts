@@ -86,6 +86,7 @@ describe("limits", () => {
       command: "perl -MTime::HiRes=time -e 'my $n = 0; for (1..200) { my $p = fork(); last unless defined $p; if (!$p) { sleep 4; exit 0 } $n++ } printf(\"%d %.3f\\n\", $n, time); sleep 3'",
       timeout_ms: 20_000,
     });
+    // A fixed wait on purpose (paces the load): the fork bomb runs a while before the other sandbox forks.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const meanwhile = await run(fallback.client, other, "bash", {
       command: "perl -MTime::HiRes=time -e 'for (1..5) { my $p = fork(); die \"fork: $!\\n\" unless defined $p; exit 0 unless $p; waitpid($p, 0) } printf(\"forked %.3f\\n\", time)'",

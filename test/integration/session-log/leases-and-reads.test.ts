@@ -33,6 +33,7 @@ describe("leases", () => {
     expect(busy.details).toMatchObject({ holder: "harness-a", epoch: 1 });
     expect((await log.client.getSession({ sessionId })).session?.lease?.holder).toBe("harness-a");
 
+    // A fixed wait on purpose: the lease expiring with time is what is tested.
     await new Promise((r) => setTimeout(r, 1100));
     // Expired: no one's, as a reader sees it.
     expect((await log.client.getSession({ sessionId })).session?.lease).toBeUndefined();

@@ -89,14 +89,17 @@ afterAll(async () => {
 }, 150_000);
 
 async function untilIdle(sessionId: string, idles: number, timeoutMs = 30_000): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
-    for await (const e of sdk.beta.sessions.events.list(sessionId)) events.push(e);
-    if (events.filter((e) => e.type === "session.status_idle").length >= idles) return events;
-    if (Date.now() > deadline) throw new Error(`session ${sessionId} not idle ${idles} times: ${events.map((e) => e.type).join(", ")}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  let seen: string[] = [];
+  return eventually(
+    async () => {
+      const events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
+      for await (const e of sdk.beta.sessions.events.list(sessionId)) events.push(e);
+      seen = events.map((e) => e.type);
+      return events.filter((e) => e.type === "session.status_idle").length >= idles ? events : undefined;
+    },
+    () => `session ${sessionId} to be idle ${idles} times: ${seen.join(", ")}`,
+    timeoutMs,
+  );
 }
 
 /**

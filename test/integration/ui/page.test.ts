@@ -213,6 +213,7 @@ describe("the session page", () => {
     const { lease } = await log.acquireLease({ sessionId: id, holder: "ui-page-test", ttlMs: 60_000 });
     for (const events of steps) {
       await log.emitEvents({ sessionId: id, events, expectedSeq: undefined, leaseEpoch: lease!.epoch });
+      // A fixed wait on purpose (paces the generator): the page sees the events arrive one step at a time.
       await new Promise((r) => setTimeout(r, 60));
     }
     await log.releaseLease({ sessionId: id, holder: "ui-page-test", epoch: lease!.epoch });
