@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../support/eventually.js";
 import { startGitServer, type GitServer } from "../../support/git-server.js";
 import { RepositoryFailureKind } from "@metaharness/proto";
 import { provision, provisionResponse, rejection, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
@@ -264,11 +265,10 @@ describe("git repositories", () => {
     expect(await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] })).toEqual({ added: [], repositoryFailures: [] });
     // The token arrives in the session's vault; a later call clones the repository.
     await putGitToken(admin, vaultId, `${git.url}/org`, TOKEN);
-    let added: unknown[] = [];
-    while (added.length === 0 && Date.now() - failedAt < 10 * RETRY_MS) {
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS / 4));
-      ({ added } = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] }));
-    }
+    const added = await eventually(async () => {
+      const { added } = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] });
+      return added.length > 0 ? added : undefined;
+    }, "a call after the retry wait to clone the repository", 10 * RETRY_MS - (Date.now() - failedAt));
     expect(added).toEqual([app]);
     expect(Date.now() - failedAt).toBeGreaterThanOrEqual(RETRY_MS);
     expect((await sh(sandboxId, "cat app/README.md", sessionId)).out).toBe("hello from the server");
@@ -310,12 +310,10 @@ describe("git repositories", () => {
       // The host answers again: once that retry has timed out (and cleaned up) and the doubled
       // wait has passed, a call clones it.
       hang = false;
-      const deadline = Date.now() + 4 * CLONE_TIMEOUT_MS;
-      let added: unknown[] = [];
-      while (added.length === 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        ({ added } = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] }));
-      }
+      const added = await eventually(async () => {
+        const { added } = await broker.client.addRepositories({ sandboxId, sessionId, repositories: [app] });
+        return added.length > 0 ? added : undefined;
+      }, "a call to clone the repository once the host answers", 4 * CLONE_TIMEOUT_MS);
       expect(added).toEqual([app]);
       expect((await sh(sandboxId, "cat slow/README.md", sessionId)).out).toBe("hello from the server");
     } finally {
