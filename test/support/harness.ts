@@ -3,7 +3,7 @@
  * (the Messages API wire format, driven by scenarios) and harness instances, all in-process on
  * port 0. Instances can be added and stopped to test hand-over.
  */
-import { HarnessClient, HarnessService, type AgentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
+import { HarnessClient, HarnessService, type AgentConfig, type EnvironmentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
@@ -28,7 +28,8 @@ export interface Brain {
   /** The harnesses' MH_SERVICE_TOKENS_FILE and the admin's token (the gateway's). */
   readonly harnessTokens: ServiceTokenFiles<"admin">;
   addHarness(env?: Record<string, string>): Promise<HarnessHandle>;
-  createSession(agent?: Partial<AgentConfig>, harness?: string): Promise<string>;
+  /** `environment`: the snapshot the gateway would give the session (none when omitted). */
+  createSession(agent?: Partial<AgentConfig>, harness?: string, environment?: EnvironmentConfig): Promise<string>;
   /** Events of the session, waiting until `until` holds for them (or `timeoutMs`). */
   waitFor(sessionId: string, until: (events: Event[]) => boolean, timeoutMs?: number): Promise<Event[]>;
   stop(): Promise<void>;
@@ -109,7 +110,7 @@ export async function startBrain(opts: {
       rpc: promisify(raw, HarnessService),
       harnessTokens,
       addHarness,
-      async createSession(agent = {}, harness = "") {
+      async createSession(agent = {}, harness = "", environment = undefined) {
         const metadata: SessionMetadata = { workspaceFork: undefined,
           agentId: "agent_test",
           agentVersion: 1,
@@ -133,7 +134,7 @@ export async function startBrain(opts: {
             budget: undefined,
             ...agent,
           },
-          environment: undefined,
+          environment,
         };
         const { session } = await log.client.createSession({ sessionId: "", metadata });
         return session!.sessionId;

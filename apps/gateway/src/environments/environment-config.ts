@@ -58,6 +58,7 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
       allowMcpServers: false,
       allowPackageManagers: false,
       packages: undefined,
+      handKind: "",
     };
   }
   const net = config.networking;
@@ -70,6 +71,7 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
         allowMcpServers: false,
         allowPackageManagers: false,
         packages,
+        handKind: "",
       }
     : {
         type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
@@ -78,5 +80,6 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
         allowMcpServers: net.allow_mcp_servers,
         allowPackageManagers: net.allow_package_managers,
         packages,
+        handKind: "",
       };
 }

@@ -20,7 +20,7 @@ import type { ContextInput, ContextStrategy } from "../context/strategy.js";
 import { compactionLimitEvents, compactionsInARow, type CompactionLimit, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { limitsOf, type Limits } from "../budget.js";
-import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
+import { addHandRoutes, toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { isSelfHosted } from "../tools/environment.js";
 import { DeltaForwarder } from "./deltas.js";
 import { SessionEvents } from "./session-events.js";
@@ -61,6 +61,7 @@ class Driver {
   async run(): Promise<void> {
     // A compacting strategy's view starts at its horizon: the turn's cost is then bounded by
     // what the model sees, not by the log's length.
+    await this.addHandTools();
     const from = this.strategy.compaction === undefined ? 1 : await readHorizon(this.ctx.log);
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits, from);
     try {
@@ -79,6 +80,24 @@ class Driver {
       }
     } finally {
       await this.view.close();
+    }
+  }
+
+  /**
+   * The environment's hand (EnvironmentConfig.hand_kind): its connected hands' own tools join the
+   * model's, run on a sandbox of that kind. None connected now: the turn goes on without them (a
+   * later turn asks again), and a call to one made earlier is a tool error ("unknown tool").
+   */
+  private async addHandTools(): Promise<void> {
+    const kind = this.ctx.session.metadata?.environment?.handKind ?? "";
+    if (kind === "" || this.ctx.sandbox === undefined) return;
+    try {
+      const added = addHandRoutes(this.routes, kind, await this.ctx.sandbox.handTools(kind, this.ctx.signal));
+      this.ctx.logger.debug({ hand_kind: kind, tools: added }, "hand tools offered");
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "CANCELLED") throw e;
+      this.ctx.logger.warn({ hand_kind: kind, code: e.code, error: e.message }, "the environment's hand tools are not available");
     }
   }
 
@@ -256,6 +275,7 @@ class Driver {
       return this.ctx.mcp.call(route.mcpServerUrl ?? "", tool.name, tool.input, tool.event.id, signal);
     }
     if (this.ctx.sandbox === undefined) return { output: "no sandbox broker is configured for this harness", isError: true };
+    if (route.handKind !== undefined) return this.ctx.sandbox.executeOnHand(route.handKind, tool.name, tool.input, tool.event.id, signal, tool.event.seq);
     return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal, tool.event.seq);
   }
 

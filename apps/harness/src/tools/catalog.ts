@@ -7,7 +7,7 @@
  * `provision` (a worker is one machine).
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { PermissionPolicy, ToolKind, type AgentConfig } from "@metaharness/proto";
+import { PermissionPolicy, ToolKind, type AgentConfig, type HandTool } from "@metaharness/proto";
 
 export type RouteKind = "sandbox" | "custom" | "mcp";
 
@@ -26,6 +26,8 @@ export interface ToolRoute {
   readonly mcpServerUrl?: string;
   /** MCP tools: the server's name in agent.mcp_tool_use (its URL's host; ToolConfig has no name). */
   readonly mcpServerName?: string;
+  /** A hand's own tool: the hand kind whose sandbox runs it (EnvironmentConfig.hand_kind). */
+  readonly handKind?: string;
 }
 
 const sandboxId = { type: "string", description: "Which of your sandboxes to use (from provision); the default one if omitted." };
@@ -163,4 +165,19 @@ export function toolRoutes(agent: AgentConfig | undefined, hands: Hands = "broke
     else routes.set(tool.name, { name: tool.name, kind: "custom", ask, definition });
   }
   return routes;
+}
+
+/**
+ * Adds a hand kind's own tools (ListHandTools) to the routes, run like sandbox tools on a sandbox
+ * of that kind; a name the session already routes keeps its route. The names added.
+ */
+export function addHandRoutes(routes: Map<string, ToolRoute>, kind: string, tools: readonly HandTool[]): string[] {
+  const added: string[] = [];
+  for (const t of tools) {
+    if (routes.has(t.name)) continue;
+    const definition: Anthropic.Tool = { name: t.name, description: t.description, input_schema: { ...(t.inputSchema ?? {}), type: "object" } };
+    routes.set(t.name, { name: t.name, kind: "sandbox", ask: false, definition, handKind: kind });
+    added.push(t.name);
+  }
+  return added;
 }

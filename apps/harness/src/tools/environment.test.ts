@@ -46,6 +46,7 @@ const cloud = (config: Partial<EnvironmentConfig>): SessionMetadata => ({
     allowMcpServers: false,
     allowPackageManagers: false,
     packages: undefined,
+    handKind: "",
     ...config,
   },
 });

@@ -16,7 +16,7 @@ function broker(downFor: number): { client: BrokerClient; calls: string[] } {
     return calls.length <= downFor ? Promise.reject(new MhError("UNAVAILABLE", "connect ECONNREFUSED")) : Promise.resolve(value);
   };
   const client = {
-    listSandboxes: () => answer("listSandboxes", { sandboxes: [{ sandboxId: "sbx_1", state: SandboxState.SANDBOX_STATE_READY }] }),
+    listSandboxes: () => answer("listSandboxes", { sandboxes: [{ sandboxId: "sbx_1", state: SandboxState.SANDBOX_STATE_READY, driver: "bubblewrap" }] }),
     execute: () => answer("execute", { output: "hi\n", isError: false, exitCode: 0 }),
   } as unknown as BrokerClient;
   return { client, calls };

@@ -15,6 +15,7 @@ import { mountPathKey as mountKey } from "@metaharness/events";
 import {
   SandboxState,
   type GitRepository,
+  type HandTool,
   type NetworkPolicy,
   type PackageLists,
   type Resources,
@@ -50,6 +51,9 @@ export const BROKER_RETRY_MS = 20_000;
 
 const BROKER_POLICY = retryPolicy({ initialIntervalMs: 100, maxIntervalMs: 2_000, maxAttempts: Number.POSITIVE_INFINITY, retryableCodes: new Set(["UNAVAILABLE"]) });
 
+/** The driver of a sandbox bound to an external hand: "external:<kind>" (the broker's Sandbox.driver). */
+const EXTERNAL_DRIVER = "external:";
+
 const NO_SETUP: SandboxSetup = { network: () => undefined, repositories: () => Promise.resolve([]) };
 
 /** The session's repositories as the broker clones them. */
@@ -66,6 +70,8 @@ export interface ToolOutcome {
 
 export class SandboxPort {
   private defaultSandbox: string | undefined;
+  /** Per hand kind, the session's sandbox on a hand of that kind. */
+  private readonly handSandboxes = new Map<string, string>();
   /** Per sandbox, the session's repositories it was last given (see syncRepositories). */
   private readonly given = new Map<string, string>();
   /** Per sandbox, the mount paths whose repository failed there and that the broker will try again. */
@@ -87,13 +93,13 @@ export class SandboxPort {
     return retry(this.retryPolicy, fn, signal === undefined ? {} : { signal });
   }
 
-  async provision(resources: Partial<Resources>, signal?: AbortSignal): Promise<string> {
-    const repositories = await this.setup.repositories();
+  async provision(resources: Partial<Resources>, signal?: AbortSignal, handKind = ""): Promise<string> {
+    const repositories = handKind === "" ? await this.setup.repositories() : [];
     // Waits for the environment's package layer if it is still building: the deadline is a tool call's.
     const request = {
       sessionId: this.sessionId,
-      handKind: "",
-      resources: {
+      handKind,
+      resources: handKind !== "" ? undefined : {
         cpuMillis: resources.cpuMillis ?? 0,
         memoryBytes: resources.memoryBytes ?? 0,
         diskBytes: 0,
@@ -105,7 +111,7 @@ export class SandboxPort {
         repositories,
         packages: this.setup.packages?.(),
       },
-      fork: this.setup.fork?.(),
+      fork: handKind === "" ? this.setup.fork?.() : undefined,
     };
     const { sandbox, repositoryFailures } = await this.call(
       () => this.broker.provision(request, { deadlineMs: CALL_DEADLINE_MS, ...(signal === undefined ? {} : { signal }) }),
@@ -163,9 +169,44 @@ export class SandboxPort {
   private async resolveDefault(signal?: AbortSignal): Promise<string> {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;
     const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
-    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY);
+    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && !s.driver.startsWith(EXTERNAL_DRIVER));
     this.defaultSandbox = ready?.sandboxId ?? (await this.provision({}, signal));
     return this.defaultSandbox;
+  }
+
+  /** The tools the connected hands of `kind` offer (SandboxBroker.ListHandTools). */
+  async handTools(kind: string, signal?: AbortSignal): Promise<HandTool[]> {
+    return (await this.call(() => this.broker.listHandTools({ kind }, signal === undefined ? {} : { signal }), signal)).tools;
+  }
+
+  /** The session's sandbox on a hand of `kind`: its oldest ready one, or a new one. */
+  private async resolveHand(kind: string, signal: AbortSignal): Promise<string> {
+    const known = this.handSandboxes.get(kind);
+    if (known !== undefined) return known;
+    const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
+    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && s.driver === `${EXTERNAL_DRIVER}${kind}`);
+    const id = ready?.sandboxId ?? (await this.provision({}, signal, kind));
+    this.handSandboxes.set(kind, id);
+    return id;
+  }
+
+  /** Runs a hand's own tool on the session's sandbox of that hand kind, provisioned at the first call. */
+  async executeOnHand(kind: string, name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal, eventSeq = 0): Promise<ToolOutcome> {
+    try {
+      const sandboxId = await this.resolveHand(kind, signal);
+      const res = await this.call(
+        () => this.broker.execute({ sandboxId, name, input, callId, sessionId: this.sessionId, timeoutMs: 0, eventSeq }, { signal, deadlineMs: CALL_DEADLINE_MS }),
+        signal,
+      );
+      // A lost hand sandbox answers is_error; the next call binds a hand of the kind anew.
+      if (res.isError && /\blost\b/i.test(res.output)) this.handSandboxes.delete(kind);
+      return { output: res.output, isError: res.isError };
+    } catch (err) {
+      const e = MhError.from(err);
+      if (e.code === "CANCELLED") throw e;
+      if (e.code === "NOT_FOUND") this.handSandboxes.delete(kind);
+      return { output: `hand error (${e.code}): ${e.message}`, isError: true };
+    }
   }
 
   /** Runs a tool; `eventSeq` is its agent.tool_use event's seq (0: unknown), kept with the workspace snapshot after it. */
