@@ -3,6 +3,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rc=0
+"$here/prometheus/down.sh" || rc=1
 "$here/jaeger/down.sh" || rc=1
 "$here/seaweedfs/down.sh" || rc=1
 "$here/kafka/down.sh" || rc=1
