@@ -150,8 +150,7 @@ export function usageBeforeIdle(events: readonly Event[], limits: Limits, budget
       if (sameSnapshot(p.value, now)) return undefined;
       break;
     }
-    const t = usageTotals(events);
-    const nothing = t.inputTokens + t.outputTokens + t.cacheCreationInputTokens + t.cacheReadInputTokens === 0 && now.budget === undefined;
+    const nothing = Number(now.inputTokens) + Number(now.outputTokens) + Number(now.cacheCreationInputTokens) + Number(now.cacheReadInputTokens) === 0 && now.budget === undefined;
     if (nothing && !events.some((e) => e.payload?.$case === "sessionUsage")) return undefined;
   }
   return newEvent("session.usage", now);
