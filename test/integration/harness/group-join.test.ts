@@ -73,6 +73,9 @@ describe("a harness whose Kafka does not answer", () => {
     await brain.waitFor(await waiting(), ended);
     expect(h.child.exitCode).toBeNull();
     expect(h.output()).not.toContain('"level":60');
+    // Its sweeper (every 250 ms) would otherwise take the next test's waiting session before that
+    // test's own Wake reached its harness (seen in CI: HELD_ELSEWHERE).
+    await h.kill();
   });
 });
 
