@@ -10,9 +10,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { eventually } from "../../support/eventually.js";
 
 const run = promisify(execFile);
-const POLL_MS = 100;
 
 /** A word for a POSIX shell, as it is. */
 const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
@@ -47,13 +47,15 @@ export class Tmux {
 
   /** Resolves with the screen once it matches `pattern`. */
   async waitFor(name: string, pattern: RegExp, timeoutMs = 30_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const text = await this.screen(name);
-      if (pattern.test(text)) return text;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${String(pattern)} in the terminal:\n${text}`);
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    }
+    let text = "";
+    return eventually(
+      async () => {
+        text = await this.screen(name);
+        return pattern.test(text) ? text : undefined;
+      },
+      () => `${String(pattern)} in the terminal:\n${text}`,
+      timeoutMs,
+    );
   }
 
   /** Sends keys to the window, e.g. "C-c". */

@@ -10,6 +10,8 @@ import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
+import { run as runIn } from "../../support/sandbox-broker.js";
 
 const bash = (command: string) => ({ toolUses: [{ name: "bash", input: { command } }] });
 
@@ -19,7 +21,8 @@ const scenarios = [
     bash("cat answer.txt"),
     (ctx) => ({ text: `answer is ${ctx.lastToolResult?.content.trim() ?? "?"}` }),
   ]),
-  defineScenario("stuck", [bash("sleep 30; echo woke")]),
+  // Leaves a mark once it runs, so the test interrupts a command that is running, not one on its way.
+  defineScenario("stuck", [bash("touch running; sleep 30; echo woke")]),
   defineScenario("exit", [bash("echo failing >&2; exit 3"), { text: "it failed" }]),
   defineScenario("hands", [
     bash("echo one > where.txt"),
@@ -96,8 +99,14 @@ describe("sandbox tools", () => {
 
   it("are cancelled by user.interrupt while they run: the session goes idle at once", async () => {
     const sessionId = await run("[scenario:stuck] wait");
-    await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "agent.tool_use"));
-    await new Promise((r) => setTimeout(r, 300));
+    const started = await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "sandbox.provisioned"));
+    const provisioned = started.find((e) => e.payload?.$case === "sandboxProvisioned")?.payload;
+    const sandboxId = provisioned?.$case === "sandboxProvisioned" ? provisioned.value.sandboxId : "";
+    // The command runs: its mark is there (looked for by a call of its own beside it).
+    await eventually(async () => {
+      const look = await runIn(brain.broker!.client, sandboxId, "bash", { command: "test -e running && echo yes || echo no" }, { sessionId });
+      return look.output.trim() === "yes" ? true : undefined;
+    }, "the stuck command to start in its sandbox");
     const sent = Date.now();
     await brain.log.client.emitEvent({ sessionId, event: newEvent("user.interrupt", {}) });
     const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_INTERRUPTED, 10_000);

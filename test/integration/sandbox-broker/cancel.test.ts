@@ -4,11 +4,14 @@
  * cancelled outcome instead of a second run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../support/eventually.js";
 import { provision, run, startTestBroker, type TestBroker } from "../../support/sandbox-broker.js";
 
 let broker: TestBroker;
 let sandboxId: string;
 const sessionId = "sesn_cancel";
+/** Marks that it started, then that it ran to the end: the second must never appear. */
+const COMMAND = "touch started; sleep 2; touch late";
 
 beforeAll(async () => {
   broker = await startTestBroker();
@@ -22,10 +25,14 @@ describe("cancelling Execute", () => {
   it("kills the running command and records the call as cancelled", async () => {
     const controller = new AbortController();
     const call = broker.client.execute(
-      { eventSeq: 0, sandboxId, sessionId, name: "bash", input: { command: "sleep 2; touch late" }, callId: "cancel-me", timeoutMs: 0 },
+      { eventSeq: 0, sandboxId, sessionId, name: "bash", input: { command: COMMAND }, callId: "cancel-me", timeoutMs: 0 },
       { signal: controller.signal },
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Cancelled while it runs (its first mark is there), not before it starts.
+    await eventually(async () => {
+      const look = await run(broker.client, sandboxId, "bash", { command: "test -e started && echo yes || echo no" }, { sessionId });
+      return look.output.trim() === "yes" ? true : undefined;
+    }, "the command to start");
     controller.abort();
     await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
     // A fixed wait on purpose: past the cancelled command's `sleep 2`, proving it never touches `late`.
@@ -36,7 +43,7 @@ describe("cancelling Execute", () => {
       sandboxId,
       sessionId,
       name: "bash",
-      input: { command: "sleep 2; touch late" },
+      input: { command: COMMAND },
       callId: "cancel-me",
       timeoutMs: 0,
     });

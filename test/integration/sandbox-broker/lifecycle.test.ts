@@ -126,6 +126,7 @@ describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
       expect(third.code).toBe("RESOURCE_EXHAUSTED");
       expect(third.message).toContain("MH_MAX_SANDBOXES");
       // Nor does the pool start more behind the sessions' two (it refills a few ms after a take).
+      // A fixed wait on purpose: a quiet period proving the pool starts none.
       await new Promise((r) => setTimeout(r, 300));
       expect(capped.handle.warmPool.available).toBe(0);
       // A released sandbox leaves room: the pool takes it back.

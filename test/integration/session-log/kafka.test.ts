@@ -223,12 +223,17 @@ describe("outbox to Kafka", () => {
     };
     // The others give shards up at their next rebalances (every 500 and 200 ms); the new one takes them.
     const settled = async (): Promise<boolean> => third.handle.relay!.shards.size >= 10 && (await held()) === 32;
-    // Settled: so at three checks in a row, 600 ms apart (longer than any rebalance period).
-    const deadline = Date.now() + 20_000;
-    for (let stable = 0; stable < 3 && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 600));
-      stable = (await settled()) ? stable + 1 : 0;
-    }
+    // Settled: so at every check for 1.2 s on end (longer than any rebalance period).
+    let since: number | undefined;
+    await eventually(
+      async () => {
+        if (!(await settled())) since = undefined;
+        else since ??= Date.now();
+        return since !== undefined && Date.now() - since >= 1_200 ? true : undefined;
+      },
+      "the three relays to hold every shard for 1.2 s on end",
+      20_000,
+    );
     expect(third.handle.relay!.shards.size).toBeGreaterThanOrEqual(10);
     expect(await held()).toBe(32);
   });

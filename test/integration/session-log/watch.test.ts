@@ -10,6 +10,7 @@ import pg from "pg";
 import { DeltaKind, EventDelta, Timestamp, type Event } from "@metaharness/proto";
 import { startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
 
 let log: TestLog;
 let replica: LogClient;
@@ -26,24 +27,53 @@ async function newSession(): Promise<string> {
   return session!.sessionId;
 }
 
-/** Reads the watch stream until `until` says stop; returns what arrived. */
-async function collect(
+/** A model request id no test's deltas use: the probes of `subscribed` (watchers here skip them). */
+const PROBE = "sevt_probe";
+
+const textDelta = (text: string, modelRequestId = "sevt_req") => ({
+  sessionId: "",
+  modelRequestId,
+  blockIndex: 0,
+  kind: DeltaKind.DELTA_KIND_TEXT,
+  text,
+  emittedAt: undefined,
+});
+
+/**
+ * Resolves once a watcher of the session is subscribed (`saw()` says it got a probe delta), so
+ * what is sent next reaches it live: deltas are stored nowhere, so a probe published before the
+ * watcher subscribed is gone, and one that arrives proves it is listening. Probes go through the
+ * first instance (log.client) and keep coming until one arrives.
+ */
+async function subscribed(sessionId: string, saw: () => boolean): Promise<void> {
+  await eventually(async () => {
+    if (saw()) return true;
+    await log.client.publishDeltas({ sessionId, deltas: [textDelta("probe", PROBE)] });
+    return undefined;
+  }, `a watcher of ${sessionId} to receive a probe delta`);
+}
+
+/**
+ * A watch stream read until `until` says stop: the events that arrived, and whether a probe delta
+ * did (`probe`: deltas asked for only so that a probe can show the watcher subscribed).
+ */
+function collect(
   client: LogClient,
-  req: { sessionId: string; afterSeq: number; types?: string[] },
+  req: { sessionId: string; afterSeq: number; types?: string[]; probe?: boolean },
   until: (events: Event[]) => boolean,
-  signal?: AbortSignal,
-): Promise<Event[]> {
-  const got: Event[] = [];
-  const controller = new AbortController();
-  signal?.addEventListener("abort", () => controller.abort());
-  for await (const msg of client.watchEvents(
-    { sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas: false },
-    { signal: controller.signal },
-  )) {
-    if (msg.event) got.push(msg.event);
-    if (until(got)) break;
-  }
-  return got;
+): { events: Promise<Event[]>; probed: () => boolean } {
+  let probed = false;
+  const events = (async () => {
+    const got: Event[] = [];
+    const includeDeltas = req.probe === true;
+    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas })) {
+      if (msg.delta?.modelRequestId === PROBE) probed = true;
+      if (msg.event) got.push(msg.event);
+      if (until(got)) break;
+    }
+    return got;
+  })();
+  return { events, probed: () => probed };
 }
 
 describe("WatchEvents", () => {
@@ -51,7 +81,7 @@ describe("WatchEvents", () => {
     const sessionId = await newSession();
     const total = 300;
     await log.client.emitEvents({ sessionId, events: Array.from({ length: 100 }, (_, i) => userMessage(`b${i}`)) });
-    const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length >= total);
+    const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length >= total).events;
     // Live appends start at once, so they interleave with the backlog read.
     for (let i = 100; i < total; i += 10) {
       await log.client.emitEvents({ sessionId, events: Array.from({ length: 10 }, (_, j) => agentMessage(`l${i + j}`)) });
@@ -63,20 +93,21 @@ describe("WatchEvents", () => {
   it("resumes from the last seq a client saw, missing nothing", async () => {
     const sessionId = await newSession();
     await log.client.emitEvents({ sessionId, events: Array.from({ length: 20 }, (_, i) => userMessage(`m${i}`)) });
-    const first = await collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length === 8);
+    const first = await collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length === 8).events;
     const lastSeen = first[first.length - 1]!.seq;
     await log.client.emitEvents({ sessionId, events: Array.from({ length: 5 }, (_, i) => userMessage(`n${i}`)) });
-    const second = await collect(log.client, { sessionId, afterSeq: lastSeen }, (e) => e.length === 17);
+    const second = await collect(log.client, { sessionId, afterSeq: lastSeen }, (e) => e.length === 17).events;
     expect([...first, ...second].map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
   });
 
   it("delivers appends made through another instance (Postgres NOTIFY), promptly", async () => {
     const sessionId = await newSession();
-    const watching = collect(replica, { sessionId, afterSeq: 0 }, (e) => e.length === 3);
-    await new Promise((r) => setTimeout(r, 200));
+    const watching = collect(replica, { sessionId, afterSeq: 0, probe: true }, (e) => e.length === 3);
+    // Subscribed on the replica before the appends, so they can only reach it live.
+    await subscribed(sessionId, watching.probed);
     const started = Date.now();
     for (let i = 0; i < 3; i++) await log.client.emitEvent({ sessionId, event: userMessage(`x${i}`) });
-    const got = await watching;
+    const got = await watching.events;
     expect(got.map((e) => e.seq)).toEqual([1, 2, 3]);
     // The re-check interval is 60 s here, so this can only be the NOTIFY path.
     expect(Date.now() - started).toBeLessThan(5000);
@@ -88,32 +119,23 @@ describe("WatchEvents", () => {
       sessionId,
       events: [userMessage("u"), agentMessage("a1"), agentMessage("a2"), newEvent("session.status_terminated", {})],
     });
-    const got = await collect(log.client, { sessionId, afterSeq: 0, types: ["agent.message"] }, () => false);
+    const got = await collect(log.client, { sessionId, afterSeq: 0, types: ["agent.message"] }, () => false).events;
     expect(got.map((e) => e.seq)).toEqual([2, 3]);
   });
 
   it("streams ephemeral deltas to watchers that ask, on any instance, before the stored message", async () => {
     const sessionId = await newSession();
     const items: string[] = [];
-    const controller = new AbortController();
+    let probed = false;
     const watching = (async () => {
-      for await (const msg of replica.watchEvents(
-        { sessionId, afterSeq: 0, types: [], includeDeltas: true },
-        { signal: controller.signal },
-      )) {
-        items.push(msg.delta ? `delta:${msg.delta.text}` : `event:${msg.event!.seq}`);
+      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true })) {
+        if (msg.delta?.modelRequestId === PROBE) probed = true;
+        else items.push(msg.delta ? `delta:${msg.delta.text}` : `event:${msg.event!.seq}`);
         if (msg.event?.type === "agent.message") break;
       }
     })();
-    await new Promise((r) => setTimeout(r, 200));
-    const delta = (text: string) => ({
-      sessionId: "",
-      modelRequestId: "sevt_req",
-      blockIndex: 0,
-      kind: DeltaKind.DELTA_KIND_TEXT,
-      text,
-      emittedAt: undefined,
-    });
+    await subscribed(sessionId, () => probed);
+    const delta = (text: string) => textDelta(text);
     await log.client.publishDeltas({ sessionId, deltas: [delta("Hel"), delta("lo")] });
     await log.client.emitEvent({ sessionId, event: agentMessage("Hello") });
     await watching;
@@ -135,19 +157,19 @@ describe("WatchEvents", () => {
     });
     // Too big for one NOTIFY (other instances get deltas that way): cut into pieces, in order.
     const big = "é".repeat(3000) + "x".repeat(3000);
-    const stopPieces = new AbortController();
+    let piecesProbed = false;
     const pieces = (async () => {
       let text = "";
-      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: true }, { signal: stopPieces.signal })) {
-        text += msg.delta?.text ?? "";
+      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: true })) {
+        if (msg.delta?.modelRequestId === PROBE) piecesProbed = true;
+        else text += msg.delta?.text ?? "";
         if (text.length >= big.length) break;
       }
       return text;
     })();
-    await new Promise((r) => setTimeout(r, 200));
+    await subscribed(sessionId, () => piecesProbed);
     await expect(log.client.publishDeltas({ sessionId, deltas: [delta(big)] })).resolves.toEqual({});
     expect(await pieces).toBe(big);
-    stopPieces.abort();
   });
 
   it("takes no deltas for an unknown or terminated session", async () => {
@@ -168,14 +190,21 @@ describe("WatchEvents", () => {
 
   it("re-reads once after its LISTEN connection comes back, then waits again instead of reading in a loop", async () => {
     const sessionId = await newSession();
-    const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length >= 1);
-    await new Promise((r) => setTimeout(r, 200));
+    const watching = collect(log.client, { sessionId, afterSeq: 0, probe: true }, (e) => e.length >= 1);
+    // Subscribed before its LISTEN connection goes, so the reconnect is what wakes it.
+    await subscribed(sessionId, watching.probed);
     const admin = new pg.Client({ connectionString: log.db.url });
     await admin.connect();
     try {
-      const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'");
+      const listening = "datname = current_database() AND query ILIKE 'LISTEN%'";
+      const killed = await admin.query<{ pid: number }>(`SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${listening}`);
       expect(killed.rowCount).toBeGreaterThan(0);
-      await new Promise((r) => setTimeout(r, 1_000)); // both instances listen again (100 ms backoff)
+      const gone = killed.rows.map((r) => r.pid);
+      // Both instances listen again (after a 100 ms backoff) on as many new connections.
+      await eventually(async () => {
+        const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${listening} AND NOT (pid = ANY($1))`, [gone]);
+        return rows[0]!.n >= gone.length ? true : undefined;
+      }, `${gone.length} LISTEN connections to come back`);
       // What the instances' connections ran: a watcher stuck re-reading ran thousands of reads a second.
       const statements = async (): Promise<number> => {
         await admin.query("SELECT pg_stat_clear_snapshot()");
@@ -183,24 +212,25 @@ describe("WatchEvents", () => {
         return Number(rows[0]?.n);
       };
       const before = await statements();
-      await new Promise((r) => setTimeout(r, 2_500)); // backends report their counts at most once a second
+      // A fixed window on purpose (proves a loop does NOT happen): backends report counts at most once a second.
+      await new Promise((r) => setTimeout(r, 2_500));
       expect((await statements()) - before).toBeLessThan(100);
       // And it still hears of appends.
       await log.client.emitEvent({ sessionId, event: agentMessage("after the reconnect") });
-      expect((await watching).map((e) => e.seq)).toEqual([1]);
+      expect((await watching.events).map((e) => e.seq)).toEqual([1]);
     } finally {
       await admin.end();
     }
   });
 
   it("answers NOT_FOUND for an unknown session and OUT_OF_RANGE past its last event, instead of waiting", async () => {
-    await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0 }, () => true)).rejects.toMatchObject({
+    await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0 }, () => true).events).rejects.toMatchObject({
       code: "NOT_FOUND",
     });
     // A position the session has not reached: an answer, not a wait for events that cannot come.
     const sessionId = await newSession();
     await log.client.emitEvent({ sessionId, event: userMessage("one") });
-    await expect(collect(log.client, { sessionId, afterSeq: 5 }, () => true)).rejects.toMatchObject({ code: "OUT_OF_RANGE", field: "after_seq" });
+    await expect(collect(log.client, { sessionId, afterSeq: 5 }, () => true).events).rejects.toMatchObject({ code: "OUT_OF_RANGE", field: "after_seq" });
   });
 });
 
