@@ -15,7 +15,9 @@ import { createClient, loadGrpcTls, promisify, type PromiseClient } from "@metah
 import { createLogger, type Logger } from "@metaharness/service-kit/logging";
 import {
   loadConfig,
+  startKvDevice,
   startSandboxBroker,
+  type KvDeviceHandle,
   type SandboxBrokerConfig,
   type SandboxBrokerHandle,
   type StartOptions,
@@ -52,6 +54,19 @@ export interface TestBroker extends RunningBroker {
 }
 
 const MAIN_JS = fileURLToPath(new URL("../../apps/sandbox-broker/dist/main.js", import.meta.url));
+
+/** The example kv device connected to `broker` over ConnectHand, once the broker lists its tools. */
+export async function connectKvDevice(broker: TestBroker, handId: string): Promise<KvDeviceHandle> {
+  const device = startKvDevice({ address: broker.address, token: broker.tokens.tokens.hand, handId });
+  await eventually(async () => {
+    try {
+      return (await broker.client.listHandTools({ kind: "kv-device" })).handIds.includes(handId) ? true : undefined;
+    } catch {
+      return undefined;
+    }
+  }, `the kv device ${handId} to connect`);
+  return device;
+}
 
 export async function startTestBroker(env: Record<string, string> = {}, options: StartOptions = {}, logger?: Logger): Promise<TestBroker> {
   const db = await createTestDatabase("mh_sbx_test");

@@ -46,6 +46,7 @@ import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
 import { WorkQueue } from "./work/queue.js";
 import { PackageLayers, type SandboxBrokerRpc } from "./environments/package-layers.js";
+import { HandKindCheck } from "./environments/hand.js";
 import { WorkSignals } from "./work/signals.js";
 import { startWorkPurge } from "./work/purge.js";
 
@@ -168,7 +169,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs };
     const stream = { log, sessions, work, streams, heartbeatMs: config.heartbeatMs, now };
     registerAgentRoutes(router, { agents, now });
-    registerEnvironmentRoutes(router, { environments, layers: new PackageLayers(broker), now });
+    registerEnvironmentRoutes(router, { environments, layers: new PackageLayers(broker), hands: new HandKindCheck(broker), now });
     registerEnvironmentKeyRoutes(router, { environments, environmentKeys: new EnvironmentKeyStore(db), now });
     registerWorkRoutes(router, { ...hands, db, environments, sessions, workLeaseTtlSeconds: config.workLeaseTtlSeconds });
     const ui = config.ui ?? loadUiConfig();

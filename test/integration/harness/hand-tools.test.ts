@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineScenario } from "@metaharness/offline-model";
-import { startKvDevice, type KvDeviceHandle } from "@metaharness/sandbox-broker";
+import type { KvDeviceHandle } from "@metaharness/sandbox-broker";
 import { EnvironmentNetworking, EnvironmentType, StopReasonType, type EnvironmentConfig, type Event } from "@metaharness/proto";
-import { eventually } from "../../support/eventually.js";
+import { connectKvDevice } from "../../support/sandbox-broker.js";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
 
@@ -29,15 +29,7 @@ let brain: Brain;
 let device: KvDeviceHandle | undefined;
 beforeAll(async () => {
   brain = await startBrain({ scenarios, broker: true });
-  const broker = brain.broker!;
-  device = startKvDevice({ address: broker.address, token: broker.tokens.tokens.hand, handId: "kv-harness-1" });
-  await eventually(async () => {
-    try {
-      return (await broker.client.listHandTools({ kind: "kv-device" })).tools.length > 0 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, "the kv device to connect");
+  device = await connectKvDevice(brain.broker!, "kv-harness-1");
 });
 afterAll(async () => {
   device?.close();

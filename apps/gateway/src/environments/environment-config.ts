@@ -48,8 +48,8 @@ function packagesRefusal(config: BetaCloudConfig): ApiError | undefined {
   return undefined;
 }
 
-/** The config as the session log's metadata carries it to the harness. */
-export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSnapshot {
+/** The config, and the hand kind its metadata names (hand.ts), as the session log's metadata carries them to the harness. */
+export function toEnvironmentSnapshot(config: EnvironmentConfig, handKind = ""): EnvironmentSnapshot {
   if (config.type === "self_hosted") {
     return {
       type: EnvironmentType.ENVIRONMENT_TYPE_SELF_HOSTED,
@@ -71,7 +71,7 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
         allowMcpServers: false,
         allowPackageManagers: false,
         packages,
-        handKind: "",
+        handKind,
       }
     : {
         type: EnvironmentType.ENVIRONMENT_TYPE_CLOUD,
@@ -80,6 +80,6 @@ export function toEnvironmentSnapshot(config: EnvironmentConfig): EnvironmentSna
         allowMcpServers: net.allow_mcp_servers,
         allowPackageManagers: net.allow_package_managers,
         packages,
-        handKind: "",
+        handKind,
       };
 }

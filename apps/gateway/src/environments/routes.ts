@@ -17,6 +17,7 @@ import {
 import { createEnvironmentBody, environmentParams, listEnvironmentsQuery, updateEnvironmentBody } from "./schemas.js";
 import type { Router } from "../http/router.js";
 import type { PackageLayers } from "./package-layers.js";
+import { HAND_KEY, type HandKindCheck } from "./hand.js";
 import type { EnvironmentStore } from "./store.js";
 
 interface EnvironmentParams {
@@ -27,6 +28,8 @@ export interface EnvironmentRouteDeps {
   readonly environments: EnvironmentStore;
   /** Environments' package layers, built by the sandbox broker. */
   readonly layers: PackageLayers;
+  /** Checks an environment's hand kind (metadata mh.hand) against the broker's connected hands. */
+  readonly hands: HandKindCheck;
   now(): Date;
 }
 
@@ -50,6 +53,7 @@ export function registerEnvironmentRoutes(router: Router, ctx: EnvironmentRouteD
     },
     async (req): Promise<BetaEnvironment> => {
       const body = environmentBodyFromCreate(req.body);
+      await ctx.hands.check(body.config, body.metadata);
       // The broker refuses lists it cannot build before anything is stored; the build goes on.
       await ctx.layers.build(body.config);
       return render(await environments.create(req.tenant, newId(ENVIRONMENT_ID_PREFIX), body, ctx.now()));
@@ -80,10 +84,14 @@ export function registerEnvironmentRoutes(router: Router, ctx: EnvironmentRouteD
       schema: { params: environmentParams, body: updateEnvironmentBody },
     },
     async (req): Promise<BetaEnvironment> => {
-      if (req.body.config?.type === "cloud" && req.body.config.packages !== undefined && req.body.config.packages !== null) {
-        // New lists are built (a failed build tried again) before the update is stored.
+      const newLists = req.body.config?.type === "cloud" && req.body.config.packages !== undefined && req.body.config.packages !== null;
+      const newHand = typeof req.body.metadata?.[HAND_KEY] === "string" && req.body.metadata[HAND_KEY] !== "";
+      if (newLists || newHand) {
+        // New lists are built (a failed build tried again), and a hand named checked, before the update is stored.
         const current = await environments.require(req.tenant, req.params.environment_id);
-        if (current.archivedAt === null) await ctx.layers.build(applyEnvironmentUpdate(current.body, req.body).config);
+        const next = applyEnvironmentUpdate(current.body, req.body);
+        if (current.archivedAt === null && newLists) await ctx.layers.build(next.config);
+        if (current.archivedAt === null && newHand) await ctx.hands.check(next.config, next.metadata);
       }
       const updated = await environments.update(req.tenant, req.params.environment_id, (b) => applyEnvironmentUpdate(b, req.body), ctx.now());
       return render(updated);

@@ -15,6 +15,7 @@ import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import { toAgentConfig } from "../agents/agent-config.js";
 import { contextConfig } from "../agents/context-config.js";
 import { toEnvironmentSnapshot, unhonoured } from "../environments/environment-config.js";
+import { handKindOf } from "../environments/hand.js";
 import { checkMetadata } from "../http/metadata.js";
 import { resolveResources, type ResolvedResource } from "./resources.js";
 import { readReference, snapshotAgent } from "./session-agent.js";
@@ -96,7 +97,7 @@ export async function createSession(ctx: CreateDeps, tenant: string, body: Sessi
       vaultIds,
       title: title ?? "",
       agent: toAgentConfig(snapshot, contextConfig(agent.body.metadata), { listPrice: price, budget: body.budget === undefined ? undefined : budgetLimit(body.budget) }),
-      environment: toEnvironmentSnapshot(environment.body.config),
+      environment: toEnvironmentSnapshot(environment.body.config, handKindOf(environment.body.metadata)),
       repositories: resources.map((r) => r.repository),
       workspaceFork: forked?.fork,
     },

@@ -3,7 +3,7 @@
  * whose role the policy lists for it. A harness provisions and uses sandboxes, always naming the
  * session it acts for; an external hand connects and does nothing else, registering only the kinds
  * its tokens-file entry lists in "scopes"; a gateway builds and describes environments' package
- * layers; an admin (an operator)
+ * layers and checks an environment's hand kind; an admin (an operator)
  * may do what a harness does for any session, and see every sandbox. The record is keyed by the generated service, so a new RPC does not compile until
  * it is given its roles here.
  */
@@ -26,8 +26,9 @@ export const POLICY: Policy<RpcName, Role> = {
   describeSandbox: ["admin"],
   transfer: ["admin"],
   connectHand: ["hand"],
-  // What a hand kind's tools are, for the harness to offer them to the model.
-  listHandTools: ["harness", "admin"],
+  // What a hand kind's tools are, for the harness to offer them to the model; the gateway checks
+  // an environment's hand (metadata mh.hand) with it.
+  listHandTools: ["harness", "gateway", "admin"],
   // The gateway builds and reports environments' package layers, and does nothing else here.
   buildLayer: ["gateway", "admin"],
   describeLayer: ["gateway", "admin"],

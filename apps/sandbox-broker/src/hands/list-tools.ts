@@ -1,8 +1,9 @@
 /**
  * ListHandTools: what the connected hands of a kind offer, so a harness can put a hand's own tools
- * before the model. Answered from the registry alone; nothing is provisioned.
+ * before the model, or a gateway can check an environment's hand (the connected kinds are in the
+ * refusal's HandKinds detail). Answered from the registry alone; nothing is provisioned.
  */
-import { MhError, invalidArgument } from "@metaharness/errors";
+import { HandKinds, MhError, invalidArgument } from "@metaharness/errors";
 import type { ListHandToolsRequest, ListHandToolsResponse } from "@metaharness/proto";
 import type { HandRegistry } from "./registry.js";
 import { HAND_NAME } from "./tool-specs.js";
@@ -15,6 +16,7 @@ export function listHandTools(hands: HandRegistry, req: ListHandToolsRequest): P
     return Promise.reject(
       new MhError("FAILED_PRECONDITION", `no hand of kind "${req.kind}" is connected${kinds.length > 0 ? ` (connected: ${kinds.join(", ")})` : ""}`, {
         field: "kind",
+        details: HandKinds.of({ hand_kinds: kinds.join(",") }),
       }),
     );
   }

@@ -40,3 +40,5 @@ export const HttpStatus = defineDetail("HTTP status", { status: "number" });
 export const RequestId = defineDetail("request id", { request_id: "string" });
 /** How many attempts were made before giving up. */
 export const Attempts = defineDetail("attempts", { attempts: "number" });
+/** The hand kinds connected to a broker, comma-separated (a kind none of which is connected refused). */
+export const HandKinds = defineDetail("hand kinds", { hand_kinds: "string" });
