@@ -1,6 +1,6 @@
 /**
- * The default harness: call the model, record its response, route its tool calls, repeat until
- * the turn ends. Every decision is taken from the log (state.ts nextStep), and every write goes
+ * The default harness: call the model, record its response, run its tool calls (routed by
+ * tool-calls.ts), repeat until the turn ends. Every decision is taken from the log (state.ts nextStep), and every write goes
  * through the lease, so this loop can die at any moment and another instance picks up from the
  * last event: a model response is recorded whole or not at all (a crash mid-stream re-asks), and a
  * tool call re-executed after a crash is deduplicated by the broker on its tool_use id. In a
@@ -20,13 +20,11 @@ import type { ContextInput, ContextStrategy } from "../context/strategy.js";
 import { compactionLimitEvents, compactionsInARow, type CompactionLimit, isPromptTooLong, statedMaximum, summarize } from "./compact-step.js";
 import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { limitsOf, type Limits } from "../budget.js";
-import { addHandRoutes, toolRoutes, type ToolRoute } from "../tools/catalog.js";
-import { isSelfHosted } from "../tools/environment.js";
 import { DeltaForwarder } from "./deltas.js";
 import { SessionEvents } from "./session-events.js";
 import type { HarnessLoop, LoopContext } from "./harness-loop.js";
+import { ToolRouter } from "./tool-calls.js";
 import { RetryStatus, StopReasonType, idle, responseEvents, running, sessionError, toolResult } from "./turn-events.js";
-import type { ToolOutcome } from "../tools/sandbox.js";
 import { TurnMeter, usageAttributes } from "./turn-meter.js";
 
 export const DEFAULT_WORKER_TOOL_TIMEOUT_MS = 10 * 60_000;
@@ -39,35 +37,31 @@ export const toolLoop: HarnessLoop = {
 class Driver {
   private view: SessionEvents | undefined;
   private step: AbortController | undefined;
-  private readonly routes: Map<string, ToolRoute>;
+  private readonly tools: ToolRouter;
   private readonly strategy: ContextStrategy;
   private readonly limits: Limits;
-  /** In a self-hosted environment: the tools its worker runs. */
-  private readonly workerTools: ReadonlySet<string>;
   private readonly meter: TurnMeter;
   /** Time the current model request spent compacting first (its summary requests are metered on their own). */
   private compactingMs = 0;
 
   constructor(private readonly ctx: LoopContext) {
     const agent = ctx.session.metadata?.agent;
-    const selfHosted = isSelfHosted(ctx.session.metadata);
-    this.routes = toolRoutes(agent, selfHosted ? "worker" : "broker");
-    this.workerTools = new Set(selfHosted ? [...this.routes.values()].filter((r) => r.kind === "sandbox").map((r) => r.name) : []);
     this.strategy = strategyFor(agent);
     this.limits = limitsOf(agent);
     this.meter = new TurnMeter(agent?.model || ctx.model.model, ctx.session.metadata?.tenant ?? "");
+    this.tools = new ToolRouter(ctx, this.strategy, this.meter);
   }
 
   async run(): Promise<void> {
     // A compacting strategy's view starts at its horizon: the turn's cost is then bounded by
     // what the model sees, not by the log's length.
-    await this.addHandTools();
+    await this.tools.addHandTools();
     const from = this.strategy.compaction === undefined ? 1 : await readHorizon(this.ctx.log);
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits, from);
     try {
       while (!this.ctx.signal.aborted) {
         const seen = this.lastSeq();
-        const step = nextStep(this.events, this.limits, this.workerTools);
+        const step = nextStep(this.events, this.limits, this.tools.workerTools);
         if (step.kind === "call-model" || step.kind === "run-tools" || step.kind === "await-hands") this.meter.begin(this.events);
         // One span per step: its log appends, model request and tool calls are its children (the
         // gRPC clients carry the context), and the events it appends carry its trace id.
@@ -80,24 +74,6 @@ class Driver {
       }
     } finally {
       await this.view.close();
-    }
-  }
-
-  /**
-   * The environment's hand (EnvironmentConfig.hand_kind): its connected hands' own tools join the
-   * model's, run on a sandbox of that kind. None connected now: the turn goes on without them (a
-   * later turn asks again), and a call to one made earlier is a tool error ("unknown tool").
-   */
-  private async addHandTools(): Promise<void> {
-    const kind = this.ctx.session.metadata?.environment?.handKind ?? "";
-    if (kind === "" || this.ctx.sandbox === undefined) return;
-    try {
-      const added = addHandRoutes(this.routes, kind, await this.ctx.sandbox.handTools(kind, this.ctx.signal));
-      this.ctx.logger.debug({ hand_kind: kind, tools: added }, "hand tools offered");
-    } catch (err) {
-      const e = MhError.from(err);
-      if (e.code === "CANCELLED") throw e;
-      this.ctx.logger.warn({ hand_kind: kind, code: e.code, error: e.message }, "the environment's hand tools are not available");
     }
   }
 
@@ -196,35 +172,7 @@ class Driver {
 
   private async runTools(tools: readonly PendingToolUse[], seen: number): Promise<void> {
     const signal = AbortSignal.any([this.newStep(seen).signal, this.ctx.signal]);
-    for (const tool of tools) {
-      if (signal.aborted) return;
-      if (tool.confirmation === "deny") {
-        const why = tool.denyMessage === "" ? "" : `: ${tool.denyMessage}`;
-        await this.append(toolResult(tool.event.id, `the user denied this tool call${why}`, true, tool.kind === "mcp" ? "mcp" : "sandbox"));
-        this.meter.toolCall(this.toolLabel(tool.name), tool.kind, "denied", 0);
-        continue;
-      }
-      try {
-        // A span per call (the broker's or the proxy's is its child), so a failed tool shows in
-        // the trace, not only in its agent.tool_result event.
-        const attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": tool.event.id, "mh.tool.kind": tool.kind };
-        const began = Date.now();
-        const outcome = await withSpan(`execute_tool ${tool.name}`, attributes, async (toolSpan) => {
-          const result = await this.execute(tool, signal);
-          if (result.isError) {
-            toolSpan.setAttribute("error.type", "tool_error");
-            // Not its output: a tracing backend is not where a sandbox's output is kept.
-            toolSpan.setStatus({ code: SpanStatusCode.ERROR, message: "the tool call failed (its agent.tool_result says how)" });
-          }
-          return result;
-        });
-        this.meter.toolCall(this.toolLabel(tool.name), tool.kind, outcome.isError ? "error" : "ok", Date.now() - began);
-        await this.append(toolResult(tool.event.id, outcome.output, outcome.isError, tool.kind === "mcp" ? "mcp" : "sandbox", outcome.exitCode));
-      } catch (err) {
-        if (MhError.from(err).code === "CANCELLED" && signal.aborted) return; // the interrupt step answers it
-        throw err;
-      }
-    }
+    await this.tools.run(tools, signal, (...events) => this.append(...events));
   }
 
   /**
@@ -255,33 +203,9 @@ class Driver {
     }
   }
 
-  /** A tool's name as a metric label: a built-in's or the strategy's own; `mcp` for any MCP tool, `unknown` for a name the model made up. */
-  private toolLabel(name: string): string {
-    if (this.strategy.ownTools.some((t) => t.name === name)) return name;
-    const route = this.routes.get(name);
-    if (route === undefined) return "unknown";
-    return route.kind === "mcp" ? "mcp" : route.kind === "custom" ? "custom" : name;
-  }
-
-  private async execute(tool: PendingToolUse, signal: AbortSignal): Promise<ToolOutcome> {
-    const own = this.strategy.ownTools.find((t) => t.name === tool.name);
-    if (own !== undefined && this.strategy.runOwnTool !== undefined) {
-      return this.strategy.runOwnTool(tool.name, tool.input, this.ctx.log);
-    }
-    const route = this.routes.get(tool.name);
-    if (route === undefined) return { output: `unknown tool "${tool.name}"`, isError: true };
-    if (route.kind === "mcp") {
-      if (this.ctx.mcp === undefined) return { output: "MCP tools need the credential proxy, which is not configured", isError: true };
-      return this.ctx.mcp.call(route.mcpServerUrl ?? "", tool.name, tool.input, tool.event.id, signal);
-    }
-    if (this.ctx.sandbox === undefined) return { output: "no sandbox broker is configured for this harness", isError: true };
-    if (route.handKind !== undefined) return this.ctx.sandbox.executeOnHand(route.handKind, tool.name, tool.input, tool.event.id, signal, tool.event.seq);
-    return this.ctx.sandbox.execute(tool.name, tool.input, tool.event.id, signal, tool.event.seq);
-  }
-
   private async callModel(span: Span, seen: number): Promise<void> {
     const start = newEvent("span.model_request_start", { model: this.ctx.session.metadata?.agent?.model || this.ctx.model.model });
-    const tools = [...[...this.routes.values()].map((r) => r.definition), ...this.strategy.ownTools];
+    const tools = this.tools.definitions();
     const input = (): ContextInput => ({ events: this.events, agent: this.ctx.session.metadata?.agent, tools });
     // The request goes to the model while its bookkeeping (the status, if it changes, and the span
     // start: one append) is on its way to the log, not after it: the model's own TTFT is the
@@ -359,7 +283,7 @@ class Driver {
         "mh.model.attempts": attempts,
         "mh.model.stop_reason": message.stop_reason ?? "",
       });
-      const response = responseEvents(message, start.id, this.routes);
+      const response = responseEvents(message, start.id, this.tools.routes);
       // A final answer closes the turn in the same append, unless input arrived while it streamed
       // (or arrives before the append lands): then the next step answers it.
       const decidedAt = this.lastSeq();
