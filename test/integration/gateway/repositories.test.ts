@@ -5,113 +5,41 @@
  * the bubblewrap sandbox: git log, an edit, a commit, a push, which lands on the server. The token
  * reached the server, and nowhere else: not in an HTTP response, an event, a database row (the
  * vault's is encrypted), a file of the sandbox or a log line. Then the resources API: list,
- * retrieve, add, update (a rotated token works at the next git command), delete, and bad inputs
- * answered with 4xx naming the field.
+ * retrieve, add, update (a rotated token works at the next git command), delete, concurrent
+ * changes, and bad inputs answered with 4xx naming the field. Repositories that do not clone, and
+ * clone later: repository-clones.test.ts.
  */
 import { randomBytes } from "node:crypto";
-import Anthropic from "@anthropic-ai/sdk";
+import type Anthropic from "@anthropic-ai/sdk";
 import type { ResourceAddParams } from "@anthropic-ai/sdk/resources/beta/sessions/resources";
 import { newEvent } from "@metaharness/events";
-import { defineScenario, type StepContext } from "@metaharness/offline-model";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxFiles } from "../../security/sandbox-files.js";
-import { KEY_B, raw, startStack, type Stack } from "../../support/gateway.js";
-import { eventually } from "../../support/eventually.js";
-import { startGitServer, type GitServer } from "../../support/git-server.js";
-import { LogCapture } from "../../support/log-capture.js";
-import { run } from "../../support/sandbox-broker.js";
+import { KEY_B, raw } from "../../support/gateway.js";
+import { assertAbsent, idOf, startRepositoryStack, type RepositoryStack } from "../../support/repositories.js";
 
-const TOKEN = `ghs_repotest_${randomBytes(12).toString("hex")}`;
 const ROTATED = `ghs_rotated_${randomBytes(12).toString("hex")}`;
-/** How long after a failed clone the broker tries the repository again in the same sandbox. */
-const RETRY_MS = 1_000;
-const BASH = (command: string) => ({ name: "bash", input: { command } });
-const PUSH = [
-  "cd /workspace/app && git config user.email agent@example.com && git config user.name Agent",
-  "echo 2 > VERSION && git commit -qam 'bump the version' && git push -q origin HEAD:main 2>&1 && git log --oneline -1",
-].join(" && ");
 
-let git: GitServer;
-let stack: Stack;
-const logs = new LogCapture();
-/** Every HTTP response body the SDK received. */
-const bodies: string[] = [];
-let sdk: Anthropic;
-let agentId: string;
-let environmentId: string;
-
+let fixture: RepositoryStack;
+let TOKEN: string;
+let git: RepositoryStack["git"];
+let stack: RepositoryStack["stack"];
+let sdk: RepositoryStack["sdk"];
+let bodies: RepositoryStack["bodies"];
+let logs: RepositoryStack["logs"];
+let agentId: RepositoryStack["agentId"];
+let environmentId: RepositoryStack["environmentId"];
+let repository: RepositoryStack["repository"];
+let untilIdle: RepositoryStack["untilIdle"];
+let sh: RepositoryStack["sh"];
 beforeAll(async () => {
-  git = await startGitServer({ username: "x-access-token", token: TOKEN });
-  await git.seed("org/app.git", { "README.md": "the app\n", VERSION: "1\n" });
-  await git.seed("org/lib.git", { "LIB.md": "a library\n" });
-  const scenario = defineScenario("repo-push", [
-    { text: "Looking at the repository.", toolUses: [BASH("cd /workspace/app && git log --oneline -1 && cat VERSION")] },
-    { text: "Bumping the version.", toolUses: [BASH(PUSH)] },
-    { text: "Pushed." },
-  ]);
-  const seen = (ctx: StepContext) => ({ text: `saw: ${ctx.lastToolResult?.content ?? "?"}` });
-  const listing = defineScenario("repo-ls", [{ toolUses: [BASH("ls /workspace")] }, seen, { toolUses: [BASH("ls /workspace")] }, seen]);
-  const retry = defineScenario("repo-retry", [
-    { toolUses: [BASH("ls /workspace")] },
-    { toolUses: [BASH(`sleep ${(2 * RETRY_MS) / 1000}`)] },
-    { toolUses: [BASH("ls /workspace")] },
-    seen,
-  ]);
-  stack = await startStack({
-    scenarios: [scenario, listing, retry],
-    broker: true,
-    brokerEnv: { MH_REPOSITORY_RETRY_MS: String(RETRY_MS) },
-    logger: (service) => logs.logger(service),
-  });
-  sdk = new Anthropic({
-    apiKey: "mh-test-key-tenant-a-0123456789",
-    baseURL: stack.gateway.url,
-    maxRetries: 0,
-    fetch: async (input, init) => {
-      const res = await fetch(input, init);
-      bodies.push(await res.clone().text());
-      return res;
-    },
-  });
-  agentId = (await sdk.beta.agents.create({ name: "pusher", model: "claude-sonnet-5-5", system: "[scenario:repo-push]", tools: [{ type: "agent_toolset_20260401" }] })).id;
-  environmentId = (await sdk.beta.environments.create({ name: "repos" })).id;
+  fixture = await startRepositoryStack();
+  ({ token: TOKEN, git, stack, sdk, bodies, logs, agentId, environmentId, repository, untilIdle, sh } = fixture);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await git?.close();
+  await fixture?.stop();
 });
-
-const idOf = (r: unknown): string => (r as { id: string }).id;
-const repository = (name = "app", extra: object = {}) => ({ type: "github_repository" as const, url: `${git.url}/org/${name}.git`, ...extra });
-
-/** The session's events once it has gone idle `n` times. */
-async function untilIdles(id: string, n: number): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
-  return eventually(
-    async () => {
-      const events = (await sdk.beta.sessions.events.list(id)).data;
-      return events.filter((e) => e.type === "session.status_idle").length >= n ? events : undefined;
-    },
-    `session ${id} to go idle ${n} times`,
-    60_000,
-  );
-}
-
-/** What each agent.tool_result of `events` holds, as JSON. */
-const listings = (events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]): string[] =>
-  events.flatMap((e) => (e.type === "agent.tool_result" ? [JSON.stringify(e.content)] : []));
-
-async function untilIdle(id: string): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
-  let events: Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[] = [];
-  return eventually(
-    async () => {
-      events = (await sdk.beta.sessions.events.list(id)).data;
-      return events.some((e) => e.type === "session.status_idle") ? events : undefined;
-    },
-    () => `session ${id} to go idle: ${events.map((e) => e.type).join(", ")}`,
-    60_000,
-  );
-}
 
 /** Every row of every table of a database, as text (bytea as hex, so both spellings are searched). */
 async function databaseText(url: string): Promise<string> {
@@ -126,22 +54,6 @@ async function databaseText(url: string): Promise<string> {
     await c.end();
   }
 }
-
-function expectAbsent(where: string, text: string | Buffer, secret: string): void {
-  const hex = Buffer.from(secret).toString("hex");
-  const found = typeof text === "string" ? text.includes(secret) || text.includes(hex) : text.includes(secret);
-  expect(found, `${secret.slice(0, 12)}… found in ${where}`).toBe(false);
-}
-
-async function sandboxOf(sessionId: string): Promise<string> {
-  const { sandboxes } = await stack.brain.broker!.client.listSandboxes({ sessionId, includeEnded: false });
-  return sandboxes[0]!.sandboxId;
-}
-
-const sh = async (sessionId: string, command: string) => {
-  const res = await run(stack.brain.broker!.client, await sandboxOf(sessionId), "bash", { command }, { sessionId, timeoutMs: 60_000 });
-  return { ok: !res.isError, out: res.output };
-};
 
 let sessionId: string;
 
@@ -178,18 +90,18 @@ describe("a session with a github_repository resource", () => {
     expect(sandboxes).toHaveLength(1);
     const files = await sandboxFiles(stack.brain.broker!.handle.pidOf(sandboxes[0]!.sandboxId)!);
     expect(files.some((f) => f.path === "/workspace/app/VERSION")).toBe(true);
-    for (const f of files) expectAbsent(`sandbox file ${f.path}`, f.content, TOKEN);
+    for (const f of files) assertAbsent(`sandbox file ${f.path}`, f.content, TOKEN);
     await sdk.beta.sessions.resources.list(sessionId);
     await sdk.beta.sessions.retrieve(sessionId);
-    expectAbsent("HTTP responses", bodies.join("\n"), TOKEN);
-    expectAbsent("events", JSON.stringify(events), TOKEN);
-    expectAbsent("the gateway's database", await databaseText(stack.db.url), TOKEN);
-    expectAbsent("the session log's database", await databaseText(stack.brain.log.db.url), TOKEN);
-    expectAbsent("the broker's database", await databaseText(stack.brain.broker!.db.url), TOKEN);
-    expectAbsent("the vault's database (encrypted)", await databaseText(stack.vault!.db.url), TOKEN);
+    assertAbsent("HTTP responses", bodies.join("\n"), TOKEN);
+    assertAbsent("events", JSON.stringify(events), TOKEN);
+    assertAbsent("the gateway's database", await databaseText(stack.db.url), TOKEN);
+    assertAbsent("the session log's database", await databaseText(stack.brain.log.db.url), TOKEN);
+    assertAbsent("the broker's database", await databaseText(stack.brain.broker!.db.url), TOKEN);
+    assertAbsent("the vault's database (encrypted)", await databaseText(stack.vault!.db.url), TOKEN);
     const services = new Set(logs.lines.map((l) => (JSON.parse(l) as { service: string }).service));
     expect([...services].sort()).toEqual(["credential-vault-proxy", "gateway", "harness", "sandbox-broker", "session-log"]);
-    expectAbsent("the logs", logs.lines.join(""), TOKEN);
+    assertAbsent("the logs", logs.lines.join(""), TOKEN);
     // The token's vault is the session's own: no vault of the tenant's, listed or found.
     const tenantVaults = await sdk.beta.vaults.list();
     expect(tenantVaults.data).toEqual([]);
@@ -218,7 +130,7 @@ describe("a session with a github_repository resource", () => {
     const rotated = (await sdk.beta.sessions.resources.update(first.id, { session_id: sessionId, authorization_token: ROTATED })) as typeof first;
     expect(Date.parse(rotated.updated_at)).toBeGreaterThanOrEqual(Date.parse(first.updated_at));
     expect(await sh(sessionId, "cd /workspace/app && git fetch -q origin 2>&1 && echo fetched")).toEqual({ ok: true, out: "fetched" });
-    expectAbsent("HTTP responses", bodies.join("\n"), ROTATED);
+    assertAbsent("HTTP responses", bodies.join("\n"), ROTATED);
 
     // Delete: gone from the API and the log, and its token from the proxy.
     expect(await sdk.beta.sessions.resources.delete(first.id, { session_id: sessionId })).toEqual({ id: first.id, type: "session_resource_deleted" });
@@ -233,122 +145,7 @@ describe("a session with a github_repository resource", () => {
     await c.connect();
     const left = await c.query("SELECT 1 FROM vaults WHERE session_id = $1", [sessionId]).finally(() => c.end());
     expect(left.rowCount).toBe(0);
-    expectAbsent("the logs", logs.lines.join(""), ROTATED);
-  }, 120_000);
-
-  it("reports each repository that does not clone as a repository_*_error; the sandbox and the session go on without it", async () => {
-    git.accept(TOKEN); // an earlier test rotated it
-    await git.seed("org/kept.git", { "KEPT.md": "kept\n" });
-    const session = await sdk.beta.sessions.create({
-      agent: agentId,
-      environment_id: environmentId,
-      resources: [
-        repository("app", { authorization_token: TOKEN }),
-        repository("missing", { authorization_token: TOKEN }),
-        repository("kept", { authorization_token: "ghs_not_the_token" }),
-        repository("lib", { authorization_token: TOKEN, mount_path: "/workspace/lib-branch", checkout: { type: "branch", name: "no-such-branch" } }),
-      ],
-      initial_events: [{ type: "user.message", content: [{ type: "text", text: "Look at it." }] }],
-    });
-    const events = await untilIdle(session.id);
-    const errors = events.flatMap((e) => (e.type === "session.error" ? [e.error as unknown as Record<string, unknown>] : []));
-    expect(errors).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ type: "repository_not_found_error", repository_url: `${git.url}/org/missing.git`, retry_status: { type: "retrying" } }),
-        expect.objectContaining({ type: "repository_authentication_error", repository_url: `${git.url}/org/kept.git`, retry_status: { type: "retrying" } }),
-        expect.objectContaining({ type: "repository_checkout_error", repository_url: `${git.url}/org/lib.git`, retry_status: { type: "retrying" } }),
-      ]),
-    );
-    expect(errors).toHaveLength(3);
-    for (const e of errors) expect(String(e["message"])).toMatch(/(cloning|checking out) .* failed/);
-    // The repository that cloned is there and the agent's first command ran in it.
-    const [first] = events.filter((e) => e.type === "agent.tool_result");
-    expect(first?.is_error).toBe(false);
-    expect((await sh(session.id, "ls /workspace")).out.split(/\s+/).filter(Boolean).sort()).toEqual(["app"]);
-    expect(events.at(-1)).toMatchObject({ type: "session.status_idle", stop_reason: { type: "end_turn" } });
-    expectAbsent("the events", JSON.stringify(events), TOKEN);
-  }, 120_000);
-
-  it("clones a repository added while the session runs into the sandbox it already has, at its next tool call", async () => {
-    git.accept(TOKEN);
-    const lister = (await sdk.beta.agents.create({ name: "lister", model: "claude-sonnet-5-5", system: "[scenario:repo-ls]", tools: [{ type: "agent_toolset_20260401" }] })).id;
-    const session = await sdk.beta.sessions.create({
-      agent: lister,
-      environment_id: environmentId,
-      resources: [repository("app", { authorization_token: TOKEN })],
-      initial_events: [{ type: "user.message", content: [{ type: "text", text: "List." }] }],
-    });
-    const idles = (n: number) => untilIdles(session.id, n);
-    const [before] = listings(await idles(1));
-    expect(before).toContain("app");
-    expect(before).not.toContain("lib");
-
-    await sdk.beta.sessions.resources.add(session.id, repository("lib", { authorization_token: TOKEN }) as unknown as ResourceAddParams);
-    await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "Again." }] }] });
-    const events = await idles(2);
-    const after = listings(events)[1];
-    expect(after).toContain("app");
-    expect(after).toContain("lib");
-    // The same sandbox: it was provisioned once.
-    expect((await stack.brain.broker!.client.listSandboxes({ sessionId: session.id, includeEnded: true })).sandboxes).toHaveLength(1);
-  }, 120_000);
-
-  it("clones a repository that failed, into the same sandbox, once its token is fixed", async () => {
-    git.accept(TOKEN);
-    const lister = (await sdk.beta.agents.create({ name: "lister", model: "claude-sonnet-5-5", system: "[scenario:repo-ls]", tools: [{ type: "agent_toolset_20260401" }] })).id;
-    const session = await sdk.beta.sessions.create({
-      agent: lister,
-      environment_id: environmentId,
-      resources: [repository("app", { authorization_token: TOKEN }), repository("lib", { authorization_token: "ghs_not_the_token" })],
-      initial_events: [{ type: "user.message", content: [{ type: "text", text: "List." }] }],
-    });
-    const idles = (n: number) => untilIdles(session.id, n);
-    const first = await idles(1);
-    const failedAt = Date.now();
-    expect(listings(first)[0]).not.toContain("lib");
-    expect(first.filter((e) => e.type === "session.error").map((e) => (e.error as { type: string }).type)).toEqual(["repository_authentication_error"]);
-
-    // The user fixes the token; the turn after the broker's retry wait finds the repository there.
-    const { data: resources } = await sdk.beta.sessions.resources.list(session.id);
-    const lib = resources.find((r) => r.type === "github_repository" && r.url.endsWith("/org/lib.git"));
-    await sdk.beta.sessions.resources.update(idOf(lib), { session_id: session.id, authorization_token: TOKEN });
-    // A fixed wait on purpose: the broker's retry wait is a time, and waiting it out is what is tested.
-    await new Promise((r) => setTimeout(r, RETRY_MS - (Date.now() - failedAt)));
-    await sdk.beta.sessions.events.send(session.id, { events: [{ type: "user.message", content: [{ type: "text", text: "Again." }] }] });
-    const after = listings(await idles(2))[1];
-    expect(after).toContain("app");
-    expect(after).toContain("lib");
-    expect((await stack.brain.broker!.client.listSandboxes({ sessionId: session.id, includeEnded: true })).sandboxes).toHaveLength(1);
-  }, 120_000);
-
-  it("clones a repository that failed, within the same turn, once the host takes its token", async () => {
-    // One turn, three tool calls: the harness asks the broker again before each while a listed
-    // repository is missing from the sandbox (a new harness asks at its first call anyway).
-    const rotated = `ghs_retry_${randomBytes(8).toString("hex")}`;
-    git.accept(TOKEN);
-    const retrier = (await sdk.beta.agents.create({ name: "retrier", model: "claude-sonnet-5-5", system: "[scenario:repo-retry]", tools: [{ type: "agent_toolset_20260401" }] })).id;
-    const session = await sdk.beta.sessions.create({
-      agent: retrier,
-      environment_id: environmentId,
-      resources: [repository("app", { authorization_token: TOKEN }), repository("lib", { authorization_token: rotated })],
-      initial_events: [{ type: "user.message", content: [{ type: "text", text: "List, wait, list." }] }],
-    });
-    const results = (n: number): Promise<string[]> =>
-      eventually(
-        async () => {
-          const found = listings((await sdk.beta.sessions.events.list(session.id)).data);
-          return found.length >= n ? found : undefined;
-        },
-        `session ${session.id} to have ${n} tool results`,
-        60_000,
-      );
-    const [before] = await results(1);
-    expect(before).not.toContain("lib");
-    git.accept(rotated); // the host now takes lib's token (app is cloned already)
-    await untilIdle(session.id);
-    const after = (await results(3))[2];
-    expect(after).toContain("app");
-    expect(after).toContain("lib");
+    assertAbsent("the logs", logs.lines.join(""), ROTATED);
   }, 120_000);
 
   it("composes concurrent changes: one mount path is taken once, different ones are all kept", async () => {
