@@ -44,6 +44,9 @@ commands:
   sessions tail ID         its last events (-n N), then follow live, resuming after a lost
                            connection, until it terminates or Ctrl-C; says when the session
                            is idle and what it waits for
+  sessions transfer ID --to ID2
+                           hand session ID's sandbox, with its files, to session ID2
+                           (--sandbox SBX for another of its sandboxes; --json)
 
 connecting (run, demo, sessions):
   --url URL                the gateway (or MH_URL); sessions default to a local mh dev, ${DEV_URL}

@@ -3,9 +3,10 @@
  * makes them (or takes them from an embedding process); each function receives only the ones it
  * calls.
  */
-import type { CredentialVaultProxyService, HarnessService, SessionLogService } from "@metaharness/proto";
+import type { CredentialVaultProxyService, HarnessService, SandboxBrokerService, SessionLogService } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit/grpc";
 
 export type SessionLogRpc = PromiseClient<typeof SessionLogService>;
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
 export type CredentialProxyRpc = PromiseClient<typeof CredentialVaultProxyService>;
+export type SandboxBrokerRpc = PromiseClient<typeof SandboxBrokerService>;

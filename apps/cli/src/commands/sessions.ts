@@ -1,6 +1,7 @@
 /**
- * `mh sessions ls | show <id> | events <id> | tail <id>`: sessions of any deployment, through the
- * official SDK. `tail` prints the last events, then follows the session live, reconnecting with
+ * `mh sessions ls | show <id> | events <id> | tail <id> | transfer <id> --to <id>`: sessions of any
+ * deployment, through the official SDK (`transfer` through its `client.post`, Meta-Harness's own
+ * route: the session's sandbox, with its files, handed to another session). `tail` prints the last events, then follows the session live, reconnecting with
  * resume (after_seq) when the connection drops, until the session terminates or Ctrl-C.
  */
 import { parseArgs } from "node:util";
@@ -14,7 +15,7 @@ import type { Output } from "../output.js";
 import { formatEvent } from "../render/event-line.js";
 import { clip, count, style } from "../render/style.js";
 
-const SUBCOMMANDS: readonly string[] = ["ls", "list", "show", "events", "tail"];
+const SUBCOMMANDS: readonly string[] = ["ls", "list", "show", "events", "tail", "transfer"];
 
 /** One set of options for every subcommand; each uses the ones that concern it. */
 const OPTIONS = {
@@ -24,6 +25,8 @@ const OPTIONS = {
   all: { type: "boolean" },
   json: { type: "boolean" },
   lines: { type: "string", short: "n" },
+  to: { type: "string" },
+  sandbox: { type: "string" },
 } as const;
 
 interface Values {
@@ -31,6 +34,8 @@ interface Values {
   readonly all?: boolean | undefined;
   readonly json?: boolean | undefined;
   readonly lines?: string | undefined;
+  readonly to?: string | undefined;
+  readonly sandbox?: string | undefined;
 }
 
 function sessionId(positionals: string[], command: string): string {
@@ -116,6 +121,21 @@ async function tail(client: Anthropic, id: string, values: Values, out: Output, 
   return EXIT.ok;
 }
 
+/** What the gateway answers a transfer (apps/gateway src/sessions/transfer.ts). */
+interface SandboxTransfer {
+  readonly sandbox_id: string;
+  readonly from_session_id: string;
+  readonly to_session_id: string;
+}
+
+async function transfer(client: Anthropic, id: string, values: Values, out: Output): Promise<ExitCode> {
+  if (values.to === undefined || values.to === "") throw new MhError("INVALID_ARGUMENT", "mh sessions transfer needs --to SESSION_ID, the session that takes the sandbox", { field: "to" });
+  const body = { to_session_id: values.to, ...(values.sandbox === undefined ? {} : { sandbox_id: values.sandbox }) };
+  const done = await client.post<SandboxTransfer>(`/v1/sessions/${encodeURIComponent(id)}/sandbox/transfer`, { body });
+  out.line(values.json === true ? JSON.stringify(done) : `sandbox ${done.sandbox_id} of ${done.from_session_id} now belongs to ${done.to_session_id}, with its files`);
+  return EXIT.ok;
+}
+
 /** "      ⋯ idle, waiting for a message (Ctrl-C to leave)", after what made the session idle. */
 export function idleCue(idle: StreamEvent | undefined): string {
   const reason = idle?.type === "session.status_idle" ? idle.stop_reason : undefined;
@@ -131,7 +151,7 @@ export function idleCue(idle: StreamEvent | undefined): string {
 export async function sessions(args: string[], out: Output, interrupts: Interrupts, env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   const [sub, ...rest] = args;
   if (sub === undefined || !SUBCOMMANDS.includes(sub)) {
-    throw new MhError("INVALID_ARGUMENT", `mh sessions: unknown subcommand ${JSON.stringify(sub ?? "")} (ls, show, events, tail)`, { field: "subcommand" });
+    throw new MhError("INVALID_ARGUMENT", `mh sessions: unknown subcommand ${JSON.stringify(sub ?? "")} (ls, show, events, tail, transfer)`, { field: "subcommand" });
   }
   const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: OPTIONS });
   const client = sdkClient(await resolveTarget({ url: values.url, apiKey: values["api-key"] }, env));
@@ -145,6 +165,8 @@ export async function sessions(args: string[], out: Output, interrupts: Interrup
       return events(client, sessionId(positionals, "events"), values, out);
     case "tail":
       return tail(client, sessionId(positionals, "tail"), values, out, interrupts);
+    case "transfer":
+      return transfer(client, sessionId(positionals, "transfer"), values, out);
     default:
       return EXIT.usage;
   }

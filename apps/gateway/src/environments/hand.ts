@@ -11,7 +11,7 @@ import { HandKinds, MhError } from "@metaharness/errors";
 import { invalidRequest } from "../errors/api-error.js";
 import type { Metadata } from "../http/metadata.js";
 import type { EnvironmentConfig } from "./environment-config.js";
-import type { SandboxBrokerRpc } from "./package-layers.js";
+import type { SandboxBrokerRpc } from "../clients.js";
 
 export const HAND_KEY = "mh.hand";
 const FIELD = `metadata.${HAND_KEY}`;

@@ -9,13 +9,12 @@
 import type { BetaCloudConfig, BetaSelfHostedConfig } from "@anthropic-ai/sdk/resources/beta/environments/environments";
 import { MhError } from "@metaharness/errors";
 import { hasPackages } from "@metaharness/events";
-import { LayerState, type Layer, type PackageLists, type SandboxBrokerService } from "@metaharness/proto";
-import type { PromiseClient } from "@metaharness/service-kit/grpc";
+import { LayerState, type Layer, type PackageLists } from "@metaharness/proto";
+import type { SandboxBrokerRpc } from "../clients.js";
 import { invalidRequest } from "../errors/api-error.js";
 import { MAX_METADATA_VALUE_LENGTH } from "../http/metadata.js";
 
 type EnvironmentConfig = BetaCloudConfig | BetaSelfHostedConfig;
-export type SandboxBrokerRpc = PromiseClient<typeof SandboxBrokerService>;
 
 /** Metadata keys of environments that only the gateway writes: the layer's state. */
 export const STATUS_PREFIX = "metaharness.";

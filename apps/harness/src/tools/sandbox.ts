@@ -209,8 +209,22 @@ export class SandboxPort {
     }
   }
 
-  /** Runs a tool; `eventSeq` is its agent.tool_use event's seq (0: unknown), kept with the workspace snapshot after it. */
+  /**
+   * Runs a tool; `eventSeq` is its agent.tool_use event's seq (0: unknown), kept with the workspace
+   * snapshot after it. The default sandbox handed to another session since (Transfer: the broker
+   * refuses it to this one, before running anything) is forgotten and the call runs in a new one,
+   * its result saying so: the files went with the sandbox.
+   */
   async execute(name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal, eventSeq = 0): Promise<ToolOutcome> {
+    const { handedOver, ...outcome } = await this.executeOnce(name, input, callId, signal, eventSeq);
+    const gone = this.defaultSandbox;
+    if (handedOver !== true || gone === undefined) return outcome;
+    this.defaultSandbox = undefined;
+    const { handedOver: _again, ...again } = await this.executeOnce(name, input, callId, signal, eventSeq);
+    return { ...again, output: `[sandbox ${gone} was handed to another session, with its files; this call ran in a new sandbox]\n${again.output}` };
+  }
+
+  private async executeOnce(name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal, eventSeq: number): Promise<ToolOutcome & { handedOver?: boolean }> {
     if (name === "provision") return this.provisionTool(input, signal);
     const named = typeof input["sandbox_id"] === "string" && input["sandbox_id"] !== "" ? input["sandbox_id"] : undefined;
     const { sandbox_id: _omit, ...toolInput } = input;
@@ -228,7 +242,8 @@ export class SandboxPort {
       const e = MhError.from(err);
       if (e.code === "CANCELLED") throw e;
       if (e.code === "NOT_FOUND" && named === undefined) this.defaultSandbox = undefined;
-      return { output: `sandbox error (${e.code}): ${e.message}`, isError: true };
+      const handedOver = e.code === "PERMISSION_DENIED" && named === undefined;
+      return { output: `sandbox error (${e.code}): ${e.message}`, isError: true, ...(handedOver ? { handedOver } : {}) };
     }
   }
 

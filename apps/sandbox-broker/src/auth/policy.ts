@@ -3,7 +3,8 @@
  * whose role the policy lists for it. A harness provisions and uses sandboxes, always naming the
  * session it acts for; an external hand connects and does nothing else, registering only the kinds
  * its tokens-file entry lists in "scopes"; a gateway builds and describes environments' package
- * layers and checks an environment's hand kind; an admin (an operator)
+ * layers, checks an environment's hand kind, and passes a session's
+ * sandbox to another session of the same tenant (it checked both are the caller's); an admin (an operator)
  * may do what a harness does for any session, and see every sandbox. The record is keyed by the generated service, so a new RPC does not compile until
  * it is given its roles here.
  */
@@ -22,9 +23,10 @@ export const POLICY: Policy<RpcName, Role> = {
   addRepositories: ["harness", "admin"],
   execute: ["harness", "admin"],
   release: ["harness", "admin"],
-  listSandboxes: ["harness", "admin"],
+  // The gateway lists a session's sandboxes and transfers one (POST /v1/sessions/{id}/sandbox/transfer).
+  listSandboxes: ["harness", "gateway", "admin"],
   describeSandbox: ["admin"],
-  transfer: ["admin"],
+  transfer: ["gateway", "admin"],
   connectHand: ["hand"],
   // What a hand kind's tools are, for the harness to offer them to the model; the gateway checks
   // an environment's hand (metadata mh.hand) with it.
