@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
 import { createLogger } from "@metaharness/service-kit/logging";
+import { ManualClock } from "@metaharness/service-kit/testing";
 import { LeaseKeeper } from "./lease-keeper.js";
 import type { SessionLogClient } from "./log-port.js";
 
@@ -34,41 +35,59 @@ describe("LeaseKeeper.acquire", () => {
 });
 
 describe("LeaseKeeper renewals", () => {
+  // Time is the subject: a ManualClock moves it, and the log's answers come on that clock too.
   /** A log whose renewals answer after `delayMs`, and fail as gRPC would when that is past the call's deadline. */
-  function slowLog(delayMs: number): SessionLogClient {
+  function slowLog(clock: ManualClock, delayMs: number): SessionLogClient & { renewals: number[] } {
     const lease = { holder: "harness-a", epoch: 1, expiresAt: new Date() };
+    const renewals: number[] = [];
     const client: Pick<SessionLogClient, "acquireLease" | "renewLease" | "releaseLease"> = {
       acquireLease: () => Promise.resolve({ lease }),
       renewLease: (_req, opts) =>
         new Promise((resolve, reject) => {
+          renewals.push(clock.now());
           const deadline = opts?.deadlineMs ?? Number.POSITIVE_INFINITY;
-          if (delayMs > deadline) setTimeout(() => reject(new MhError("DEADLINE_EXCEEDED", "deadline exceeded")), deadline);
-          else setTimeout(() => resolve({ lease }), delayMs);
+          if (delayMs > deadline) clock.setTimeout(() => reject(new MhError("DEADLINE_EXCEEDED", "deadline exceeded")), deadline);
+          else clock.setTimeout(() => resolve({ lease }), delayMs);
         }),
       releaseLease: () => Promise.resolve({}),
     };
-    return client as SessionLogClient;
+    return Object.assign(client as SessionLogClient, { renewals });
   }
 
-  /** Whether a 1 s lease is lost within `waitMs` when every renewal answers after `delayMs`. */
-  async function lostWith(delayMs: number, waitMs: number): Promise<boolean> {
-    const keeper = await LeaseKeeper.acquire(slowLog(delayMs), "sesn_a", "harness-a", 1000, logger);
+  /** A keeper of a 1 s lease taken at time 0 of `clock` from `log`. */
+  async function keeperOn(clock: ManualClock, log: SessionLogClient): Promise<LeaseKeeper> {
+    const keeper = await LeaseKeeper.acquire(log, "sesn_a", "harness-a", 1000, logger, clock);
     if (!(keeper instanceof LeaseKeeper)) throw new Error("no lease");
-    try {
-      // A fixed wait on purpose: watches the keeper for waitMs to see whether it gives the lease up.
-      await new Promise((r) => setTimeout(r, waitMs));
-      return keeper.signal.aborted;
-    } finally {
-      await keeper.release();
-    }
+    return keeper;
   }
 
   it("keeps a lease whose renewals answer late but before it expires (a loaded machine)", async () => {
-    // Renewed every 333 ms: an answer after 450 ms comes while the lease still runs.
-    expect(await lostWith(450, 3000)).toBe(false);
+    const clock = new ManualClock();
+    const log = slowLog(clock, 450);
+    const keeper = await keeperOn(clock, log);
+    try {
+      // The first renewal at a third of the TTL; each later one as soon as the answer before it
+      // comes, 450 ms after its send (its third had passed): every answer lands while the lease runs.
+      await clock.advance(3000);
+      expect(keeper.signal.aborted).toBe(false);
+      expect(log.renewals).toEqual([333, 783, 1233, 1683, 2133, 2583]);
+    } finally {
+      await keeper.release();
+    }
   });
 
-  it("gives the lease up when no renewal lands before it expires", async () => {
-    expect(await lostWith(5000, 2500)).toBe(true);
+  it("gives the lease up the moment it expires when no renewal lands, not before", async () => {
+    const clock = new ManualClock();
+    const keeper = await keeperOn(clock, slowLog(clock, 5000));
+    try {
+      // The renewal sent at 333 ms is given what is left of the lease (667 ms) and fails at 1000.
+      await clock.advance(999);
+      expect(keeper.signal.aborted).toBe(false);
+      await clock.advance(1);
+      expect(keeper.signal.aborted).toBe(true);
+      expect(keeper.signal.reason).toMatchObject({ code: "ABORTED" });
+    } finally {
+      await keeper.release();
+    }
   });
 });

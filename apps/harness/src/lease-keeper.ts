@@ -3,9 +3,11 @@
  * moment a renewal says the lease is gone (ABORTED: someone else took it), aborts the driver's
  * signal so it stops at once. Renewal failures of the log itself (UNAVAILABLE) are retried until
  * the lease would have expired; then the driver stops too, since a successor may take over.
+ * Time is read from one Clock (the system's, or a test's that moves on command).
  */
 import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Lease } from "@metaharness/proto";
+import { systemClock, type Clock, type ClockTimer } from "@metaharness/service-kit/lifecycle";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { SessionLogClient } from "./log-port.js";
 
@@ -17,7 +19,7 @@ const RETRY_MS = 50;
 const RELEASE_DEADLINE_MS = 1000;
 
 export class LeaseKeeper {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private readonly controller = new AbortController();
   private validUntil: number;
 
@@ -30,6 +32,7 @@ export class LeaseKeeper {
     private readonly logger: Logger,
     /** When the request that granted the lease was sent. */
     sentAt: number,
+    private readonly clock: Clock,
   ) {
     this.validUntil = sentAt + ttlMs;
   }
@@ -44,13 +47,14 @@ export class LeaseKeeper {
     holder: string,
     ttlMs: number,
     logger: Logger,
+    clock: Clock = systemClock,
   ): Promise<LeaseKeeper | { heldBy: string } | "terminated"> {
     try {
       // The log counts the TTL from when it got the request, so from when we sent it is on the safe side.
-      const sentAt = Date.now();
+      const sentAt = clock.now();
       const { lease } = await client.acquireLease({ sessionId, holder, ttlMs });
       if (lease === undefined) throw new MhError("INTERNAL", "AcquireLease returned no lease");
-      const keeper = new LeaseKeeper(client, sessionId, holder, lease, ttlMs, logger, sentAt);
+      const keeper = new LeaseKeeper(client, sessionId, holder, lease, ttlMs, logger, sentAt, clock);
       keeper.schedule();
       return keeper;
     } catch (err) {
@@ -72,7 +76,7 @@ export class LeaseKeeper {
 
   /** Stops renewing and gives the lease back (best effort: it expires anyway). */
   async release(): Promise<void> {
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.controller.signal.aborted) this.controller.abort(new MhError("CANCELLED", "lease released"));
     // Bounded: a harness shutting down gives its leases back on the way out, and a log that does
@@ -87,7 +91,7 @@ export class LeaseKeeper {
   }
 
   private schedule(delayMs = this.interval()): void {
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.renew().catch((err: unknown) => this.lose(MhError.from(err)));
     }, delayMs);
   }
@@ -96,7 +100,7 @@ export class LeaseKeeper {
     if (this.controller.signal.aborted) return;
     try {
       // As at acquire: counted from the send, not the reply, which may come late.
-      const sentAt = Date.now();
+      const sentAt = this.clock.now();
       // A renewal may take as long as the lease still runs: one that lands late but before the
       // expiry keeps it. A deadline of a third of the TTL lost leases on a loaded machine by the
       // dozen (test/bench/recovery.ts) while the log would still have renewed them.
@@ -107,10 +111,10 @@ export class LeaseKeeper {
       this.validUntil = sentAt + this.ttlMs;
       // The next one a third of the TTL after this one was sent, not answered: a slow answer
       // must not push the next renewal towards the expiry.
-      this.schedule(Math.max(0, sentAt + this.interval() - Date.now()));
+      this.schedule(Math.max(0, sentAt + this.interval() - this.clock.now()));
     } catch (err) {
       const e = MhError.from(err);
-      if (e.code === "ABORTED" || e.code === "NOT_FOUND" || Date.now() >= this.validUntil) {
+      if (e.code === "ABORTED" || e.code === "NOT_FOUND" || this.clock.now() >= this.validUntil) {
         this.lose(e);
         return;
       }

@@ -1,8 +1,9 @@
 /**
  * Helpers for tests only, behind the package's `/testing` export (never its index; lint keeps
  * production code from importing it): a logger that captures its lines, deferred promises instead
- * of sleeps, `eventually` (the one wait of every test, here so packages can use it too), and raw clients for the standard health and reflection services, which have no
- * ts-proto client of their own.
+ * of sleeps, `eventually` (the one wait of every test, here so packages can use it too), a
+ * ManualClock for tests whose subject is time, and raw clients for the standard health and
+ * reflection services, which have no ts-proto client of their own.
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -10,6 +11,7 @@ import { Client, credentials, type MethodDefinition, type ServiceDefinition } fr
 import { loadSync } from "@grpc/proto-loader";
 import { service as healthService } from "grpc-health-check";
 import { unaryCall } from "./grpc/grpc-client.js";
+import type { Clock, ClockTimer } from "./lifecycle/clock.js";
 import { createLogger, type Logger } from "./logging/logger.js";
 
 export type LogLine = Record<string, unknown>;
@@ -126,4 +128,57 @@ export async function reflectionFiles(
     throw new Error(`reflection: ${res.error_response.error_message} (code ${res.error_response.error_code})`);
   }
   return res.file_descriptor_response?.file_descriptor_proto ?? [];
+}
+
+/**
+ * A Clock (service-kit/lifecycle) that moves only when the test says: `advance(ms)` runs the
+ * timers that fall due in order, each at its own time, letting the promises each one starts
+ * settle before the next, so a component's timing is tested without waiting real time.
+ */
+export class ManualClock implements Clock {
+  private time: number;
+  private readonly timers = new Map<ClockTimer, { readonly at: number; readonly order: number; readonly fn: () => void }>();
+  private made = 0;
+
+  constructor(start = 0) {
+    this.time = start;
+  }
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimeout(fn: () => void, ms: number): ClockTimer {
+    const timer = {};
+    this.timers.set(timer, { at: this.time + Math.max(0, ms), order: this.made++, fn });
+    return timer;
+  }
+
+  clearTimeout(timer: ClockTimer | undefined): void {
+    if (timer !== undefined) this.timers.delete(timer);
+  }
+
+  /** Moves time on by `ms`, running every timer due by then (those they set included). */
+  async advance(ms: number): Promise<void> {
+    const until = this.time + ms;
+    for (;;) {
+      await settle();
+      let next: [ClockTimer, { at: number; order: number; fn: () => void }] | undefined;
+      for (const entry of this.timers) {
+        if (entry[1].at > until) continue;
+        if (next === undefined || entry[1].at < next[1].at || (entry[1].at === next[1].at && entry[1].order < next[1].order)) next = entry;
+      }
+      if (next === undefined) break;
+      this.timers.delete(next[0]);
+      this.time = next[1].at;
+      next[1].fn();
+    }
+    this.time = until;
+    await settle();
+  }
+}
+
+/** Lets every promise already resolved run its callbacks (and theirs): one turn of the event loop. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
