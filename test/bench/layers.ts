@@ -37,7 +37,7 @@ const EMPTY = { cpuMillis: 0, memoryBytes: 0, diskBytes: 0, maxProcesses: 0, lif
 
 async function provisionMs(client: BrokerClient, packages: PackageLists | undefined): Promise<number> {
   const t0 = nowMs();
-  const res = await client.provision({ fork: undefined, sessionId: "sesn_bench_layers", handKind: "", resources: { ...EMPTY, packages } });
+  const res = await client.provision({ fork: undefined, key: "", sessionId: "sesn_bench_layers", handKind: "", resources: { ...EMPTY, packages } });
   const elapsed = nowMs() - t0;
   await client.release({ sandboxId: res.sandbox!.sandboxId, sessionId: "" });
   return elapsed;

@@ -25,7 +25,7 @@ const SESSION = "sesn_bench_sandbox";
 
 async function timedProvision(client: BrokerClient): Promise<{ ms: number; id: string; warm: boolean; serverMs: number }> {
   const t0 = nowMs();
-  const res = await client.provision({ fork: undefined, sessionId: SESSION, resources: undefined, handKind: "" });
+  const res = await client.provision({ fork: undefined, key: "", sessionId: SESSION, resources: undefined, handKind: "" });
   return { ms: nowMs() - t0, id: res.sandbox!.sandboxId, warm: res.warm, serverMs: res.durationMs };
 }
 

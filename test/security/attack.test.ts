@@ -65,7 +65,7 @@ beforeAll(async () => {
   sessionId = session!.sessionId;
   // The session's sandbox, as an environment with a repository and allowlisted egress provisions it;
   // the harness uses the session's ready sandbox for its tool calls.
-  const { sandbox } = await stack.broker.provision({ fork: undefined,
+  const { sandbox } = await stack.broker.provision({ fork: undefined, key: "",
     sessionId,
     handKind: "",
     resources: {
@@ -218,7 +218,7 @@ describe("a host process of another sandbox's uid", () => {
 
   it("finds no run directory on bwrap's command line and cannot use this sandbox's git socket", async () => {
     if (process.getuid?.() !== 0) return; // sandboxes run as users of their own only when the broker is root
-    const { sandbox: other } = await stack.broker.provision({ fork: undefined, sessionId, handKind: "", resources: undefined });
+    const { sandbox: other } = await stack.broker.provision({ fork: undefined, key: "", sessionId, handKind: "", resources: undefined });
     const mine = stack.brokerHandle.pidOf(sandboxId)!;
     const theirs = stack.brokerHandle.pidOf(other!.sandboxId)!;
     const [myUid, theirUid] = [await uidOf(mine), await uidOf(theirs)];

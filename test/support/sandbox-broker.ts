@@ -174,7 +174,7 @@ function parse(line: string): Record<string, unknown> | undefined {
 export function provisionOnHand(broker: PromiseClient<typeof SandboxBrokerService>, sessionId: string, kind: string): Promise<string> {
   return eventually(async () => {
     try {
-      return (await broker.provision({ fork: undefined, sessionId, resources: undefined, handKind: kind })).sandbox?.sandboxId;
+      return (await broker.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: kind })).sandbox?.sandboxId;
     } catch (err) {
       if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
       throw err;
@@ -225,7 +225,7 @@ export async function provisionResponse(
   sessionId: string,
   resources: Partial<NonNullable<Parameters<BrokerClient["provision"]>[0]["resources"]>> = {},
 ): Promise<Awaited<ReturnType<BrokerClient["provision"]>>> {
-  return client.provision({ fork: undefined,
+  return client.provision({ fork: undefined, key: "",
     sessionId,
     handKind: "",
     resources: {

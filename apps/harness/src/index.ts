@@ -8,6 +8,7 @@ export { limitsOf, NO_LIMITS, usageTotals, type Limits } from "./budget.js";
 export type { HarnessLoop, LoopContext } from "./loop/harness-loop.js";
 export { SessionEvents, type ViewContext } from "./loop/session-events.js";
 export { LogPort } from "./log-port.js";
+export { SandboxPort, type BrokerClient, type ToolOutcome } from "./tools/sandbox.js";
 export { toMessages } from "./context/messages.js";
 export { STRATEGIES } from "./context/strategies.js";
 export type { ContextInput, ContextStrategy } from "./context/strategy.js";

@@ -27,7 +27,7 @@ const bash = (command: string, session: string) => ({ sandboxId, name: "bash", i
 /** Every unary RPC once, with a request that would otherwise do something. */
 function everyCall(client: BrokerClient): Array<[string, Promise<unknown>]> {
   return [
-    ["Provision", client.provision({ fork: undefined, sessionId: "sesn_auth_intruder", resources: undefined, handKind: "" })],
+    ["Provision", client.provision({ fork: undefined, key: "", sessionId: "sesn_auth_intruder", resources: undefined, handKind: "" })],
     ["AddRepositories", client.addRepositories({ sandboxId, sessionId, repositories: [] })],
     ["Execute", client.execute(bash("touch /workspace/intruder", sessionId))],
     ["Release", client.release({ sandboxId, sessionId })],
@@ -107,7 +107,7 @@ describe("sandbox broker authentication", () => {
     expect(await refused).toMatchObject({ code: 7, details: "this hand's token may register kv-device, mute, not auth-probe" });
     hand.close();
     // Nothing registered: a sandbox on that hand cannot be had.
-    const none = await rejection(broker.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "auth-probe" }));
+    const none = await rejection(broker.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "auth-probe" }));
     expect(none).toMatchObject({ code: "FAILED_PRECONDITION", field: "hand_kind" });
   });
 

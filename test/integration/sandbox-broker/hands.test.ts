@@ -34,7 +34,7 @@ afterAll(async () => {
 async function provisionHand(kind: string, session = sessionId): Promise<string> {
   return eventually(async () => {
     try {
-      const res = await broker.client.provision({ fork: undefined, sessionId: session, resources: undefined, handKind: kind });
+      const res = await broker.client.provision({ fork: undefined, key: "", sessionId: session, resources: undefined, handKind: kind });
       return res.sandbox!.sandboxId;
     } catch (err) {
       if ((err as { code?: string }).code === "FAILED_PRECONDITION") return undefined; // not connected yet
@@ -45,7 +45,7 @@ async function provisionHand(kind: string, session = sessionId): Promise<string>
 
 describe("external hands", () => {
   it("a session uses a bubblewrap sandbox and the kv device at once", async () => {
-    const missing = await rejection(broker.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "kv-device" }));
+    const missing = await rejection(broker.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "kv-device" }));
     expect(missing).toMatchObject({ code: "FAILED_PRECONDITION", field: "hand_kind" });
 
     device = spawn(process.execPath, [KV_DEVICE_JS], {

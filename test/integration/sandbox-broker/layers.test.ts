@@ -61,7 +61,7 @@ describe("package layers", () => {
       // Three sandboxes wait for it at once, and all start when it is ready.
       const waiting = await Promise.all(
         [1, 2, 3].map(() =>
-          b.clientAs("harness").provision({ fork: undefined, sessionId: "sesn_layers", handKind: "", resources: { ...emptyResources, packages: lists } }, { deadlineMs: BUILD_MS }),
+          b.clientAs("harness").provision({ fork: undefined, key: "", sessionId: "sesn_layers", handKind: "", resources: { ...emptyResources, packages: lists } }, { deadlineMs: BUILD_MS }),
         ),
       );
       const id = waiting[0]!.sandbox!.sandboxId;
@@ -107,7 +107,7 @@ describe("package layers", () => {
       const b = await broker();
       const both = { ...none, apt: ["python3-tabulate"], pip: ["tabulate"] };
       const res = await b.clientAs("harness").provision(
-        { fork: undefined, sessionId: "sesn_layers_apt_pip", handKind: "", resources: { ...emptyResources, packages: both } },
+        { fork: undefined, key: "", sessionId: "sesn_layers_apt_pip", handKind: "", resources: { ...emptyResources, packages: both } },
         { deadlineMs: BUILD_MS },
       );
       const out = await run(b.client, res.sandbox!.sandboxId, "bash", {

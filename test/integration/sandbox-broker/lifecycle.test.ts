@@ -77,10 +77,10 @@ describe("provisioning", () => {
     expect(allowlist.code).toBe("FAILED_PRECONDITION");
     const repos = await rejection(provision(broker.client, sessionId, { repositories: [{ url: "https://github.com/a/b", mountPath: "b", checkout: "" }] }));
     expect(repos.code).toBe("UNIMPLEMENTED");
-    expect(await rejection(broker.client.provision({ fork: undefined, sessionId: "", resources: undefined, handKind: "" }))).toMatchObject({ field: "session_id" });
+    expect(await rejection(broker.client.provision({ fork: undefined, key: "", sessionId: "", resources: undefined, handKind: "" }))).toMatchObject({ field: "session_id" });
     // Refused before a sandbox starts (its row, written last, could not hold the NUL).
     const before = (await broker.client.listSandboxes({ sessionId, includeEnded: true })).sandboxes.length;
-    expect(await rejection(broker.client.provision({ fork: undefined, sessionId: `${sessionId}\u0000`, resources: undefined, handKind: "" }))).toMatchObject({
+    expect(await rejection(broker.client.provision({ fork: undefined, key: "", sessionId: `${sessionId}\u0000`, resources: undefined, handKind: "" }))).toMatchObject({
       code: "INVALID_ARGUMENT",
       field: "session_id",
     });
@@ -89,13 +89,13 @@ describe("provisioning", () => {
 
   it("serves default requests from the warm pool and says how limits are enforced", async () => {
     await eventually(() => Promise.resolve(broker.handle.warmPool.available === 2 ? true : undefined), "the warm pool to fill");
-    const warm = await broker.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "" });
+    const warm = await broker.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "" });
     expect(warm.warm).toBe(true);
     expect(warm.sandbox).toMatchObject({ sessionId, driver: "bubblewrap", state: SandboxState.SANDBOX_STATE_READY });
     expect(warm.sandbox?.limits).toBe(broker.handle.limits);
     expect(warm.sandbox?.resources?.memoryBytes).toBe(broker.config.defaultMemoryBytes);
     expect((await run(broker.client, warm.sandbox!.sandboxId, "bash", { command: "echo warm" })).output).toBe("warm");
-    const cold = await broker.client.provision({ fork: undefined,
+    const cold = await broker.client.provision({ fork: undefined, key: "",
       sessionId,
       handKind: "",
       resources: { cpuMillis: 500, memoryBytes: 0, diskBytes: 0, maxProcesses: 0, lifetimeSeconds: 0, idleTimeoutSeconds: 0, network: undefined, files: [], repositories: [], packages: undefined },
@@ -118,11 +118,11 @@ describe("the broker's cap (MH_MAX_SANDBOXES)", () => {
       await eventually(() => Promise.resolve(capped.handle.warmPool.available === 2 ? true : undefined), "the warm pool to fill");
       const taken: string[] = [];
       for (let i = 0; i < 2; i++) {
-        const res = await capped.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "" });
+        const res = await capped.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "" });
         expect(res.warm).toBe(true);
         taken.push(res.sandbox!.sandboxId);
       }
-      const third = await rejection(capped.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "" }));
+      const third = await rejection(capped.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "" }));
       expect(third.code).toBe("RESOURCE_EXHAUSTED");
       expect(third.message).toContain("MH_MAX_SANDBOXES");
       // Nor does the pool start more behind the sessions' two (it refills a few ms after a take).
@@ -192,7 +192,7 @@ describe("transfer", () => {
     await log.client.emitEvent({ sessionId: ended, event: newEvent("session.status_terminated", {}) });
     const before = (await broker.client.listSandboxes({ sessionId: "", includeEnded: true })).sandboxes.length;
     for (const [target, code] of [["sesn_unknown", "FAILED_PRECONDITION"], [ended, "FAILED_PRECONDITION"], ["café", "INVALID_ARGUMENT"]] as const) {
-      const err = await rejection(broker.client.provision({ fork: undefined, sessionId: target, resources: undefined, handKind: "" }));
+      const err = await rejection(broker.client.provision({ fork: undefined, key: "", sessionId: target, resources: undefined, handKind: "" }));
       expect(err, target).toMatchObject({ code, field: "session_id" });
     }
     const id = await provision(broker.client, sessionId);
@@ -248,7 +248,7 @@ describe("broker restarts", () => {
       brokerEnv(broker.db.url, brokerId, { ...log.reach("broker"), MH_SERVICE_TOKENS_FILE: broker.tokens.file }),
       broker.tokens.tokens.admin,
     );
-    const { sandbox } = await crashing.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "" });
+    const { sandbox } = await crashing.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "" });
     const id = sandbox!.sandboxId;
     const doneId = callId();
     await run(crashing.client, id, "bash", { command: "echo before" }, { callId: doneId });
@@ -274,7 +274,7 @@ describe("broker restarts", () => {
 
   it("a graceful stop releases every sandbox with the reason", async () => {
     const second = await broker.start({ MH_BROKER_ID: `stop-${randomBytes(3).toString("hex")}` });
-    const { sandbox } = await second.client.provision({ fork: undefined, sessionId, resources: undefined, handKind: "" });
+    const { sandbox } = await second.client.provision({ fork: undefined, key: "", sessionId, resources: undefined, handKind: "" });
     const pending = callId();
     const running = run(second.client, sandbox!.sandboxId, "bash", { command: "sleep 30" }, { callId: pending });
     await claimed(pending);

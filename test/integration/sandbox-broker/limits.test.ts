@@ -44,7 +44,7 @@ afterAll(async () => {
 
 describe("limits", () => {
   it("names how they are enforced, per sandbox", async () => {
-    const res = await broker.client.provision({ fork: undefined, sessionId: "sesn_limits", resources: undefined, handKind: "" });
+    const res = await broker.client.provision({ fork: undefined, key: "", sessionId: "sesn_limits", resources: undefined, handKind: "" });
     expect(res.sandbox?.limits).toBe(broker.handle.limits);
     expect(broker.handle.limits).toMatch(/cgroup|prlimit/);
     expect(fallback.handle.limits).toContain("prlimit fallback: memory, pids");

@@ -54,6 +54,10 @@ const BROKER_POLICY = retryPolicy({ initialIntervalMs: 100, maxIntervalMs: 2_000
 /** The driver of a sandbox bound to an external hand: "external:<kind>" (the broker's Sandbox.driver). */
 const EXTERNAL_DRIVER = "external:";
 
+/** ProvisionRequest.key of the session's default sandbox, and the prefix of its sandbox on a hand kind. */
+const DEFAULT_KEY = "default";
+const HAND_KEY = "hand:";
+
 const NO_SETUP: SandboxSetup = { network: () => undefined, repositories: () => Promise.resolve([]) };
 
 /** The session's repositories as the broker clones them. */
@@ -93,11 +97,17 @@ export class SandboxPort {
     return retry(this.retryPolicy, fn, signal === undefined ? {} : { signal });
   }
 
-  async provision(resources: Partial<Resources>, signal?: AbortSignal, handKind = ""): Promise<string> {
+  /**
+   * A sandbox of the session under `key` (ProvisionRequest.key): the ready one holding it, or a new
+   * one. Two harnesses that both saw none (one of them late, its lease already taken over) get the
+   * same sandbox, so the session's calls stay in one workspace.
+   */
+  async provision(key: string, resources: Partial<Resources>, signal?: AbortSignal, handKind = ""): Promise<string> {
     const repositories = handKind === "" ? await this.setup.repositories() : [];
     // Waits for the environment's package layer if it is still building: the deadline is a tool call's.
     const request = {
       sessionId: this.sessionId,
+      key,
       handKind,
       resources: handKind !== "" ? undefined : {
         cpuMillis: resources.cpuMillis ?? 0,
@@ -170,7 +180,7 @@ export class SandboxPort {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;
     const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
     const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && !s.driver.startsWith(EXTERNAL_DRIVER));
-    this.defaultSandbox = ready?.sandboxId ?? (await this.provision({}, signal));
+    this.defaultSandbox = ready?.sandboxId ?? (await this.provision(DEFAULT_KEY, {}, signal));
     return this.defaultSandbox;
   }
 
@@ -185,7 +195,7 @@ export class SandboxPort {
     if (known !== undefined) return known;
     const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
     const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && s.driver === `${EXTERNAL_DRIVER}${kind}`);
-    const id = ready?.sandboxId ?? (await this.provision({}, signal, kind));
+    const id = ready?.sandboxId ?? (await this.provision(`${HAND_KEY}${kind}`, {}, signal, kind));
     this.handSandboxes.set(kind, id);
     return id;
   }
@@ -225,7 +235,7 @@ export class SandboxPort {
   }
 
   private async executeOnce(name: string, input: Record<string, unknown>, callId: string, signal: AbortSignal, eventSeq: number): Promise<ToolOutcome & { handedOver?: boolean }> {
-    if (name === "provision") return this.provisionTool(input, signal);
+    if (name === "provision") return this.provisionTool(input, callId, signal);
     const named = typeof input["sandbox_id"] === "string" && input["sandbox_id"] !== "" ? input["sandbox_id"] : undefined;
     const { sandbox_id: _omit, ...toolInput } = input;
     try {
@@ -247,11 +257,15 @@ export class SandboxPort {
     }
   }
 
-  /** The model's `provision` tool: a sandbox it names in later calls. A failure is a tool error. */
-  private async provisionTool(input: Record<string, unknown>, signal: AbortSignal): Promise<ToolOutcome> {
+  /**
+   * The model's `provision` tool: a sandbox it names in later calls, keyed by the call's tool_use
+   * id (a repeat gets the sandbox the first made). A failure is a tool error.
+   */
+  private async provisionTool(input: Record<string, unknown>, callId: string, signal: AbortSignal): Promise<ToolOutcome> {
     const memoryMb = typeof input["memory_mb"] === "number" ? input["memory_mb"] : undefined;
     try {
       const id = await this.provision(
+        callId,
         {
           ...(memoryMb === undefined ? {} : { memoryBytes: memoryMb * 1024 * 1024 }),
           ...(typeof input["cpu_millis"] === "number" ? { cpuMillis: input["cpu_millis"] } : {}),

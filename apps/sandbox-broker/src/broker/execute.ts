@@ -1,8 +1,10 @@
 /**
- * Execute: idempotent by call_id. The call is claimed in the ledger before anything runs; a
- * repeat gets the recorded outcome (replayed, nothing runs), waits for a first attempt still
- * running in this process, or, for an attempt a restart interrupted, gets "outcome unknown" and
- * never a second run. A sandbox that is gone is a tool result the model reads, not a gRPC error.
+ * Execute: idempotent by session and call_id, whichever of the session's sandboxes a request
+ * names (db/calls.ts says why). The call is claimed in the ledger before anything runs; a repeat
+ * gets the recorded outcome (replayed, nothing runs), waits for a first attempt still running (in
+ * this process, or on another broker), or, for an attempt a restart interrupted, gets "outcome
+ * unknown" and never a second run. A sandbox that is gone is a tool result the model reads, not a
+ * gRPC error.
  */
 import { MhError, retry, retryPolicy } from "@metaharness/errors";
 import { SandboxState, type ExecuteRequest, type ExecuteResponse } from "@metaharness/proto";
@@ -39,8 +41,8 @@ export async function execute(ctx: BrokerContext, req: ExecuteRequest, signal?: 
       field: "session_id",
     });
   }
-  const key: CallKey = { sandboxId, callId };
-  const inflightKey = `${sandboxId}/${callId}`;
+  const key: CallKey = { sessionId: target.holder, callId, sandboxId };
+  const inflightKey = `${target.holder}/${callId}`;
   const first = ctx.inflight.get(inflightKey);
   if (first !== undefined) return response(await first, true);
 
@@ -96,10 +98,13 @@ async function runOnce(
   eventSeq: number,
 ): Promise<{ outcome: CallOutcome; replayed: boolean; recorded: Promise<void> }> {
   const recorded = Promise.resolve();
-  const claim = await claimCall(ctx.pool, key, { sessionId: target.holder, name: call.name, incarnation: ctx.incarnation });
+  const claim = await claimCall(ctx.pool, key, { name: call.name, incarnation: ctx.incarnation });
   if (claim.kind === "done") return { outcome: claim.outcome, replayed: true, recorded };
   if (claim.kind === "running") {
-    if (claim.incarnation !== ctx.incarnation) {
+    // Claimed on a sandbox another broker runs: that broker records the outcome (or, restarted,
+    // settles the call as interrupted); its incarnation says nothing about this one's.
+    const elsewhere = claim.brokerId !== "" && claim.brokerId !== ctx.config.brokerId;
+    if (!elsewhere && claim.incarnation !== ctx.incarnation) {
       return { outcome: await interruptCall(ctx.pool, key, ctx.incarnation), replayed: true, recorded };
     }
     return { outcome: await waitForOutcome(ctx, key, call.timeoutMs), replayed: true, recorded };

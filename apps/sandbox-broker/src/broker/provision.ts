@@ -3,11 +3,14 @@
  * else a fresh bubblewrap process, or a binding to a connected external hand), put the files into
  * the workspace, then record it. A failure at any step leaves nothing running and nothing recorded,
  * except a repository that does not clone: the sandbox is ready without it, and the failure is
- * in the response and reported to the session (remotes/clone.ts).
+ * in the response and reported to the session (remotes/clone.ts). With a key (ProvisionRequest.key)
+ * the ready sandbox of the session holding it is the answer, before anything starts or, for
+ * Provisions that raced, when the record is written: the one recorded first is kept, and a loser
+ * stops what it started and answers with the winner's.
  */
 import { MhError } from "@metaharness/errors";
 import type { ProvisionRequest, ProvisionResponse, RepositoryFailure, WorkspaceFork } from "@metaharness/proto";
-import { insertSandbox, toSandbox } from "../db/sandboxes.js";
+import { insertSandbox, readyByKey, toSandbox, type SandboxRow } from "../db/sandboxes.js";
 import type { LocalSandbox } from "../driver/local-sandbox.js";
 import { HandSandbox } from "../hands/hand-sandbox.js";
 import { fitsWarmPool, resolveSpec, type SandboxSpec } from "../resources.js";
@@ -15,7 +18,7 @@ import type { SandboxRuntime } from "../runtime.js";
 import { newSandboxId } from "../util/ids.js";
 import { attachRemotes, type SandboxRemotes } from "../remotes/attach.js";
 import { hasPackages, requireSessionId } from "@metaharness/events";
-import { requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
+import { requireField, requireLiveSession, startLocalSandbox, type BrokerContext } from "./context.js";
 import { sandboxLayer } from "../layers/rpc.js";
 import type { LayerMount } from "../layers/mount.js";
 import { secondsSince } from "@metaharness/telemetry";
@@ -44,6 +47,11 @@ async function provisionAny(ctx: BrokerContext, req: ProvisionRequest, signal?: 
   if (req.fork !== undefined && req.fork.sessionId !== "") requireSessionId(req.fork.sessionId, "fork.session_id");
   const spec = resolveSpec(req.resources, ctx.config);
   const sessionId = await requireLiveSession(ctx, req.sessionId, "session_id");
+  const key = requireKey(req.key);
+  if (key !== "") {
+    const held = await readyByKey(ctx.pool, sessionId, key);
+    if (held !== undefined) return keptFor(held);
+  }
   if (req.handKind !== "") {
     if (spec.packages !== undefined) {
       throw new MhError("INVALID_ARGUMENT", "resources.packages: an external hand has no way to mount a package layer", { field: "resources.packages" });
@@ -51,7 +59,7 @@ async function provisionAny(ctx: BrokerContext, req: ProvisionRequest, signal?: 
     if (req.fork !== undefined && req.fork.sessionId !== "") {
       throw new MhError("INVALID_ARGUMENT", "fork: an external hand has no workspace to start from another session's", { field: "fork" });
     }
-    return provisionOn(ctx, sessionId, spec, bindHand(ctx, req.handKind), performance.now());
+    return provisionOn(ctx, { sessionId, key }, spec, bindHand(ctx, req.handKind), performance.now());
   }
   // The environment's package layer first (built now if nobody asked for it yet): the wait for a
   // build holds no place under the cap.
@@ -60,15 +68,25 @@ async function provisionAny(ctx: BrokerContext, req: ProvisionRequest, signal?: 
   const unreserve = ctx.live.reserve(ctx.config.maxSandboxes);
   try {
     const started = performance.now();
-    return await provisionOn(ctx, sessionId, spec, await localSandbox(ctx, spec, layer), started, req.fork);
+    return await provisionOn(ctx, { sessionId, key }, spec, await localSandbox(ctx, spec, layer), started, req.fork);
   } finally {
     unreserve();
   }
 }
 
+/** ProvisionRequest.key: at most 256 characters, no NUL (Postgres cannot store it); "" for none. */
+function requireKey(key: string): string {
+  return key === "" ? "" : requireField(key, "key");
+}
+
+/** The answer to a Provision whose key a ready sandbox holds: that sandbox, nothing started. */
+function keptFor(row: SandboxRow): ProvisionResponse {
+  return { sandbox: toSandbox(row), durationMs: 0, warm: false, repositoryFailures: [] };
+}
+
 async function provisionOn(
   ctx: BrokerContext,
-  sessionId: string,
+  { sessionId, key }: { readonly sessionId: string; readonly key: string },
   spec: SandboxSpec,
   acquired: Acquired,
   started: number,
@@ -97,7 +115,7 @@ async function provisionOn(
       remotes = attached?.remotes;
       repositoryFailures = attached?.repositoryFailures ?? [];
     }
-    const row = await insertSandbox(ctx.pool, {
+    const { row, inserted } = await insertSandbox(ctx.pool, {
       sandboxId: id,
       sessionId,
       brokerId: ctx.config.brokerId,
@@ -105,7 +123,15 @@ async function provisionOn(
       handId: acquired.handId,
       resources: spec.resources,
       limits: runtime.limits,
+      provisionKey: key,
     });
+    if (!inserted) {
+      // Another Provision with this key was recorded first: the session uses that sandbox.
+      log.info({ kept: row.sandboxId, key }, "a racing provision with the same key won; this sandbox is stopped");
+      await runtime.stop("another provision with the same key won");
+      await remotes?.detach();
+      return keptFor(row);
+    }
     const now = Date.now();
     ctx.live.add({ id, sessionId, runtime, limits: spec.limits, createdAt: now, lastUsedAt: now, remotes });
     const durationMs = Math.round(performance.now() - started);

@@ -88,15 +88,42 @@ export interface NewSandbox {
   readonly handId: string;
   readonly resources: Resources;
   readonly limits: string;
+  /** ProvisionRequest.key: "" for none. */
+  readonly provisionKey: string;
 }
 
-export async function insertSandbox(pool: Queryable, s: NewSandbox): Promise<SandboxRow> {
-  const { rows } = await pool.query<RawRow>(
-    `INSERT INTO sandboxes (sandbox_id, session_id, broker_id, driver, hand_id, state, resources, limits)
-     VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING ${COLUMNS}`,
-    [s.sandboxId, s.sessionId, s.brokerId, s.driver, s.handId, Buffer.from(Resources.encode(s.resources).finish()), s.limits],
-  );
-  return toRow(rows[0] as RawRow);
+/**
+ * Records a new READY sandbox; `inserted` false when it has a key that a READY sandbox of its
+ * session holds already: that one is returned and nothing is written (the caller stops its own).
+ */
+export async function insertSandbox(pool: Queryable, s: NewSandbox): Promise<{ row: SandboxRow; inserted: boolean }> {
+  const values = [s.sandboxId, s.sessionId, s.brokerId, s.driver, s.handId, Buffer.from(Resources.encode(s.resources).finish()), s.limits, s.provisionKey];
+  for (let attempt = 0; attempt < 3; attempt++) {
+    // One statement: the insert, or (its key taken) the sandbox that holds the key. The unique
+    // index on READY keys decides between racing Provisions.
+    const { rows } = await pool.query<RawRow & { inserted: boolean }>(
+      `WITH ins AS (
+         INSERT INTO sandboxes (sandbox_id, session_id, broker_id, driver, hand_id, state, resources, limits, provision_key)
+         VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8)
+         ON CONFLICT (session_id, provision_key) WHERE state = 1 AND provision_key <> '' DO NOTHING
+         RETURNING ${COLUMNS})
+       SELECT ${COLUMNS}, true AS inserted FROM ins
+       UNION ALL
+       SELECT ${COLUMNS}, false FROM sandboxes
+        WHERE session_id = $2 AND provision_key = $8 AND $8 <> '' AND state = 1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+      values,
+    );
+    const row = rows[0];
+    if (row !== undefined) return { row: toRow(row), inserted: row.inserted };
+    // The holder of the key committed after this statement's snapshot (or ended just then): again.
+  }
+  throw new MhError("UNAVAILABLE", `sandbox ${s.sandboxId}: key ${s.provisionKey} of session ${s.sessionId} could be neither taken nor read; try again`);
+}
+
+/** The READY sandbox of `sessionId` holding `key` (ProvisionRequest.key), if any. */
+export async function readyByKey(pool: Queryable, sessionId: string, key: string): Promise<SandboxRow | undefined> {
+  const { rows } = await pool.query<RawRow>(`SELECT ${COLUMNS} FROM sandboxes WHERE session_id = $1 AND provision_key = $2 AND state = 1`, [sessionId, key]);
+  return rows[0] === undefined ? undefined : toRow(rows[0]);
 }
 
 export async function getSandbox(pool: Queryable, sandboxId: string): Promise<SandboxRow | undefined> {
@@ -129,12 +156,25 @@ export async function endSandbox(pool: Queryable, sandboxId: string, state: Sand
  * (another revival won).
  */
 export async function reviveSandbox(pool: Queryable, sandboxId: string, brokerId: string, limits: string): Promise<void> {
-  const { rowCount } = await pool.query(
-    `UPDATE sandboxes SET state = 1, reason = '', ended_at = NULL, broker_id = $2, limits = $3, last_used_at = now()
-     WHERE sandbox_id = $1 AND state <> 1`,
-    [sandboxId, brokerId, limits],
-  );
+  let rowCount: number | null;
+  try {
+    ({ rowCount } = await pool.query(
+      `UPDATE sandboxes SET state = 1, reason = '', ended_at = NULL, broker_id = $2, limits = $3, last_used_at = now()
+       WHERE sandbox_id = $1 AND state <> 1`,
+      [sandboxId, brokerId, limits],
+    ));
+  } catch (err) {
+    // Its key (ProvisionRequest.key) went to a sandbox provisioned since: the session uses that one.
+    if (isUniqueViolation(err)) {
+      throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId}: another sandbox of its session took its place`, { field: "sandbox_id" });
+    }
+    throw err;
+  }
   if ((rowCount ?? 0) === 0) throw new MhError("FAILED_PRECONDITION", `sandbox ${sandboxId} is running already`, { field: "sandbox_id" });
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === "object" && err !== null && "code" in err && err.code === "23505";
 }
 
 /**
@@ -147,7 +187,8 @@ export async function reviveSandbox(pool: Queryable, sandboxId: string, brokerId
  */
 export async function transferSandbox(pool: Queryable, sandboxId: string, from: string, to: string, brokerId: string): Promise<SandboxRow> {
   const { rows } = await pool.query<RawRow>(
-    `UPDATE sandboxes SET session_id = $3
+    // Its key was its first session's: the sandbox is no other session's default.
+    `UPDATE sandboxes SET session_id = $3, provision_key = CASE WHEN session_id = $3 THEN provision_key ELSE '' END
       WHERE sandbox_id = $1 AND state = 1 AND session_id IN ($2, $3) AND broker_id = $4 RETURNING ${COLUMNS}`,
     [sandboxId, from, to, brokerId],
   );
