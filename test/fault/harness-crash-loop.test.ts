@@ -2,10 +2,13 @@
  * Each harness killed with SIGKILL in turn, again and again, while tool-heavy sessions run and the
  * harness killed before is still restarting: every session is whole at the end (no event lost or
  * written twice, each tool use with one result, no call run twice), and the recovery figures are
- * printed: kill to the lease taken over, kill to the resumed session's next event.
+ * printed: kill to the lease taken over, kill to the resumed session's next event. The sessions'
+ * workspaces agree: each step's command ran in one sandbox, at most once (a harness late but
+ * alive, its lease taken over, once ran a session's first call a second time in a sandbox of its
+ * own: test/integration/harness/sandbox-race.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFaultStack, toolSteps, type FaultStack, type StackService } from "../support/fault-stack.js";
+import { startFaultStack, stepRuns, toolSteps, type FaultStack, type StackService } from "../support/fault-stack.js";
 import { eventually } from "../support/eventually.js";
 import { countEvents, percentiles, recovery, turnEnded, wholeness } from "../support/whole-session.js";
 
@@ -70,6 +73,13 @@ describe("harnesses killed again and again", () => {
         `${figures.toolUses} tool uses, ${figures.interrupted} interrupted, ${figures.errors} session.error; ` +
         `harness restarts to healthy: ${percentiles(stack.starts.filter((s) => s.name.startsWith("harness")).slice(HARNESSES).map((s) => s.ms))}\n`,
     );
+    // The workspaces agree: each session's steps ran in one sandbox, none of them twice.
+    for (const id of sessions) {
+      const workspaces = await stepRuns(stack, id);
+      const lines = workspaces.flat();
+      if (workspaces.filter((w) => w.length > 0).length > 1) problems.push(`${id}: its steps ran in ${workspaces.length} sandboxes: ${JSON.stringify(workspaces)}`);
+      if (new Set(lines).size !== lines.length) problems.push(`${id}: a step ran twice: ${lines.join(", ")}`);
+    }
     expect(problems).toEqual([]);
     expect(takeOver.length).toBeGreaterThan(0);
   }, 200_000);

@@ -99,6 +99,23 @@ export function toolSteps(name: string, steps: number, seconds: number): Scenari
 }
 
 /**
+ * What toolSteps' commands left in a session's workspace: the `runs` file of each of its ready
+ * sandboxes (read with a call of the test's own). A step's line is there at most once, in one
+ * sandbox, if no call ran twice nor in a sandbox of its own; one cancelled with its harness
+ * (killed mid-call) may be missing.
+ */
+export async function stepRuns(stack: FaultStack, sessionId: string): Promise<string[][]> {
+  const { sandboxes } = await stack.brokerClient.listSandboxes({ sessionId, includeEnded: false });
+  return Promise.all(
+    sandboxes.map(async (s, i) => {
+      const callId = `toolu_test_runs_${Date.now()}_${i}`;
+      const res = await stack.brokerClient.execute({ sandboxId: s.sandboxId, sessionId, name: "bash", input: { command: "cat runs 2>/dev/null || true" }, callId, timeoutMs: 0, eventSeq: 0 });
+      return res.output.split("\n").filter((l) => l.startsWith("step-"));
+    }),
+  );
+}
+
+/**
  * Starts `count` sessions on `prompt` and returns once the first one is mid-tool (its first result
  * in, its next command running), with each session's event count at that moment.
  */
