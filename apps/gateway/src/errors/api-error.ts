@@ -4,7 +4,7 @@
  * error handler has a single shape to render. The body is the Anthropic error response,
  * `{"type":"error","error":{"type","message","details"?},"request_id"}`.
  */
-import { MhError } from "@metaharness/errors";
+import { MhError, SizeLimit } from "@metaharness/errors";
 import { ERROR_CATALOG, ERROR_FOR_CODE, type GatewayErrorName, type GatewayErrorType } from "./catalog.js";
 
 export interface ErrorResponseBody {
@@ -82,7 +82,7 @@ export class ApiError extends Error {
  * google.protobuf.Value), so a body under the gateway's limit can still make a call over 16 MiB.
  */
 function tooLargeMessage(err: MhError): string | undefined {
-  const limit = err.details["limit_bytes"];
+  const limit = SizeLimit.find(err)?.limit_bytes;
   if (limit === undefined) return undefined;
   if (err.code === "INVALID_ARGUMENT") return err.message;
   if (err.code !== "RESOURCE_EXHAUSTED") return undefined;

@@ -8,8 +8,7 @@
  * The lease keeper's renewals and the TTL stay: they cover a holder that hangs or is cut off
  * without its connection closing. A line that breaks (the log restarted) is opened again.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { MhError } from "@metaharness/errors";
+import { MhError, backoffMs, retryPolicy, sleep } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit/logging";
 import { untraced } from "@metaharness/telemetry";
 import type { SessionLogClient } from "../log-port.js";
@@ -24,9 +23,8 @@ import type { Supervisor } from "../supervisor.js";
  */
 const WAIT_PER_SESSION_MS = 20;
 const MAX_WAIT_MS = 200;
-/** The first wait before opening a broken line again, doubled up to MAX_RETRY_MS. */
-const FIRST_RETRY_MS = 50;
-const MAX_RETRY_MS = 2_000;
+/** A broken line is opened again after 50 ms, doubling per break in a row (nothing held in between) up to 2 s; for the process's life. */
+const REOPEN = retryPolicy({ initialIntervalMs: 50, maxIntervalMs: 2_000, jitter: 0, maxAttempts: Number.POSITIVE_INFINITY });
 
 export class LeaseLine {
   private readonly controller = new AbortController();
@@ -54,16 +52,18 @@ export class LeaseLine {
 
   private async keep(): Promise<void> {
     const { signal } = this.controller;
-    let retryMs = FIRST_RETRY_MS;
     let failures = 0;
+    /** Opens in a row that the log never answered on: the backoff grows with them. */
+    let unheld = 0;
     while (!signal.aborted) {
+      unheld += 1;
       try {
         // Open for the process's life: no deadline, and not a trace (the wakes it leads to are).
         const line = untraced(() => this.log.holdLeases({ holder: this.supervisor.instanceId }, { signal, deadlineMs: undefined }));
         for await (const { freedSessionIds } of line) {
           if (failures > 0) this.logger.info({ failures }, "lease line held again");
           failures = 0;
-          retryMs = FIRST_RETRY_MS;
+          unheld = 0;
           this.heldOnce();
           if (this.opts.wakeFreed) for (const sessionId of freedSessionIds) this.wake(sessionId);
         }
@@ -73,8 +73,7 @@ export class LeaseLine {
         if (failures++ % 100 === 0) this.logger.warn({ err, failures }, "lease line broken; opening it again");
       }
       if (signal.aborted) return;
-      await sleep(retryMs, undefined, { signal }).catch(() => undefined);
-      retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
+      await sleep(backoffMs(REOPEN, Math.max(1, unheld)), signal);
     }
   }
 

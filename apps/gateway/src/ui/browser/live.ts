@@ -22,6 +22,9 @@ export interface LiveHandlers {
   fatal(error: HttpError): void;
 }
 
+// The page's own backoff, in the shape of @metaharness/errors' RetryPolicy (500 ms doubling to
+// 10 s, half jitter): the page is served as plain modules with no bundler, so it imports types
+// only, and no package's code reaches the browser.
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 10_000;
 
