@@ -21,7 +21,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { gunzipSync } from "node:zlib";
+import { chunkKey, decodeManifest } from "@metaharness/sandbox-broker";
 import { LogCapture } from "../support/log-capture.js";
 import { provision, run, startTestBroker, type BrokerClient, type RunningBroker } from "../support/sandbox-broker.js";
 import { LATENCY_COLUMNS, atMost, latencyCells, ms, type Bench, type BenchReport, type Check, runIfMain } from "./lib/report.js";
@@ -119,16 +119,14 @@ interface RestoreFigures {
   readonly files: number;
 }
 
-/** The chunk files of the session's last snapshot, as paths in the store. */
+/** The chunk files of the session's last snapshot, as paths in the store (its listing read as the broker reads it). */
 async function lastSnapshotChunks(dir: string, session: string): Promise<{ paths: string[]; bytes: number; files: number }> {
   const manifests = (await readdir(join(dir, "sessions", session))).sort();
-  const manifest = JSON.parse(gunzipSync(await readFile(join(dir, "sessions", session, manifests.at(-1)!))).toString("utf8")) as {
-    bytes: number;
-    files: number;
-    entries: Array<[string, ...unknown[]]>;
-  };
-  const hashes = new Set(manifest.entries.flatMap((e) => (e[0] === "f" ? (e[5] as string[]) : [])));
-  return { paths: [...hashes].map((h) => join(dir, "chunks", h.slice(0, 2), h)), bytes: manifest.bytes, files: manifest.files };
+  const bytes = await readFile(join(dir, "sessions", session, manifests.at(-1)!));
+  const manifest = await decodeManifest(bytes, (hash) => readFile(join(dir, chunkKey(hash))), () => false);
+  if (typeof manifest === "string") throw new Error(`the last snapshot of ${session} does not decode: ${manifest}`);
+  const hashes = new Set(manifest.entries.flatMap((e) => (e[0] === "f" ? e[5] : [])));
+  return { paths: [...hashes].map((h) => join(dir, chunkKey(h))), bytes: manifest.bytes, files: manifest.files };
 }
 
 /** A broker restart, then the first call: the sandbox comes back from the store. */
@@ -278,8 +276,8 @@ async function runBench(): Promise<BenchReport> {
         columns: ["what", "MiB", "as copies of the repository"],
         rows: [
           ["floor: one copy of the repository's files", mib(repo.oneCopy.bytes), "1.00"],
-          ["after 1 session: chunks", mib(repo.afterOne.chunks), (repo.afterOne.chunks / repo.oneCopy.bytes).toFixed(2)],
-          ["after 1 session: its manifest", mib(repo.afterOne.manifests), (repo.afterOne.manifests / repo.oneCopy.bytes).toFixed(2)],
+          ["after 1 session: chunks (file content and the listing's blocks)", mib(repo.afterOne.chunks), (repo.afterOne.chunks / repo.oneCopy.bytes).toFixed(2)],
+          ["after 1 session: its manifest (block names and mtimes)", mib(repo.afterOne.manifests), (repo.afterOne.manifests / repo.oneCopy.bytes).toFixed(2)],
           [`after ${repo.sessions} sessions: chunks (${repo.afterAll.chunkFiles} files)`, mib(repo.afterAll.chunks), (repo.afterAll.chunks / repo.oneCopy.bytes).toFixed(2)],
           [`after ${repo.sessions} sessions: manifests`, mib(repo.afterAll.manifests), (repo.afterAll.manifests / repo.oneCopy.bytes).toFixed(2)],
           [`after ${repo.sessions} sessions: the store`, mib(storeAll), (storeAll / repo.oneCopy.bytes).toFixed(2)],

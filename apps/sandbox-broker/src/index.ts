@@ -9,3 +9,6 @@ export { NO_EVENTS, SessionLogSink, type SandboxEventSink } from "./events/sink.
 export { TOOL_NAMES } from "./tools/index.js";
 export { globToRegExp } from "./tools/glob-pattern.js";
 export { startKvDevice, type KvDeviceHandle, type KvDeviceOptions } from "./examples/kv-device-hand.js";
+// The workspace store's layout, for the workspaces benchmark to read a dir: store's snapshots.
+export { decode as decodeManifest } from "./workspaces/manifest.js";
+export { chunkKey } from "./workspaces/chunks.js";

@@ -1,6 +1,6 @@
 /**
- * Content-addressed chunks: a file's bytes cut into pieces of at most CHUNK_BYTES, each stored once
- * under the SHA-256 of its bytes, so a hundred sessions of one repository store its files once,
+ * Content-addressed chunks: a file's bytes cut into pieces of at most CHUNK_BYTES, and the blocks of
+ * snapshots' listings (manifest.ts), each stored once under the SHA-256 of its bytes, so a hundred sessions of one repository store its files once,
  * and a snapshot uploads only the chunks the store does not have. A chunk read back is checked
  * against its name: a damaged one is reported, never restored.
  */
@@ -66,21 +66,23 @@ export class Chunks {
     if (failed !== undefined) throw MhError.from(failed);
   }
 
+  /** One chunk, checked against its hash: a missing or damaged one is a BadChunkError. */
+  async get(hash: string): Promise<Buffer> {
+    const bytes = await this.store.get(chunkKey(hash));
+    if (bytes === undefined) throw new BadChunkError(`chunk ${hash} is missing`);
+    if (sha256(bytes) !== hash) throw new BadChunkError(`chunk ${hash} does not match its hash`);
+    this.known.set(hash, Date.now());
+    return bytes;
+  }
+
   /** Reads chunks in order, PARALLEL ahead, each checked against its hash. */
   async *read(hashes: readonly string[]): AsyncIterable<Buffer> {
     const ahead: Promise<Buffer>[] = [];
     let next = 0;
-    const fetch = async (hash: string): Promise<Buffer> => {
-      const bytes = await this.store.get(chunkKey(hash));
-      if (bytes === undefined) throw new BadChunkError(`chunk ${hash} is missing`);
-      if (sha256(bytes) !== hash) throw new BadChunkError(`chunk ${hash} does not match its hash`);
-      this.known.set(hash, Date.now());
-      return bytes;
-    };
     try {
       while (next < hashes.length || ahead.length > 0) {
         while (ahead.length < PARALLEL && next < hashes.length) {
-          const p = fetch(hashes[next++]!);
+          const p = this.get(hashes[next++]!);
           p.catch(() => undefined);
           ahead.push(p);
         }

@@ -1,6 +1,7 @@
 /**
  * Retention: a session's snapshots go when the session is deleted (the log then reports it
- * terminated, or does not know it), and with them every chunk no other snapshot uses. Every
+ * terminated, or does not know it), and with them every chunk (file content or listing block) no
+ * other snapshot uses. Every
  * `intervalMs` the log is asked about each session that has snapshots; a log that cannot answer
  * deletes nothing. Chunks younger than GRACE_MS are kept even when unused: a snapshot being taken
  * writes its chunks before its manifest.
@@ -9,8 +10,8 @@ import type { Logger } from "@metaharness/service-kit/logging";
 import { untraced } from "@metaharness/telemetry";
 import type { SandboxEventSink } from "../events/sink.js";
 import type { BlobStore } from "./blob-store.js";
-import { chunkKey } from "./chunks.js";
-import { decode } from "./manifest.js";
+import { BadChunkError, chunkKey } from "./chunks.js";
+import { chunksOf, decode } from "./manifest.js";
 
 export const GRACE_MS = 60 * 60_000;
 
@@ -71,13 +72,22 @@ export class Retention {
   /** Deletes the chunks no snapshot uses, last written before `before` (ms since the epoch). */
   async collect(before: number): Promise<CollectResult> {
     const used = new Set<string>();
+    // Manifests of one repository share their listing's blocks: each is read once a pass.
+    const blocks = new Map<string, Buffer>();
+    const getBlock = async (hash: string): Promise<Buffer> => {
+      const bytes = blocks.get(hash) ?? (await this.store.get(chunkKey(hash)));
+      if (bytes === undefined) throw new BadChunkError(`chunk ${hash} is missing`);
+      blocks.set(hash, bytes);
+      return bytes;
+    };
     for (const o of await this.store.list("sessions/")) {
       const bytes = await this.store.get(o.key);
       if (bytes === undefined) continue;
-      const manifest = decode(bytes);
+      const manifest = await decode(bytes, getBlock, (err) => err instanceof BadChunkError);
       // A manifest that does not decode keeps nothing alive: it restores nothing either.
       if (typeof manifest === "string") continue;
-      for (const e of manifest.entries) if (e[0] === "f") for (const h of e[5]) used.add(h);
+      for (const h of manifest.blocks) used.add(h);
+      for (const e of manifest.entries) for (const h of chunksOf(e)) used.add(h);
     }
     const unused = (await this.store.list("chunks/")).filter((o) => {
       const hash = o.key.split("/").pop() ?? "";

@@ -9,7 +9,7 @@ import { MhError } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { BlobStore } from "./blob-store.js";
 import { BadChunkError, CHUNK_BYTES, Chunks } from "./chunks.js";
-import { decode, encode, manifestKey, seqOfKey, type Entry, type Manifest } from "./manifest.js";
+import { decode, encode, manifestKey, mtimeOf, seqOfKey, type Decoded, type Entry, type Manifest } from "./manifest.js";
 import { HelperRun, clearWorkspace, fields, scanWorkspace, type SandboxProcess } from "./sandbox-files.js";
 
 const MiB = 1024 * 1024;
@@ -148,7 +148,7 @@ export class Snapshots {
           }
         }
         if (pendingBytes > 0) await cut();
-        const entry: Entry = ["f", parseInt(e.mode, 8), e.path, length, Number(mtime ?? 0), hashes];
+        const entry: Entry = ["f", parseInt(e.mode, 8), e.path, length, mtimeOf(Number(mtime ?? 0)), hashes];
         if (Number(size) !== length) this.opts.logger.debug({ path: e.path }, "a file changed while it was read; the next snapshot reads it again");
         entries.push(entry);
         // A file that changed while read gets an empty key: the next scan reads it again.
@@ -172,7 +172,6 @@ export class Snapshots {
     }
     const seq = (await this.lastSeqOf(info.sessionId)) + 1;
     const manifest: Manifest = {
-      v: 1,
       session: info.sessionId,
       seq,
       sandbox: info.sandboxId,
@@ -183,7 +182,13 @@ export class Snapshots {
       files: count,
       entries,
     };
-    await this.store.put(manifestKey(info.sessionId, seq), encode(manifest));
+    const stored = await encode(manifest, async (block) => {
+      const { hash, added } = await this.chunks.add(block);
+      addedBytes += added;
+      return hash;
+    });
+    await this.chunks.flush();
+    await this.store.put(manifestKey(info.sessionId, seq), stored);
     this.lastSeq.set(info.sessionId, seq);
     this.bases.set(info.sandboxId, { sessionId: info.sessionId, files, entries: serialised });
     return { kind: "saved", seq, bytes, addedBytes, ms: performance.now() - started };
@@ -224,7 +229,7 @@ export class Snapshots {
         skipped.push(`snapshot ${key} is missing`);
         continue;
       }
-      const manifest = decode(bytes);
+      const manifest = await this.decode(bytes);
       if (typeof manifest === "string") {
         skipped.push(`snapshot ${key} is corrupt: ${manifest}`);
         continue;
@@ -245,6 +250,11 @@ export class Snapshots {
     // Every snapshot was bad: the sandbox starts empty, and the caller names them.
     this.opts.logger.warn({ session_id: source.sessionId, skipped, candidates }, "no snapshot restores");
     return { sessionId: source.sessionId, seq: 0, callId: "", files: 0, bytes: 0, ms: performance.now() - started, skipped };
+  }
+
+  /** A stored manifest with its listing read (manifest.ts), or why it is corrupt; throws when the store cannot be read. */
+  decode(bytes: Buffer, getBlock: (hash: string) => Promise<Buffer> = (h) => this.chunks.get(h)): Promise<Decoded | string> {
+    return decode(bytes, getBlock, (err) => err instanceof BadChunkError);
   }
 
   /** Writes a manifest's entries into the workspace; returns the new base's files. */
