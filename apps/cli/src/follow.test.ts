@@ -24,9 +24,8 @@ beforeAll(async () => {
     asked.push(url.searchParams.get("after_seq") ?? "");
     res.writeHead(200, { "content-type": "text/event-stream" });
     if (asked.length === 1) {
-      res.write(sse(1) + sse(2) + sse(3));
-      // A dropped connection, not a clean end.
-      setTimeout(() => res.socket?.destroy(), 50);
+      // A dropped connection, not a clean end: once the three events are on their way, not before.
+      res.write(sse(1) + sse(2) + sse(3), () => res.socket?.destroy());
       return;
     }
     res.end(sse(3) + "event: ping\ndata: {}\n\n" + sse(4) + sse(5, "session.status_terminated"));

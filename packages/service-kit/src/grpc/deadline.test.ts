@@ -6,7 +6,10 @@ import { deadline } from "./deadline.js";
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
 
-/** Resolves with how the signal ended, or "pending" if it had not after `ms`. */
+/**
+ * Resolves with how the signal ended, or "pending" if it had not after `ms`: a window on purpose,
+ * since the deadline's own timer is the subject (and "not aborted" can only be seen over a time).
+ */
 function ended(signal: AbortSignal, ms: number): Promise<string> {
   return new Promise((resolve) => {
     const give = setTimeout(() => resolve("pending"), ms);
@@ -22,7 +25,7 @@ describe("deadline", () => {
     const source = new AbortController();
     const { signal } = deadline(200, source.signal);
     const outcome = ended(signal, 5000);
-    setTimeout(gc, 50);
+    setTimeout(gc, 50); // on purpose: a collection while the deadline's timer waits
     expect(await outcome).toBe("timed out after 200 ms");
     expect((signal.reason as Error).name).toBe("TimeoutError");
   });
