@@ -4,13 +4,15 @@
  * writes a file; while A's turn is still running, its sandbox goes to session B; B's tool call
  * sees the file (in the very sandbox: A's call still running there ends when B's call tells it
  * to); A's next call runs in a new sandbox and its result says so, and A's next turn has none of
- * B's files. Bad requests are 400/404/409s naming the field. Real bubblewrap and broker.
+ * B's files. Bad requests are 400/404/409s naming the field; the CLI's mh sessions transfer calls
+ * the same route. Real bubblewrap and broker.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { defineScenario, type StepContext } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../support/eventually.js";
-import { apiFailure, KEY_B, startStack, type Stack } from "../../support/gateway.js";
+import { apiFailure, KEY_A, KEY_B, startStack, type Stack } from "../../support/gateway.js";
+import { mh } from "../cli/mh.js";
 
 /**
  * The user's message is commands separated by " ;; ": the agent runs them one tool call each, then
@@ -149,5 +151,16 @@ describe("a session's sandbox handed to another session", () => {
     // Another tenant sees neither session.
     const other = stack.client(KEY_B).sdk;
     expect((await refusal(transfer(a, { to_session_id: c }, other))).status).toBe(404);
+
+    // The CLI's mh sessions transfer: the same route, its refusal printed.
+    const d = await create();
+    const cli = (args: string[]): ReturnType<typeof mh> => mh(["sessions", "transfer", ...args, "--url", stack.gateway.url, "--api-key", KEY_A]);
+    const refused = cli([a, "--to", c]);
+    expect(await refused.exited).toBe(1);
+    expect(refused.stderr()).toContain(`to_session_id: session ${c} already has a running sandbox`);
+    const moved = cli([a, "--to", d]);
+    expect(await moved.exited).toBe(0);
+    expect(moved.stdout()).toMatch(new RegExp(`^sandbox sbx_\\S+ of ${a} now belongs to ${d}, with its files\n$`));
+    expect(await say(d, "cat f")).toBe("one");
   }, 240_000);
 });
