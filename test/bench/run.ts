@@ -20,10 +20,11 @@ import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
 import { contextBench } from "./context.js";
 import { ttftBench } from "./ttft-sweep.js";
+import { turnCpuBench } from "./turn-cpu.js";
 import { workspacesBench } from "./workspaces.js";
 import { longSessionBench } from "./long-session.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, workspacesBench, longSessionBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, workspacesBench, longSessionBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -22,7 +22,7 @@ import { summarize, type Summary } from "./lib/stats.js";
 import { svgChart, type ChartPanel } from "./lib/svg-chart.js";
 import { measurePoint, type ModeFigures, type PointFigures, type Sample, type Segments, type SweepPoint } from "./ttft-sweep-points.js";
 import { startSweepRig } from "./ttft-sweep-rig.js";
-import { measureTurnCpu, type TurnCpuFigures } from "./turn-cpu.js";
+import { CPU_PHASE, measureTurnCpu, turnCpuChecks, turnCpuTable, type TurnCpuFigures } from "./turn-cpu.js";
 
 interface Sweep {
   readonly name: string;
@@ -37,8 +37,6 @@ interface Sweep {
   readonly cpuConcurrency: readonly number[];
 }
 
-/** The per-service CPU phase: the model's TTFT, and how long it warms up and measures. */
-const CPU_PHASE = { modelTtftMs: 200, warmupSeconds: 10, seconds: 30 };
 
 const repo = (name: string): RepoSpec => REPOS.find((r) => r.name === name)!;
 
@@ -161,28 +159,6 @@ function cpuTable(figs: readonly PointFigures[]): Table {
   };
 }
 
-function turnCpuTable(figs: readonly TurnCpuFigures[]): Table {
-  const c = (x: number): string => ms(x);
-  return {
-    title: `CPU per text-only turn by process, ms (session log and harness each their own process; model TTFT ${CPU_PHASE.modelTtftMs} ms, closed loop, ${CPU_PHASE.seconds} s after ${CPU_PHASE.warmupSeconds} s warm-up)`,
-    columns: ["sessions", "turns", "turns/s", "turn p50 / p95 ms", "session log", "harness", "postgres", "kafka", "bench process (model, clients)", "services total", "machine", "load 1m"],
-    rows: figs.map((f) => [
-      f.concurrency,
-      f.turns,
-      f.turnsPerSecond.toFixed(1),
-      pair(f.turnMs),
-      c(f.cpuMsPerTurn.sessionLog),
-      c(f.cpuMsPerTurn.harness),
-      c(f.cpuMsPerTurn.postgres),
-      c(f.cpuMsPerTurn.kafka),
-      c(f.cpuMsPerTurn.benchProcess),
-      c(f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka),
-      c(f.cpuMsPerTurn.machine),
-      `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`,
-    ]),
-  };
-}
-
 function chart(sweep: Sweep, figs: readonly PointFigures[], started: Date): string {
   const panels: ChartPanel[] = [];
   for (const r of sweep.repos) {
@@ -262,8 +238,8 @@ export async function runSweep(full: boolean): Promise<BenchReport> {
   return {
     name: "ttft",
     title: `TTFT sweep (${sweep.name}): decoupled vs coupled on the same services`,
-    tables: [sweepTable(figs), overheadTable(figs), ...concurrencies.map((c) => segmentsTable(figs, c)), cpuTable(figs), turnCpuTable(turnCpu)],
-    checks: [...checks(figs), ...turnCpu.filter((f) => f.concurrency === 16).map((f) => atMost("CPU per text-only turn, session log + harness + postgres + kafka, 16 sessions", f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka, 15, "ms"))],
+    tables: [sweepTable(figs), overheadTable(figs), ...concurrencies.map((c) => segmentsTable(figs, c)), cpuTable(figs), turnCpuTable(turnCpu, CPU_PHASE)],
+    checks: [...checks(figs), ...turnCpuChecks(turnCpu)],
     notes: [
       `sweep ${sweep.name}: model TTFT ${sweep.ttfts.join(", ")} ms x repositories ${sweep.repos.map((r) => r.name).join(", ")} x ${sweep.concurrency.join(", ")} concurrent sessions; rounds per mode and point: ${sweep.concurrency.map((c) => `${c} sessions: ${sweep.rounds(c).rounds} x ${sweep.rounds(c).turnsPerWorker} turn(s) per worker`).join("; ")}, coupled and decoupled rounds alternating`,
       `repositories (generated once into ${"MH_CACHE"}/bench-repos, served by the test git server that refuses requests without the token; cloned in the sandbox through the broker's git relay and the credential proxy): ${sweep.repos.map((r) => `${r.name}: ${r.about}`).join("; ")}`,

@@ -6,9 +6,12 @@
  * does) and waits for session.status_idle while a watcher follows it with deltas (as a UI does).
  * CPU is read from /proc/<pid>/stat of each process over the measured window; CPU per turn is
  * that over the turns completed, and turns/s the machine's pace at that concurrency. The gateway
- * is not in it (the issue measured 13% of a turn's CPU there).
+ * is not in it (the issue measured 13% of a turn's CPU there). It is the TTFT sweep's last phase,
+ * and `npm run bench -- turn-cpu` runs it alone at 1 and 16 sessions, with TTFT and the platform's
+ * share (TTFT less the model's own) of each turn; `-- turn-cpu --cpu-prof` also writes each
+ * service process's CPU profile into bench/results/.
  */
-import { readdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defineScenario, startOfflineModel } from "@metaharness/offline-model";
@@ -21,6 +24,7 @@ import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
 import { busyTicks, processTicks, TICKS_PER_SECOND } from "./lib/cpu.js";
 import { EVENT_TEXT } from "./lib/service.js";
+import { atMost, ms, runIfMain, type Bench, type Check, type Table } from "./lib/report.js";
 import { summarize, type Summary } from "./lib/stats.js";
 
 export interface TurnCpuFigures {
@@ -33,10 +37,56 @@ export interface TurnCpuFigures {
   readonly cpuMsPerTurn: Readonly<Record<"sessionLog" | "harness" | "postgres" | "kafka" | "benchProcess" | "machine", number>>;
   /** user.message sent -> status_idle seen by the waiting client, ms. */
   readonly turnMs: Summary;
+  /** user.message sent -> first token delta at the watcher, ms. */
+  readonly ttftMs: Summary;
+  /** The platform's share: TTFT less the model's own (its receipt of the request to its first delta written), per turn, ms. */
+  readonly overheadMs: Summary;
   readonly load: readonly [number, number];
 }
 
 const SCENARIO = "turn-cpu";
+
+/** The per-service CPU phase: the model's TTFT, and how long it warms up and measures. */
+export const CPU_PHASE = { modelTtftMs: 200, warmupSeconds: 10, seconds: 30 };
+
+/** Issue 31's targets: CPU per text-only turn across the services, the platform's share at 16 sessions. */
+const TARGET = { cpuMs: 15, overheadP50: 5, overheadP95: 15, concurrency: 16 };
+
+const servicesMs = (f: TurnCpuFigures): number => f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka;
+const pair = (s: Summary): string => `${ms(s.p50)} / ${ms(s.p95)}`;
+
+export function turnCpuTable(figs: readonly TurnCpuFigures[], phase: { modelTtftMs: number; warmupSeconds: number; seconds: number }): Table {
+  return {
+    title: `CPU per text-only turn by process, ms (session log and harness each their own process; model TTFT ${phase.modelTtftMs} ms, closed loop, ${phase.seconds} s after ${phase.warmupSeconds} s warm-up)`,
+    columns: ["sessions", "turns", "turns/s", "turn p50 / p95 ms", "TTFT p50 / p95 ms", "platform's share p50 / p95 / p99 ms", "session log", "harness", "postgres", "kafka", "bench process (model, clients)", "services total", "machine", "load 1m"],
+    rows: figs.map((f) => [
+      f.concurrency,
+      f.turns,
+      f.turnsPerSecond.toFixed(1),
+      pair(f.turnMs),
+      pair(f.ttftMs),
+      `${pair(f.overheadMs)} / ${ms(f.overheadMs.p99)}`,
+      ms(f.cpuMsPerTurn.sessionLog),
+      ms(f.cpuMsPerTurn.harness),
+      ms(f.cpuMsPerTurn.postgres),
+      ms(f.cpuMsPerTurn.kafka),
+      ms(f.cpuMsPerTurn.benchProcess),
+      ms(servicesMs(f)),
+      ms(f.cpuMsPerTurn.machine),
+      `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`,
+    ]),
+  };
+}
+
+export function turnCpuChecks(figs: readonly TurnCpuFigures[]): Check[] {
+  return figs
+    .filter((f) => f.concurrency === TARGET.concurrency)
+    .flatMap((f) => [
+      atMost(`CPU per text-only turn, session log + harness + postgres + kafka, ${f.concurrency} sessions`, servicesMs(f), TARGET.cpuMs, "ms"),
+      atMost(`platform's share p50, text-only turns, services as processes, ${f.concurrency} sessions (n=${f.overheadMs.n})`, f.overheadMs.p50, TARGET.overheadP50, "ms"),
+      atMost(`platform's share p95, text-only turns, services as processes, ${f.concurrency} sessions (n=${f.overheadMs.n})`, f.overheadMs.p95, TARGET.overheadP95, "ms"),
+    ]);
+}
 
 function ticksOf(pids: readonly number[]): number {
   return pids.reduce((n, pid) => n + (processTicks(String(pid))?.ticks ?? 0), 0);
@@ -53,7 +103,17 @@ function allTicks(logPid: number, harnessPid: number): Record<string, number> {
   return { sessionLog: ticksOf([logPid]), harness: ticksOf([harnessPid]), postgres, kafka, benchProcess: ticksOf([process.pid]), machine: busyTicks() };
 }
 
-export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: number; warmupSeconds: number; seconds: number }): Promise<TurnCpuFigures> {
+export interface TurnCpuOptions {
+  readonly concurrency: number;
+  readonly modelTtftMs: number;
+  readonly warmupSeconds: number;
+  readonly seconds: number;
+  /** A directory for each service process's --cpu-prof profile (the whole run, warm-up included); none by default. */
+  readonly cpuProfDir?: string;
+}
+
+export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigures> {
+  const profArgs = (name: string): string[] => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-${opts.concurrency}.cpuprofile`]);
   const db = await createTestDatabase();
   const topic = `mh-bench-turncpu-${Date.now().toString(36)}`;
   const logTokens = await writeServiceTokens(["admin", "harness"] as const);
@@ -75,6 +135,7 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
           c.close();
         }
       },
+      profArgs("session-log"),
     );
     procs.push(log);
     const harness = await startProcess(
@@ -95,6 +156,7 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
           c.close();
         }
       },
+      profArgs("harness"),
     );
     procs.push(harness);
     const rawLog = createClient(SessionLogClient, `127.0.0.1:${log.port}`, { bearerToken: logTokens.tokens.admin });
@@ -103,13 +165,25 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
     const logClient = promisify(rawLog, SessionLogService);
     const harnessClient = promisify(rawHarness, HarnessService);
 
-    const turn = async (): Promise<number> => {
+    interface Turn {
+      readonly turnMs: number;
+      readonly ttftMs: number;
+      readonly overheadMs: number;
+    }
+    // The model's own TTFT of the request carrying this session's message (its text names the session).
+    const modelTtft = (sessionId: string): number => {
+      const rec = model.requests.find((r) => r.receivedAt !== undefined && JSON.stringify(r.body).includes(sessionId));
+      return rec?.firstDeltaAt === undefined ? NaN : rec.firstDeltaAt - rec.receivedAt;
+    };
+    const turn = async (): Promise<Turn> => {
       const { session } = await logClient.createSession({ sessionId: "", metadata: undefined });
       const sessionId = session!.sessionId;
       const controller = new AbortController();
       const t0 = performance.now();
+      let ttft = NaN;
       const idle = (async () => {
         for await (const msg of logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: controller.signal })) {
+          if (msg.delta !== undefined && Number.isNaN(ttft)) ttft = performance.now() - t0;
           if (msg.event?.type === "session.status_idle") return performance.now() - t0;
         }
         throw new Error(`the watch of ${sessionId} ended before its turn did`);
@@ -117,7 +191,8 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
       try {
         await logClient.emitEvent({ sessionId, event: userMessage(`[scenario:${SCENARIO}] ${sessionId}`) });
         await harnessClient.wake({ sessionId });
-        return await idle;
+        const turnMs = await idle;
+        return { turnMs, ttftMs: ttft, overheadMs: ttft - modelTtft(sessionId) };
       } finally {
         controller.abort();
         await idle.catch(() => undefined);
@@ -126,15 +201,11 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
     const loadBefore = os.loadavg()[0] ?? NaN;
     let measuring = false;
     let stopAt = Number.POSITIVE_INFINITY;
-    const durations: number[] = [];
-    let turns = 0;
+    const done: Turn[] = [];
     const workers = Array.from({ length: opts.concurrency }, async () => {
       while (Date.now() < stopAt) {
-        const ms = await turn();
-        if (measuring && Date.now() <= stopAt) {
-          durations.push(ms);
-          turns += 1;
-        }
+        const t = await turn();
+        if (measuring && Date.now() <= stopAt) done.push(t);
       }
     });
     const warm = Date.now() + opts.warmupSeconds * 1000;
@@ -146,6 +217,7 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
     await Promise.all(workers);
     const after = allTicks(log.child.pid!, harness.child.pid!);
     const seconds = (stopAt - started) / 1000;
+    const turns = done.length;
     const perTurn = (k: string): number => (((after[k] ?? 0) - (before[k] ?? 0)) / TICKS_PER_SECOND) * 1000 / Math.max(1, turns);
     return {
       concurrency: opts.concurrency,
@@ -161,7 +233,9 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
         benchProcess: perTurn("benchProcess"),
         machine: perTurn("machine"),
       },
-      turnMs: summarize(durations),
+      turnMs: summarize(done.map((t) => t.turnMs)),
+      ttftMs: summarize(done.map((t) => t.ttftMs).filter((x) => !Number.isNaN(x))),
+      overheadMs: summarize(done.map((t) => t.overheadMs).filter((x) => !Number.isNaN(x))),
       load: [loadBefore, os.loadavg()[0] ?? NaN],
     };
   } finally {
@@ -174,3 +248,28 @@ export async function measureTurnCpu(opts: { concurrency: number; modelTtftMs: n
     await harnessTokens.dispose();
   }
 }
+
+export const turnCpuBench: Bench = {
+  name: "turn-cpu",
+  title: "CPU per text-only turn by process, TTFT and the platform's share, 1 and 16 sessions",
+  run: async () => {
+    const profile = process.argv.includes("--cpu-prof");
+    const cpuProfDir = profile ? new URL("./results/cpu-prof/", import.meta.url).pathname : undefined;
+    if (cpuProfDir !== undefined) mkdirSync(cpuProfDir, { recursive: true });
+    const figs: TurnCpuFigures[] = [];
+    for (const concurrency of [1, 16]) figs.push(await measureTurnCpu({ concurrency, ...CPU_PHASE, ...(cpuProfDir === undefined ? {} : { cpuProfDir }) }));
+    return {
+      name: "turn-cpu",
+      title: turnCpuBench.title,
+      tables: [turnCpuTable(figs, CPU_PHASE)],
+      checks: turnCpuChecks(figs),
+      notes: [
+        "TTFT is from the client's send of EmitEvent(user.message) through the Wake RPC (as the gateway does both) to the first token delta at a client that watched the session beforehand; the platform's share subtracts the offline model's own TTFT (its receipt of the request to its first delta written) per turn",
+        ...(cpuProfDir === undefined ? [] : [`CPU profiles (the whole run, warm-up included): ${cpuProfDir}`]),
+      ],
+      data: { figs },
+    };
+  },
+};
+
+runIfMain(turnCpuBench, import.meta.url);
