@@ -77,7 +77,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     leaseEpoch: number | undefined,
   ): Promise<AppendResult> => {
     const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch });
-    if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
+    // All new: they are the session's events up to lastSeq, which watchers here take as they are.
+    if (result.duplicates === 0) hub.publish(sessionId, result.lastSeq, result);
+    else if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     if (events.some((v) => v.event.type === "session.status_terminated")) deltaGate.terminated(sessionId);
     else if (result.duplicates < events.length) deltaGate.appended(sessionId);
     return result;
@@ -169,15 +171,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     watchEvents: guardedServerStream(SessionLogService.watchEvents.path.slice(1), deps.guard, POLICY.watchEvents, async (req, stream) => {
       const sessionId = requireSessionId(req.sessionId);
       checkTypes(req.types);
-      // Fails fast with NOT_FOUND instead of waiting for a session that does not exist, and with
-      // OUT_OF_RANGE for a position it has not reached: seqs are dense, so no event will ever be
-      // numbered at or below a seq it already passed (a client's mistake, not a wait).
-      const session = await getSession(db, sessionId);
-      if (req.afterSeq > session.lastSeq) {
-        throw new MhError("OUT_OF_RANGE", `after_seq ${req.afterSeq} is beyond session ${sessionId}'s last event (${session.lastSeq})`, {
-          field: "after_seq",
-        });
-      }
+      // The watch's first read fails fast with NOT_FOUND instead of waiting for a session that
+      // does not exist, and with OUT_OF_RANGE for a position it has not reached (watch.ts).
       await watchEvents(
         { db, hub, deltas: deps.deltas, recheckMs: deps.watchRecheckMs },
         { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas },

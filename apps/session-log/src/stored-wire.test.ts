@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import { EmitEventResponse, EmitEventsResponse, Event, GetEventsResponse } from "@metaharness/proto";
+import { DeltaKind, EmitEventResponse, EmitEventsResponse, Event, GetEventsResponse, WatchEventsResponse } from "@metaharness/proto";
 import {
   serializeEmitEventResponse,
   serializeEmitEventsResponse,
   serializeGetEventsResponse,
+  serializeWatchEventsResponse,
   storedEmitEventResponse,
   storedEmitEventsResponse,
   storedGetEventsResponse,
+  storedWatchEventResponse,
   withSeq,
 } from "./stored-wire.js";
 
@@ -46,10 +48,20 @@ describe("responses from stored events", () => {
     expect(EmitEventsResponse.decode(serializeEmitEventsResponse(many))).toEqual({ events, duplicates: 2 });
   });
 
+  it("WatchEvents: the body framed as the event", () => {
+    const one = storedWatchEventResponse(events[2]!, bodies[2]!);
+    expect(WatchEventsResponse.decode(serializeWatchEventsResponse(one))).toEqual({ event: events[2], delta: undefined });
+  });
+
   it("serializes responses made elsewhere exactly as the generated code does", () => {
     const plain: GetEventsResponse = { events: [events[0]!], lastSeq: 1, hasMore: false };
     expect(serializeGetEventsResponse(plain)).toEqual(Buffer.from(GetEventsResponse.encode(plain).finish()));
     const emitted: EmitEventResponse = { event: events[0], duplicate: false };
     expect(serializeEmitEventResponse(emitted)).toEqual(Buffer.from(EmitEventResponse.encode(emitted).finish()));
+    const delta: WatchEventsResponse = {
+      event: undefined,
+      delta: { sessionId: "sesn_wire", modelRequestId: "x", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "hi", emittedAt: new Date(1_700_000_000_000) },
+    };
+    expect(serializeWatchEventsResponse(delta)).toEqual(Buffer.from(WatchEventsResponse.encode(delta).finish()));
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Responses that carry events as stored, without re-encoding them. The log stores each event as
- * the encoded Event it serves (mh_append appends the seq), so GetEvents, EmitEvent and EmitEvents
- * responses are written by framing those bytes as the message's field 1 (`events` or `event`)
+ * the encoded Event it serves (mh_append appends the seq), so GetEvents, EmitEvent, EmitEvents and
+ * WatchEvents responses are written by framing those bytes as the message's field 1 (`events` or `event`)
  * and encoding only the rest, instead of grpc-js encoding every event object again (for a
  * 100-event slice that was most of the service's CPU outside Postgres). The response objects stay
  * true messages for anyone reading them in-process; only their serializer knows the bytes.
@@ -12,6 +12,7 @@ import {
   Event,
   GetEventsResponse,
   SessionLogService,
+  WatchEventsResponse,
 } from "@metaharness/proto";
 
 /** Responses made here, and the encoded events that are their field 1. */
@@ -39,11 +40,18 @@ export function storedEmitEventsResponse(events: Event[], bodies: readonly Uint8
   return response;
 }
 
-/** `encode` for responses not made here; `rest` encodes everything but field 1. */
-function framed<T extends object>(encode: (value: T) => Uint8Array, rest: (value: T) => Uint8Array): (value: T) => Buffer {
+/** A WatchEventsResponse carrying `event`, whose encoding (as stored) is `body`. */
+export function storedWatchEventResponse(event: Event, body: Uint8Array): WatchEventsResponse {
+  const response: WatchEventsResponse = { event, delta: undefined };
+  storedBodies.set(response, [body]);
+  return response;
+}
+
+/** `encode` for responses not made here; `rest` encodes everything but the events' field (`field`, 1 unless said). */
+function framed<T extends object>(encode: (value: T) => Uint8Array, rest: (value: T) => Uint8Array, field = 1): (value: T) => Buffer {
   return (value) => {
     const bodies = storedBodies.get(value);
-    return bodies === undefined ? Buffer.from(encode(value)) : frame(bodies, rest(value));
+    return bodies === undefined ? Buffer.from(encode(value)) : frame(bodies, rest(value), field);
   };
 }
 
@@ -60,22 +68,29 @@ export const serializeEmitEventsResponse = framed<EmitEventsResponse>(
   (v) => EmitEventsResponse.encode({ events: [], duplicates: v.duplicates }).finish(),
 );
 
+export const serializeWatchEventsResponse = framed<WatchEventsResponse>(
+  (v) => WatchEventsResponse.encode(v).finish(),
+  () => new Uint8Array(0),
+);
+
 /** The SessionLog service definition, with the responses above serialized from stored bytes. */
 export const sessionLogDefinition = {
   ...SessionLogService,
   getEvents: { ...SessionLogService.getEvents, responseSerialize: serializeGetEventsResponse },
   emitEvent: { ...SessionLogService.emitEvent, responseSerialize: serializeEmitEventResponse },
   emitEvents: { ...SessionLogService.emitEvents, responseSerialize: serializeEmitEventsResponse },
+  watchEvents: { ...SessionLogService.watchEvents, responseSerialize: serializeWatchEventsResponse },
 } as const;
 
-/** Each body as field 1 (length-delimited), then `tail`. */
-function frame(bodies: readonly Uint8Array[], tail: Uint8Array): Buffer {
+/** Each body as `field` (length-delimited), then `tail`. */
+function frame(bodies: readonly Uint8Array[], tail: Uint8Array, field: number): Buffer {
+  const tag = (field << 3) | 2;
   let size = tail.length;
   for (const b of bodies) size += 1 + varintSize(b.length) + b.length;
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   for (const b of bodies) {
-    out[at++] = 0x0a;
+    out[at++] = tag;
     at = writeVarint(out, at, b.length);
     out.set(b, at);
     at += b.length;

@@ -2,10 +2,14 @@
  * The append hub: tells watchers and the outbox relay that a session's log grew. Appends in this
  * process poke it directly (no round trip) once committed; other instances hear of them through
  * the NOTIFY that each batch of appends sends with its commit (mh_append, with this hub's
- * payload prefix), and their appends arrive here through LISTEN. A poke only says "read again
- * from where you are": readers always fetch from the log, so a lost or doubled poke costs
- * latency, never correctness.
+ * payload prefix), and their appends arrive here through LISTEN. A poke says "read again from
+ * where you are"; a poke of an append made here also carries the events it stored, so a watcher
+ * whose cursor is just before them sends them without reading them back (a Postgres read per
+ * watcher per append, most of a watched turn's reads). Readers fetch from the log whenever what a
+ * poke carries does not follow their cursor, so a lost or doubled poke costs latency, never
+ * correctness.
  */
+import type { Event } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "@metaharness/db";
 import { NotifyPayloads, ResilientListener } from "@metaharness/db";
@@ -13,7 +17,13 @@ import { NotifyPayloads, ResilientListener } from "@metaharness/db";
 /** The channel appends are announced on: items "<session_id>:<last_seq>" (see NotifyPayloads). */
 export const EVENTS_CHANNEL = "mh_events";
 
-export type Poke = (sessionId: string, lastSeq: number) => void;
+/** Events one append stored, in seq order and with no gap, the last at the poke's lastSeq; each body is its event as stored. */
+export interface Appended {
+  readonly events: readonly Event[];
+  readonly bodies: readonly Uint8Array[];
+}
+
+export type Poke = (sessionId: string, lastSeq: number, appended?: Appended) => void;
 
 /** Poked instead of a seq after the LISTEN connection came back: re-read once, whatever the seq. */
 export const RECHECK = Number.MAX_SAFE_INTEGER;
@@ -67,11 +77,11 @@ export class AppendHub {
     return () => this.everyone.delete(poke);
   }
 
-  /** The session's log grew to `lastSeq` (committed here, or heard of from another instance). */
-  publish(sessionId: string, lastSeq: number): void {
+  /** The session's log grew to `lastSeq` (committed here, with what it stored, or heard of from another instance). */
+  publish(sessionId: string, lastSeq: number, appended?: Appended): void {
     for (const poke of this.everyone) poke(sessionId, lastSeq);
     const set = this.bySession.get(sessionId);
-    if (set !== undefined) for (const poke of set) poke(sessionId, lastSeq);
+    if (set !== undefined) for (const poke of set) poke(sessionId, lastSeq, appended);
   }
 
   async stop(): Promise<void> {

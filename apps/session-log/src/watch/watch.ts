@@ -2,13 +2,17 @@
  * WatchEvents: the backlog after a seq, then live events, with no gap and no duplicate at the
  * join. The watcher subscribes to the hub before its first read, keeps a cursor (the highest seq
  * it has examined) and only ever reads after it, so every event is sent exactly once however the
- * pokes interleave with the reads. A slow periodic re-read covers a missed NOTIFY.
+ * pokes interleave with the reads. Events appended through this instance come with their poke
+ * (hub.ts) and are sent without a read when they follow the cursor; anything else is read. A
+ * slow periodic re-read covers a missed NOTIFY. Events go out as stored (stored-wire.ts).
  */
+import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
-import { SessionStatus, type EventDelta, type WatchEventsResponse } from "@metaharness/proto";
+import { Event, SessionStatus, type EventDelta, type WatchEventsResponse } from "@metaharness/proto";
 import type { DeltaHub } from "./deltas.js";
 import { RECHECK, type AppendHub } from "./hub.js";
-import { readSlice } from "../store/read.js";
+import { readStoredSlice } from "../store/read.js";
+import { storedWatchEventResponse } from "../stored-wire.js";
 import { watchSubscribers } from "../metrics.js";
 
 const WATCH_BATCH = 500;
@@ -68,28 +72,80 @@ export async function watchEvents(
   };
   /** A re-read was asked for (RECHECK) since the last read began. */
   let recheck = false;
+  /** Events appended here after the cursor, from the pokes, in seq order with no gap: sent without a read when they follow it. */
+  let pushed: Array<{ event: Event; body: Uint8Array }> = [];
   let wake: (() => void) | undefined;
-  const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq) => {
+  const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq, appended) => {
     if (lastSeq === RECHECK) recheck = true;
     else pokedSeq = Math.max(pokedSeq, lastSeq);
+    if (appended !== undefined) {
+      const first = appended.events[0]?.seq ?? 0;
+      const last = pushed[pushed.length - 1]?.event.seq;
+      // Not joined to what is held: those before it will be read, and these with them.
+      if (last !== undefined && first !== last + 1) pushed = [];
+      appended.events.forEach((event, i) => pushed.push({ event, body: appended.bodies[i] as Uint8Array }));
+    }
     wake?.();
   });
+  /** Waits for a poke, an abort or the recheck period. */
+  const idle = async (): Promise<void> => {
+    if (signal.aborted) return; // cancelled during the read: wake is not set yet
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, deps.recheckMs);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    wake = undefined;
+  };
   const onAbort = (): void => wake?.();
   signal.addEventListener("abort", onAbort);
   watchSubscribers.add(1);
+  const types = new Set(req.types);
+  let first = true;
   try {
     while (!signal.aborted) {
+      pushed = pushed.filter((p) => p.event.seq > cursor);
+      if (!first && !recheck && pushed[0]?.event.seq === cursor + 1) {
+        // What this instance appended, as it stored it: no read. A terminating event is read
+        // again below (the read path sees the status and ends the watch).
+        const take = pushed;
+        pushed = [];
+        let terminated = false;
+        for (const { event, body } of take) {
+          if (signal.aborted) return;
+          if (types.size === 0 || types.has(event.type)) await send(storedWatchEventResponse(event, body));
+          cursor = event.seq;
+          terminated ||= event.type === "session.status_terminated";
+        }
+        if (pokedSeq <= cursor) release();
+        if (!terminated) {
+          if (pokedSeq > cursor || recheck) continue;
+          await idle();
+          continue;
+        }
+      }
       recheck = false; // this read covers it
-      const slice = await readSlice(deps.db, {
+      const slice = await readStoredSlice(deps.db, {
         sessionId: req.sessionId,
         direction: "after",
         position: cursor,
         limit: WATCH_BATCH,
         types: req.types,
       });
-      for (const event of slice.events) {
+      if (first && req.afterSeq > slice.lastSeq) {
+        // Seqs are dense: no event will ever be numbered at or below a seq the log already
+        // passed, so a position it has not reached is a client's mistake, not a wait.
+        throw new MhError("OUT_OF_RANGE", `after_seq ${req.afterSeq} is beyond session ${req.sessionId}'s last event (${slice.lastSeq})`, {
+          field: "after_seq",
+        });
+      }
+      first = false;
+      for (const body of slice.bodies) {
         if (signal.aborted) return;
-        await send({ event, delta: undefined });
+        const event = Event.decode(body);
+        await send(storedWatchEventResponse(event, body));
         cursor = event.seq;
       }
       if (slice.hasMore) continue;
@@ -98,15 +154,7 @@ export async function watchEvents(
       if (pokedSeq <= cursor) release();
       if (slice.status === SessionStatus.SESSION_STATUS_TERMINATED) return;
       if (pokedSeq > cursor || recheck) continue;
-      if (signal.aborted) return; // cancelled during the read: wake is not set yet
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, deps.recheckMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
+      await idle();
     }
   } finally {
     watchSubscribers.add(-1);
