@@ -41,7 +41,7 @@ describe("LeaseKeeper renewals", () => {
     const lease = { holder: "harness-a", epoch: 1, expiresAt: new Date() };
     const renewals: number[] = [];
     const client: Pick<SessionLogClient, "acquireLease" | "renewLease" | "releaseLease"> = {
-      acquireLease: () => Promise.resolve({ lease }),
+      acquireLease: () => Promise.resolve({ lease, session: undefined, events: [] }),
       renewLease: (_req, opts) =>
         new Promise((resolve, reject) => {
           renewals.push(clock.now());

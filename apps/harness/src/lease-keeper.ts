@@ -6,7 +6,7 @@
  * Time is read from one Clock (the system's, or a test's that moves on command).
  */
 import { LeaseHolder, MhError } from "@metaharness/errors";
-import type { Lease } from "@metaharness/proto";
+import type { Event, Lease, Session } from "@metaharness/proto";
 import { systemClock, type Clock, type ClockTimer } from "@metaharness/service-kit/lifecycle";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { SessionLogClient } from "./log-port.js";
@@ -28,6 +28,10 @@ export class LeaseKeeper {
     private readonly sessionId: string,
     private readonly holder: string,
     readonly lease: Lease,
+    /** The session as the lease was taken (AcquireLease returns it; undefined from a log that does not). */
+    readonly session: Session | undefined,
+    /** Its whole log, read with the lease, when the log sent all of it (a short session); else undefined. */
+    readonly history: Event[] | undefined,
     private readonly ttlMs: number,
     private readonly logger: Logger,
     /** When the request that granted the lease was sent. */
@@ -52,9 +56,11 @@ export class LeaseKeeper {
     try {
       // The log counts the TTL from when it got the request, so from when we sent it is on the safe side.
       const sentAt = clock.now();
-      const { lease } = await client.acquireLease({ sessionId, holder, ttlMs });
+      const { lease, session, events } = await client.acquireLease({ sessionId, holder, ttlMs });
       if (lease === undefined) throw new MhError("INTERNAL", "AcquireLease returned no lease");
-      const keeper = new LeaseKeeper(client, sessionId, holder, lease, ttlMs, logger, sentAt, clock);
+      // Complete when it holds every seq up to the session's last (seqs are dense from 1).
+      const history = session !== undefined && events.length === session.lastSeq ? events : undefined;
+      const keeper = new LeaseKeeper(client, sessionId, holder, lease, session, history, ttlMs, logger, sentAt, clock);
       keeper.schedule();
       return keeper;
     } catch (err) {

@@ -37,6 +37,7 @@ export class LogPort {
   /** The highest seq this port has read, watched or appended (ListActive reports it). */
   lastSeq = 0;
   private readonly appendPolicy: RetryPolicy;
+  private held: Event[] | undefined;
 
   constructor(
     readonly client: SessionLogClient,
@@ -52,8 +53,28 @@ export class LogPort {
     return session;
   }
 
+  /**
+   * The session's whole log as AcquireLease returned it (a short session): the first read is
+   * answered from it, without a round trip. Only the first: later reads look for what was
+   * appended since.
+   */
+  hold(history: Event[]): void {
+    this.held = history;
+    this.saw(history);
+  }
+
+  /** Whether the whole log is held from the lease, for the first read (a strategy then needs no horizon lookup). */
+  get holdsHistory(): boolean {
+    return this.held !== undefined;
+  }
+
   /** Every event after `afterSeq`, oldest first. */
   async readAfter(afterSeq: number): Promise<Event[]> {
+    const held = this.held;
+    if (held !== undefined) {
+      this.held = undefined;
+      return held.filter((e) => e.seq > afterSeq);
+    }
     const out: Event[] = [];
     let cursor = afterSeq;
     for (;;) {

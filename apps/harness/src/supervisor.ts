@@ -72,12 +72,10 @@ export class Supervisor {
     const logger = loggerFor(this.opts.logger, { sessionId });
     this.waking.add(sessionId);
     let got: Awaited<ReturnType<typeof LeaseKeeper.acquire>>;
-    // The session's metadata (which loop, which tools) is read in the same moment as the lease is
-    // taken, not before it: one round trip less on the path to the first token. Its events are
-    // read only once the lease is held (SessionEvents.open), so no append of a previous holder
-    // can land after the read unseen: the lease fences it first.
-    const metadata = new LogPort(this.opts.log, sessionId).session();
-    metadata.catch(() => undefined); // awaited by drive(); unused when no lease is taken
+    // The session's metadata (which loop, which tools) comes back with the lease, from the same
+    // statement: no GetSession before or beside it; and so does a short session's whole log, read
+    // by the log once the lease was taken. Events are read only once the lease is held, so no
+    // append of a previous holder can land after the read unseen: the lease fences it first.
     try {
       // A terminated session takes no lease: the log refuses it (naming session_id), and there is
       // nothing to do; its epoch does not go up.
@@ -94,7 +92,8 @@ export class Supervisor {
     }
     this.started += 1;
     const log = new LogPort(this.opts.log, sessionId);
-    const done = this.drive(log, got, metadata, logger);
+    if (got.history !== undefined) log.hold(got.history);
+    const done = this.drive(log, got, got.session === undefined ? log.session() : Promise.resolve(got.session), logger);
     this.active.set(sessionId, { lease: got, log, done });
     sessionsActive.add(1);
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };

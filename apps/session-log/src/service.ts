@@ -24,7 +24,7 @@ import { Appender } from "./store/appender.js";
 import { checkRepositories, updateSession } from "./store/repositories.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
-import { storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
+import { storedAcquireLeaseResponse, storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
 import { acquireLease, checkHolder, releaseLease, renewLease } from "./store/leases.js";
 import type { HolderLines } from "./holders/lines.js";
 import { watchEvents } from "./watch/watch.js";
@@ -35,6 +35,8 @@ import { DeltaGate } from "./watch/delta-gate.js";
 export const MAX_BATCH = 1000;
 export const MAX_DELTAS = 100;
 export const MAX_DELTA_TEXT_BYTES = 64 * 1024;
+/** AcquireLease returns a session's events when it has at most this many (AcquireLeaseResponse.events). */
+export const LEASE_EVENTS = 100;
 
 export interface ServiceDeps {
   readonly db: Db;
@@ -192,9 +194,16 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return {};
     }),
 
-    acquireLease: rpc("acquireLease", async (req) => ({
-      lease: await acquireLease(db, requireSessionId(req.sessionId), req.holder, req.ttlMs),
-    })),
+    acquireLease: rpc("acquireLease", async (req) => {
+      const sessionId = requireSessionId(req.sessionId);
+      const { lease, session } = await acquireLease(db, sessionId, req.holder, req.ttlMs);
+      // A short session's whole log, read after the lease is taken (so an earlier holder's last
+      // append is in it, or fenced): the harness's first step needs no read of its own.
+      if (session.lastSeq > LEASE_EVENTS) return storedAcquireLeaseResponse(lease, session, []);
+      const slice = await readStoredSlice(db, { sessionId, direction: "after", position: 0, limit: LEASE_EVENTS, types: [] });
+      if (slice.hasMore) return storedAcquireLeaseResponse(lease, session, []);
+      return storedAcquireLeaseResponse(lease, { ...session, lastSeq: slice.lastSeq }, slice.bodies);
+    }),
 
     renewLease: rpc("renewLease", async (req) => ({
       lease: await renewLease(db, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import { DeltaKind, EmitEventResponse, EmitEventsResponse, Event, GetEventsResponse, WatchEventsResponse } from "@metaharness/proto";
+import { AcquireLeaseResponse, DeltaKind, EmitEventResponse, EmitEventsResponse, Event, GetEventsResponse, WatchEventsResponse } from "@metaharness/proto";
 import {
   serializeEmitEventResponse,
   serializeEmitEventsResponse,
   serializeGetEventsResponse,
   serializeWatchEventsResponse,
+  serializeAcquireLeaseResponse,
+  storedAcquireLeaseResponse,
   storedEmitEventResponse,
   storedEmitEventsResponse,
   storedGetEventsResponse,
@@ -51,6 +53,16 @@ describe("responses from stored events", () => {
   it("WatchEvents: the body framed as the event", () => {
     const one = storedWatchEventResponse(events[2]!, bodies[2]!);
     expect(WatchEventsResponse.decode(serializeWatchEventsResponse(one))).toEqual({ event: events[2], delta: undefined });
+  });
+
+  it("AcquireLease: the lease and the session, then the bodies framed as its events (field 3)", () => {
+    const lease = { holder: "harness-1", epoch: 7, expiresAt: new Date(1_700_000_003_000) };
+    const session = { sessionId: "sesn_wire", metadata: undefined, status: 1, lastSeq: 3, lease, createdAt: new Date(1_700_000_000_000), updatedAt: new Date(1_700_000_001_000) };
+    const response = storedAcquireLeaseResponse(lease, session, bodies);
+    expect(AcquireLeaseResponse.decode(serializeAcquireLeaseResponse(response))).toEqual({ lease, session, events });
+    expect(response.events).toEqual(events);
+    const none = storedAcquireLeaseResponse(lease, session, []);
+    expect(AcquireLeaseResponse.decode(serializeAcquireLeaseResponse(none))).toEqual({ lease, session, events: [] });
   });
 
   it("serializes responses made elsewhere exactly as the generated code does", () => {

@@ -1,18 +1,21 @@
 /**
  * Responses that carry events as stored, without re-encoding them. The log stores each event as
- * the encoded Event it serves (mh_append appends the seq), so GetEvents, EmitEvent, EmitEvents and
- * WatchEvents responses are written by framing those bytes as the message's field 1 (`events` or `event`)
+ * the encoded Event it serves (mh_append appends the seq), so GetEvents, EmitEvent, EmitEvents,
+ * WatchEvents and AcquireLease responses are written by framing those bytes as the message's field 1 (`events` or `event`)
  * and encoding only the rest, instead of grpc-js encoding every event object again (for a
  * 100-event slice that was most of the service's CPU outside Postgres). The response objects stay
  * true messages for anyone reading them in-process; only their serializer knows the bytes.
  */
 import {
+  AcquireLeaseResponse,
   EmitEventResponse,
   EmitEventsResponse,
   Event,
   GetEventsResponse,
   SessionLogService,
   WatchEventsResponse,
+  type Lease,
+  type Session,
 } from "@metaharness/proto";
 
 /** Responses made here, and the encoded events that are their field 1. */
@@ -36,6 +39,14 @@ export function storedEmitEventResponse(event: Event, body: Uint8Array, duplicat
 /** An EmitEventsResponse for `events`, whose encodings (as stored) are `bodies`. */
 export function storedEmitEventsResponse(events: Event[], bodies: readonly Uint8Array[], duplicates: number): EmitEventsResponse {
   const response: EmitEventsResponse = { events, duplicates };
+  storedBodies.set(response, bodies);
+  return response;
+}
+
+/** An AcquireLeaseResponse carrying `bodies` (the session's events as stored, in order) as they are. */
+export function storedAcquireLeaseResponse(lease: Lease, session: Session, bodies: readonly Uint8Array[]): AcquireLeaseResponse {
+  const response = { lease, session } as AcquireLeaseResponse;
+  Object.defineProperty(response, "events", { enumerable: true, get: () => bodies.map((b) => Event.decode(b)) });
   storedBodies.set(response, bodies);
   return response;
 }
@@ -73,6 +84,12 @@ export const serializeWatchEventsResponse = framed<WatchEventsResponse>(
   () => new Uint8Array(0),
 );
 
+export const serializeAcquireLeaseResponse = framed<AcquireLeaseResponse>(
+  (v) => AcquireLeaseResponse.encode(v).finish(),
+  (v) => AcquireLeaseResponse.encode({ lease: v.lease, session: v.session, events: [] }).finish(),
+  3,
+);
+
 /** The SessionLog service definition, with the responses above serialized from stored bytes. */
 export const sessionLogDefinition = {
   ...SessionLogService,
@@ -80,6 +97,7 @@ export const sessionLogDefinition = {
   emitEvent: { ...SessionLogService.emitEvent, responseSerialize: serializeEmitEventResponse },
   emitEvents: { ...SessionLogService.emitEvents, responseSerialize: serializeEmitEventsResponse },
   watchEvents: { ...SessionLogService.watchEvents, responseSerialize: serializeWatchEventsResponse },
+  acquireLease: { ...SessionLogService.acquireLease, responseSerialize: serializeAcquireLeaseResponse },
 } as const;
 
 /** Each body as `field` (length-delimited), then `tail`. */

@@ -56,7 +56,8 @@ class Driver {
     // A compacting strategy's view starts at its horizon: the turn's cost is then bounded by
     // what the model sees, not by the log's length.
     await this.tools.addHandTools();
-    const from = this.strategy.compaction === undefined ? 1 : await readHorizon(this.ctx.log);
+    // A short session's whole log came with the lease: the view starts at its first event.
+    const from = this.strategy.compaction === undefined || this.ctx.log.holdsHistory ? 1 : await readHorizon(this.ctx.log);
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits, from);
     try {
       while (!this.ctx.signal.aborted) {

@@ -7,8 +7,8 @@
  */
 import type { Queryable } from "@metaharness/db";
 import { CurrentEpoch, LeaseHolder, MhError, SessionState, invalidArgument } from "@metaharness/errors";
-import { SessionStatus, type Lease } from "@metaharness/proto";
-import { leaseFromRow, type SessionRow } from "./rows.js";
+import { SessionStatus, type Lease, type Session } from "@metaharness/proto";
+import { SESSION_COLUMNS, leaseFromRow, sessionFromRow, type SessionRow } from "./rows.js";
 import { NEEDS_HARNESS, notFound } from "./sessions.js";
 import { leaseTakeovers } from "../metrics.js";
 
@@ -40,14 +40,16 @@ function toLease(row: LeaseRow): Lease {
 }
 
 /**
- * Takes the lease for `holder`. Refused (FAILED_PRECONDITION) while another holder's lease runs,
- * naming `holder`, and for a terminated session, naming `session_id`: nothing can be appended to
- * it, so a lease would only raise the epoch. A harness tells the two apart by the field.
+ * Takes the lease for `holder`, and returns it with the session as it was then (the same row, so
+ * a harness needs no second read for its metadata). Refused (FAILED_PRECONDITION) while another
+ * holder's lease runs, naming `holder`, and for a terminated session, naming `session_id`:
+ * nothing can be appended to it, so a lease would only raise the epoch. A harness tells the two
+ * apart by the field.
  */
-export async function acquireLease(db: Queryable, sessionId: string, holder: string, ttlMs: number): Promise<Lease> {
+export async function acquireLease(db: Queryable, sessionId: string, holder: string, ttlMs: number): Promise<{ lease: Lease; session: Session }> {
   checkArgs(holder, ttlMs);
   // prior: the holder before this statement, to count takeovers (another holder's expired lease).
-  const { rows } = await db.query<LeaseRow & { prior_holder: string | null }>(
+  const { rows } = await db.query<SessionRow & { prior_holder: string | null }>(
     `WITH prior AS (SELECT lease_holder AS prior_holder FROM sessions WHERE session_id = $1)
      UPDATE sessions
         SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
@@ -56,12 +58,12 @@ export async function acquireLease(db: Queryable, sessionId: string, holder: str
             lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
       WHERE session_id = $1 AND status <> ${TERMINATED}
         AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
-      RETURNING ${LEASE_COLUMNS}, (SELECT prior_holder FROM prior)`,
+      RETURNING ${SESSION_COLUMNS}, (SELECT prior_holder FROM prior)`,
     [sessionId, holder, ttlMs],
   );
   if (rows[0] !== undefined) {
     if (rows[0].prior_holder !== null && rows[0].prior_holder !== holder) leaseTakeovers.add(1, { via: "expired" });
-    return toLease(rows[0]);
+    return { lease: toLease(rows[0]), session: sessionFromRow(rows[0]) };
   }
   const { status, lease: current } = await currentLease(db, sessionId);
   if (status === TERMINATED) {
