@@ -16,7 +16,8 @@ export class Reaper {
   private readonly pausing = new Set<string>();
 
   constructor(
-    private readonly live: LiveSandboxes,
+    /** What of the live set it uses: its sandboxes, and ending one. */
+    private readonly live: Pick<LiveSandboxes, "all" | "end">,
     private readonly intervalMs: number,
     /**
      * With workspace snapshots: an idle local sandbox is paused (snapshotted, then released, and
@@ -36,7 +37,7 @@ export class Reaper {
     this.timer = undefined;
   }
 
-  /** One pass; returns how many sandboxes it ended. */
+  /** One pass at time `now` (its only clock: tests pass their own times); returns how many sandboxes it ended. */
   sweep(now: number): number {
     let ended = 0;
     for (const s of this.live.all()) {
