@@ -2,7 +2,8 @@
  * An external hand on a laptop: `mh dev` issues a token for the broker's example kv device and
  * one for an operator, and says where the broker listens, so a developer runs the device as
  * printed (here through a shell, from a data directory whose path holds a space and a quote) and
- * provisions a sandbox on it over gRPC, as on the distributed stack.
+ * provisions a sandbox on it over gRPC, as on the distributed stack; an environment naming the
+ * hand (metadata mh.hand) is accepted by mh dev's gateway, which asks its broker.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -56,6 +57,10 @@ it("runs the example hand with the token it printed, and serves a session's call
       broker.execute({ eventSeq: 0, sandboxId, sessionId: session.id, name, input, callId, timeoutMs: 0 });
     expect(await call("kv_set", { key: "laptop", value: "from mh dev" }, "kv-1")).toMatchObject({ isError: false });
     expect((await call("kv_get", { key: "laptop" }, "kv-2")).output).toBe("from mh dev");
+    // As printed: an environment naming the hand (its sessions offer the device's tools).
+    expect(out.stdout()).toContain(`then an environment with metadata {"mh.hand": "${kind}"}`);
+    const handEnvironment = await sdk.beta.environments.create({ name: "with the device", metadata: { "mh.hand": kind } });
+    expect(handEnvironment.metadata["mh.hand"]).toBe(kind);
   } finally {
     raw.close();
     if (device.pid !== undefined) process.kill(-device.pid, "SIGTERM");

@@ -145,7 +145,8 @@ export function describeDev(stack: Stack, keyPath: string, out: Output, tenants 
   out.line(s.dim("  npm run mh -- sessions ls"));
   out.line(`An external hand (the example ${stack.hands.kind}), in another terminal:`);
   out.line(s.dim(`  MH_SANDBOX_BROKER_ADDR=${stack.hands.brokerAddress} MH_HAND_TOKEN_FILE=${shellWord(stack.hands.tokenFile)} npm run kv-device -w @metaharness/sandbox-broker`));
-  out.line(s.dim(`  then Provision with hand_kind "${stack.hands.kind}" on ${stack.hands.brokerAddress}, token in ${shellWord(stack.hands.operatorTokenFile)}`));
+  out.line(s.dim(`  then an environment with metadata {"mh.hand": "${stack.hands.kind}"} offers its tools to its sessions' model,`));
+  out.line(s.dim(`  or Provision with hand_kind "${stack.hands.kind}" on ${stack.hands.brokerAddress}, token in ${shellWord(stack.hands.operatorTokenFile)}`));
   out.line("Ctrl-C stops it.");
 }
 
