@@ -24,8 +24,10 @@ beforeAll(async () => {
         "keep",
         [
           { toolUses: [{ name: "bash", input: { command: "mkdir -p notes && echo first > notes/kept.txt" } }] },
-          // In flight when the broker is killed: its outcome is unknown, and it is the only loss.
-          { toolUses: [{ name: "bash", input: { command: "sleep 3; echo lost >> notes/kept.txt" } }] },
+          // In flight when the broker is killed: its outcome is unknown, and it is the only loss. Long
+          // enough that a loaded machine still kills the broker before it ends (with 3 s, a run at
+          // load 35-70 saw the call finish first); bwrap's --die-with-parent ends it at the kill.
+          { toolUses: [{ name: "bash", input: { command: "sleep 120; echo lost >> notes/kept.txt" } }] },
           { toolUses: [{ name: "bash", input: { command: "cat notes/kept.txt" } }] },
           { text: "done" },
         ],
