@@ -109,7 +109,11 @@ export async function stepRuns(stack: FaultStack, sessionId: string): Promise<st
   return Promise.all(
     sandboxes.map(async (s, i) => {
       const callId = `toolu_test_runs_${Date.now()}_${i}`;
-      const res = await stack.brokerClient.execute({ sandboxId: s.sandboxId, sessionId, name: "bash", input: { command: "cat runs 2>/dev/null || true" }, callId, timeoutMs: 0, eventSeq: 0 });
+      const res = await stack.brokerClient
+        .execute({ sandboxId: s.sandboxId, sessionId, name: "bash", input: { command: "cat runs 2>/dev/null || true" }, callId, timeoutMs: 0, eventSeq: 0 })
+        .catch((err: unknown) => {
+          throw new Error(`reading ${s.sandboxId}'s runs: ${String(err)}\n${stack.broker.output().slice(-6000)}`, { cause: err });
+        });
       return res.output.split("\n").filter((l) => l.startsWith("step-"));
     }),
   );
