@@ -137,6 +137,10 @@ describe("WatchEvents", () => {
     await subscribed(sessionId, () => probed);
     const delta = (text: string) => textDelta(text);
     await log.client.publishDeltas({ sessionId, deltas: [delta("Hel"), delta("lo")] });
+    // Deltas and appends reach another instance through two NOTIFY channels, in no set order
+    // between them (deltas go out batched, after PublishDeltas answered): the message is appended
+    // once its deltas are there, as a harness appends it after the stream they came from.
+    await eventually(() => Promise.resolve(items.length >= 2 ? true : undefined), () => `both deltas on the other instance: ${items.join(", ")}`);
     await log.client.emitEvent({ sessionId, event: agentMessage("Hello") });
     await watching;
     expect(items).toEqual(["delta:Hel", "delta:lo", "event:1"]);
