@@ -11,7 +11,7 @@
  * share (TTFT less the model's own) of each turn; `-- turn-cpu --cpu-prof` also writes each
  * service process's CPU profile into bench/results/.
  */
-import { mkdirSync, readdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { defineScenario, startOfflineModel } from "@metaharness/offline-model";
@@ -22,7 +22,7 @@ import { createTestDatabase } from "../support/postgres.js";
 import { startProcess, type ServiceProcess } from "../support/process.js";
 import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
-import { busyTicks, processTicks, TICKS_PER_SECOND } from "./lib/cpu.js";
+import { busyTicks, postgresAndKafkaTicks, processTicks, TICKS_PER_SECOND } from "./lib/cpu.js";
 import { EVENT_TEXT } from "./lib/service.js";
 import { atMost, ms, runIfMain, type Bench, type Check, type Table } from "./lib/report.js";
 import { summarize, type Summary } from "./lib/stats.js";
@@ -93,13 +93,7 @@ function ticksOf(pids: readonly number[]): number {
 }
 
 function allTicks(logPid: number, harnessPid: number): Record<string, number> {
-  let postgres = 0;
-  let kafka = 0;
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    const p = processTicks(pid);
-    if (p?.comm.startsWith("postgres") === true) postgres += p.ticks;
-    else if (p?.comm === "java") kafka += p.ticks;
-  }
+  const { postgres, kafka } = postgresAndKafkaTicks();
   return { sessionLog: ticksOf([logPid]), harness: ticksOf([harnessPid]), postgres, kafka, benchProcess: ticksOf([process.pid]), machine: busyTicks() };
 }
 

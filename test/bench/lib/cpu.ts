@@ -109,3 +109,15 @@ export function formatCpu(u: CpuUse): string {
     `kafka ${p(u.kafka)}, other load ${p(u.other)}`
   );
 }
+
+/** CPU ticks since start of every Postgres process (its backends alive now) and of Kafka (java), summed. */
+export function postgresAndKafkaTicks(): { postgres: number; kafka: number } {
+  let postgres = 0;
+  let kafka = 0;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const p = processTicks(pid);
+    if (p?.comm.startsWith("postgres") === true) postgres += p.ticks;
+    else if (p?.comm === "java") kafka += p.ticks;
+  }
+  return { postgres, kafka };
+}

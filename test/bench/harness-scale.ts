@@ -1,0 +1,201 @@
+/**
+ * Turns per second and TTFT as load grows over 1, 2 and 4 harness processes (issue 31): every
+ * service its own process (session log, the harnesses, the gateway) on the real Postgres and
+ * Kafka, sessions spread over the harnesses by the Kafka wake group (scale-stack.ts), driven
+ * through the official SDK with text-only turns against the offline model (a stated TTFT).
+ * `sessions` sessions in a closed loop: each opens its event stream once (with token previews,
+ * as a UI does), then sends a user.message and waits for session.status_idle, again and again.
+ * TTFT is the send to the first preview frame; the platform's share subtracts the model's own
+ * TTFT of that request. Each process's CPU over the measured window (percent of one core, from
+ * /proc) says which part saturates first. `npm run bench -- harness-scale` runs every point;
+ * `-- harness-scale --quick` runs 1 and 2 harnesses at 4 sessions, briefly, to check it works.
+ */
+import os from "node:os";
+import { defineScenario } from "@metaharness/offline-model";
+import { EVENT_TEXT } from "./lib/service.js";
+import { ms, runIfMain, type Bench, type BenchReport, type Table } from "./lib/report.js";
+import { nowMs, summarize, type Summary } from "./lib/stats.js";
+import { TICKS_PER_SECOND } from "./lib/cpu.js";
+import { startScaleStack, type ScaleStack } from "./scale-stack.js";
+
+const SCENARIO = "harness-scale";
+const MODEL_TTFT_MS = 200;
+
+interface Point {
+  readonly harnesses: number;
+  readonly sessions: number;
+}
+
+interface PointFigures extends Point {
+  readonly modelTtftMs: number;
+  readonly seconds: number;
+  readonly turns: number;
+  readonly errors: number;
+  readonly turnsPerSecond: number;
+  readonly ttftMs: Summary;
+  readonly overheadMs: Summary;
+  readonly turnMs: Summary;
+  /** Percent of one core over the window, by process. */
+  readonly cpuPercent: Record<string, number>;
+  /** ms of CPU per turn, by process. */
+  readonly cpuMsPerTurn: Record<string, number>;
+  readonly load: readonly [number, number];
+}
+
+const FULL = { harnesses: [1, 2, 4], sessions: [16, 64], warmupSeconds: 8, seconds: 25 };
+const QUICK = { harnesses: [1, 2], sessions: [4], warmupSeconds: 3, seconds: 8 };
+
+async function measure(stack: ScaleStack, point: Point, phase: { warmupSeconds: number; seconds: number }): Promise<PointFigures> {
+  const sdk = stack.sdk();
+  const environmentId = (await sdk.beta.environments.create({ name: "scale" })).id;
+  const agent = await sdk.beta.agents.create({ name: SCENARIO, model: "claude-sonnet-5-5", system: `[scenario:${SCENARIO}]`, tools: [] });
+  const modelTtft = (marker: string): number => {
+    const rec = stack.model.requests.findLast((r) => JSON.stringify(r.body).includes(marker));
+    return rec?.firstDeltaAt === undefined || rec.receivedAt === undefined ? NaN : rec.firstDeltaAt - rec.receivedAt;
+  };
+  interface Turn {
+    readonly ttftMs: number;
+    readonly turnMs: number;
+    readonly overheadMs: number;
+  }
+  const done: Turn[] = [];
+  let errors = 0;
+  let measuring = false;
+  let stopAt = Number.POSITIVE_INFINITY;
+  const worker = async (): Promise<void> => {
+    const sessionId = (await sdk.beta.sessions.create({ agent: agent.id, environment_id: environmentId })).id;
+    const stream = await sdk.beta.sessions.events.stream(sessionId, { event_deltas: ["agent.message"] });
+    const events = stream[Symbol.asyncIterator]();
+    try {
+      for (let k = 1; Date.now() < stopAt; k++) {
+        const marker = `<${sessionId}#${k}>`;
+        const t0 = nowMs();
+        await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.message", content: [{ type: "text", text: `turn ${marker}` }] }] });
+        let ttft = NaN;
+        for (;;) {
+          const next = await events.next();
+          if (next.done === true) throw new Error(`the stream of ${sessionId} ended`);
+          const type = next.value.type as string;
+          if (Number.isNaN(ttft) && (type === "event_start" || type === "event_delta" || type === "agent.message")) ttft = nowMs() - t0;
+          if (type === "session.error") errors++;
+          if (type === "session.status_idle") break;
+        }
+        const turnMs = nowMs() - t0;
+        if (measuring && Date.now() <= stopAt) done.push({ ttftMs: ttft, turnMs, overheadMs: ttft - modelTtft(marker) });
+      }
+    } finally {
+      stream.controller.abort();
+    }
+  };
+  const loadBefore = os.loadavg()[0] ?? NaN;
+  const workers = Array.from({ length: point.sessions }, () => worker());
+  await new Promise((r) => setTimeout(r, phase.warmupSeconds * 1000));
+  const before = stack.ticks();
+  const started = Date.now();
+  measuring = true;
+  stopAt = started + phase.seconds * 1000;
+  await new Promise((r) => setTimeout(r, phase.seconds * 1000));
+  const after = stack.ticks();
+  await Promise.all(workers);
+  const seconds = phase.seconds;
+  const turns = done.length;
+  const cpuPercent: Record<string, number> = {};
+  const cpuMsPerTurn: Record<string, number> = {};
+  for (const k of Object.keys(after)) {
+    const cpuMs = (((after[k] ?? 0) - (before[k] ?? 0)) / TICKS_PER_SECOND) * 1000;
+    cpuPercent[k] = (cpuMs / (seconds * 1000)) * 100;
+    cpuMsPerTurn[k] = cpuMs / Math.max(1, turns);
+  }
+  return {
+    ...point,
+    modelTtftMs: MODEL_TTFT_MS,
+    seconds,
+    turns,
+    errors,
+    turnsPerSecond: turns / seconds,
+    ttftMs: summarize(done.map((t) => t.ttftMs).filter((x) => !Number.isNaN(x))),
+    overheadMs: summarize(done.map((t) => t.overheadMs).filter((x) => !Number.isNaN(x))),
+    turnMs: summarize(done.map((t) => t.turnMs)),
+    cpuPercent,
+    cpuMsPerTurn,
+    load: [loadBefore, os.loadavg()[0] ?? NaN],
+  };
+}
+
+const harnessKeys = (f: PointFigures): string[] => Object.keys(f.cpuPercent).filter((k) => k.startsWith("harness-"));
+const pct = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? "-" : `${Math.round(x)}%`);
+const triple = (s: Summary): string => `${ms(s.p50)} / ${ms(s.p95)} / ${ms(s.p99)}`;
+
+/** The busiest service process and its share of one core (a Node process saturates at 100%). */
+function busiest(f: PointFigures): string {
+  const services = ["sessionLog", "gateway", ...harnessKeys(f)];
+  const top = services.map((k) => [k, f.cpuPercent[k] ?? 0] as const).sort((a, b) => b[1] - a[1])[0];
+  return top === undefined ? "-" : `${top[0]} ${pct(top[1])}`;
+}
+
+export function scaleTables(figs: readonly PointFigures[], phase: { warmupSeconds: number; seconds: number }): Table[] {
+  const params = `model TTFT ${MODEL_TTFT_MS} ms, text-only turns through the SDK, closed loop, ${phase.seconds} s after ${phase.warmupSeconds} s warm-up`;
+  return [
+    {
+      title: `turns/s and TTFT by harness processes and sessions (${params})`,
+      columns: ["harness procs", "sessions", "model TTFT ms", "turns", "errors", "turns/s", "TTFT p50 / p95 / p99 ms", "platform's share p50 / p95 / p99 ms", "turn p50 / p95 / p99 ms", "load 1m before-after"],
+      rows: figs.map((f) => [f.harnesses, f.sessions, f.modelTtftMs, f.turns, f.errors, f.turnsPerSecond.toFixed(1), triple(f.ttftMs), triple(f.overheadMs), triple(f.turnMs), `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`]),
+    },
+    {
+      title: `CPU by process over the window, percent of one core (machine: ${os.cpus().length * 100}%), and ms per turn`,
+      columns: ["harness procs", "sessions", "machine", "session log", "gateway", "each harness", "postgres", "kafka", "bench (SDK clients, model)", "busiest service", "services ms/turn", "load 1m before-after"],
+      rows: figs.map((f) => {
+        const services = ["sessionLog", "gateway", "postgres", "kafka", ...harnessKeys(f)].reduce((n, k) => n + (f.cpuMsPerTurn[k] ?? 0), 0);
+        return [
+          f.harnesses,
+          f.sessions,
+          pct(f.cpuPercent["machine"]),
+          pct(f.cpuPercent["sessionLog"]),
+          pct(f.cpuPercent["gateway"]),
+          harnessKeys(f).map((k) => pct(f.cpuPercent[k])).join(" "),
+          pct(f.cpuPercent["postgres"]),
+          pct(f.cpuPercent["kafka"]),
+          pct(f.cpuPercent["bench"]),
+          busiest(f),
+          ms(services),
+          `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`,
+        ];
+      }),
+    },
+  ];
+}
+
+async function run(): Promise<BenchReport> {
+  const phase = process.argv.includes("--quick") ? QUICK : FULL;
+  const scenarios = [defineScenario(SCENARIO, [{ text: EVENT_TEXT, ttftMs: MODEL_TTFT_MS, tokensPerSecond: 0 }], { onExhausted: "repeat-last" })];
+  const figs: PointFigures[] = [];
+  for (const harnesses of phase.harnesses) {
+    const stack = await startScaleStack({ scenarios, harnesses, gateway: true, kafkaWake: true });
+    try {
+      for (const sessions of phase.sessions) {
+        const f = await measure(stack, { harnesses, sessions }, phase);
+        console.log(`  ${harnesses} harness processes, ${sessions} sessions: ${f.turnsPerSecond.toFixed(1)} turns/s, TTFT p50 ${ms(f.ttftMs.p50)} ms, busiest ${busiest(f)}`);
+        figs.push(f);
+      }
+    } finally {
+      await stack.stop();
+    }
+  }
+  return {
+    name: "harness-scale",
+    title: "turns/s and TTFT over 1, 2 and 4 harness processes, through the SDK",
+    tables: scaleTables(figs, phase),
+    checks: [],
+    notes: [
+      "every service its own process (session log, gateway, each harness) on the shared Postgres and Kafka; the offline model and the SDK clients run in the bench process (its CPU is the bench column)",
+      "sessions reach a harness through the Kafka wake group only (12 partitions; the gateway's Wake RPC is refused at once, see scale-stack.ts), so a turn's wake waits for the outbox relay's publish and the group's consume",
+      "TTFT is the SDK's send of the user.message to the first token preview frame (event_start) on the session's stream, opened beforehand; the platform's share subtracts the offline model's own TTFT (its receipt of the request to its first delta written) of that request",
+      "a Node process saturates at 100% of one core; the machine at 100% per core, shared with other work (the load column)",
+    ],
+    data: { phase, figs },
+  };
+}
+
+export const harnessScaleBench: Bench = { name: "harness-scale", title: "turns/s and TTFT over 1, 2 and 4 harness processes, through the SDK", run };
+
+runIfMain(harnessScaleBench, import.meta.url);
