@@ -3,7 +3,7 @@
  * (the Messages API wire format, driven by scenarios) and harness instances, all in-process on
  * port 0. Instances can be added and stopped to test hand-over.
  */
-import { HarnessClient, HarnessService, type AgentConfig, type EnvironmentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
+import { HarnessClient, HarnessService, WakeOutcome, type AgentConfig, type EnvironmentConfig, type Event, type SessionMetadata } from "@metaharness/proto";
 import { startHarness, loadConfig, type HarnessHandle } from "@metaharness/harness";
 import { startOfflineModel, type OfflineModel, type Scenario } from "@metaharness/offline-model";
 import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
@@ -139,7 +139,8 @@ export async function startBrain(opts: {
         const { session } = await log.client.createSession({ sessionId: "", metadata });
         return session!.sessionId;
       },
-      async waitFor(sessionId, until, timeoutMs = 20_000) {
+      // 40 s: a turn's few seconds on a quiet machine can take ten times that on a busy 2-core one.
+      async waitFor(sessionId, until, timeoutMs = 40_000) {
         let seen: Event[] = [];
         return eventually(
           async () => {
@@ -172,12 +173,17 @@ export function types(events: readonly Event[]): string[] {
 export interface DoomedHarness extends ServiceProcess {
   readonly rpc: HarnessRpc;
   /**
-   * Appends `prompt` to a session from `newSession` and wakes it here, until this process holds
-   * it: the brain's own sweeper (every 100 ms by default) may find the session orphaned first and take it,
-   * and then it proves nothing, so the turn starts again on a new one (a few tries).
+   * Makes this process drive a session from `newSession`: its lease is taken in this process's
+   * name before `prompt` is appended, then the process is woken (the same holder takes its own
+   * lease again). A session with input and no holder is an orphan that the brain's sweeper may
+   * take first; once it did so under load five times running, and the sessions lost that way ran
+   * their turns beside the test's (their MCP calls counted as its own).
    */
   own(newSession: () => Promise<string>, prompt: string): Promise<string>;
 }
+
+/** The lease own() takes for the doomed process until its Wake takes it again: long enough for a loaded machine's Wake. */
+const OWN_LEASE_TTL_MS = 30_000;
 
 /**
  * A harness as its own process (dist/main.js) on `brain`, instance "doomed", taking sessions only
@@ -208,15 +214,17 @@ export async function startDoomedHarness(brain: Brain, env: Record<string, strin
     },
   );
   const rpc = promisify(createClient(HarnessClient, `127.0.0.1:${child.port}`, { bearerToken: brain.harnessTokens.tokens.admin }), HarnessService);
+  const instance = env["MH_INSTANCE_ID"] ?? "doomed";
   const own = async (newSession: () => Promise<string>, prompt: string): Promise<string> => {
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      const sessionId = await newSession();
-      await brain.log.client.emitEvent({ sessionId, event: userMessage(prompt) });
-      await rpc.wake({ sessionId });
-      const holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
-      if (holder === "doomed") return sessionId;
+    const sessionId = await newSession();
+    await brain.log.client.acquireLease({ sessionId, holder: instance, ttlMs: OWN_LEASE_TTL_MS });
+    await brain.log.client.emitEvent({ sessionId, event: userMessage(prompt) });
+    const { outcome } = await rpc.wake({ sessionId });
+    const holder = (await brain.log.client.getSession({ sessionId })).session?.lease?.holder;
+    if (outcome !== WakeOutcome.WAKE_OUTCOME_STARTED || holder !== instance) {
+      throw new Error(`${instance} did not take the session it was given: wake ${WakeOutcome[outcome]}, holder ${String(holder)}`);
     }
-    throw new Error("the doomed instance never held a session first");
+    return sessionId;
   };
   return Object.assign(child, { rpc, own });
 }

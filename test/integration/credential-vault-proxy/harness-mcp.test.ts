@@ -118,11 +118,11 @@ describe("MCP tools in a session", () => {
       await doomed.kill();
       throw new Error(`${String(err)}\n--- doomed output ---\n${doomed.output()}`);
     }
-    const events = await brain.waitFor(sessionId, (e) => ended(e) || e.some((x) => x.type === "session.error"), 20_000);
+    const events = await brain.waitFor(sessionId, (e) => ended(e) || e.some((x) => x.type === "session.error"), 45_000);
     const results = events.filter((e) => e.type === "agent.mcp_tool_result");
     expect(results).toHaveLength(1);
     expect(results[0]?.payload?.$case === "agentMcpToolResult" && results[0].payload.value.isError).toBe(false);
     expect(textOf(events.filter((e) => e.type === "agent.message").pop())).toBe("the server says filed once (error: false)");
     expect(mcp.calls).toBe(callsBefore + 1);
-  }, 40_000);
+  }, 90_000);
 });
