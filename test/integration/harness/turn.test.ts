@@ -226,35 +226,46 @@ describe("model errors", () => {
 });
 
 describe("leases", () => {
+  // The wakes raced here are the only ones: a brain whose instances neither sweep nor take freed
+  // sessions. The first brain's sweeper (every 500 ms) could wake a session between its input and
+  // the test's wakes, which would then all find it running or held.
+  let quiet: Brain;
+  beforeAll(async () => {
+    quiet = await startBrain({ scenarios, env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false" } });
+  });
+  afterAll(async () => {
+    await quiet?.stop();
+  });
+
   it("lets one of two racing wakes in one instance drive, and gives the lease back after the turn", async () => {
-    const sessionId = await brain.createSession();
-    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] twice") });
-    const supervisor = brain.harnesses[0]!.supervisor;
+    const sessionId = await quiet.createSession();
+    await quiet.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] twice") });
+    const supervisor = quiet.harnesses[0]!.supervisor;
     const outcomes = await Promise.all([supervisor.wake(sessionId), supervisor.wake(sessionId)]);
     expect(outcomes.map((o) => o.outcome).sort()).toEqual([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING].sort());
-    await brain.waitFor(sessionId, ended);
+    await quiet.waitFor(sessionId, ended);
     // Once the turn is over the lease is given back and nobody renews it.
     // A fixed wait on purpose: a quiet period proving no one renews the lease.
     await new Promise((r) => setTimeout(r, 1500));
-    expect((await brain.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
+    expect((await quiet.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
   });
 
   it("answers NOTHING_TO_DO for a terminated session, taking no lease", async () => {
-    const sessionId = await brain.createSession();
-    await brain.log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
-    const { outcome } = await brain.harnesses[0]!.supervisor.wake(sessionId);
+    const sessionId = await quiet.createSession();
+    await quiet.log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    const { outcome } = await quiet.harnesses[0]!.supervisor.wake(sessionId);
     expect(outcome).toBe(WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO);
-    expect((await brain.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
+    expect((await quiet.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
   });
 
   it("lets exactly one of two instances drive a session", async () => {
-    const second = await brain.addHarness();
-    const sessionId = await brain.createSession();
-    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:slow] both of you") });
-    const outcomes = await Promise.all([brain.harnesses[0]!.supervisor.wake(sessionId), second.supervisor.wake(sessionId)]);
+    const second = await quiet.addHarness();
+    const sessionId = await quiet.createSession();
+    await quiet.log.client.emitEvent({ sessionId, event: userMessage("[scenario:slow] both of you") });
+    const outcomes = await Promise.all([quiet.harnesses[0]!.supervisor.wake(sessionId), second.supervisor.wake(sessionId)]);
     const started = outcomes.filter((o) => o.outcome === WakeOutcome.WAKE_OUTCOME_STARTED);
     expect(started).toHaveLength(1);
-    const events = await brain.waitFor(sessionId, ended);
+    const events = await quiet.waitFor(sessionId, ended);
     expect(events.filter((e) => e.type === "agent.message")).toHaveLength(1);
     expect(events.filter((e) => e.type === "span.model_request_start")).toHaveLength(1);
   });
