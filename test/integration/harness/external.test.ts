@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import { StopReasonType, type Event, type SessionMetadata } from "@metaharness/proto";
+import { StopReasonType, WakeOutcome, type Event, type SessionMetadata } from "@metaharness/proto";
 import { idleReason, startBrain, types, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
 import { eventually } from "../../support/eventually.js";
@@ -46,7 +46,6 @@ for (const [name, body] of Object.entries(AGENTS)) {
 let brain: Brain;
 beforeAll(async () => {
   process.env["MH_EXTERNAL_AGENTS"] = JSON.stringify(commands);
-  process.env["MH_EXTERNAL_SILENCE_TIMEOUT_MS"] = "1500";
   process.env["ANTHROPIC_API_KEY"] = "sk-ant-must-not-leak";
   brain = await startBrain({ scenarios: [] });
 });
@@ -98,7 +97,7 @@ function alive(pid: number): boolean {
   }
 }
 
-async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+async function until(check: () => boolean, timeoutMs = 15_000): Promise<void> {
   await eventually(() => Promise.resolve(check() ? true : undefined), "the condition", timeoutMs);
 }
 
@@ -200,11 +199,18 @@ describe("the external-process harness", () => {
   });
 
   it("ends the turn when the agent stays silent too long", async () => {
-    const sessionId = await createSession("silent");
-    await say(sessionId, "anyone there?");
-    const events = await brain.waitFor(sessionId, ended);
-    expect(errorOf(events)?.type).toBe("external_agent_timeout");
-    await until(() => !alive(pidOf("silent")));
+    // Only here: the tests below stop a silent agent on purpose, and on a busy machine 1.5 s of
+    // silence could run out before they do.
+    process.env["MH_EXTERNAL_SILENCE_TIMEOUT_MS"] = "1500";
+    try {
+      const sessionId = await createSession("silent");
+      await say(sessionId, "anyone there?");
+      const events = await brain.waitFor(sessionId, ended);
+      expect(errorOf(events)?.type).toBe("external_agent_timeout");
+      await until(() => !alive(pidOf("silent")));
+    } finally {
+      delete process.env["MH_EXTERNAL_SILENCE_TIMEOUT_MS"];
+    }
   });
 
   it("kills the agent on user.interrupt and goes idle as interrupted", async () => {
@@ -223,8 +229,11 @@ describe("the external-process harness", () => {
     const other = await brain.addHarness();
     const sessionId = await createSession("silent");
     rmSync(pidFile("silent"), { force: true });
+    // Held in `other`'s name before the input lands: else the first instance's sweeper (every
+    // 500 ms) may find the session waiting and drive it, and stopping `other` would stop nothing.
+    await brain.log.client.acquireLease({ sessionId, holder: other.supervisor.instanceId, ttlMs: 30_000 });
     await brain.log.client.emitEvent({ sessionId, event: userMessage("hold on") });
-    await other.supervisor.wake(sessionId);
+    expect((await other.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
     await until(() => existsSync(pidFile("silent")));
     const pid = pidOf("silent");
     expect(alive(pid)).toBe(true);
