@@ -130,6 +130,9 @@ describe("the lease", () => {
       desired_ttl_seconds: 5000,
     });
     expect(second.ttl_seconds).toBe(600);
+    // The token reaches the session while the lease holds (here for 600 s: the 1 s leases below
+    // may lapse between two calls on a busy machine).
+    expect((await mine.beta.sessions.retrieve(sessionId)).id).toBe(sessionId);
     const stale = await failure(mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: first.last_heartbeat }));
     expect(stale).toBeInstanceOf(BetaHeartbeatPreconditionFailedError);
     expect(stale.details).toEqual({
@@ -144,7 +147,6 @@ describe("the lease", () => {
     });
     expect(unconditional).toMatchObject({ lease_extended: true, state: "active", ttl_seconds: 1 });
     // Back to a 1 s lease, then let it lapse: the next poll hands the item out again.
-    expect((await mine.beta.sessions.retrieve(sessionId)).id).toBe(sessionId);
     const third = await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: unconditional.last_heartbeat, desired_ttl_seconds: 1 });
     // A fixed wait on purpose: the 1 s lease lapsing with time is what is tested.
     await new Promise((r) => setTimeout(r, 1500));
@@ -169,6 +171,8 @@ describe("a work item's sessions token", () => {
     const work = await pollFor(sessionId, "w3");
     await worker.beta.environments.work.ack(work.id, { environment_id: environmentId });
     const mine = workerClient(stack.gateway.url, tokenOf(work));
+    // The ack's lease is this file's 1 s: held for the test, or it may lapse mid-turn on a busy machine.
+    await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: "NO_HEARTBEAT", desired_ttl_seconds: 60 });
     expect((await mine.beta.sessions.retrieve(sessionId)).id).toBe(sessionId);
     expect(await failure(mine.beta.sessions.retrieve(elsewhere))).toBeInstanceOf(Anthropic.NotFoundError);
     expect(await failure(mine.beta.environments.work.poll(environmentId))).toBeInstanceOf(Anthropic.PermissionDeniedError);
@@ -225,6 +229,9 @@ describe("an event stream opened with a sessions token", () => {
     const work = await pollFor(sessionId, "w6");
     await worker.beta.environments.work.ack(work.id, { environment_id: environmentId });
     const mine = workerClient(stack.gateway.url, tokenOf(work));
+    // Held for a minute: with the ack's 1 s lease the token could lapse within the window below
+    // on a busy machine, ending the stream for that reason instead of the stop's.
+    await mine.beta.environments.work.heartbeat(work.id, { environment_id: environmentId, expected_last_heartbeat: "NO_HEARTBEAT", desired_ttl_seconds: 60 });
     const stream = await mine.beta.sessions.events.stream(sessionId);
     const read = (async () => {
       try {
@@ -241,7 +248,8 @@ describe("an event stream opened with a sessions token", () => {
     await sdk.beta.environments.work.stop(work.id, { environment_id: environmentId, force: true });
     const started = Date.now();
     expect(await read).toMatch(/no longer acts for the session/);
-    expect(Date.now() - started).toBeLessThan(5000);
+    // At its next heartbeat (200 ms here), not when the minute's lease would end.
+    expect(Date.now() - started).toBeLessThan(15_000);
     await sdk.beta.sessions.delete(sessionId);
   });
 });
