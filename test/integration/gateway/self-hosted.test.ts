@@ -37,6 +37,8 @@ const scenarios = [
   ]),
 ];
 
+const LEASE_TTL_S = 10;
+
 let stack: Stack;
 let sdk: Anthropic;
 let workdir: string;
@@ -44,7 +46,10 @@ let environmentId: string;
 let environmentKey: string;
 
 beforeAll(async () => {
-  stack = await startStack({ scenarios, env: { MH_GATEWAY_WORK_LEASE_TTL_SECONDS: "2" } });
+  // A 10 s lease: the SDK's worker beats every half of it and gives each beat that long, so a
+  // busy machine's late beat does not lapse a live worker's lease (at 2 s it could: 1 s per beat);
+  // the worker killed below is still dropped within seconds.
+  stack = await startStack({ scenarios, env: { MH_GATEWAY_WORK_LEASE_TTL_SECONDS: String(LEASE_TTL_S) } });
   sdk = stack.client().sdk;
   workdir = await mkdtemp(join(tmpdir(), "mh-worker-machine-"));
   environmentId = (await sdk.beta.environments.create({ name: "my laptop", config: { type: "self_hosted" } })).id;
@@ -122,7 +127,7 @@ describe("a self-hosted environment", () => {
     const item = await eventually(async () => {
       for await (const w of key.beta.environments.work.list(environmentId)) if (w.data.id === sessionId && w.state === "stopped") return w;
       return undefined;
-    }, "the work item to stop");
+    }, "the work item to stop", 30_000);
     expect(item).toMatchObject({ type: "work", environment_id: environmentId, data: { type: "session", id: sessionId }, secret: null });
     expect(item.acknowledged_at).not.toBeNull();
     expect(item.started_at).not.toBeNull();
@@ -135,7 +140,7 @@ describe("a self-hosted environment", () => {
     const sessionId = await sessionFor("worker-slow");
     await eventually(() => Promise.resolve(existsSync(join(workdir, "slow-started")) ? true : undefined), "the worker to start the call");
     await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.interrupt" }] });
-    const all = await turnEnded(sessionId, 5000);
+    const all = await turnEnded(sessionId, 30_000);
     const idle = all.at(-1);
     // The SDK's stop reason for a turn the user interrupted: control is back with the user.
     expect(idle?.type === "session.status_idle" && idle.stop_reason.type).toBe("end_turn");
@@ -168,7 +173,8 @@ describe("a worker that dies", () => {
       await eventually(() => Promise.resolve(existsSync(join(machine, "started")) ? true : undefined), "the first worker to start the call", 20_000);
       await first.kill();
       second = startWorker({ baseURL: stack.gateway.url, environmentId, environmentKey, workdir: machine });
-      const all = await turnEnded(sessionId, 30_000);
+      // The dead worker's lease lapses first (LEASE_TTL_S), then the second one takes the item.
+      const all = await turnEnded(sessionId, LEASE_TTL_S * 1000 + 45_000);
       const results = all.filter((e) => e.type === "user.tool_result");
       expect(results.map(text)).toEqual(["finished by the second worker"]);
       expect(text(all.filter((e) => e.type === "agent.message").at(-1)!)).toBe("done: finished by the second worker");
@@ -184,5 +190,5 @@ describe("a worker that dies", () => {
       await second?.stop();
       await rm(machine, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
