@@ -20,7 +20,7 @@ const HOST = `127.${randomInt(1, 255)}.${randomInt(1, 255)}.${randomInt(2, 255)}
 
 const scenarios = [
   defineScenario("fetch", [
-    (ctx) => ({ toolUses: [{ name: "bash", input: { command: `curl -s -m 5 -w ' %{http_code}' http://${ctx.lastUserText.trim()}/hello; echo " exit $?"` } }] }),
+    (ctx) => ({ toolUses: [{ name: "bash", input: { command: `curl -s -m 20 -w ' %{http_code}' http://${ctx.lastUserText.trim()}/hello; echo " exit $?"` } }] }),
     (ctx) => ({ text: ctx.lastToolResult?.content.trim() ?? "?" }),
   ]),
   defineScenario("fetch-https", [

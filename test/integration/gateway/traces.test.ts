@@ -43,7 +43,7 @@ describe("a request to the HTTP API", () => {
     });
 
     const inTrace = (): ReadableSpan[] => tel.finishedSpans().filter((s) => s.spanContext().traceId === traceId);
-    await expect.poll(() => inTrace().filter((s) => s.name === "POST /v1/sessions/:session_id/events").length, { timeout: 5_000 }).toBe(1);
+    await expect.poll(() => inTrace().filter((s) => s.name === "POST /v1/sessions/:session_id/events").length, { timeout: 30_000 }).toBe(1);
     const ids = new Set(inTrace().map((s) => s.spanContext().spanId));
     const gateway = inTrace().filter((s) => s.name.startsWith("POST /v1/sessions"));
     expect(gateway.map((s) => [s.name, ids.has(parentOf(s) ?? ""), s.attributes["http.response.status_code"]])).toEqual([

@@ -38,7 +38,7 @@ describe("traces", () => {
     // after the test reads that event from the log.
     const isStep = (s: ReturnType<TestTelemetry["finishedSpans"]>[number]): boolean =>
       s.name === "harness.call-model" && s.attributes["mh.session_id"] === sessionId;
-    await expect.poll(() => tel.finishedSpans().some(isStep), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => tel.finishedSpans().some(isStep), { timeout: 30_000 }).toBe(true);
     const spans = tel.finishedSpans();
     const step = spans.find(isStep);
     expect(step!.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
@@ -62,7 +62,7 @@ describe("traces", () => {
     await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED);
     const isStep = (s: ReturnType<TestTelemetry["finishedSpans"]>[number]): boolean =>
       s.name === "harness.call-model" && s.attributes["mh.session_id"] === sessionId;
-    await expect.poll(() => tel.finishedSpans().some(isStep), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => tel.finishedSpans().some(isStep), { timeout: 30_000 }).toBe(true);
     const step = tel.finishedSpans().find(isStep)!;
     expect(step.status).toMatchObject({ code: SpanStatusCode.ERROR });
     expect(step.status.message).toContain('unknown offline scenario "no-such-scenario"');
@@ -85,7 +85,7 @@ describe("traces", () => {
     const use = events.find((e) => e.type === "agent.tool_use")!;
     const result = events.find((e) => e.type === "agent.tool_result");
     const isCall = (s: ReturnType<TestTelemetry["finishedSpans"]>[number]): boolean => s.attributes["gen_ai.tool.call.id"] === use.id;
-    await expect.poll(() => tel.finishedSpans().some(isCall), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => tel.finishedSpans().some(isCall), { timeout: 30_000 }).toBe(true);
     const call = tel.finishedSpans().find(isCall)!;
     expect(call.name).toBe("execute_tool bash");
     expect(call.attributes["gen_ai.tool.name"]).toBe("bash");
