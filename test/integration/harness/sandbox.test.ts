@@ -110,7 +110,8 @@ describe("sandbox tools", () => {
     const sent = Date.now();
     await brain.log.client.emitEvent({ sessionId, event: newEvent("user.interrupt", {}) });
     const events = await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_INTERRUPTED, 10_000);
-    expect(Date.now() - sent).toBeLessThan(2000);
+    // At once: the command sleeps 30 s; 10 s is a busy machine's margin.
+    expect(Date.now() - sent).toBeLessThan(10_000);
     const result = events.find((e) => e.type === "agent.tool_result");
     expect(result?.payload?.$case === "agentToolResult" && result.payload.value.isError).toBe(true);
     expect(textOf(result)).toMatch(/interrupted/);

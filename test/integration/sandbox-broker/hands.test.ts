@@ -123,7 +123,8 @@ describe("external hands", () => {
     const started = Date.now();
     const res = await run(broker.client, mute, "ping", {}, { timeoutMs: 300 });
     expect(res).toMatchObject({ isError: true, output: "hand mute-1 (mute) did not answer within 300 ms" });
-    expect(Date.now() - started).toBeLessThan(3000);
+    // The hand never answers: only the 300 ms limit ends the call; 15 s is a busy machine's margin.
+    expect(Date.now() - started).toBeLessThan(15_000);
     silent.cancel();
   });
 });

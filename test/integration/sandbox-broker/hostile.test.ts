@@ -63,7 +63,8 @@ describe("hostile code is contained", () => {
     const id = await hostile();
     const started = Date.now();
     const res = await run(broker.client, id, "bash", { command: "while :; do :; done", timeout_ms: 1000 });
-    expect(Date.now() - started).toBeLessThan(5000);
+    // The loop never ends by itself: only the 1 s limit ends the call; 15 s is a busy machine's margin.
+    expect(Date.now() - started).toBeLessThan(15_000);
     expect(res.isError).toBe(true);
     expect(res.output).toContain("timed out after 1000 ms");
     const timed = await run(broker.client, id, "bash", { command: "sleep 30 & sleep 30; echo never" }, { timeoutMs: 500 });

@@ -157,8 +157,9 @@ describe("outbox to Kafka", () => {
       for (let round = 0; round < 25; round++) {
         await Promise.all(sessions.map((sessionId) => log.client.emitEvent({ sessionId, event: userMessage(`r${round}`) })));
       }
-      // 100 appends with the broker down: they must not wait on Kafka.
-      expect(Date.now() - started).toBeLessThan(5000);
+      // 100 appends with the broker down: they must not wait on Kafka (a wait on it would be a
+      // second or more per round of 25); 15 s is a busy machine's margin.
+      expect(Date.now() - started).toBeLessThan(15_000);
       const { rows } = await log.handle.db.query<{ n: string }>(
         "SELECT count(*) AS n FROM outbox WHERE session_id = ANY($1)",
         [sessions],
