@@ -17,10 +17,16 @@ import { startTestLog, type TestLog } from "../../support/session-log.js";
 import { metadataWithVaults, newVault, putGitToken, startTestVault, type TestVault } from "../../support/vault.js";
 
 const TOKEN = "ghs_gittest_4c1d2b3a9e8f7a6b5c4d";
-/** How long after a failed clone the broker tries the repository again in the same sandbox. */
-const RETRY_MS = 1_000;
-/** How long a clone may take (the tests' repositories clone in well under a second). */
-const CLONE_TIMEOUT_MS = 5_000;
+/**
+ * How long after a failed clone the broker tries the repository again in the same sandbox: 3 s,
+ * so that a call right after the failure is "too soon" even on a busy machine.
+ */
+const RETRY_MS = 3_000;
+/**
+ * How long a clone may take: every clone of this file's broker has it. The tests' repositories
+ * clone in well under a second on a quiet machine; a busy one spawns git's processes slowly.
+ */
+const CLONE_TIMEOUT_MS = 15_000;
 /** How long a retry holds the call that asked for it. */
 const RETRY_WAIT_MS = 1_000;
 
@@ -320,5 +326,5 @@ describe("git repositories", () => {
       host.closeAllConnections();
       await new Promise((resolve) => host.close(resolve));
     }
-  }, 60_000);
+  }, 180_000);
 });
