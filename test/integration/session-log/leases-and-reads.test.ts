@@ -22,7 +22,8 @@ const newSession = (): Promise<string> => newSessionOf(log.client);
 describe("leases", () => {
   it("fence a harness presumed dead once its successor takes over", async () => {
     const sessionId = await newSession();
-    const a = await log.client.acquireLease({ sessionId, holder: "harness-a", ttlMs: 1000 });
+    // 3 s: the four calls below must find it held (with 1 s, a busy machine could let it lapse first).
+    const a = await log.client.acquireLease({ sessionId, holder: "harness-a", ttlMs: 3000 });
     expect(a.lease?.epoch).toBe(1);
     await log.client.emitEvent({ sessionId, event: agentMessage("a writes"), leaseEpoch: 1 });
 
@@ -34,7 +35,7 @@ describe("leases", () => {
     expect((await log.client.getSession({ sessionId })).session?.lease?.holder).toBe("harness-a");
 
     // A fixed wait on purpose: the lease expiring with time is what is tested.
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 3100));
     // Expired: no one's, as a reader sees it.
     expect((await log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
     const b = await log.client.acquireLease({ sessionId, holder: "harness-b", ttlMs: 5000 });
