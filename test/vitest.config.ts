@@ -11,6 +11,9 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll's own default is 1 s: a page's render or a span's export on a busy 2-core
+    // machine takes longer. A poll ends as soon as it holds, so only a failure waits this long.
+    expect: { poll: { timeout: 20_000 } },
     projects: [
       {
         extends: true,

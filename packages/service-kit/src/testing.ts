@@ -46,7 +46,10 @@ const POLL_MS = 50;
  * past the timeout the wait fails saying what it waited for (`what` may be a function, to describe
  * the last state seen: the events so far, say).
  */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string | (() => string), timeoutMs = 10_000): Promise<T> {
+/** An `eventually`'s default limit: what a busy 2-core machine needs (only a failure waits it out). */
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string | (() => string), timeoutMs = DEFAULT_TIMEOUT_MS): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
