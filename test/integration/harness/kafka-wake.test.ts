@@ -49,7 +49,10 @@ describe("wakes from Kafka", () => {
     }
     const [idle, a, b] = brain.harnesses.map((h) => h.supervisor.started);
     expect(idle).toBe(0);
-    expect(a! + b!).toBe(sessions.length);
+    // Every session was started, and answered once (above). A member that misses its 6 s session
+    // timeout on a busy machine makes the group rebalance, and a wake not yet committed is then
+    // delivered again: its session, idle by then, is started once more and has nothing to do.
+    expect(a! + b!).toBeGreaterThanOrEqual(sessions.length);
     // 12 sessions over 6 partitions shared by 2 consumers: both take part.
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(0);
