@@ -190,7 +190,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
       const deltas = checkDeltas(req.deltas, sessionId);
       await deltaGate.check(sessionId);
-      deps.deltas.publish(deltas);
+      await deps.deltas.publish(deltas);
       return {};
     }),
 

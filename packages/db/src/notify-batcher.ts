@@ -7,7 +7,9 @@
  * Receivers skip their own instance's payloads (they were delivered locally already).
  * A NOTIFY lost in a crash costs other instances latency only: their readers re-check on a timer.
  * Writers that send their NOTIFY themselves (inside a statement) use the same payload format
- * through NotifyPayloads.
+ * through NotifyPayloads. A writer whose next step must reach other instances after its items
+ * (a message after its last token deltas) waits for `sent()`: Postgres delivers notifications in
+ * commit order, so what it commits afterwards is heard afterwards.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "@metaharness/service-kit/logging";
@@ -36,6 +38,10 @@ export class NotifyBatcher {
   private queue: string[] = [];
   private inFlight: Promise<void> | undefined;
   private dropped = 0;
+  /** Items taken into the queue, and items whose NOTIFY was sent (or failed), since the start. */
+  private taken = 0;
+  private done = 0;
+  private waiters: Array<{ readonly upTo: number; readonly resolve: () => void }> = [];
 
   constructor(
     private readonly db: Db,
@@ -49,7 +55,18 @@ export class NotifyBatcher {
       return;
     }
     this.queue.push(item);
+    this.taken += 1;
     this.inFlight ??= this.drain();
+  }
+
+  /**
+   * Resolves once every item enqueued so far has gone out in a NOTIFY (or its NOTIFY failed: that
+   * is logged); items enqueued later do not hold it, unlike flush().
+   */
+  sent(): Promise<void> {
+    const upTo = this.taken;
+    if (this.done >= upTo) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ upTo, resolve }));
   }
 
   /** Resolves once everything queued so far was sent (tests, shutdown). */
@@ -77,6 +94,10 @@ export class NotifyBatcher {
       } catch (err) {
         this.logger.warn({ err, channel: this.channel, items: items.length }, "NOTIFY failed; other instances will re-check");
       }
+      this.done += items.length;
+      const ready = this.waiters.filter((w) => w.upTo <= this.done);
+      this.waiters = this.waiters.filter((w) => w.upTo > this.done);
+      for (const w of ready) w.resolve();
     }
     if (this.dropped > 0) {
       this.logger.warn({ channel: this.channel, dropped: this.dropped }, "notifications dropped while the queue was full");

@@ -45,12 +45,19 @@ export class DeltaHub {
     };
   }
 
-  /** Delivers locally at once, then (batched) to the other instances. */
-  publish(deltas: readonly EventDelta[]): void {
+  /**
+   * Delivers locally at once, then (batched) to the other instances; resolves once they were sent
+   * to those, so that an append made after it (the message the deltas were tokens of) reaches
+   * their watchers after them, as it does this instance's. Resolving at enqueue instead, a
+   * message could overtake its last deltas on another instance (seen under load: "lo" of "Hel",
+   * "lo" came after the stored "Hello").
+   */
+  publish(deltas: readonly EventDelta[]): Promise<void> {
     for (const delta of deltas) {
       this.deliver(delta);
       this.batcher.enqueue(Buffer.from(EventDelta.encode(delta).finish()).toString("base64"));
     }
+    return this.batcher.sent();
   }
 
   private deliver(delta: EventDelta): void {
