@@ -20,7 +20,8 @@ let brain: Brain;
 const group = `mh-test-harness-${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
-  const kafkaEnv = { MH_KAFKA_WAKE: "true", MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_GROUP: group, MH_SWEEP_MS: "600000" };
+  // The harnesses create the topic (the log only when it first publishes): 6 partitions, as the log expects.
+  const kafkaEnv = { MH_KAFKA_WAKE: "true", MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_GROUP: group, MH_SWEEP_MS: "600000", MH_KAFKA_TOPIC_PARTITIONS: "6" };
   brain = await startBrain({
     scenarios: [defineScenario("hi", [{ text: "hello from a brain" }], { onExhausted: "repeat-last" })],
     logEnv: { MH_RELAY_ENABLED: "true", MH_RELAY_POLL_MS: "100", MH_KAFKA_TOPIC_PARTITIONS: "6" },
@@ -43,10 +44,22 @@ describe("wakes from Kafka", () => {
     const sessions: string[] = [];
     for (let i = 0; i < 12; i++) sessions.push(await brain.createSession());
     await Promise.all(sessions.map((sessionId) => brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] hi") })));
-    for (const sessionId of sessions) {
-      const events = await brain.waitFor(sessionId, ended, 60_000);
-      expect(events.filter((e) => e.type === "agent.message")).toHaveLength(1);
-    }
+    const waiting = new Set(sessions);
+    const answers = new Map<string, number>();
+    await eventually(
+      async () => {
+        for (const sessionId of [...waiting]) {
+          const { events } = await brain.log.client.getEvents({ sessionId, position: undefined, limit: 100, types: [] });
+          if (!ended(events)) continue;
+          waiting.delete(sessionId);
+          answers.set(sessionId, events.filter((e) => e.type === "agent.message").length);
+        }
+        return waiting.size === 0 ? true : undefined;
+      },
+      () => `every session's turn; ${waiting.size} of ${sessions.length} not ended: ${[...waiting].join(", ")}; started: ${brain.harnesses.map((h) => h.supervisor.started).join(", ")}; joined: ${brain.harnesses.map((h) => String(h.wakeGroup?.joined)).join(", ")}`,
+      150_000,
+    );
+    expect([...answers.values()]).toEqual(sessions.map(() => 1));
     const [idle, a, b] = brain.harnesses.map((h) => h.supervisor.started);
     expect(idle).toBe(0);
     // Every session was started, and answered once (above). A member that misses its 6 s session
@@ -56,7 +69,7 @@ describe("wakes from Kafka", () => {
     // 12 sessions over 6 partitions shared by 2 consumers: both take part.
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(0);
-  });
+  }, 180_000);
 });
 
 describe("traces", () => {
