@@ -81,9 +81,11 @@ export async function watchEvents(
     if (appended !== undefined) {
       const first = appended.events[0]?.seq ?? 0;
       const last = pushed[pushed.length - 1]?.event.seq;
-      // Not joined to what is held: those before it will be read, and these with them.
+      // Not joined to what is held: those before it will be read, and these with them. Bounded
+      // like a read: a watcher whose client stopped reading reads them back later instead.
       if (last !== undefined && first !== last + 1) pushed = [];
       appended.events.forEach((event, i) => pushed.push({ event, body: appended.bodies[i] as Uint8Array }));
+      if (pushed.length > WATCH_BATCH) pushed = [];
     }
     wake?.();
   });
