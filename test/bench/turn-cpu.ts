@@ -196,10 +196,19 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     let measuring = false;
     let stopAt = Number.POSITIVE_INFINITY;
     const done: Turn[] = [];
+    // A worker's failure stops the others and is thrown after them, so that the finally below
+    // stops the services: rejected during the warm-up, before anything awaited it, it ended the
+    // bench process with its services left running.
+    const failures: unknown[] = [];
     const workers = Array.from({ length: opts.concurrency }, async () => {
-      while (Date.now() < stopAt) {
-        const t = await turn();
-        if (measuring && Date.now() <= stopAt) done.push(t);
+      try {
+        while (Date.now() < stopAt) {
+          const t = await turn();
+          if (measuring && Date.now() <= stopAt) done.push(t);
+        }
+      } catch (err) {
+        failures.push(err);
+        stopAt = 0;
       }
     });
     const warm = Date.now() + opts.warmupSeconds * 1000;
@@ -209,6 +218,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     measuring = true;
     stopAt = started + opts.seconds * 1000;
     await Promise.all(workers);
+    if (failures.length > 0) throw failures[0];
     const after = allTicks(log.child.pid!, harness.child.pid!);
     const seconds = (stopAt - started) / 1000;
     const turns = done.length;
