@@ -35,7 +35,10 @@ beforeAll(async () => {
     // 20 tokens a second (a 12-character chunk every 150 ms): slow enough that the pieces reach
     // mh's stdout apart even when this process, which runs the whole stack, is late on a busy
     // machine (at 100 a second the offline model caught up in bursts that arrived as one block).
-    { scenarios, offlinePace: { ttftMs: 50, tokensPerSecond: 20 } },
+    // The first token after 1.5 s: mh run sends the prompt and only then opens its stream, and
+    // token previews are not replayed, so on a busy machine a stream opened late missed the
+    // first sentence's and printed it whole (seen at load 9-12 with two busy loops).
+    { scenarios, offlinePace: { ttftMs: 1500, tokensPerSecond: 20 } },
   );
   stack = dev.stack;
   sdk = new Anthropic({ baseURL: stack.url, apiKey: stack.apiKey, maxRetries: 0 });
