@@ -22,6 +22,8 @@ export interface FollowOptions {
   readonly signal?: AbortSignal;
   /** Told about each reconnect (attempt number, the error that caused it). */
   readonly onReconnect?: (attempt: number, err: unknown) => void;
+  /** Told when a stream's response has arrived, before its first event. */
+  readonly onOpen?: () => void;
 }
 
 /** Our `seq` on a stored event; undefined for previews. */
@@ -49,6 +51,7 @@ export async function* follow(client: Anthropic, sessionId: string, opts: Follow
         maxRetries: 0,
         ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       });
+      opts.onOpen?.();
       for await (const event of stream) {
         failures = 0;
         const seq = seqOf(event);

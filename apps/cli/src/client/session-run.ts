@@ -94,19 +94,28 @@ export async function runSession(client: Anthropic, opts: SessionRunOptions, out
   });
 
   let ending: Ending | undefined;
+  // The stream opens before the prompt is sent: token previews are not replayed, so a stream
+  // opened after it could miss the first tokens of a quick answer (seen in cli/run.test).
+  let opened = (): void => undefined;
+  const open = new Promise<void>((resolve) => (opened = resolve));
+  const events = follow(client, session.id, {
+    afterSeq: 0,
+    deltas: true,
+    signal: leave.signal,
+    onOpen: () => opened(),
+    onReconnect: (attempt) => renderer.note(`stream interrupted; reconnecting (${attempt})…`),
+  })[Symbol.asyncIterator]();
+  const firstEvent = events.next();
   try {
+    // The first next() runs follow() up to its first event; an error there is thrown below.
+    await Promise.race([open, firstEvent.then(() => undefined, () => undefined)]);
     const sent = await client.beta.sessions.events.send(session.id, {
       events: [{ type: "user.message", content: [{ type: "text", text: opts.prompt }] }],
     });
     const first = sent.data?.[0];
     const promptSeq = first === undefined ? 0 : (seqOf(first) ?? 0);
-    const events = follow(client, session.id, {
-      afterSeq: 0,
-      deltas: true,
-      signal: leave.signal,
-      onReconnect: (attempt) => renderer.note(`stream interrupted; reconnecting (${attempt})…`),
-    });
-    for await (const event of events) {
+    for (let next = await firstEvent; next.done !== true; next = await events.next()) {
+      const event = next.value;
       const end = renderer.handle(event);
       // A session may hold idle events from before this prompt; only a later one ends the run.
       if (end !== undefined && (end === "terminated" || (seqOf(event) ?? 0) > promptSeq)) {
@@ -116,6 +125,10 @@ export async function runSession(client: Anthropic, opts: SessionRunOptions, out
     }
   } finally {
     clearTimeout(graceTimer);
+    // Ends the stream (a pending next() included), then the generator.
+    leave.abort();
+    await firstEvent.catch(() => undefined);
+    await events.return(undefined).catch(() => undefined);
     renderer.finish();
   }
   ending ??= opts.interrupts.count > 0 ? "interrupted" : "stream_ended";
