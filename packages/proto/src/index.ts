@@ -17,3 +17,4 @@ export { contractDescriptorSet, loadHealthPackageDefinition, loadPackageDefiniti
 export { readTraceContext } from "./envelope.js";
 export { unsafeIntegerField } from "./unsafe-integers.js";
 export { wireFault } from "./wire-faults.js";
+export { externalDriver, isExternalDriver } from "./sandbox-driver.js";

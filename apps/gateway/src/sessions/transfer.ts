@@ -11,16 +11,13 @@
  * the sandbox it was given rather than one it already had).
  */
 import { MhError } from "@metaharness/errors";
-import { SandboxState, type Sandbox } from "@metaharness/proto";
+import { SandboxState, isExternalDriver, type Sandbox } from "@metaharness/proto";
 import { ApiError, invalidRequest, notFound } from "../errors/api-error.js";
 import type { SandboxBrokerRpc } from "../clients.js";
 import type { Router } from "../http/router.js";
 import { obj, str, type JsonSchema } from "../http/json-schema.js";
 import { sessionParams } from "./schemas.js";
 import type { SessionRecord, SessionStore } from "./store.js";
-
-/** An external hand's sandbox ("external:<kind>"): a hand's own, never the session's default. */
-const EXTERNAL_DRIVER = "external:";
 
 export interface TransferBody {
   readonly to_session_id: string;
@@ -56,7 +53,7 @@ const conflict = (field: string, message: string): ApiError => new ApiError("con
 /** The session's running local sandboxes, oldest first. */
 async function running(broker: SandboxBrokerRpc, sessionId: string): Promise<Sandbox[]> {
   const { sandboxes } = await broker.listSandboxes({ sessionId, includeEnded: false });
-  return sandboxes.filter((s) => s.state === SandboxState.SANDBOX_STATE_READY && !s.driver.startsWith(EXTERNAL_DRIVER));
+  return sandboxes.filter((s) => s.state === SandboxState.SANDBOX_STATE_READY && !isExternalDriver(s.driver));
 }
 
 export async function transferSandbox(ctx: TransferDeps, tenant: string, fromId: string, body: TransferBody): Promise<SandboxTransferJson> {

@@ -14,6 +14,8 @@ import { MhError, retry, retryPolicy, type RetryPolicy } from "@metaharness/erro
 import { mountPathKey as mountKey } from "@metaharness/events";
 import {
   SandboxState,
+  externalDriver,
+  isExternalDriver,
   type GitRepository,
   type HandTool,
   type NetworkPolicy,
@@ -50,9 +52,6 @@ const CALL_DEADLINE_MS = 30 * 60_000;
 export const BROKER_RETRY_MS = 20_000;
 
 const BROKER_POLICY = retryPolicy({ initialIntervalMs: 100, maxIntervalMs: 2_000, maxAttempts: Number.POSITIVE_INFINITY, retryableCodes: new Set(["UNAVAILABLE"]) });
-
-/** The driver of a sandbox bound to an external hand: "external:<kind>" (the broker's Sandbox.driver). */
-const EXTERNAL_DRIVER = "external:";
 
 /** ProvisionRequest.key of the session's default sandbox, and the prefix of its sandbox on a hand kind. */
 const DEFAULT_KEY = "default";
@@ -179,7 +178,7 @@ export class SandboxPort {
   private async resolveDefault(signal?: AbortSignal): Promise<string> {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;
     const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
-    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && !s.driver.startsWith(EXTERNAL_DRIVER));
+    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && !isExternalDriver(s.driver));
     this.defaultSandbox = ready?.sandboxId ?? (await this.provision(DEFAULT_KEY, {}, signal));
     return this.defaultSandbox;
   }
@@ -194,7 +193,7 @@ export class SandboxPort {
     const known = this.handSandboxes.get(kind);
     if (known !== undefined) return known;
     const { sandboxes } = await this.call(() => this.broker.listSandboxes({ sessionId: this.sessionId, includeEnded: false }), signal);
-    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && s.driver === `${EXTERNAL_DRIVER}${kind}`);
+    const ready = sandboxes.find((s) => s.state === SandboxState.SANDBOX_STATE_READY && s.driver === externalDriver(kind));
     const id = ready?.sandboxId ?? (await this.provision(`${HAND_KEY}${kind}`, {}, signal, kind));
     this.handSandboxes.set(kind, id);
     return id;

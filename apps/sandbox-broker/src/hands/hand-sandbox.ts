@@ -3,13 +3,12 @@
  * Execute, the ledger, the reaper and Release treat both alike. The hand enforces nothing of ours
  * (its `limits` is empty); the broker still bounds how long it waits and how much output it keeps.
  */
+import { externalDriver } from "@metaharness/proto";
 import type { RuntimeCall, SandboxRuntime } from "../runtime.js";
 import { SandboxGoneError } from "../protocol/agent-channel.js";
 import { capText } from "../tools/output.js";
 import { failed, type ToolOutcome } from "../tools/types.js";
 import type { ConnectedHand } from "./registry.js";
-
-export const EXTERNAL_DRIVER_PREFIX = "external:";
 
 export class HandSandbox implements SandboxRuntime {
   readonly driver: string;
@@ -23,7 +22,7 @@ export class HandSandbox implements SandboxRuntime {
     private readonly hand: ConnectedHand,
     private readonly outputCapBytes: number,
   ) {
-    this.driver = `${EXTERNAL_DRIVER_PREFIX}${hand.kind}`;
+    this.driver = externalDriver(hand.kind);
     hand.bound++;
     // Never settles after stop(): a released sandbox is not lost when its hand leaves later.
     this.lost = new Promise((resolve) => {
