@@ -42,6 +42,21 @@ export interface TurnCpuFigures {
   /** The platform's share: TTFT less the model's own (its receipt of the request to its first delta written), per turn, ms. */
   readonly overheadMs: Summary;
   readonly load: readonly [number, number];
+  /** Where the platform's share went, ms per turn (wall clock, 1 ms resolution). */
+  readonly segments: Readonly<Record<keyof Segments, Summary>>;
+}
+
+/**
+ * The share's path, each a stretch of one turn: the client's EmitEvent(user.message) round trip;
+ * its Wake round trip (the lease and the short log's read inside it); Wake's return to the
+ * model's receipt of the request (the harness's context, the SDK, HTTP); the model's first delta
+ * written to its arrival at the watcher (the harness, PublishDeltas, the log's fan-out).
+ */
+interface Segments {
+  readonly emit: number;
+  readonly wake: number;
+  readonly toModel: number;
+  readonly fromModel: number;
 }
 
 const SCENARIO = "turn-cpu";
@@ -75,6 +90,15 @@ export function turnCpuTable(figs: readonly TurnCpuFigures[], phase: { modelTtft
       ms(f.cpuMsPerTurn.machine),
       `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`,
     ]),
+  };
+}
+
+export function segmentTable(figs: readonly TurnCpuFigures[]): Table {
+  const cell = (s: Summary): string => `${ms(s.p50)} / ${ms(s.p95)} / ${ms(s.p99)}`;
+  return {
+    title: "Where the platform's share went, p50 / p95 / p99 ms per turn (wall clock)",
+    columns: ["sessions", "EmitEvent(user.message) round trip", "Wake round trip (lease, short log read)", "Wake returned -> request at the model", "model's first delta -> at the watcher"],
+    rows: figs.map((f) => [f.concurrency, cell(f.segments.emit), cell(f.segments.wake), cell(f.segments.toModel), cell(f.segments.fromModel)]),
   };
 }
 
@@ -163,30 +187,44 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       readonly turnMs: number;
       readonly ttftMs: number;
       readonly overheadMs: number;
+      readonly segments: Segments;
     }
     // The model's own TTFT of the request carrying this session's message (its text names the session).
-    const modelTtft = (sessionId: string): number => {
-      const rec = model.requests.find((r) => r.receivedAt !== undefined && JSON.stringify(r.body).includes(sessionId));
-      return rec?.firstDeltaAt === undefined ? NaN : rec.firstDeltaAt - rec.receivedAt;
-    };
+    const modelRecord = (sessionId: string) => model.requests.find((r) => r.receivedAt !== undefined && JSON.stringify(r.body).includes(sessionId));
     const turn = async (): Promise<Turn> => {
       const { session } = await logClient.createSession({ sessionId: "", metadata: undefined });
       const sessionId = session!.sessionId;
       const controller = new AbortController();
+      // Wall-clock stamps (Date.now), the clock the offline model records its request with.
       const t0 = performance.now();
+      const w0 = Date.now();
       let ttft = NaN;
+      let deltaAt = NaN;
       const idle = (async () => {
         for await (const msg of logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: controller.signal })) {
-          if (msg.delta !== undefined && Number.isNaN(ttft)) ttft = performance.now() - t0;
+          if (msg.delta !== undefined && Number.isNaN(ttft)) {
+            ttft = performance.now() - t0;
+            deltaAt = Date.now();
+          }
           if (msg.event?.type === "session.status_idle") return performance.now() - t0;
         }
         throw new Error(`the watch of ${sessionId} ended before its turn did`);
       })();
       try {
         await logClient.emitEvent({ sessionId, event: userMessage(`[scenario:${SCENARIO}] ${sessionId}`) });
+        const emitted = Date.now();
         await harnessClient.wake({ sessionId });
+        const woken = Date.now();
         const turnMs = await idle;
-        return { turnMs, ttftMs: ttft, overheadMs: ttft - modelTtft(sessionId) };
+        const rec = modelRecord(sessionId);
+        const modelTtft = rec?.firstDeltaAt === undefined ? NaN : rec.firstDeltaAt - rec.receivedAt;
+        const segments: Segments = {
+          emit: emitted - w0,
+          wake: woken - emitted,
+          toModel: (rec?.receivedAt ?? NaN) - woken,
+          fromModel: deltaAt - (rec?.firstDeltaAt ?? NaN),
+        };
+        return { turnMs, ttftMs: ttft, overheadMs: ttft - modelTtft, segments };
       } finally {
         controller.abort();
         await idle.catch(() => undefined);
@@ -241,6 +279,12 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       ttftMs: summarize(done.map((t) => t.ttftMs).filter((x) => !Number.isNaN(x))),
       overheadMs: summarize(done.map((t) => t.overheadMs).filter((x) => !Number.isNaN(x))),
       load: [loadBefore, os.loadavg()[0] ?? NaN],
+      segments: {
+        emit: summarize(done.map((t) => t.segments.emit)),
+        wake: summarize(done.map((t) => t.segments.wake)),
+        toModel: summarize(done.map((t) => t.segments.toModel).filter((x) => !Number.isNaN(x))),
+        fromModel: summarize(done.map((t) => t.segments.fromModel).filter((x) => !Number.isNaN(x))),
+      },
     };
   } finally {
     for (const close of closers) close();
@@ -265,7 +309,7 @@ export const turnCpuBench: Bench = {
     return {
       name: "turn-cpu",
       title: turnCpuBench.title,
-      tables: [turnCpuTable(figs, CPU_PHASE)],
+      tables: [turnCpuTable(figs, CPU_PHASE), segmentTable(figs)],
       checks: turnCpuChecks(figs),
       notes: [
         "TTFT is from the client's send of EmitEvent(user.message) through the Wake RPC (as the gateway does both) to the first token delta at a client that watched the session beforehand; the platform's share subtracts the offline model's own TTFT (its receipt of the request to its first delta written) per turn",
