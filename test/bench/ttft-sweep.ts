@@ -22,7 +22,7 @@ import { summarize, type Summary } from "./lib/stats.js";
 import { svgChart, type ChartPanel } from "./lib/svg-chart.js";
 import { measurePoint, type ModeFigures, type PointFigures, type Sample, type Segments, type SweepPoint } from "./ttft-sweep-points.js";
 import { startSweepRig } from "./ttft-sweep-rig.js";
-import { CPU_PHASE, measureTurnCpu, turnCpuChecks, turnCpuTable, type TurnCpuFigures } from "./turn-cpu.js";
+import { closedLoop, CPU_PHASE, measureTurnCpu, turnCpuChecks, turnCpuTable, type TurnCpuFigures } from "./turn-cpu.js";
 
 interface Sweep {
   readonly name: string;
@@ -229,7 +229,7 @@ export async function runSweep(full: boolean): Promise<BenchReport> {
     await rig.stop();
   }
   const turnCpu: TurnCpuFigures[] = [];
-  for (const concurrency of sweep.cpuConcurrency) turnCpu.push(await measureTurnCpu({ concurrency, ...CPU_PHASE }));
+  for (const concurrency of sweep.cpuConcurrency) turnCpu.push(await measureTurnCpu({ loop: closedLoop(concurrency), ...CPU_PHASE }));
   const svg = chart(sweep, figs, started);
   const file = new URL("./results/ttft-sweep.svg", import.meta.url);
   await writeFile(file, svg);

@@ -121,3 +121,35 @@ export function postgresAndKafkaTicks(): { postgres: number; kafka: number } {
   }
   return { postgres, kafka };
 }
+
+/**
+ * CPU ticks since start of the Postgres processes that serve `database`, by pid: its backends
+ * (command line `postgres: <user> <database> ...`) and the server's own shared processes (the
+ * postmaster, checkpointer, background and WAL writers, launchers), but not the backends of other
+ * databases, which on a shared machine are other work. Compare two samples with `ticksSince`.
+ */
+export function postgresTicksOf(database: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const p = processTicks(pid);
+    if (p?.comm.startsWith("postgres") !== true) continue;
+    let cmd = "";
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim();
+    } catch {
+      continue; // exited meanwhile
+    }
+    // A client's backend names its user, database and client address; an autovacuum worker its
+    // database; the shared processes only their role.
+    const of = /^postgres: \S+ (\S+) (?:\S+\(\d+\)|\[local\])/.exec(cmd) ?? /^postgres: autovacuum worker (\S+)/.exec(cmd);
+    if (of === null || of[1] === database) out.set(pid, p.ticks);
+  }
+  return out;
+}
+
+/** Ticks used between two by-pid samples: processes alive at the end, less what they had at the start (0 if started since). */
+export function ticksSince(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): number {
+  let n = 0;
+  for (const [pid, ticks] of after) n += ticks - (before.get(pid) ?? 0);
+  return n;
+}

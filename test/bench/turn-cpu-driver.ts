@@ -1,0 +1,279 @@
+/**
+ * How the turn-cpu benchmark drives its services, as a gateway and a UI would: a session is
+ * created and watched (WatchEvents with deltas) for its whole life, and each of its turns appends a
+ * user.message, wakes the harness (Wake RPC) and waits for the session.status_idle that ends it.
+ * Sessions come in one of two patterns:
+ * - closed loop: `sessions` workers, each running sessions of `turnsPerSession` turns back to back;
+ * - open loop: turns arriving as a Poisson process at a stated rate, each in a new session of one
+ *   turn, whether or not earlier turns have ended (the closed loop with a fixed model TTFT starts
+ *   its sessions' turns in convoys; arrivals at random moments do not).
+ * Each turn is timed from the client's send of its user.message; the model's own TTFT of its
+ * request (the offline model's receipt to its first delta written) is found by a marker in the
+ * message that names the session and the turn.
+ */
+import { performance } from "node:perf_hooks";
+import type { RecordedRequest } from "@metaharness/offline-model";
+import { userMessage } from "../support/events.js";
+import { SCENARIO, type TurnStack } from "./turn-cpu-stack.js";
+
+/**
+ * Where a turn's platform share went, ms (wall clock, 1 ms resolution): the client's
+ * EmitEvent(user.message) round trip; its Wake round trip (the lease and the short log's read
+ * inside it); Wake's return to the model's receipt of the request (the harness's context, the
+ * SDK, HTTP); the model's first delta written to its arrival at the watcher (the harness,
+ * PublishDeltas, the log's fan-out).
+ */
+export interface Segments {
+  readonly emit: number;
+  readonly wake: number;
+  readonly toModel: number;
+  readonly fromModel: number;
+}
+
+export const SEGMENT_KEYS: ReadonlyArray<keyof Segments> = ["emit", "wake", "toModel", "fromModel"];
+
+export interface Turn {
+  /** Which turn of its session, from 1. */
+  readonly index: number;
+  /** user.message sent -> session.status_idle at the watcher. */
+  readonly turnMs: number;
+  /** user.message sent -> first token delta at the watcher; NaN when none came. */
+  readonly ttftMs: number;
+  /** TTFT less the model's own TTFT of the turn's request. */
+  readonly overheadMs: number;
+  readonly segments: Segments;
+  /** Open loop: the turn's arrival (as scheduled) -> its user.message sent (CreateSession, the watch opened, this process's own lateness); 0 in a closed loop. */
+  readonly lateMs: number;
+}
+
+/** The pattern of the load. */
+export type TurnLoop =
+  | { readonly kind: "closed"; readonly sessions: number; readonly turnsPerSession: number }
+  | { readonly kind: "open"; readonly turnsPerSecond: number };
+
+export const loopLabel = (l: TurnLoop): string =>
+  l.kind === "closed"
+    ? `${l.sessions} session${l.sessions === 1 ? "" : "s"}, closed loop, ${l.turnsPerSession} turn${l.turnsPerSession === 1 ? "" : "s"} each`
+    : `open loop, Poisson arrivals at ${l.turnsPerSecond.toFixed(1)} turns/s, 1 turn each`;
+
+/** The model's requests by the marker of the turn that sent them, indexed once as they come. */
+class ModelRequests {
+  private seen = 0;
+  private readonly byMarker = new Map<string, RecordedRequest>();
+
+  constructor(private readonly model: TurnStack["model"]) {}
+
+  /** The first request whose last message carries `marker` (a later turn's request repeats earlier ones). */
+  take(marker: string): RecordedRequest | undefined {
+    const records = this.model.requests;
+    let i = records.length;
+    while (i > 0 && records[i - 1]!.seq > this.seen) i--;
+    for (; i < records.length; i++) {
+      const r = records[i]!;
+      this.seen = r.seq;
+      const messages = (r.body as { messages?: unknown[] } | undefined)?.messages;
+      const m = /<(sesn_[A-Za-z0-9]+#\d+)>/.exec(JSON.stringify(messages?.[messages.length - 1] ?? null))?.[1];
+      if (m !== undefined && !this.byMarker.has(m)) this.byMarker.set(m, r);
+    }
+    const found = this.byMarker.get(marker);
+    this.byMarker.delete(marker);
+    return found;
+  }
+}
+
+/** One session's watch: its idles counted, the first delta of each model request timed. */
+class Watch {
+  idles = 0;
+  /** performance.now() and Date.now() of the first delta of a request not seen before. */
+  firstDelta: { perf: number; epoch: number } | undefined;
+  private readonly requests = new Set<string>();
+  private readonly waiters = new Set<() => void>();
+  private readonly controller = new AbortController();
+  private failure: Error | undefined;
+  readonly done: Promise<void>;
+
+  constructor(stack: TurnStack, readonly sessionId: string) {
+    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: this.controller.signal });
+    this.done = (async () => {
+      try {
+        for await (const msg of stream) {
+          if (msg.delta !== undefined && !this.requests.has(msg.delta.modelRequestId)) {
+            this.requests.add(msg.delta.modelRequestId);
+            this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
+          }
+          if (msg.event?.type === "session.status_idle") this.idles++;
+          for (const w of this.waiters) w();
+        }
+        this.failure = new Error(`the watch of ${sessionId} ended`);
+      } catch (err) {
+        this.failure = this.controller.signal.aborted ? new Error("closed") : new Error(`the watch of ${sessionId} failed: ${String(err)}`);
+      }
+      for (const w of this.waiters) w();
+    })();
+  }
+
+  /** Resolves once the session has gone idle `n` times. */
+  idle(n: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (this.idles >= n) {
+          this.waiters.delete(check);
+          resolve();
+        } else if (this.failure !== undefined) {
+          this.waiters.delete(check);
+          reject(this.failure);
+        }
+      };
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.controller.abort();
+    await this.done;
+  }
+}
+
+export interface SessionRun {
+  readonly turnsPerSession: number;
+  /** Asked before each turn: false ends the session early. */
+  readonly more: () => boolean;
+  readonly onTurn: (t: Turn) => void;
+  /** Open loop: when the session's first turn arrived (performance.now()). */
+  readonly arrivedAt?: number;
+}
+
+/** One session of `turnsPerSession` turns (fewer if `more()` says so), watched throughout. */
+export async function runSession(stack: TurnStack, models: ModelIndex, run: SessionRun): Promise<void> {
+  const { session } = await stack.logClient.createSession({ sessionId: "", metadata: undefined });
+  const sessionId = session!.sessionId;
+  const watch = new Watch(stack, sessionId);
+  try {
+    for (let k = 1; k <= run.turnsPerSession && (k === 1 || run.more()); k++) {
+      const marker = `${sessionId}#${k}`;
+      watch.firstDelta = undefined;
+      // Wall-clock stamps (Date.now), the clock the offline model records its requests with.
+      const w0 = Date.now();
+      const t0 = performance.now();
+      await stack.logClient.emitEvent({ sessionId, event: userMessage(`[scenario:${SCENARIO}] <${marker}>`) });
+      const emitted = Date.now();
+      await stack.harnessClient.wake({ sessionId });
+      const woken = Date.now();
+      await watch.idle(k);
+      const turnMs = performance.now() - t0;
+      const first = watch.firstDelta as { perf: number; epoch: number } | undefined;
+      const rec = models.take(marker);
+      const modelTtft = rec?.firstDeltaAt === undefined ? NaN : rec.firstDeltaAt - rec.receivedAt;
+      const ttftMs = first === undefined ? NaN : first.perf - t0;
+      run.onTurn({
+        index: k,
+        turnMs,
+        ttftMs,
+        overheadMs: ttftMs - modelTtft,
+        segments: {
+          emit: emitted - w0,
+          wake: woken - emitted,
+          toModel: (rec?.receivedAt ?? NaN) - woken,
+          fromModel: (first?.epoch ?? NaN) - (rec?.firstDeltaAt ?? NaN),
+        },
+        lateMs: k === 1 && run.arrivedAt !== undefined ? t0 - run.arrivedAt : 0,
+      });
+    }
+  } finally {
+    await watch.close();
+  }
+}
+
+export type ModelIndex = ModelRequests;
+export const modelIndex = (stack: TurnStack): ModelIndex => new ModelRequests(stack.model);
+
+export interface Window {
+  /** Called when the warm-up ends and the measured window starts. */
+  readonly atStart: () => void;
+  /** Called when the window ends (turns in flight then finish unmeasured). */
+  readonly atEnd: () => void;
+}
+
+export interface LoopResult {
+  /** Turns that ended inside the window. */
+  readonly turns: readonly Turn[];
+  readonly seconds: number;
+  /** Open loop: arrivals in the window, and those not started because `maxInFlight` turns were running. */
+  readonly arrivals: number;
+  readonly refused: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/**
+ * Runs `loop` for `warmupSeconds` then `seconds` measured, calling `window` at the two edges. A
+ * failed session stops the others and is thrown after them all, so the caller's cleanup runs
+ * with nothing left in flight.
+ */
+export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSeconds: number; seconds: number; maxInFlight?: number }, window: Window): Promise<LoopResult> {
+  const models = modelIndex(stack);
+  const turns: Turn[] = [];
+  const failures: unknown[] = [];
+  let measuring = false;
+  let stopAt = Number.POSITIVE_INFINITY;
+  const more = (): boolean => failures.length === 0 && Date.now() < stopAt;
+  const onTurn = (t: Turn): void => {
+    if (measuring) turns.push(t);
+  };
+  const guard = (p: Promise<void>): Promise<void> =>
+    p.catch((err: unknown) => {
+      failures.push(err);
+    });
+  const running = new Set<Promise<void>>();
+  let arrivals = 0;
+  let refused = 0;
+  let generator: Promise<void>;
+  if (loop.kind === "closed") {
+    generator = Promise.all(
+      Array.from({ length: loop.sessions }, () =>
+        guard(
+          (async () => {
+            while (more()) await runSession(stack, models, { turnsPerSession: loop.turnsPerSession, more, onTurn });
+          })(),
+        ),
+      ),
+    ).then(() => undefined);
+  } else {
+    const maxInFlight = phase.maxInFlight ?? 256;
+    generator = (async () => {
+      let next = performance.now();
+      while (more()) {
+        // Exponential gaps: a Poisson process of the stated rate, scheduled on absolute times so
+        // that this process's own lateness does not thin the arrivals.
+        next += (-Math.log(1 - Math.random()) * 1000) / loop.turnsPerSecond;
+        await sleep(next - performance.now());
+        if (!more()) break;
+        if (measuring) arrivals++;
+        if (running.size >= maxInFlight) {
+          if (measuring) refused++;
+          continue;
+        }
+        const p = guard(runSession(stack, models, { turnsPerSession: 1, more, onTurn, arrivedAt: next })).finally(() => running.delete(p));
+        running.add(p);
+      }
+      await Promise.all(running);
+    })();
+  }
+  await Promise.race([sleep(phase.warmupSeconds * 1000), generator]);
+  let started = Date.now();
+  if (failures.length === 0) {
+    window.atStart();
+    started = Date.now();
+    measuring = true;
+    stopAt = started + phase.seconds * 1000;
+    // The window ends on time: turns still in flight then are neither counted nor measured.
+    await Promise.race([sleep(stopAt - Date.now()), generator]);
+    measuring = false;
+    window.atEnd();
+  }
+  stopAt = 0;
+  await generator;
+  if (failures.length > 0) throw failures[0];
+  return { turns, seconds: phase.seconds, arrivals, refused };
+}

@@ -1,0 +1,116 @@
+/**
+ * The services of the turn-cpu benchmark, each as deployed: the session log and the harness as
+ * their own processes (built dist/main.js) on a fresh database of the real Postgres and a fresh
+ * topic of the real Kafka, the offline model (one text-only scenario of a stated TTFT) in this
+ * process, and the gRPC clients that drive them as a gateway and a UI would. `stop()` stops what
+ * was started, also when the start failed half-way, so no service outlives its phase.
+ */
+import { defineScenario, startOfflineModel, type OfflineModel } from "@metaharness/offline-model";
+import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
+import { createClient, promisify } from "@metaharness/service-kit/grpc";
+import { createTestDatabase, type TestDatabase } from "../support/postgres.js";
+import { startProcess, type ServiceProcess } from "../support/process.js";
+import type { HarnessRpc } from "../support/harness.js";
+import type { LogClient } from "../support/session-log.js";
+import { writeServiceTokens } from "../support/service-tokens.js";
+import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
+import { EVENT_TEXT } from "./lib/service.js";
+
+/** The offline model's scenario of every turn: one text answer of the stated TTFT, again at every turn. */
+export const SCENARIO = "turn-cpu";
+
+export interface TurnStackOptions {
+  readonly modelTtftMs: number;
+  /** Flags for each service's node process (e.g. --cpu-prof), by service. */
+  readonly nodeArgs?: (service: "session-log" | "harness") => readonly string[];
+  /** Extra environment of both service processes. */
+  readonly env?: Record<string, string>;
+}
+
+export interface TurnStack {
+  readonly db: TestDatabase;
+  readonly model: OfflineModel;
+  readonly log: ServiceProcess;
+  readonly harness: ServiceProcess;
+  readonly logClient: LogClient;
+  readonly harnessClient: HarnessRpc;
+  stop(): Promise<void>;
+}
+
+export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack> {
+  const args = opts.nodeArgs ?? (() => []);
+  const stops: Array<() => Promise<unknown>> = [];
+  const stop = async (): Promise<void> => {
+    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const db = await createTestDatabase();
+    stops.push(() => db.drop());
+    const topic = `mh-bench-turncpu-${Date.now().toString(36)}`;
+    stops.push(() => deleteTopic(topic));
+    const logTokens = await writeServiceTokens(["admin", "harness"] as const);
+    stops.push(() => logTokens.dispose());
+    const harnessTokens = await writeServiceTokens(["admin"] as const);
+    stops.push(() => harnessTokens.dispose());
+    const model = await startOfflineModel({ scenarios: [defineScenario(SCENARIO, [{ text: EVENT_TEXT, ttftMs: opts.modelTtftMs, tokensPerSecond: 0 }], { onExhausted: "repeat-last" })] });
+    stops.push(() => model.close());
+    const log = await startProcess(
+      "session-log",
+      { MH_SERVICE_TOKENS_FILE: logTokens.file, MH_DATABASE_URL: db.url, MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_TOPIC: topic, MH_KAFKA_TOPIC_PARTITIONS: "3", MH_LOG_LEVEL: "warn", ...opts.env },
+      async (port) => {
+        const c = createClient(SessionLogClient, `127.0.0.1:${port}`, { bearerToken: logTokens.tokens.admin });
+        try {
+          await promisify(c, SessionLogService).getSession({ sessionId: "sesn_probe" }).catch((e: unknown) => {
+            if (!(e instanceof Error && /not found|NOT_FOUND/i.test(e.message))) throw e;
+          });
+        } finally {
+          c.close();
+        }
+      },
+      args("session-log"),
+    );
+    stops.push(() => log.kill("SIGTERM"));
+    const harness = await startProcess(
+      "harness",
+      {
+        MH_SESSION_LOG_ADDR: `127.0.0.1:${log.port}`,
+        MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile.harness,
+        MH_SERVICE_TOKENS_FILE: harnessTokens.file,
+        MH_MODEL_BASE_URL: model.url,
+        MH_MODEL: "claude-offline-test",
+        MH_LOG_LEVEL: "warn",
+        ...opts.env,
+      },
+      async (port) => {
+        const c = createClient(HarnessClient, `127.0.0.1:${port}`, { bearerToken: harnessTokens.tokens.admin });
+        try {
+          await promisify(c, HarnessService).listActive({}, { deadlineMs: 2000 });
+        } finally {
+          c.close();
+        }
+      },
+      args("harness"),
+    );
+    // The harness stops before the log it appends to.
+    stops.push(() => harness.kill("SIGTERM"));
+    const rawLog = createClient(SessionLogClient, `127.0.0.1:${log.port}`, { bearerToken: logTokens.tokens.admin });
+    const rawHarness = createClient(HarnessClient, `127.0.0.1:${harness.port}`, { bearerToken: harnessTokens.tokens.admin });
+    stops.push(() => {
+      rawLog.close();
+      rawHarness.close();
+      return Promise.resolve();
+    });
+    return {
+      db,
+      model,
+      log,
+      harness,
+      logClient: promisify(rawLog, SessionLogService),
+      harnessClient: promisify(rawHarness, HarnessService),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
