@@ -16,6 +16,7 @@ import { EVENT_TEXT } from "./lib/service.js";
 import { ms, runIfMain, type Bench, type BenchReport, type Table } from "./lib/report.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 import { TICKS_PER_SECOND } from "./lib/cpu.js";
+import { perTurn } from "./lib/call-counts.js";
 import { startScaleStack, type ScaleStack } from "./scale-stack.js";
 
 const SCENARIO = "harness-scale";
@@ -26,7 +27,7 @@ interface Point {
   readonly sessions: number;
 }
 
-interface PointFigures extends Point {
+export interface PointFigures extends Point {
   readonly modelTtftMs: number;
   readonly seconds: number;
   readonly turns: number;
@@ -40,12 +41,17 @@ interface PointFigures extends Point {
   /** ms of CPU per turn, by process. */
   readonly cpuMsPerTurn: Record<string, number>;
   readonly load: readonly [number, number];
+  /** What `probe` counted over the window, per turn (gateway-turn.ts: a process's gRPC calls and statements). */
+  readonly countsPerTurn: Record<string, number>;
 }
+
+/** Counts read at the window's start and end (a process's calls, say), reported per turn. */
+export type CountProbe = () => Promise<Record<string, number>>;
 
 const FULL = { harnesses: [1, 2, 4], sessions: [16, 64], warmupSeconds: 8, seconds: 25 };
 const QUICK = { harnesses: [1, 2], sessions: [4], warmupSeconds: 3, seconds: 8 };
 
-async function measure(stack: ScaleStack, point: Point, phase: { warmupSeconds: number; seconds: number }): Promise<PointFigures> {
+export async function measure(stack: ScaleStack, point: Point, phase: { warmupSeconds: number; seconds: number }, probe?: CountProbe): Promise<PointFigures> {
   const sdk = stack.sdk();
   const environmentId = (await sdk.beta.environments.create({ name: "scale" })).id;
   const agent = await sdk.beta.agents.create({ name: SCENARIO, model: "claude-sonnet-5-5", system: `[scenario:${SCENARIO}]`, tools: [] });
@@ -90,12 +96,14 @@ async function measure(stack: ScaleStack, point: Point, phase: { warmupSeconds: 
   const loadBefore = os.loadavg()[0] ?? NaN;
   const workers = Array.from({ length: point.sessions }, () => worker());
   await new Promise((r) => setTimeout(r, phase.warmupSeconds * 1000));
+  const countsBefore = (await probe?.()) ?? {};
   const before = stack.ticks();
   const started = Date.now();
   measuring = true;
   stopAt = started + phase.seconds * 1000;
   await new Promise((r) => setTimeout(r, phase.seconds * 1000));
   const after = stack.ticks();
+  const countsAfter = (await probe?.()) ?? {};
   await Promise.all(workers);
   const seconds = phase.seconds;
   const turns = done.length;
@@ -119,6 +127,7 @@ async function measure(stack: ScaleStack, point: Point, phase: { warmupSeconds: 
     cpuPercent,
     cpuMsPerTurn,
     load: [loadBefore, os.loadavg()[0] ?? NaN],
+    countsPerTurn: perTurn(countsBefore, countsAfter, turns),
   };
 }
 

@@ -12,6 +12,7 @@ import { drainBench } from "./drain.js";
 import { egressBench } from "./egress.js";
 import { harnessBench } from "./harness.js";
 import { harnessScaleBench } from "./harness-scale.js";
+import { gatewayTurnBench } from "./gateway-turn.js";
 import { brainReachBench } from "./brain-reach.js";
 import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
@@ -26,7 +27,7 @@ import { turnCpuBench } from "./turn-cpu.js";
 import { workspacesBench } from "./workspaces.js";
 import { longSessionBench } from "./long-session.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, harnessScaleBench, brainReachBench, workspacesBench, longSessionBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, harnessScaleBench, gatewayTurnBench, brainReachBench, workspacesBench, longSessionBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

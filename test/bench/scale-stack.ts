@@ -50,6 +50,10 @@ export interface ScaleStackOptions {
   /** Extra node flags of the harness processes (e.g. --trace-gc). */
   readonly harnessNodeArgs?: readonly string[];
   readonly harnessEnv?: Record<string, string>;
+  /** Extra node flags of the gateway process (e.g. --cpu-prof). */
+  readonly gatewayNodeArgs?: readonly string[];
+  /** The gateway's environment's additions (a log level other than errors only, say). */
+  readonly gatewayEnv?: Record<string, string>;
 }
 
 function healthOf<S>(client: S, call: (s: S) => Promise<unknown>, close: () => void): Promise<unknown> {
@@ -131,10 +135,12 @@ export async function startScaleStack(opts: ScaleStackOptions): Promise<ScaleSta
           MH_GATEWAY_API_KEYS: `${SCALE_API_KEY}:bench`,
           // The refused Wake (see the header) is logged as a warning; errors only.
           MH_LOG_LEVEL: "error",
+          ...opts.gatewayEnv,
         },
         async (port) => {
           await new Anthropic({ apiKey: SCALE_API_KEY, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 }).beta.agents.list();
         },
+        opts.gatewayNodeArgs ?? [],
       );
       const gw = gateway;
       stops.push(() => gw.kill("SIGTERM"));
