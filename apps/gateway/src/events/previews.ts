@@ -22,9 +22,16 @@ const MAX_OPEN_PREVIEWS = 256;
 /** The stored event's id for that block: the harness names it the same way. */
 export const previewEventId = contentBlockEventId;
 
+interface OpenPreview {
+  /** Its model request's id. */
+  readonly request: string;
+  /** Its id as served (a digest of the session and the block's id: computed once, not per delta). */
+  readonly served: string;
+}
+
 export class Previews {
-  /** Preview id -> its model request id. */
-  private readonly open = new Map<string, string>();
+  /** Preview id -> its request and served id. */
+  private readonly open = new Map<string, OpenPreview>();
 
   constructor(
     private readonly types: ReadonlySet<BetaManagedAgentsDeltaType>,
@@ -40,10 +47,11 @@ export class Previews {
     if (type === undefined || !this.types.has(type)) return [];
     const id = previewEventId(delta.modelRequestId, delta.blockIndex);
     const out: PreviewFrame[] = [];
-    const served = publicEventId(this.sessionId, id);
-    if (!this.open.has(id)) {
+    let served = this.open.get(id)?.served;
+    if (served === undefined) {
       if (this.open.size >= MAX_OPEN_PREVIEWS) this.open.delete(this.open.keys().next().value ?? "");
-      this.open.set(id, delta.modelRequestId);
+      served = publicEventId(this.sessionId, id);
+      this.open.set(id, { request: delta.modelRequestId, served });
       out.push({ type: "event_start", event: { id: served, type } });
     }
     if (type === "agent.message" && delta.text !== "") {
@@ -58,6 +66,6 @@ export class Previews {
     this.open.delete(event.id);
     if (event.payload?.$case !== "spanModelRequestEnd") return;
     const request = event.payload.value.modelRequestStartId;
-    for (const [id, req] of this.open) if (req === request) this.open.delete(id);
+    for (const [id, preview] of this.open) if (preview.request === request) this.open.delete(id);
   }
 }

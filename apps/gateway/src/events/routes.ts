@@ -89,7 +89,7 @@ export function registerEventRoutes(router: Router, ctx: EventRouteDeps): void {
       schema: { params: sessionParams, querystring: listEventsQuery },
       accepts: KEY_OR_WORKER,
     },
-    async (req) => listEvents(ctx, (await sessions.require(req.tenant, req.params.session_id)).id, req.query, renderOptions(req)),
+    async (req) => listEvents(ctx, (await sessions.requireTarget(req.tenant, req.params.session_id)).id, req.query, renderOptions(req)),
   );
 
   router.add<{ Params: SessionParams; Body: SendBody; Querystring: { mh_extensions?: boolean } }>(
@@ -104,7 +104,7 @@ export function registerEventRoutes(router: Router, ctx: EventRouteDeps): void {
       accepts: KEY_OR_WORKER,
     },
     async (req): Promise<{ data: SdkEventJson[] }> => {
-      const session = await sessions.require(req.tenant, req.params.session_id);
+      const session = await sessions.requireTarget(req.tenant, req.params.session_id);
       if (session.archivedAt !== null) throw invalidRequest("", `session ${session.id} is archived and cannot receive events`);
       const parsed = req.body.events.map((json, i) => {
         const event = fromManagedAgentsParams(json, `events[${i}]`);
@@ -117,9 +117,9 @@ export function registerEventRoutes(router: Router, ctx: EventRouteDeps): void {
         return event;
       });
       const resolved = await resolveAnswers(ctx.log, session.id, parsed);
-      const logger = req.log.child({ session_id: session.id });
-      const stored = await appendUserEvents(ctx, session.id, resolved, logger);
-      if (wantsHands(resolved)) await requestHands(ctx, req.tenant, session, "input", logger);
+      // Both name the session in what they log.
+      const stored = await appendUserEvents(ctx, session.id, resolved, req.log);
+      if (wantsHands(resolved)) await requestHands(ctx, req.tenant, session, "input", req.log);
       return { data: served(stored, renderOptions(req)) };
     },
   );

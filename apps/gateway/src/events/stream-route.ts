@@ -98,7 +98,7 @@ export async function streamSession(
   reply: FastifyReply,
   sessionId: string,
 ): Promise<void> {
-  const record = await ctx.sessions.require(req.tenant, sessionId);
+  const record = await ctx.sessions.requireTarget(req.tenant, sessionId);
   const live = await logSession(ctx, record.id);
   const resume = await resumeFrom(ctx, req, record.id);
   if (resume !== undefined && resume > live.lastSeq) {

@@ -132,6 +132,12 @@ function record(r: SessionRow): SessionRecord {
 
 export type NewSession = Omit<SessionRecord, "updatedAt" | "archivedAt" | "usage">;
 
+/**
+ * What sending input to a session and reading its events need of the record: read without the
+ * agent snapshot, resources and usage, which Postgres would send and pg parse on every turn.
+ */
+export type SessionTarget = Pick<SessionRecord, "id" | "environmentId" | "environmentType" | "metadata" | "archivedAt">;
+
 export interface SessionListQuery {
   readonly limit: number;
   readonly cursor: Cursor<TimeIdPosition> | undefined;
@@ -185,6 +191,17 @@ export class SessionStore {
     const found = await this.get(tenant, id);
     if (found === undefined) throw notFound("session", id);
     return found;
+  }
+
+  /** The session's target fields (SessionTarget), or 404 when the tenant has no such session. */
+  async requireTarget(tenant: string, id: string): Promise<SessionTarget> {
+    const { rows } = await this.db.query<Pick<SessionRow, "session_id" | "environment_id" | "environment_type" | "metadata" | "archived_at">>(
+      "SELECT session_id, environment_id, environment_type, metadata, archived_at FROM gw_sessions WHERE session_id = $1 AND tenant = $2",
+      [id, tenant],
+    );
+    const r = rows[0];
+    if (r === undefined) throw notFound("session", id);
+    return { id: r.session_id, environmentId: r.environment_id, environmentType: r.environment_type, metadata: r.metadata, archivedAt: r.archived_at };
   }
 
   async update(
