@@ -189,15 +189,16 @@ export type ModelIndex = ModelRequests;
 export const modelIndex = (stack: TurnStack): ModelIndex => new ModelRequests(stack.model);
 
 export interface Window {
-  /** Called when the warm-up ends and the measured window starts. */
-  readonly atStart: () => void;
+  /** Called when the warm-up ends; the measured window starts once it has returned. */
+  readonly atStart: () => void | Promise<void>;
   /** Called when the window ends (turns in flight then finish unmeasured). */
-  readonly atEnd: () => void;
+  readonly atEnd: () => void | Promise<void>;
 }
 
 export interface LoopResult {
   /** Turns that ended inside the window. */
   readonly turns: readonly Turn[];
+  /** The window's length as it was (its end is a timer). */
   readonly seconds: number;
   /** Open loop: arrivals in the window, and those not started because `maxInFlight` turns were running. */
   readonly arrivals: number;
@@ -260,20 +261,26 @@ export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSec
       await Promise.all(running);
     })();
   }
-  await Promise.race([sleep(phase.warmupSeconds * 1000), generator]);
-  let started = Date.now();
-  if (failures.length === 0) {
-    window.atStart();
-    started = Date.now();
-    measuring = true;
-    stopAt = started + phase.seconds * 1000;
-    // The window ends on time: turns still in flight then are neither counted nor measured.
-    await Promise.race([sleep(stopAt - Date.now()), generator]);
-    measuring = false;
-    window.atEnd();
+  let opened = 0;
+  let closed = 0;
+  try {
+    await Promise.race([sleep(phase.warmupSeconds * 1000), generator]);
+    if (failures.length === 0) {
+      await window.atStart();
+      measuring = true;
+      opened = Date.now();
+      stopAt = opened + phase.seconds * 1000;
+      // The window ends on time: turns still in flight then are neither counted nor measured.
+      await Promise.race([sleep(stopAt - Date.now()), generator]);
+      measuring = false;
+      closed = Date.now();
+      await window.atEnd();
+    }
+  } finally {
+    // Whatever failed, nothing is left in flight when this returns.
+    stopAt = 0;
+    await generator;
   }
-  stopAt = 0;
-  await generator;
   if (failures.length > 0) throw failures[0];
-  return { turns, seconds: phase.seconds, arrivals, refused };
+  return { turns, seconds: (closed - opened) / 1000, arrivals, refused };
 }

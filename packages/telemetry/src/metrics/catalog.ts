@@ -167,6 +167,32 @@ export const METRICS = {
     description: "gRPC calls served, by method and status code: the error rate of each service.",
     labels: ["rpc.system.name", "rpc.method", "rpc.response.status_code"],
   }),
+  // ---- every service: its Node.js event loop (the runtime conventions' names) ------------------------
+  eventLoopDelayP50: def({
+    name: "nodejs.eventloop.delay.p50", kind: "gauge", unit: "s", service: "every service",
+    description: "Median delay of the process's event loop (how late a ready callback ran) since the previous collection (a scrape or an export).",
+    labels: [],
+  }),
+  eventLoopDelayP99: def({
+    name: "nodejs.eventloop.delay.p99", kind: "gauge", unit: "s", service: "every service",
+    description: "99th percentile of the event loop's delay since the previous collection.",
+    labels: [],
+  }),
+  eventLoopDelayMax: def({
+    name: "nodejs.eventloop.delay.max", kind: "gauge", unit: "s", service: "every service",
+    description: "Longest event-loop delay since the previous collection.",
+    labels: [],
+  }),
+  eventLoopDelayMean: def({
+    name: "nodejs.eventloop.delay.mean", kind: "gauge", unit: "s", service: "every service",
+    description: "Mean event-loop delay since the previous collection.",
+    labels: [],
+  }),
+  eventLoopUtilization: def({
+    name: "nodejs.eventloop.utilization", kind: "gauge", unit: "1", service: "every service",
+    description: "Share of the time since the previous collection the event loop spent running (not waiting for I/O or timers), 0 to 1.",
+    labels: [],
+  }),
 } as const;
 
 export type MetricKey = keyof typeof METRICS;

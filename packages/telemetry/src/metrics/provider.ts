@@ -3,7 +3,7 @@
  * over OTLP/HTTP (protobuf) every `exportIntervalMs` when an endpoint is set, and serves the
  * Prometheus text format at `/metrics` on its own small HTTP server when a port is given (port 0
  * binds any free port; `scrapeUrl()` says which). Neither set: no provider is registered and every
- * instrument stays a no-op.
+ * instrument stays a no-op. While it runs it observes the process's event loop (event-loop.ts).
  */
 import { createServer, type Server } from "node:http";
 import { metrics } from "@opentelemetry/api";
@@ -11,6 +11,7 @@ import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import type { Resource } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader, type IMetricReader } from "@opentelemetry/sdk-metrics";
+import { observeEventLoop } from "./event-loop.js";
 import { meterProviderChanged } from "./instruments.js";
 
 export interface MetricsOptions {
@@ -61,6 +62,7 @@ export function startMetrics(resource: Resource, opts: MetricsOptions): MetricsH
   const provider = new MeterProvider({ resource, readers });
   metrics.setGlobalMeterProvider(provider);
   meterProviderChanged();
+  const eventLoop = observeEventLoop();
 
   let server: Server | undefined;
   const listening: Promise<string | undefined> =
@@ -92,6 +94,7 @@ export function startMetrics(resource: Resource, opts: MetricsOptions): MetricsH
     scrapeUrl: () => listening,
     shutdown() {
       stopping ??= (async () => {
+        eventLoop.stop();
         try {
           await provider.shutdown();
         } finally {
