@@ -73,22 +73,32 @@ describe("a turn", () => {
 
   /** What a watcher with deltas sees of one turn: event types, and "delta" for each delta. */
   async function watchTurn(text: string): Promise<string[]> {
+    return (await watchTurnWithText(text)).seen;
+  }
+
+  /** The same, with the deltas' text in the order they came and the answer's. */
+  async function watchTurnWithText(text: string): Promise<{ seen: string[]; deltaText: string; answer: string }> {
     const sessionId = await brain.createSession();
     const seen: string[] = [];
+    let deltaText = "";
+    let answer = "";
     const controller = new AbortController();
     const watching = (async () => {
       for await (const msg of brain.log.client.watchEvents(
         { sessionId, afterSeq: 0, types: [], includeDeltas: true },
         { signal: controller.signal },
       )) {
-        if (msg.delta) seen.push("delta");
-        else if (msg.event) seen.push(msg.event.type);
+        if (msg.delta) {
+          seen.push("delta");
+          deltaText += msg.delta.text;
+        } else if (msg.event) seen.push(msg.event.type);
+        if (msg.event?.type === "agent.message") answer = textOf(msg.event);
         if (msg.event?.type === "session.status_idle") break;
       }
     })();
     await say(sessionId, text);
     await watching;
-    return seen;
+    return { seen, deltaText, answer };
   }
 
   it("streams token deltas to a watcher before the message is stored", async () => {
@@ -97,6 +107,14 @@ describe("a turn", () => {
     expect(firstDelta).toBeGreaterThan(0);
     expect(firstDelta).toBeLessThan(seen.indexOf("agent.message"));
     expect(seen.filter((s) => s === "delta").length).toBeGreaterThan(3);
+  });
+
+  it("streams an answer's deltas so that they spell it, paced or not (fragments of one read go as one delta)", async () => {
+    for (const scenario of ["hello", "slow"]) {
+      const { deltaText, answer } = await watchTurnWithText(`[scenario:${scenario}] talk`);
+      expect(answer).not.toBe("");
+      expect(deltaText).toBe(answer);
+    }
   });
 
   it("shows no delta before its request's start, though the request goes out while the start is appended", async () => {
