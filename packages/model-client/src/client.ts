@@ -28,6 +28,11 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     timeout: opts.timeoutMs,
     defaultHeaders: { ...opts.defaultHeaders },
     ...(opts.baseURL === undefined ? {} : { baseURL: opts.baseURL }),
+    // The Messages API answers where it is asked, never with a redirect; a request that may not
+    // follow one is sent as it is, where fetch otherwise copies each request (its body teed into
+    // two new streams) in case it has to be sent again elsewhere. A redirect would fail the
+    // attempt as a connection error.
+    fetchOptions: { redirect: "error" },
   });
 
   async function streamMessage(params: StreamParams, hooks: StreamHooks = {}): Promise<StreamResult> {
