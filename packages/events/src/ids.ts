@@ -16,42 +16,60 @@ const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const SESSION_ID = /^sesn_[A-Za-z0-9_-]{1,64}$/;
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-const ULID_LENGTH = 26;
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
-const RANDOM_BITS = 80n;
-const RANDOM_LIMIT = 1n << RANDOM_BITS;
 const MAX_TIME = 2 ** 48 - 1;
+/** The 80 random bits are two 40-bit halves: exact in a double, where BigInt arithmetic per id cost more than the rest of an append's bookkeeping. */
+const HALF = 2 ** 40;
 
 let lastTime = -1;
-let lastRandom = 0n;
+let lastHigh = 0;
+let lastLow = 0;
 
-function random80(): bigint {
-  return BigInt(`0x${randomBytes(10).toString("hex")}`);
+/** Random bytes drawn 4 KiB at a time: a draw from the system per id was most of an id's cost. */
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
+function drawRandom(): void {
+  if (poolAt + 10 > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    poolAt = 0;
+  }
+  lastHigh = pool[poolAt]! * 2 ** 32 + pool.readUInt32BE(poolAt + 1);
+  lastLow = pool[poolAt + 5]! * 2 ** 32 + pool.readUInt32BE(poolAt + 6);
+  poolAt += 10;
+}
+
+/** `value`'s `chars` last base32 digits, most significant first. */
+function base32(value: number, chars: number): string {
+  let out = "";
+  for (let i = 0; i < chars; i++) {
+    out = CROCKFORD.charAt(value % 32) + out;
+    value = Math.floor(value / 32);
+  }
+  return out;
 }
 
 function ulid(now: number): string {
   let time = Math.min(Math.max(Math.floor(now), 0), MAX_TIME);
-  let random: bigint;
   if (time <= lastTime) {
     time = lastTime;
-    random = lastRandom + 1n;
-    if (random >= RANDOM_LIMIT) {
+    lastLow += 1;
+    if (lastLow === HALF) {
+      lastLow = 0;
+      lastHigh += 1;
+    }
+    if (lastHigh === HALF) {
       // 2^80 ids in one millisecond: borrow the next millisecond rather than repeat an id.
       time += 1;
-      random = random80();
+      drawRandom();
     }
   } else {
-    random = random80();
+    drawRandom();
   }
   lastTime = time;
-  lastRandom = random;
-  let value = (BigInt(time) << RANDOM_BITS) | random;
-  let out = "";
-  for (let i = 0; i < ULID_LENGTH; i++) {
-    out = CROCKFORD.charAt(Number(value & 31n)) + out;
-    value >>= 5n;
-  }
-  return out;
+  // 26 characters of 5 bits: the time's 48 (10 characters, the top 2 bits zero), then 40 + 40 random bits.
+  return base32(time, 10) + base32(lastHigh, 8) + base32(lastLow, 8);
 }
 
 /** "sevt_" + a 26-character ULID. */
