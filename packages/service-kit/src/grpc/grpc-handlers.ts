@@ -55,8 +55,9 @@ export function unary<Req, Res>(
   logger: Logger,
   fn: (req: Req, ctx: CallContext) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
+  const attributes = rpcAttributes(name);
   return (call, callback) => {
-    runCall(name, logger, call, call.request, {
+    runCall(name, attributes, logger, call, call.request, {
       body: async (ctx) => callback(null, await fn(call.request, ctx)),
       fail: (status) => callback(status),
     });
@@ -69,8 +70,9 @@ export function serverStream<Req, Res>(
   logger: Logger,
   fn: (req: Req, stream: ServerStreamWriter<Res>, ctx: CallContext) => Promise<void>,
 ): handleServerStreamingCall<Req, Res> {
+  const attributes = rpcAttributes(name);
   return (call) => {
-    runCall(name, logger, call, call.request, {
+    runCall(name, attributes, logger, call, call.request, {
       body: async (ctx) => {
         const writer: ServerStreamWriter<Res> = {
           signal: ctx.signal,
@@ -89,7 +91,8 @@ interface CallHooks {
   readonly fail: (status: StatusError) => void;
 }
 
-function runCall(name: string, logger: Logger, call: SurfaceCall, request: unknown, hooks: CallHooks): void {
+/** `attributes`: the method's own (rpcAttributes), made once per method rather than per call. */
+function runCall(name: string, attributes: Attributes, logger: Logger, call: SurfaceCall, request: unknown, hooks: CallHooks): void {
   const controller = new AbortController();
   // grpc-js also emits "cancelled" once a finished call's stream closes; only earlier ones count.
   let finished = false;
@@ -110,7 +113,7 @@ function runCall(name: string, logger: Logger, call: SurfaceCall, request: unkno
   let status = "OK";
   const run = withSpan(
     name,
-    { ...rpcAttributes(name), ...sessionAttribute(request) },
+    { ...attributes, ...sessionAttribute(request) },
     async (span) => {
       // Made on first use: most calls never log, and a pino child per call is a measurable share
       // of a small RPC's CPU (test/bench/append.ts).
