@@ -5,7 +5,9 @@
  * (they never touch a sandbox), half calling bash in their first turn. A turn's TTFT is from the
  * moment the client sent the user.message to the first token delta at a client that watched the
  * session before; the model's own TTFT (the offline model's receipt of the request to its first
- * delta written) is subtracted per session for the platform's share.
+ * delta written) is subtracted per session for the platform's share. With a package layer not
+ * cached, every session of a round names a set new in that round and mode, so the first of them
+ * to provision builds it and the others wait for that build.
  */
 import type { Event } from "@metaharness/proto";
 import { cpuMeter, type CpuUse } from "./lib/cpu.js";
@@ -13,7 +15,7 @@ import type { RepoSpec } from "./lib/bench-repos.js";
 import { summarize, type Summary } from "./lib/stats.js";
 import { runTurn, type Instance, type TurnRecord } from "./harness-rig.js";
 import { mismatch, type SandboxTiming } from "./harness-ttft.js";
-import { KINDS, scenarioName, type SessionKind, type SweepRig } from "./ttft-sweep-rig.js";
+import { KINDS, scenarioName, type LayerKind, type SessionKind, type SweepRig } from "./ttft-sweep-rig.js";
 
 export type Mode = "decoupled" | "coupled";
 export const MODES: readonly Mode[] = ["decoupled", "coupled"];
@@ -22,6 +24,8 @@ export interface SweepPoint {
   readonly ttftMs: number;
   readonly repo: RepoSpec;
   readonly concurrency: number;
+  /** The sessions' package layer: none, built before the rounds, or built by the round's first session that needs it. */
+  readonly layer: LayerKind;
 }
 
 /** Where one turn's TTFT went, epoch ms (one clock: every service runs in this process). */
@@ -115,6 +119,8 @@ export async function measurePoint(rig: SweepRig, point: SweepPoint, rounds: num
     for (const mode of order) {
       const instance: Instance = mode === "coupled" ? rig.coupled : rig.decoupled;
       const into = acc.get(mode)!;
+      // Every session of the round names the same packages: with a layer not cached, a set new in this round and mode.
+      const packages = rig.packages(point.layer);
       const meter = cpuMeter();
       const t0 = Date.now();
       await Promise.all(
@@ -124,7 +130,7 @@ export async function measurePoint(rig: SweepRig, point: SweepPoint, rounds: num
             into.turns += 1;
             let rec: TurnRecord;
             try {
-              rec = await runTurn(rig.brain, instance, scenarioName(point.ttftMs, kind), { newSession: () => rig.newSession(point.repo), timeoutMs });
+              rec = await runTurn(rig.brain, instance, scenarioName(point.ttftMs, kind), { newSession: () => rig.newSession(point.repo, packages), timeoutMs });
             } catch (err) {
               // A turn that never ended (e.g. a lease lost on a saturated machine) is counted, not fatal.
               into.excluded.push({ sessionId: "?", why: err instanceof Error ? err.message.slice(0, 300) : String(err) });
