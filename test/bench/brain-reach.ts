@@ -20,6 +20,7 @@ import { EVENT_TEXT } from "./lib/service.js";
 import { atMost, ms, runIfMain, type Bench, type BenchReport } from "./lib/report.js";
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 import { residentBytes, startScaleStack, type ScaleStack } from "./scale-stack.js";
+import { perTurn } from "./lib/call-counts.js";
 
 const SCENARIO = "brain-reach";
 const MODEL_TTFT_MS = 200;
@@ -46,6 +47,8 @@ interface Level {
   readonly ttftMs: Summary;
   readonly overheadMs: Summary;
   readonly memory: Memory;
+  /** RenewLease calls the session log served per second over the level's window. */
+  readonly renewalsPerSecond: number;
   readonly load: readonly [number, number];
 }
 
@@ -71,9 +74,16 @@ interface Session {
 }
 
 async function run(): Promise<BenchReport> {
-  const phase = process.argv.includes("--quick") ? QUICK : FULL;
+  const base = process.argv.includes("--quick") ? QUICK : FULL;
+  // `--levels=1,200`: those levels only; `--linger=MS`: the harness's MH_IDLE_LINGER_MS (its
+  // default otherwise), so that a run with a long linger (every session that took a turn held)
+  // against one with 0 gives a lingering session's memory and renewals.
+  const levelsArg = process.argv.find((a) => a.startsWith("--levels="));
+  const lingerArg = process.argv.find((a) => a.startsWith("--linger="))?.slice("--linger=".length);
+  const phase = { ...base, levels: levelsArg === undefined ? base.levels : levelsArg.slice("--levels=".length).split(",").map(Number) };
+  const harnessEnv: Record<string, string> = lingerArg === undefined ? {} : { MH_IDLE_LINGER_MS: lingerArg };
   const scenarios = [defineScenario(SCENARIO, [{ text: EVENT_TEXT, ttftMs: MODEL_TTFT_MS, tokensPerSecond: 0 }], { onExhausted: "repeat-last" })];
-  const stack = await startScaleStack({ scenarios, harnesses: 1, gateway: false, kafkaWake: false, harnessNodeArgs: ["--trace-gc"] });
+  const stack = await startScaleStack({ scenarios, harnesses: 1, gateway: false, kafkaWake: false, harnessNodeArgs: ["--trace-gc"], harnessEnv });
   const levels: Level[] = [];
   const channels: Array<{ close(): void }> = [];
   const sessions: Session[] = [];
@@ -132,6 +142,7 @@ async function run(): Promise<BenchReport> {
       const ttfts: number[] = [];
       const overheads: number[] = [];
       const inFlight: Array<Promise<void>> = [];
+      const callsBefore = await stack.logCalls();
       const t0 = nowMs();
       // The pace: one turn due every 1/rate s, taken by a random session not mid-turn (none idle: skipped, and counted as a turn short).
       for (let k = 0; nowMs() - t0 < phase.seconds * 1000; k++) {
@@ -148,7 +159,9 @@ async function run(): Promise<BenchReport> {
         );
       }
       await Promise.all(inFlight);
+      const renewals = perTurn(callsBefore, await stack.logCalls(), 1)["RenewLease"] ?? 0;
       const level: Level = {
+        renewalsPerSecond: renewals / ((nowMs() - t0) / 1000),
         sessions: n,
         turnsPerSecond: phase.turnsPerSecond,
         seconds: phase.seconds,
@@ -159,7 +172,7 @@ async function run(): Promise<BenchReport> {
         memory: memoryOf(stack),
         load: [loadBefore, os.loadavg()[0] ?? NaN],
       };
-      console.log(`  ${n} sessions: ${level.turns} turns, overhead p50 ${ms(level.overheadMs.p50)} ms, RSS ${(level.memory.rss / 2 ** 20).toFixed(1)} MiB, heap ${(level.memory.heap / 2 ** 20).toFixed(1)} MiB`);
+      console.log(`  ${n} sessions: ${level.turns} turns, overhead p50 ${ms(level.overheadMs.p50)} ms, RSS ${(level.memory.rss / 2 ** 20).toFixed(1)} MiB, heap ${(level.memory.heap / 2 ** 20).toFixed(1)} MiB, ${level.renewalsPerSecond.toFixed(1)} renewals/s, driving ${await stack.harnessClient.listActive({}).then((a) => a.sessions.length)}`);
       levels.push(level);
     }
     return report(levels, memory0, phase);

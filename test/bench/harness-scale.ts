@@ -9,6 +9,12 @@
  * TTFT of that request. Each process's CPU over the measured window (percent of one core, from
  * /proc) says which part saturates first. `npm run bench -- harness-scale` runs every point;
  * `-- harness-scale --quick` runs 1 and 2 harnesses at 4 sessions, briefly, to check it works.
+ * `--linger=0,2000` runs every point once per harness MH_IDLE_LINGER_MS, in that order (a stack
+ * each), `--pairs=N` N times over (`--harnesses=1 --sessions=4,16`: those points only), for A/B
+ * runs alternated in time; besides CPU it prints the session log's gRPC calls served and
+ * Postgres's transactions in its database per turn (lib/counts.ts), counts that do not depend on
+ * the machine's load. Only turns after a session's first are timed; per-turn figures divide by
+ * every turn that ended in the window.
  */
 import os from "node:os";
 import { defineScenario } from "@metaharness/offline-model";
@@ -17,6 +23,7 @@ import { ms, runIfMain, type Bench, type BenchReport, type Table } from "./lib/r
 import { nowMs, summarize, type Summary } from "./lib/stats.js";
 import { TICKS_PER_SECOND } from "./lib/cpu.js";
 import { perTurn } from "./lib/call-counts.js";
+import { numbersFlag } from "./lib/flags.js";
 import { startScaleStack, type ScaleStack } from "./scale-stack.js";
 
 const SCENARIO = "harness-scale";
@@ -25,6 +32,8 @@ const MODEL_TTFT_MS = 200;
 interface Point {
   readonly harnesses: number;
   readonly sessions: number;
+  /** The harnesses' MH_IDLE_LINGER_MS; undefined: their default. */
+  readonly lingerMs?: number | undefined;
 }
 
 export interface PointFigures extends Point {
@@ -40,6 +49,10 @@ export interface PointFigures extends Point {
   readonly cpuPercent: Record<string, number>;
   /** ms of CPU per turn, by process. */
   readonly cpuMsPerTurn: Record<string, number>;
+  /** The session log's gRPC calls served per turn, by method. */
+  readonly callsPerTurn: Record<string, number>;
+  /** Postgres transactions per turn in the session log's database. */
+  readonly transactionsPerTurn: number;
   readonly load: readonly [number, number];
   /** What `probe` counted over the window, per turn (gateway-turn.ts: a process's gRPC calls and statements). */
   readonly countsPerTurn: Record<string, number>;
@@ -67,6 +80,8 @@ export async function measure(stack: ScaleStack, point: Point, phase: { warmupSe
   const done: Turn[] = [];
   let errors = 0;
   let measuring = false;
+  /** Every turn that ended in the window, a session's first included (its work is in the window's CPU and counts). */
+  let turnsInWindow = 0;
   let stopAt = Number.POSITIVE_INFINITY;
   const worker = async (): Promise<void> => {
     const sessionId = (await sdk.beta.sessions.create({ agent: agent.id, environment_id: environmentId })).id;
@@ -87,7 +102,8 @@ export async function measure(stack: ScaleStack, point: Point, phase: { warmupSe
           if (type === "session.status_idle") break;
         }
         const turnMs = nowMs() - t0;
-        if (measuring && Date.now() <= stopAt) done.push({ ttftMs: ttft, turnMs, overheadMs: ttft - modelTtft(marker) });
+        if (measuring && Date.now() <= stopAt) turnsInWindow++;
+        if (measuring && Date.now() <= stopAt && k > 1) done.push({ ttftMs: ttft, turnMs, overheadMs: ttft - modelTtft(marker) });
       }
     } finally {
       stream.controller.abort();
@@ -98,12 +114,14 @@ export async function measure(stack: ScaleStack, point: Point, phase: { warmupSe
   await new Promise((r) => setTimeout(r, phase.warmupSeconds * 1000));
   const countsBefore = (await probe?.()) ?? {};
   const before = stack.ticks();
+  const [callsBefore, xactsBefore] = await Promise.all([stack.logCalls(), stack.logTransactions()]);
   const started = Date.now();
   measuring = true;
   stopAt = started + phase.seconds * 1000;
   await new Promise((r) => setTimeout(r, phase.seconds * 1000));
   const after = stack.ticks();
   const countsAfter = (await probe?.()) ?? {};
+  const [callsAfter, xactsAfter] = await Promise.all([stack.logCalls(), stack.logTransactions()]);
   await Promise.all(workers);
   const seconds = phase.seconds;
   const turns = done.length;
@@ -112,7 +130,7 @@ export async function measure(stack: ScaleStack, point: Point, phase: { warmupSe
   for (const k of Object.keys(after)) {
     const cpuMs = (((after[k] ?? 0) - (before[k] ?? 0)) / TICKS_PER_SECOND) * 1000;
     cpuPercent[k] = (cpuMs / (seconds * 1000)) * 100;
-    cpuMsPerTurn[k] = cpuMs / Math.max(1, turns);
+    cpuMsPerTurn[k] = cpuMs / Math.max(1, turnsInWindow);
   }
   return {
     ...point,
@@ -120,14 +138,16 @@ export async function measure(stack: ScaleStack, point: Point, phase: { warmupSe
     seconds,
     turns,
     errors,
-    turnsPerSecond: turns / seconds,
+    turnsPerSecond: turnsInWindow / seconds,
     ttftMs: summarize(done.map((t) => t.ttftMs).filter((x) => !Number.isNaN(x))),
     overheadMs: summarize(done.map((t) => t.overheadMs).filter((x) => !Number.isNaN(x))),
     turnMs: summarize(done.map((t) => t.turnMs)),
     cpuPercent,
     cpuMsPerTurn,
     load: [loadBefore, os.loadavg()[0] ?? NaN],
-    countsPerTurn: perTurn(countsBefore, countsAfter, turns),
+    countsPerTurn: perTurn(countsBefore, countsAfter, turnsInWindow),
+    callsPerTurn: perTurn(callsBefore, callsAfter, turnsInWindow),
+    transactionsPerTurn: (xactsAfter - xactsBefore) / Math.max(1, turnsInWindow),
   };
 }
 
@@ -147,17 +167,18 @@ export function scaleTables(figs: readonly PointFigures[], phase: { warmupSecond
   return [
     {
       title: `turns/s and TTFT by harness processes and sessions (${params})`,
-      columns: ["harness procs", "sessions", "model TTFT ms", "turns", "errors", "turns/s", "TTFT p50 / p95 / p99 ms", "platform's share p50 / p95 / p99 ms", "turn p50 / p95 / p99 ms", "load 1m before-after"],
-      rows: figs.map((f) => [f.harnesses, f.sessions, f.modelTtftMs, f.turns, f.errors, f.turnsPerSecond.toFixed(1), triple(f.ttftMs), triple(f.overheadMs), triple(f.turnMs), `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`]),
+      columns: ["harness procs", "sessions", "linger ms", "model TTFT ms", "turns", "errors", "turns/s", "TTFT p50 / p95 / p99 ms", "platform's share p50 / p95 / p99 ms", "turn p50 / p95 / p99 ms", "load 1m before-after"],
+      rows: figs.map((f) => [f.harnesses, f.sessions, lingerOf(f), f.modelTtftMs, f.turns, f.errors, f.turnsPerSecond.toFixed(1), triple(f.ttftMs), triple(f.overheadMs), triple(f.turnMs), `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`]),
     },
     {
       title: `CPU by process over the window, percent of one core (machine: ${os.cpus().length * 100}%), and ms per turn`,
-      columns: ["harness procs", "sessions", "machine", "session log", "gateway", "each harness", "postgres", "kafka", "bench (SDK clients, model)", "busiest service", "services ms/turn", "load 1m before-after"],
+      columns: ["harness procs", "sessions", "linger ms", "machine", "session log", "gateway", "each harness", "postgres", "kafka", "bench (SDK clients, model)", "busiest service", "services ms/turn", "load 1m before-after"],
       rows: figs.map((f) => {
         const services = ["sessionLog", "gateway", "postgres", "kafka", ...harnessKeys(f)].reduce((n, k) => n + (f.cpuMsPerTurn[k] ?? 0), 0);
         return [
           f.harnesses,
           f.sessions,
+          lingerOf(f),
           pct(f.cpuPercent["machine"]),
           pct(f.cpuPercent["sessionLog"]),
           pct(f.cpuPercent["gateway"]),
@@ -171,23 +192,53 @@ export function scaleTables(figs: readonly PointFigures[], phase: { warmupSecond
         ];
       }),
     },
+    {
+      title: "per turn, counted (independent of the machine's load): the session log's gRPC calls served by method, and Postgres transactions in its database",
+      columns: ["harness procs", "sessions", "linger ms", "calls / turn", "by method", "Postgres transactions / turn", "load 1m before-after"],
+      rows: figs.map((f) => [
+        f.harnesses,
+        f.sessions,
+        lingerOf(f),
+        sumOf(f.callsPerTurn).toFixed(2),
+        Object.entries(f.callsPerTurn)
+          .sort((a, b) => b[1] - a[1])
+          .map(([m, n]) => `${m} ${n.toFixed(2)}`)
+          .join(", "),
+        f.transactionsPerTurn.toFixed(2),
+        `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`,
+      ]),
+    },
   ];
 }
 
+const lingerOf = (f: PointFigures): string => (f.lingerMs === undefined ? "default" : String(f.lingerMs));
+const sumOf = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+
 async function run(): Promise<BenchReport> {
-  const phase = process.argv.includes("--quick") ? QUICK : FULL;
+  const base = process.argv.includes("--quick") ? QUICK : FULL;
+  const phase = { ...base, harnesses: numbersFlag("harnesses") ?? base.harnesses, sessions: numbersFlag("sessions") ?? base.sessions };
   const scenarios = [defineScenario(SCENARIO, [{ text: EVENT_TEXT, ttftMs: MODEL_TTFT_MS, tokensPerSecond: 0 }], { onExhausted: "repeat-last" })];
   const figs: PointFigures[] = [];
-  for (const harnesses of phase.harnesses) {
-    const stack = await startScaleStack({ scenarios, harnesses, gateway: true, kafkaWake: true });
-    try {
-      for (const sessions of phase.sessions) {
-        const f = await measure(stack, { harnesses, sessions }, phase);
-        console.log(`  ${harnesses} harness processes, ${sessions} sessions: ${f.turnsPerSecond.toFixed(1)} turns/s, TTFT p50 ${ms(f.ttftMs.p50)} ms, busiest ${busiest(f)}`);
-        figs.push(f);
+  const lingers: Array<number | undefined> = numbersFlag("linger") ?? [undefined];
+  const pairs = numbersFlag("pairs")?.[0] ?? 1;
+  for (let pair = 0; pair < pairs; pair++) {
+    for (const harnesses of phase.harnesses) {
+      for (const lingerMs of lingers) {
+        const harnessEnv: Record<string, string> = lingerMs === undefined ? {} : { MH_IDLE_LINGER_MS: String(lingerMs) };
+        const stack = await startScaleStack({ scenarios, harnesses, gateway: true, kafkaWake: true, harnessEnv });
+        try {
+          for (const sessions of phase.sessions) {
+            const f = await measure(stack, { harnesses, sessions, lingerMs }, phase);
+            console.log(
+              `  ${harnesses} harness processes, ${sessions} sessions, linger ${lingerOf(f)}: ${f.turnsPerSecond.toFixed(1)} turns/s, share p50 ${ms(f.overheadMs.p50)} ms, ` +
+                `${sumOf(f.callsPerTurn).toFixed(1)} log calls and ${f.transactionsPerTurn.toFixed(1)} transactions per turn, busiest ${busiest(f)}, load ${f.load[0].toFixed(1)}`,
+            );
+            figs.push(f);
+          }
+        } finally {
+          await stack.stop();
+        }
       }
-    } finally {
-      await stack.stop();
     }
   }
   return {

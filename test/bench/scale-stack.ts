@@ -20,6 +20,7 @@ import { startProcess, unusedPort, type ServiceProcess } from "../support/proces
 import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, describeGroup, KAFKA_BROKERS } from "../support/topics.js";
 import { busyTicks, postgresAndKafkaTicks, processTicks } from "./lib/cpu.js";
+import { databaseTransactions, rpcCallCounts } from "./lib/counts.js";
 
 export const SCALE_API_KEY = "mh-bench-scale-key-0123456789abcdef";
 /** Partitions of the session-events topic: several per harness process, so the group spreads sessions evenly enough. */
@@ -39,6 +40,10 @@ export interface ScaleStack {
   sdk(): Anthropic;
   /** CPU ticks since start by process: session log, harness-1..n, gateway, postgres, kafka, bench, machine. */
   ticks(): Record<string, number>;
+  /** The gRPC calls the session log served since it started, by method (its metrics, lib/counts.ts). */
+  logCalls(): Promise<Record<string, number>>;
+  /** The transactions Postgres ran in the session log's database (each autocommit statement is one). */
+  logTransactions(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -77,9 +82,17 @@ export async function startScaleStack(opts: ScaleStackOptions): Promise<ScaleSta
     const model = await startOfflineModel({ scenarios: opts.scenarios });
     stops.push(() => model.close());
     const kafka = { MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_TOPIC: topic, MH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS) };
+    const logMetricsPort = await unusedPort();
     const log = await startProcess(
       "session-log",
-      { MH_SERVICE_TOKENS_FILE: logTokens.file, MH_DATABASE_URL: logDb.url, ...kafka, MH_RELAY_ENABLED: String(opts.kafkaWake), MH_LOG_LEVEL: "warn" },
+      {
+        MH_SERVICE_TOKENS_FILE: logTokens.file,
+        MH_DATABASE_URL: logDb.url,
+        ...kafka,
+        MH_RELAY_ENABLED: String(opts.kafkaWake),
+        MH_LOG_LEVEL: "warn",
+        MH_METRICS_PORT: String(logMetricsPort),
+      },
       (port) => {
         const c = createClient(SessionLogClient, `127.0.0.1:${port}`, { bearerToken: logTokens.tokens.admin });
         return healthOf(promisify(c, SessionLogService), (s) => s.getSession({ sessionId: "sesn_probe" }).catch((e: unknown) => {
@@ -167,6 +180,8 @@ export async function startScaleStack(opts: ScaleStackOptions): Promise<ScaleSta
         harnesses.forEach((h, i) => (out[`harness-${i + 1}`] = own(h)));
         return out;
       },
+      logCalls: () => rpcCallCounts(`http://127.0.0.1:${logMetricsPort}/metrics`),
+      logTransactions: () => databaseTransactions(logDb.name),
       stop,
     };
   } catch (err) {

@@ -94,6 +94,7 @@ export async function startHarness(
       leaseTtlMs: config.leaseTtlMs,
       eagerSandbox: config.eagerSandbox,
       workerToolTimeoutMs: config.workerToolTimeoutMs,
+      idleLingerMs: config.idleLingerMs,
       logger,
     });
     const bus =

@@ -1,8 +1,9 @@
 /**
  * One harness instance's sessions: Wake takes a session's lease and drives it in the background
- * with the loop its metadata names; when the loop has nothing left to do the lease is released.
- * Wakes are idempotent: a session this instance drives already, or that another instance holds,
- * is left alone (the holder follows the log and sees the new input).
+ * with the loop its metadata names; when the loop has nothing left to do (and has lingered
+ * `idleLingerMs` for the session's next input, tool-loop.ts) the lease is released.
+ * Wakes are idempotent: a session this instance drives already (lingering included), or that
+ * another instance holds, is left alone (the holder follows the log and sees the new input).
  */
 import { randomBytes } from "node:crypto";
 import { MhError, backoffMs, retryPolicy } from "@metaharness/errors";
@@ -32,6 +33,8 @@ export interface SupervisorOptions {
   readonly eagerSandbox?: boolean;
   /** How long a self-hosted environment's worker may take to answer a tool call. */
   readonly workerToolTimeoutMs?: number;
+  /** How long a loop keeps a session after its turn, for its next input (MH_IDLE_LINGER_MS). */
+  readonly idleLingerMs?: number;
   readonly logger: Logger;
 }
 
@@ -177,6 +180,7 @@ export class Supervisor {
         logger,
         signal: lease.signal,
         ...(this.opts.workerToolTimeoutMs === undefined ? {} : { workerToolTimeoutMs: this.opts.workerToolTimeoutMs }),
+        ...(this.opts.idleLingerMs === undefined ? {} : { idleLingerMs: this.opts.idleLingerMs }),
       });
       this.failures.delete(sessionId);
     } catch (err) {

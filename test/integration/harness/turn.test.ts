@@ -16,6 +16,7 @@ import {
 } from "@metaharness/proto";
 import { idleReason, startBrain, types, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
 
 const scenarios = [
   defineScenario("hello", [{ text: "Hello there, how can I help?" }], { onExhausted: "repeat-last" }),
@@ -273,7 +274,9 @@ describe("leases", () => {
     const outcomes = await Promise.all([supervisor.wake(sessionId), supervisor.wake(sessionId)]);
     expect(outcomes.map((o) => o.outcome).sort()).toEqual([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING].sort());
     await quiet.waitFor(sessionId, ended);
-    // Once the turn is over the lease is given back and nobody renews it.
+    // Once the turn is over, and the instance has kept the session for its next input a while
+    // (MH_IDLE_LINGER_MS, linger.test.ts), the lease is given back and nobody renews it.
+    await eventually(async () => ((await quiet.log.client.getSession({ sessionId })).session?.lease === undefined ? true : undefined), "the lease given back");
     // A fixed wait on purpose: a quiet period proving no one renews the lease.
     await new Promise((r) => setTimeout(r, 1500));
     expect((await quiet.log.client.getSession({ sessionId })).session?.lease).toBeUndefined();

@@ -24,6 +24,12 @@ export interface LoopContext {
    * worker to answer before the harness answers it with an error (default 10 minutes).
    */
   readonly workerToolTimeoutMs?: number;
+  /**
+   * How long a loop that has nothing left to do keeps the session (its lease, its view of the
+   * events) waiting for its next input, before it returns (MH_IDLE_LINGER_MS; 0 or undefined: it
+   * returns at once). A loop may ignore it: returning at once is always correct.
+   */
+  readonly idleLingerMs?: number;
   readonly logger: Logger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;

@@ -3,7 +3,9 @@
  * tool-calls.ts), repeat until the turn ends. Every decision is taken from the log (state.ts nextStep), and every write goes
  * through the lease, so this loop can die at any moment and another instance picks up from the
  * last event: a model response is recorded whole or not at all (a crash mid-stream re-asks), and a
- * tool call re-executed after a crash is deduplicated by the broker on its tool_use id. In a
+ * tool call re-executed after a crash is deduplicated by the broker on its tool_use id. When the
+ * turn is over the loop keeps the session for a while (MH_IDLE_LINGER_MS, `linger`), so that its
+ * next input starts the next turn without a new wake. In a
  * self-hosted environment the sandbox tools are the worker's: the loop keeps the session (running,
  * under its lease) until the worker's user.tool_result arrives, or answers the call with an error
  * once it has waited `workerToolTimeoutMs`.
@@ -71,11 +73,40 @@ class Driver {
           { "mh.session_id": this.ctx.log.sessionId, "mh.lease_epoch": this.ctx.leaseEpoch, "mh.last_seq": this.lastSeq() },
           (span) => this.perform(step, seen, span),
         );
-        if (!more) return;
+        if (!more && (step.kind === "stop" || !(await this.linger()))) return;
       }
     } finally {
       await this.view.close();
     }
+  }
+
+  /**
+   * Nothing left to do: keeps the session (the lease, which the keeper goes on renewing; the
+   * events; the follow of the log) for `idleLingerMs`, so that its next input (a message, a
+   * custom tool's result, a confirmation, an interrupt) arrives on the follow and is decided on at
+   * once, with no Wake taking a lease, no read and no new follow. True when something arrived to
+   * decide on; false when the linger ran out or the lease went (shutdown, lost), or when the
+   * session's agent changed (a session.updated naming it: the configuration is read with the
+   * lease, so a fresh wake reads it).
+   */
+  private async linger(): Promise<boolean> {
+    const lingerMs = this.ctx.idleLingerMs ?? 0;
+    if (lingerMs <= 0 || this.ctx.signal.aborted || this.view === undefined) return false;
+    const seen = this.lastSeq();
+    const until = deadline(lingerMs, this.ctx.signal);
+    try {
+      await this.view.changed(seen, until.signal);
+    } finally {
+      until.clear();
+    }
+    if (this.ctx.signal.aborted || this.lastSeq() <= seen) return false;
+    if (this.events.some((e) => e.seq > seen && e.payload?.$case === "sessionUpdated" && e.payload.value.agent !== undefined)) return false;
+    // What a fresh wake would find out again: which sandbox is the session's default (one may
+    // have been handed to it or away since, POST .../sandbox/transfer) and which hand tools are
+    // connected now.
+    this.ctx.sandbox?.forget();
+    await this.tools.addHandTools();
+    return true;
   }
 
   private get events(): Event[] {

@@ -174,6 +174,16 @@ export class SandboxPort {
     await this.resolveDefault();
   }
 
+  /**
+   * Forgets which sandboxes are the session's, so that the next call asks the broker again, as a
+   * port made for a fresh wake does: for a loop that kept the session past a turn (a sandbox may
+   * have been transferred to it or away meanwhile).
+   */
+  forget(): void {
+    this.defaultSandbox = undefined;
+    this.handSandboxes.clear();
+  }
+
   /** The session's default sandbox: its oldest ready one, or a new one. */
   private async resolveDefault(signal?: AbortSignal): Promise<string> {
     if (this.defaultSandbox !== undefined) return this.defaultSandbox;

@@ -1,0 +1,125 @@
+/**
+ * A woken brain keeps its session after the turn for MH_IDLE_LINGER_MS: the session's next input
+ * (a message, a custom tool's result, an interrupt) is taken on the lease it kept, with no Wake;
+ * Wakes meanwhile answer as for a running session (here ALREADY_RUNNING, elsewhere
+ * HELD_ELSEWHERE); the session's end and the instance's stop give the lease back at once, not at
+ * the linger's end; and once the linger runs out the lease goes back and nobody renews it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEvent } from "@metaharness/events";
+import { defineScenario } from "@metaharness/offline-model";
+import { StopReasonType, ToolKind, WakeOutcome, type Event } from "@metaharness/proto";
+import { eventually } from "../../support/eventually.js";
+import { idleReason, startBrain, type Brain } from "../../support/harness.js";
+import { textOf, userMessage } from "../../support/events.js";
+
+const scenarios = [
+  defineScenario("hello", [{ text: "Hello there, how can I help?" }], { onExhausted: "repeat-last" }),
+  defineScenario("weather", [
+    { text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] },
+    (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` }),
+  ]),
+];
+
+/** Far longer than any wait below: a session given back before it was given back by the test's act, not the linger. */
+const LONG_LINGER = "120000";
+
+// Only the test's wakes: no sweeper, no wake of freed sessions (a session given back with input
+// would otherwise be taken again, and the test could not tell the linger's turn from a new wake's).
+let brain: Brain;
+beforeAll(async () => {
+  brain = await startBrain({ scenarios, env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false", MH_IDLE_LINGER_MS: LONG_LINGER } });
+});
+afterAll(async () => {
+  await brain?.stop();
+});
+
+const ended = (events: Event[]): boolean => idleReason(events) !== undefined && events[events.length - 1]?.type === "session.status_idle";
+const answers = (events: Event[]): number => events.filter((e) => e.type === "agent.message").length;
+const leaseOf = async (sessionId: string) => (await brain.log.client.getSession({ sessionId })).session?.lease;
+
+/** A session of `brain`'s first instance, through its first turn: woken once, now idle and lingering. */
+async function afterFirstTurn(agent = {}): Promise<string> {
+  const sessionId = await brain.createSession(agent);
+  await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] hi") });
+  expect((await brain.harnesses[0]!.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
+  await brain.waitFor(sessionId, (e) => ended(e) && answers(e) === 1);
+  return sessionId;
+}
+
+describe("a session kept after its turn", () => {
+  it("takes the next message on the lease it kept, with no Wake, and Wakes meanwhile find it driven", async () => {
+    const supervisor = brain.harnesses[0]!.supervisor;
+    const sessionId = await afterFirstTurn();
+    const kept = await leaseOf(sessionId);
+    expect(kept?.holder).toBe(supervisor.instanceId);
+    const started = supervisor.started;
+    expect((await supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING);
+    const other = await brain.addHarness({ MH_IDLE_LINGER_MS: "0" });
+    expect((await other.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE);
+
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] again") });
+    const events = await brain.waitFor(sessionId, (e) => ended(e) && answers(e) === 2);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+    // The same lease (no new epoch), and no wake started a loop for it.
+    expect((await leaseOf(sessionId))?.epoch).toBe(kept?.epoch);
+    expect(supervisor.started).toBe(started);
+    expect(other.supervisor.started).toBe(0);
+  });
+
+  it("answers a custom tool's result with no Wake", async () => {
+    const sessionId = await brain.createSession({
+      tools: [{ name: "get_weather", kind: ToolKind.TOOL_KIND_CUSTOM, description: "weather", inputSchema: { type: "object" }, permissionPolicy: 0, mcpServerUrl: "" }],
+    });
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:weather] weather in Paris?") });
+    await brain.harnesses[0]!.supervisor.wake(sessionId);
+    const paused = await brain.waitFor(sessionId, (e) => ended(e) && idleReason(e) === StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION);
+    const use = paused.find((e) => e.type === "agent.custom_tool_use")!;
+    await brain.log.client.emitEvent({
+      sessionId,
+      event: newEvent("user.custom_tool_result", { customToolUseId: use.id, content: [{ block: { $case: "text", value: { text: "sunny, 21C" } } }], isError: false }),
+    });
+    const done = await brain.waitFor(sessionId, (e) => ended(e) && idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
+    expect(textOf(done.filter((e) => e.type === "agent.message").pop())).toBe("The weather: sunny, 21C");
+  });
+
+  it("acknowledges an interrupt sent while it lingers, as a woken brain would", async () => {
+    const sessionId = await afterFirstTurn();
+    const before = (await brain.waitFor(sessionId, ended)).length;
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("user.interrupt", {}) });
+    const events = await brain.waitFor(sessionId, (e) => e.length > before + 1 && ended(e));
+    expect(events.slice(before).map((e) => e.type)).toEqual(["user.interrupt", "session.status_idle"]);
+    expect(answers(events)).toBe(1);
+  });
+
+  it("gives the lease back at once when the session is terminated", async () => {
+    const sessionId = await afterFirstTurn();
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    // At once: the linger had two minutes to run.
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the terminated session's lease given back", 60_000);
+  });
+
+  it("gives the lease back at once when its instance stops", async () => {
+    const own = await brain.addHarness();
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] hi") });
+    expect((await own.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
+    await brain.waitFor(sessionId, ended);
+    expect((await leaseOf(sessionId))?.holder).toBe(own.supervisor.instanceId);
+    await own.stop();
+    expect(await leaseOf(sessionId)).toBeUndefined();
+  });
+
+  it("gives the lease back when the linger runs out, and nobody renews it after", async () => {
+    const short = await brain.addHarness({ MH_IDLE_LINGER_MS: "500" });
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] hi") });
+    expect((await short.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
+    await brain.waitFor(sessionId, ended);
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease given back after the linger");
+    expect(short.supervisor.driving).toBe(0);
+    // A fixed wait on purpose: a quiet period proving no one renews the lease.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await leaseOf(sessionId)).toBeUndefined();
+  });
+});
