@@ -58,6 +58,8 @@ export interface TurnCpuOptions {
   readonly cpuProfDir?: string;
   /** Serve each service's /metrics (MH_METRICS_PORT) for its event-loop delay; true by default. */
   readonly metrics?: boolean;
+  /** The harness's MH_IDLE_LINGER_MS (how long it keeps a session after its turn); its default when undefined. */
+  readonly lingerMs?: number;
 }
 
 const ticksOf = (pid: number): number => processTicks(String(pid))?.ticks ?? 0;
@@ -102,7 +104,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
   const stack = await startTurnStack({
     modelTtftMs: opts.modelTtftMs,
     nodeArgs: (name) => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-${profileName(opts.loop)}.cpuprofile`]),
-    env: metrics ? { MH_METRICS_PORT: "0" } : {},
+    env: { ...(metrics ? { MH_METRICS_PORT: "0" } : {}), ...(opts.lingerMs === undefined ? {} : { MH_IDLE_LINGER_MS: String(opts.lingerMs) }) },
   });
   const own = ownLoopDelay();
   let idle: Awaited<ReturnType<typeof idleProbe>> | undefined;

@@ -12,7 +12,8 @@
  * at the rate the 16-session loop of single turns reached and at half of it. Flags (`=` before a
  * value, run.ts reads bare words as benchmark names): `--sessions=1,16`, `--turns-per-session=1,5`,
  * `--open-rates=12,24` (turns/s; `--open-rates=` alone: no open loop), `--seconds=30`,
- * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--cpu-prof` (each service process's CPU
+ * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--linger=0` (the harness's
+ * MH_IDLE_LINGER_MS, how long it keeps a session after its turn; its default otherwise), `--cpu-prof` (each service process's CPU
  * profile into bench/results/cpu-prof/), `--no-metrics` (the services without their /metrics, so
  * without the event-loop table). After each window the floors are measured on the same services:
  * a gRPC round trip, a Postgres commit, the model's TTFT through the SDK (turn-cpu-floors.ts), and
@@ -36,7 +37,7 @@ export const CPU_PHASE = { modelTtftMs: 200, warmupSeconds: 10, seconds: 30 };
 export const closedLoop = (sessions: number, turnsPerSession = 1): TurnLoop => ({ kind: "closed", sessions, turnsPerSession });
 
 /** The phases `npm run bench -- turn-cpu` runs, from its flags. */
-function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: number[] | undefined; phase: typeof CPU_PHASE; metrics: boolean } {
+function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: number[] | undefined; phase: typeof CPU_PHASE; metrics: boolean; lingerMs: number | undefined } {
   const quick = hasFlag("quick");
   const seconds = numbersFlag("seconds")?.[0] ?? (quick ? 10 : CPU_PHASE.seconds);
   const warmupSeconds = numbersFlag("warmup")?.[0] ?? (quick ? 3 : CPU_PHASE.warmupSeconds);
@@ -46,6 +47,7 @@ function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: num
     turnsPerSession: numbersFlag("turns-per-session") ?? [1, 5],
     openRates: noOpen ? [] : numbersFlag("open-rates"),
     phase: { modelTtftMs: CPU_PHASE.modelTtftMs, warmupSeconds, seconds },
+    lingerMs: numbersFlag("linger")?.[0],
     metrics: !hasFlag("no-metrics"),
   };
 }
@@ -59,7 +61,7 @@ export const turnCpuBench: Bench = {
     const p = plan();
     const figs: TurnCpuFigures[] = [];
     const measure = async (loop: TurnLoop): Promise<void> => {
-      const f = await measureTurnCpu({ loop, ...p.phase, metrics: p.metrics, ...(cpuProfDir === undefined ? {} : { cpuProfDir }) });
+      const f = await measureTurnCpu({ loop, ...p.phase, metrics: p.metrics, ...(cpuProfDir === undefined ? {} : { cpuProfDir }), ...(p.lingerMs === undefined ? {} : { lingerMs: p.lingerMs }) });
       figs.push(f);
       console.log(`  ${loopLabel(loop)}: ${f.turnsPerSecond.toFixed(1)} turns/s, share p50 ${ms(f.overheadMs.p50)} ms, services ${ms(servicesMs(f))} ms CPU/turn (load ${loadCell(f)})`);
     };
