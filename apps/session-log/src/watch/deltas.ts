@@ -1,6 +1,7 @@
 /**
  * Ephemeral deltas (tokens of a model response still streaming): handed at once to this
- * instance's watchers, and to other instances' through NOTIFY on `mh_deltas`. Never stored: a
+ * instance's watchers, and to other instances' through NOTIFY on `mh_deltas` unless this one is
+ * alone (peers.ts: the instances say they are there on the same channel). Never stored: a
  * watcher that was not there misses them, and gets the complete message as an event anyway.
  */
 import { EventDelta } from "@metaharness/proto";
@@ -8,8 +9,15 @@ import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "@metaharness/db";
 import { ResilientListener } from "@metaharness/db";
 import { NotifyBatcher } from "@metaharness/db";
+import { PEERS_EVERY_MS, Peers } from "./peers.js";
 
 export const DELTAS_CHANNEL = "mh_deltas";
+/**
+ * An instance's "I am here" on the channel: a delta of no session (every real one has its
+ * session's id), so that an instance of the previous release, which decodes every item as a
+ * delta, delivers it to no one instead of failing on it.
+ */
+const HERE = Buffer.from(EventDelta.encode(EventDelta.fromPartial({ modelRequestId: "session-log instance here" })).finish()).toString("base64");
 
 export type DeltaSink = (delta: EventDelta) => void;
 
@@ -17,17 +25,25 @@ export class DeltaHub {
   private readonly sinks = new Map<string, Set<DeltaSink>>();
   private readonly listener: ResilientListener;
   private readonly batcher: NotifyBatcher;
+  private readonly peers = new Peers();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(db: Db, logger: Logger) {
     this.batcher = new NotifyBatcher(db, DELTAS_CHANNEL, logger);
-    this.listener = new ResilientListener(db, DELTAS_CHANNEL, (payload) => this.onNotify(payload), () => undefined, logger);
+    this.listener = new ResilientListener(db, DELTAS_CHANNEL, (payload) => this.onNotify(payload), () => this.peers.unsure(), logger);
   }
 
-  start(): Promise<void> {
-    return this.listener.start();
+  /** Listens, and says it is there (before the service serves, so the others hear of it before its watchers come). */
+  async start(): Promise<void> {
+    await this.listener.start();
+    this.batcher.enqueue(HERE);
+    this.timer = setInterval(() => this.batcher.enqueue(HERE), PEERS_EVERY_MS);
+    this.timer.unref();
+    await this.batcher.sent();
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.timer);
     await this.batcher.flush();
     await this.listener.stop();
   }
@@ -53,11 +69,12 @@ export class DeltaHub {
    * "lo" came after the stored "Hello").
    */
   publish(deltas: readonly EventDelta[]): Promise<void> {
+    const others = !this.peers.alone;
     for (const delta of deltas) {
       this.deliver(delta);
-      this.batcher.enqueue(Buffer.from(EventDelta.encode(delta).finish()).toString("base64"));
+      if (others) this.batcher.enqueue(Buffer.from(EventDelta.encode(delta).finish()).toString("base64"));
     }
-    return this.batcher.sent();
+    return others ? this.batcher.sent() : Promise.resolve();
   }
 
   private deliver(delta: EventDelta): void {
@@ -67,7 +84,8 @@ export class DeltaHub {
 
   private onNotify(payload: string): void {
     for (const part of this.batcher.parse(payload) ?? []) {
-      this.deliver(EventDelta.decode(Buffer.from(part, "base64")));
+      if (part === HERE) this.peers.heard();
+      else this.deliver(EventDelta.decode(Buffer.from(part, "base64")));
     }
   }
 }

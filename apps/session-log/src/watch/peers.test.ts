@@ -1,0 +1,42 @@
+/**
+ * Peers: an instance is alone only once it is sure (its listener up a TTL) and has heard no other
+ * instance for a TTL; a reconnected listener makes it unsure again.
+ */
+import { describe, expect, it } from "vitest";
+import { Peers } from "./peers.js";
+
+describe("Peers", () => {
+  it("is not alone until it has listened a TTL without hearing another instance", () => {
+    let now = 0;
+    const peers = new Peers(100, () => now);
+    expect(peers.alone).toBe(false);
+    now = 99;
+    expect(peers.alone).toBe(false);
+    now = 100;
+    expect(peers.alone).toBe(true);
+  });
+
+  it("is not alone for a TTL after each announcement of another instance", () => {
+    let now = 200;
+    const peers = new Peers(100, () => now);
+    now = 300;
+    expect(peers.alone).toBe(true);
+    peers.heard();
+    expect(peers.alone).toBe(false);
+    now = 399;
+    expect(peers.alone).toBe(false);
+    now = 400;
+    expect(peers.alone).toBe(true);
+  });
+
+  it("is unsure, so not alone, for a TTL after its listener came back", () => {
+    let now = 0;
+    const peers = new Peers(100, () => now);
+    now = 500;
+    expect(peers.alone).toBe(true);
+    peers.unsure();
+    expect(peers.alone).toBe(false);
+    now = 600;
+    expect(peers.alone).toBe(true);
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * A session log that is the only instance keeps its token deltas to its own watchers: no NOTIFY
+ * of them (watch/peers.ts), while it still says it is there every 2 s for instances to come.
+ * Delivery across instances, once there are two, is watch.test.ts's.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import pg from "pg";
+import { DeltaKind, EventDelta } from "@metaharness/proto";
+import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
+import { eventually } from "../../support/eventually.js";
+
+let log: TestLog;
+let listener: pg.Client;
+/** What came on mh_deltas: the sessions of the deltas, "" for an instance's announcement. */
+const heard: string[] = [];
+beforeAll(async () => {
+  log = await startTestLog({ MH_RELAY_ENABLED: "false" });
+  listener = new pg.Client({ connectionString: log.db.url });
+  await listener.connect();
+  listener.on("notification", (msg) => {
+    const items = (msg.payload ?? "").slice((msg.payload ?? "").indexOf("|") + 1).split(";");
+    for (const item of items) heard.push(EventDelta.decode(Buffer.from(item, "base64")).sessionId);
+  });
+  await listener.query("LISTEN mh_deltas");
+});
+afterAll(async () => {
+  await listener?.end();
+  await log?.stop();
+});
+
+it("sends no NOTIFY of deltas when it is the only instance, and still announces itself", async () => {
+  const sessionId = await newSession(log.client);
+  const got: string[] = [];
+  const controller = new AbortController();
+  const watching = (async () => {
+    for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: controller.signal })) {
+      if (msg.delta !== undefined) got.push(msg.delta.text);
+    }
+  })().catch(() => undefined);
+  const delta = { sessionId: "", modelRequestId: "sevt_req", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "tok", emittedAt: undefined };
+  // Until it is sure it is alone (its first 6 s), it sends them; then it keeps them to itself.
+  // After a publish, the next announcement comes after anything that publish would have sent.
+  await eventually(
+    async () => {
+      const mark = heard.length;
+      await log.client.publishDeltas({ sessionId, deltas: [delta] });
+      await eventually(() => Promise.resolve(heard.slice(mark).includes("") ? true : undefined), "the next announcement");
+      return heard.slice(mark).includes(sessionId) ? undefined : true;
+    },
+    "a publish with no NOTIFY of its deltas",
+    60_000,
+  );
+  await eventually(() => Promise.resolve(got.length > 0 ? true : undefined), "the deltas at this instance's own watcher");
+  expect(got.every((t) => t === "tok")).toBe(true);
+  controller.abort();
+  await watching;
+});
