@@ -1,13 +1,15 @@
 /**
  * Loaded into a service process by a benchmark (`node --import tsx --import <this file>`, see
  * callCounterArgs) to count what the process sends while it is measured: its gRPC calls by method
- * (grpc-js's Client, through which every client of ours calls) and its Postgres statements (pg's
- * Client, under every pool of ours). Counts, unlike timings, do not depend on the machine's load.
+ * (grpc-js's Client, through which every client of ours calls), its Postgres statements (pg's
+ * Client, under every pool of ours) and its socket writes (each one write syscall: HTTP responses,
+ * event-stream frames, HTTP/2 to the services, Postgres). Counts, unlike timings, do not depend on the machine's load.
  * On SIGUSR2 the counts so far are written to MH_BENCH_COUNTS_FILE (readCallCounts asks for them).
  * The process's own code is not changed: the same file counts the code before and after a change.
  */
 import { renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { Socket } from "node:net";
 
 interface Prototype {
   [method: string]: unknown;
@@ -39,6 +41,8 @@ if (file !== undefined && main !== undefined) {
     const text = typeof q === "string" ? q : typeof q === "object" && q !== null && "text" in q ? String(q.text) : "?";
     return `sql ${text.trim().split(/\s+/).slice(0, 4).join(" ")}`;
   });
+  // Every write of a net.Socket (TCP) goes through _writeGeneric: one writev or write each.
+  wrap(Socket.prototype as unknown as Prototype, "_writeGeneric", () => "socket writes");
   let seq = 0;
   process.on("SIGUSR2", () => {
     seq += 1;
