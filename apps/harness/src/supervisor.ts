@@ -12,7 +12,7 @@ import { WakeOutcome, type ActiveSession, type SandboxBrokerService, type Sessio
 import type { PromiseClient } from "@metaharness/service-kit/grpc";
 import { loggerFor, type Logger } from "@metaharness/service-kit/logging";
 import { LeaseKeeper } from "./lease-keeper.js";
-import { sessionsActive } from "./loop/turn-meter.js";
+import { sessionsActive, sessionsLingering } from "./loop/turn-meter.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
 import { McpPort, type CredentialProxyClient } from "./tools/mcp.js";
@@ -181,6 +181,7 @@ export class Supervisor {
         signal: lease.signal,
         ...(this.opts.workerToolTimeoutMs === undefined ? {} : { workerToolTimeoutMs: this.opts.workerToolTimeoutMs }),
         ...(this.opts.idleLingerMs === undefined ? {} : { idleLingerMs: this.opts.idleLingerMs }),
+        lingering: countLingering,
       });
       this.failures.delete(sessionId);
     } catch (err) {
@@ -192,4 +193,10 @@ export class Supervisor {
       await lease.release();
     }
   }
+}
+
+/** A session kept between turns counts as lingering, not active (the autoscaler reads active). */
+function countLingering(on: boolean): void {
+  sessionsActive.add(on ? -1 : 1);
+  sessionsLingering.add(on ? 1 : -1);
 }

@@ -30,6 +30,8 @@ export interface LoopContext {
    * returns at once). A loop may ignore it: returning at once is always correct.
    */
   readonly idleLingerMs?: number;
+  /** Told when the loop starts (true) and stops (false) keeping the session between turns (a metric). */
+  readonly lingering?: (on: boolean) => void;
   readonly logger: Logger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;

@@ -94,10 +94,12 @@ class Driver {
     if (lingerMs <= 0 || this.ctx.signal.aborted || this.view === undefined) return false;
     const seen = this.lastSeq();
     const until = deadline(lingerMs, this.ctx.signal);
+    this.ctx.lingering?.(true);
     try {
       await this.view.changed(seen, until.signal);
     } finally {
       until.clear();
+      this.ctx.lingering?.(false);
     }
     if (this.ctx.signal.aborted || this.lastSeq() <= seen) return false;
     if (this.events.some((e) => e.seq > seen && e.payload?.$case === "sessionUpdated" && e.payload.value.agent !== undefined)) return false;

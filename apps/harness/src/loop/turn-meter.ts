@@ -19,6 +19,7 @@ const overhead = histogram(METRICS.overhead);
 const toolCalls = counter(METRICS.toolCalls);
 /** Sessions this harness drives: the supervisor adds and removes them. */
 export const sessionsActive = upDownCounter(METRICS.sessionsActive);
+export const sessionsLingering = upDownCounter(METRICS.sessionsLingering);
 
 const CHAT = { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic" } as const;
 

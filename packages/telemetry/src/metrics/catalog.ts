@@ -74,7 +74,12 @@ export const METRICS = {
   }),
   sessionsActive: def({
     name: "metaharness.sessions.active", kind: "updown", unit: "{session}", service: "harness",
-    description: "Sessions this harness drives now, each under its lease.",
+    description: "Sessions this harness drives now, each under its lease (not those it keeps between turns: sessions.lingering).",
+    labels: [],
+  }),
+  sessionsLingering: def({
+    name: "metaharness.sessions.lingering", kind: "updown", unit: "{session}", service: "harness",
+    description: "Sessions this harness keeps after their turn for their next input (MH_IDLE_LINGER_MS), each under its lease, renewed once a second.",
     labels: [],
   }),
   leaseTakeovers: def({
