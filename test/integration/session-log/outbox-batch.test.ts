@@ -3,11 +3,12 @@
  * of large events is published a bounded batch at a time instead of read whole into memory; it
  * always reads at least one event, says when rows were left for the next drain, names the rows
  * whose event is gone (kafka.test.ts: the relay deletes them), and finds each event by its key.
+ * The previous batch's rows (published) are deleted by the next batch's own statement.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPgDb, type Db } from "@metaharness/db";
 import { Event } from "@metaharness/proto";
-import { OUTBOX_BATCH_SQL, OUTBOX_SHARDS, readOutboxBatch } from "@metaharness/session-log";
+import { OUTBOX_BATCH_SQL, OUTBOX_DELETE_AND_BATCH_SQL, OUTBOX_SHARDS, readOutboxBatch } from "@metaharness/session-log";
 import { newSession, startTestLog, type TestLog } from "../../support/session-log.js";
 import { agentMessage, textOf } from "../../support/events.js";
 
@@ -83,5 +84,23 @@ describe("an outbox batch", () => {
     expect(batch.rows).toHaveLength(10);
     expect(batch.more).toBe(true);
     expect((await readOutboxBatch(db, SHARDS, 4, 64 * 1024 * 1024)).rows).toHaveLength(4);
+  });
+
+  it("deletes the previous batch's rows in its own statement and passes over them, on an index", async () => {
+    const other = await newSession(log.client);
+    await log.client.emitEvents({ sessionId: other, events: ["a", "b", "c", "d"].map((t) => agentMessage(t)) });
+    const mine = async (): Promise<number[]> =>
+      (await db.query<{ seq: string }>("SELECT seq FROM outbox WHERE session_id = $1 ORDER BY id", [other])).rows.map((r) => Number(r.seq));
+    const first = (await readOutboxBatch(db, SHARDS, 500, 64 * 1024 * 1024)).rows.filter((r) => r.session_id === other);
+    expect(seqs(first)).toEqual([1, 2, 3, 4]);
+    const published = first.slice(0, 2).map((r) => r.id);
+    const next = (await readOutboxBatch(db, SHARDS, 500, 64 * 1024 * 1024, published)).rows.filter((r) => r.session_id === other);
+    expect(seqs(next)).toEqual([3, 4]);
+    expect(await mine()).toEqual([3, 4]);
+    type Node = { "Node Type": string; "Relation Name"?: string; Plans?: Node[] };
+    const { rows } = await db.query<{ "QUERY PLAN": Array<{ Plan: Node }> }>(`EXPLAIN (FORMAT JSON) ${OUTBOX_DELETE_AND_BATCH_SQL}`, [SHARDS, 500, 1024, ["1"]]);
+    const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+    expect(nodes(rows[0]?.["QUERY PLAN"][0]?.Plan as Node).filter((n) => n["Relation Name"] === "events").map((n) => n["Node Type"])).toEqual(["Index Scan"]);
+    await db.query("DELETE FROM outbox WHERE session_id = $1", [other]);
   });
 });

@@ -57,10 +57,29 @@ export const OUTBOX_BATCH_SQL = `WITH batch AS MATERIALIZED (
    WINDOW w AS (ORDER BY b.id ROWS UNBOUNDED PRECEDING)
     ORDER BY b.id`;
 
+/**
+ * OUTBOX_BATCH_SQL that first deletes the rows of the relay's previous batch ($4, published), in
+ * the same statement: a drain is one round trip to Postgres instead of two (the DELETE after each
+ * produce was 1.2 of a text-only turn's statements). The batch passes over those rows: the
+ * statement's snapshot still holds what its own DELETE removes.
+ */
+export const OUTBOX_DELETE_AND_BATCH_SQL = `WITH published AS (DELETE FROM outbox WHERE id = ANY($4::bigint[])),
+   ${OUTBOX_BATCH_SQL.slice("WITH ".length).replace("WHERE shard = ANY($1::smallint[])", "WHERE shard = ANY($1::smallint[]) AND id <> ALL($4::bigint[])")}`;
+
 type BatchRow = { [K in keyof OutboxRow]: K extends "id" | "session_id" | "tenant" ? OutboxRow[K] : OutboxRow[K] | null };
 
-export async function readOutboxBatch(db: Queryable, shards: readonly number[], maxRows: number, maxBytes: number): Promise<OutboxBatch> {
-  const { rows } = await db.query<BatchRow>(OUTBOX_BATCH_SQL, [[...shards], maxRows, maxBytes]);
+/** The next batch of `shards`; `published` (the previous batch's ids, its events published) are deleted in the same statement. */
+export async function readOutboxBatch(
+  db: Queryable,
+  shards: readonly number[],
+  maxRows: number,
+  maxBytes: number,
+  published: readonly string[] = [],
+): Promise<OutboxBatch> {
+  const { rows } =
+    published.length === 0
+      ? await db.query<BatchRow>(OUTBOX_BATCH_SQL, [[...shards], maxRows, maxBytes])
+      : await db.query<BatchRow>(OUTBOX_DELETE_AND_BATCH_SQL, [[...shards], maxRows, maxBytes, [...published]]);
   const gone = rows.filter((r) => r.seq === null).map((r) => r.id);
   // Past the budget the bodies are null to the end.
   const cut = rows.findIndex((r) => r.seq !== null && r.body === null);

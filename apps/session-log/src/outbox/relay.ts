@@ -81,6 +81,13 @@ export class OutboxRelay {
   private lastDrain = 0;
   private endLinger: (() => void) | undefined;
   private failures = 0;
+  /**
+   * Outbox rows whose events are published and that are not deleted yet: the next drain's
+   * statement deletes them (batch.ts), and so do a shard given back and stop(), standalone. A
+   * relay that dies first leaves them to be published again, as one that died between the
+   * produce and the DELETE did: at least once.
+   */
+  private toDelete: string[] = [];
   /** Events published since start, for tests and metrics. */
   published = 0;
 
@@ -100,6 +107,7 @@ export class OutboxRelay {
     this.endLinger?.();
     this.poke();
     await this.loop;
+    await this.deletePublished().catch((err: unknown) => this.opts.logger.warn({ err }, "outbox rows published at stop not deleted; they will be published again"));
     await this.closeClient();
     await this.publisher?.close().catch(() => undefined);
     this.publisher = undefined;
@@ -186,6 +194,8 @@ export class OutboxRelay {
     );
     // An even share: a cap below it would leave shards, and their sessions, without a relay.
     const target = Math.ceil(OUTBOX_SHARDS / Math.max(1, live[0]?.n ?? 1));
+    // What was published from a shard is deleted before the shard goes: its next relay would publish it again.
+    if (this.held.size > target) await this.deletePublished();
     for (const shard of [...this.held].sort((a, b) => b - a)) {
       if (this.held.size <= target) break;
       await client.query("SELECT pg_advisory_unlock($1, $2)", [SHARD_LOCK_CLASS, shard]);
@@ -205,7 +215,8 @@ export class OutboxRelay {
   private async drainOnce(): Promise<boolean> {
     const client = this.client;
     if (client === undefined) return false;
-    const { rows, gone, more } = await readOutboxBatch(client, [...this.held], this.opts.batchSize, RELAY_BATCH_MAX_BYTES);
+    const { rows, gone, more } = await readOutboxBatch(client, [...this.held], this.opts.batchSize, RELAY_BATCH_MAX_BYTES, this.toDelete);
+    this.toDelete = [];
     if (gone.length > 0) {
       await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [gone]);
       this.opts.logger.warn({ outbox_ids: gone }, "outbox rows without their event deleted: nothing to publish");
@@ -223,9 +234,16 @@ export class OutboxRelay {
       throw err;
     }
     kafkaSent.add(rows.length, sent);
-    await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
+    // Deleted by the next drain's statement, not by one of their own.
+    this.toDelete = rows.map((r) => r.id);
     this.published += rows.length;
     return more;
+  }
+
+  private async deletePublished(): Promise<void> {
+    if (this.toDelete.length === 0 || this.client === undefined) return;
+    await this.client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [this.toDelete]);
+    this.toDelete = [];
   }
 
   /** The event as stored, its headers from its row's columns and (the trace) from its envelope, without decoding its payload. */
