@@ -8,10 +8,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
 import { defineScenario } from "@metaharness/offline-model";
-import { StopReasonType, ToolKind, WakeOutcome, type Event } from "@metaharness/proto";
+import { AgentConfig, StopReasonType, ToolKind, WakeOutcome, type Event } from "@metaharness/proto";
 import { eventually } from "../../support/eventually.js";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { textOf, userMessage } from "../../support/events.js";
+
+const WEATHER = { name: "get_weather", kind: ToolKind.TOOL_KIND_CUSTOM, description: "weather", inputSchema: { type: "object" }, permissionPolicy: 0, mcpServerUrl: "" };
 
 const scenarios = [
   defineScenario("hello", [{ text: "Hello there, how can I help?" }], { onExhausted: "repeat-last" }),
@@ -68,9 +70,7 @@ describe("a session kept after its turn", () => {
   });
 
   it("answers a custom tool's result with no Wake", async () => {
-    const sessionId = await brain.createSession({
-      tools: [{ name: "get_weather", kind: ToolKind.TOOL_KIND_CUSTOM, description: "weather", inputSchema: { type: "object" }, permissionPolicy: 0, mcpServerUrl: "" }],
-    });
+    const sessionId = await brain.createSession({ tools: [WEATHER] });
     await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:weather] weather in Paris?") });
     await brain.harnesses[0]!.supervisor.wake(sessionId);
     const paused = await brain.waitFor(sessionId, (e) => ended(e) && idleReason(e) === StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION);
@@ -90,6 +90,21 @@ describe("a session kept after its turn", () => {
     const events = await brain.waitFor(sessionId, (e) => e.length > before + 1 && ended(e));
     expect(events.slice(before).map((e) => e.type)).toEqual(["user.interrupt", "session.status_idle"]);
     expect(answers(events)).toBe(1);
+  });
+
+  it("gives the lease back at once when the session's agent changes, and the next wake reads the new one", async () => {
+    const sessionId = await afterFirstTurn();
+    // As the gateway changes an idle session's agent: the log's configuration, then the event that says so.
+    await brain.log.client.updateSession({ sessionId, putRepositories: [], removeRepositories: [], agent: AgentConfig.fromPartial({ tools: [WEATHER] }) });
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("session.updated", { agent: { tools: [{ name: "get_weather" }] }, metadata: {}, budget: undefined, title: undefined }) });
+    // At once: the linger had two minutes to run.
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease given back on the agent's change", 60_000);
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("and now?") });
+    expect((await brain.harnesses[0]!.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
+    await brain.waitFor(sessionId, (e) => ended(e) && answers(e) === 2);
+    // The second request offered the tool the new agent has.
+    const request = brain.model.requests.filter((r) => JSON.stringify(r.body).includes("and now?")).pop();
+    expect((request?.body as { tools?: Array<{ name: string }> }).tools?.map((t) => t.name)).toContain("get_weather");
   });
 
   it("gives the lease back at once when the session is terminated", async () => {
