@@ -99,7 +99,7 @@ export class SessionEvents {
   }
 
   async close(): Promise<void> {
-    this.following.abort();
+    this.following.abort(VIEW_CLOSED);
     await this.follower;
   }
 
@@ -143,6 +143,9 @@ export class SessionEvents {
     }
   }
 }
+
+/** Why a view stops following: made once, where abort() without a reason makes a DOMException (and its stack) per turn. */
+const VIEW_CLOSED = new MhError("CANCELLED", "the session's view was closed");
 
 /** Following again waits 50 ms, doubling per failure in a row up to 2 s; for as long as the loop runs. */
 const REFOLLOW = retryPolicy({ initialIntervalMs: 50, maxIntervalMs: 2_000, jitter: 0, maxAttempts: Number.POSITIVE_INFINITY });

@@ -145,6 +145,9 @@ export function unaryCall<Req, Res>(
   });
 }
 
+/** What iterating a stream throws once its signal aborted. */
+const STREAM_CANCELLED = new MhError("CANCELLED", "the call was cancelled");
+
 /**
  * Iterates a server stream, converting its failure to MhError. The call starts at once (so it
  * carries the caller's trace context); leaving the loop or aborting the signal cancels it.
@@ -161,7 +164,13 @@ export function streamCall<Res>(
   // queues whatever the server sends without bound. Start reading now: the stream's own buffer
   // then fills to its high-water mark and the server is held back from there on.
   call.read(0);
-  const onAbort = (): void => call.cancel();
+  const onAbort = (): void => {
+    call.cancel();
+    // Ended now, with an error made once: left to the iteration's end, Node made an AbortError
+    // (capturing and formatting its stack) for every stream cancelled this way, once a turn for
+    // the harness's follow of its session.
+    call.destroy(STREAM_CANCELLED);
+  };
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   if (opts.signal?.aborted === true) call.cancel();
   return (async function* iterate(): AsyncGenerator<Res> {
