@@ -196,10 +196,13 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
 
     acquireLease: rpc("acquireLease", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
-      const { lease, session } = await acquireLease(db, sessionId, req.holder, req.ttlMs);
-      // A short session's whole log, read after the lease is taken (so an earlier holder's last
-      // append is in it, or fenced): the harness's first step needs no read of its own.
+      const { lease, session, events } = await acquireLease(db, sessionId, req.holder, req.ttlMs, LEASE_EVENTS);
+      // A short session's whole log: the harness's first step needs no read of its own. Read by
+      // the lease's statement when its snapshot held every event; else (an earlier holder's last
+      // append committed while the lease was taken) read now, after the lease, so that append is
+      // in it, or fenced.
       if (session.lastSeq > LEASE_EVENTS) return storedAcquireLeaseResponse(lease, session, []);
+      if (events !== undefined) return storedAcquireLeaseResponse(lease, session, events);
       const slice = await readStoredSlice(db, { sessionId, direction: "after", position: 0, limit: LEASE_EVENTS, types: [] });
       if (slice.hasMore) return storedAcquireLeaseResponse(lease, session, []);
       return storedAcquireLeaseResponse(lease, { ...session, lastSeq: slice.lastSeq }, slice.bodies);

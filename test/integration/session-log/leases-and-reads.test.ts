@@ -4,8 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
-import { StopReasonType, type Event } from "@metaharness/proto";
+import { Event, StopReasonType } from "@metaharness/proto";
+import pg from "pg";
+import { APPEND_SERIAL_SQL, appendParams, EVENTS_CHANNEL, shardOf } from "@metaharness/session-log";
 import { newSession as newSessionOf, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
+import { eventually } from "../../support/eventually.js";
 import { agentMessage, userMessage } from "../../support/events.js";
 
 let log: TestLog;
@@ -79,6 +82,54 @@ describe("leases", () => {
     await log.client.releaseLease({ sessionId, holder: "h", epoch: lease!.epoch });
     await refused();
     expect((await log.client.getSession({ sessionId })).session?.lease).toBeUndefined();
+  });
+
+  it("come with a short session's events, read in the lease's statement or, when an append lands while it waits, after it", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvents({ sessionId, events: [userMessage("one"), agentMessage("two")] });
+    const a = await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 60_000 });
+    expect(a.session?.lastSeq).toBe(2);
+    expect(a.events.map((e) => e.seq)).toEqual([1, 2]);
+
+    // An append holds the session's row while the next acquire comes: the acquire waits for it,
+    // its statement's snapshot misses the append, and the events are read again after the lease.
+    // Two connections: the append's transaction, and the look at the locks.
+    const pool = new pg.Pool({ connectionString: log.db.url, max: 2 });
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const body = Buffer.from(Event.encode(agentMessage("three")).finish());
+      const params = appendParams({
+        sessions: [sessionId], expected: [null], epochs: [a.lease!.epoch], shards: [shardOf(sessionId)], counts: [1],
+        ids: ["sevt_lease_race"], types: ["agent.message"], statuses: [null], awaiting: [null], bodies: [body],
+        createdAt: new Date(), announce: { channel: EVENTS_CHANNEL, prefix: "test" },
+      });
+      await client.query(APPEND_SERIAL_SQL, params);
+      const taking = log.client.acquireLease({ sessionId, holder: "h", ttlMs: 60_000 });
+      await eventually(async () => {
+        const { rows } = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted");
+        return (rows[0]?.n ?? 0) > 0 ? true : undefined;
+      }, "the acquire to wait for the append's row lock").catch(async (err: unknown) => {
+        await client.query("ROLLBACK");
+        throw err;
+      });
+      await client.query("COMMIT");
+      const b = await taking;
+      expect(b.lease?.epoch).toBe(a.lease?.epoch);
+      expect(b.session?.lastSeq).toBe(3);
+      expect(b.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    } finally {
+      client.release();
+      await pool.end();
+    }
+  });
+
+  it("come without events for a session of more than 100", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvents({ sessionId, events: Array.from({ length: 101 }, (_, i) => agentMessage(`${i}`)) });
+    const a = await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 60_000 });
+    expect(a.session?.lastSeq).toBe(101);
+    expect(a.events).toEqual([]);
   });
 
   it("rejects a ttl out of bounds, naming it", async () => {

@@ -10,6 +10,7 @@ import { CurrentEpoch, LeaseHolder, MhError, SessionState, invalidArgument } fro
 import { SessionStatus, type Lease, type Session } from "@metaharness/proto";
 import { SESSION_COLUMNS, leaseFromRow, sessionFromRow, type SessionRow } from "./rows.js";
 import { NEEDS_HARNESS, notFound } from "./sessions.js";
+import { MAX_SLICE_BYTES, sliceBodies, sliceEvents } from "./read.js";
 import { leaseTakeovers } from "../metrics.js";
 
 /** Down to half a second: the harness's TTL is chosen by test/bench/recovery.ts, which measures recovery against false expiries. */
@@ -40,30 +41,60 @@ function toLease(row: LeaseRow): Lease {
 }
 
 /**
- * Takes the lease for `holder`, and returns it with the session as it was then (the same row, so
- * a harness needs no second read for its metadata). Refused (FAILED_PRECONDITION) while another
- * holder's lease runs, naming `holder`, and for a terminated session, naming `session_id`:
- * nothing can be appended to it, so a lease would only raise the epoch. A harness tells the two
- * apart by the field.
+ * The lease's statement: $1 session, $2 holder, $3 TTL; $4 and $5 the events read with it, a
+ * session's first $4 - 1 when it has at most $5 (store/read.ts sliceEvents: $4 is the slice's
+ * limit + 1, $6 its byte budget). Its snapshot is the statement's start: an append committed
+ * while the UPDATE waited for the row is in the row it returns (last_seq) but not in the events
+ * (acquireLease tells, by their count).
  */
-export async function acquireLease(db: Queryable, sessionId: string, holder: string, ttlMs: number): Promise<{ lease: Lease; session: Session }> {
+const ACQUIRE_SQL = `WITH prior AS (SELECT lease_holder AS prior_holder FROM sessions WHERE session_id = $1),
+     taken AS (
+       UPDATE sessions
+          SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
+                                 THEN lease_epoch ELSE lease_epoch + 1 END,
+              lease_holder = $2,
+              lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+        WHERE session_id = $1 AND status <> ${TERMINATED}
+          AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
+        RETURNING ${SESSION_COLUMNS})
+SELECT taken.*, (SELECT prior_holder FROM prior), e.fetched, e.bodies
+  FROM taken
+  CROSS JOIN LATERAL (${sliceEvents("after", { session: "taken.session_id", bound: "0", limit: "$4", budget: "$6", when: "taken.last_seq <= $5" })}) e`;
+
+/**
+ * Takes the lease for `holder`, and returns it with the session as it was then (the same row, so
+ * a harness needs no second read for its metadata) and, for a session of at most `maxEvents`
+ * events, its events as stored when the statement's snapshot holds them all (`events`; undefined
+ * otherwise: a longer session, or an append that committed while the lease was taken, so the
+ * caller reads them now that the lease fences any other writer). Refused (FAILED_PRECONDITION)
+ * while another holder's lease runs, naming `holder`, and for a terminated session, naming
+ * `session_id`: nothing can be appended to it, so a lease would only raise the epoch. A harness
+ * tells the two apart by the field.
+ */
+export async function acquireLease(
+  db: Queryable,
+  sessionId: string,
+  holder: string,
+  ttlMs: number,
+  maxEvents = 0,
+): Promise<{ lease: Lease; session: Session; events: Uint8Array[] | undefined }> {
   checkArgs(holder, ttlMs);
   // prior: the holder before this statement, to count takeovers (another holder's expired lease).
-  const { rows } = await db.query<SessionRow & { prior_holder: string | null }>(
-    `WITH prior AS (SELECT lease_holder AS prior_holder FROM sessions WHERE session_id = $1)
-     UPDATE sessions
-        SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
-                               THEN lease_epoch ELSE lease_epoch + 1 END,
-            lease_holder = $2,
-            lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
-      WHERE session_id = $1 AND status <> ${TERMINATED}
-        AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
-      RETURNING ${SESSION_COLUMNS}, (SELECT prior_holder FROM prior)`,
-    [sessionId, holder, ttlMs],
-  );
+  const { rows } = await db.query<SessionRow & { prior_holder: string | null; fetched: string; bodies: string | null }>(ACQUIRE_SQL, [
+    sessionId,
+    holder,
+    ttlMs,
+    maxEvents + 1,
+    maxEvents,
+    MAX_SLICE_BYTES,
+  ]);
   if (rows[0] !== undefined) {
     if (rows[0].prior_holder !== null && rows[0].prior_holder !== holder) leaseTakeovers.add(1, { via: "expired" });
-    return { lease: toLease(rows[0]), session: sessionFromRow(rows[0]) };
+    const session = sessionFromRow(rows[0]);
+    const { bodies, hasMore } = sliceBodies(rows[0]);
+    // Seqs are dense from 1: all of them, when there are as many as the row's last_seq.
+    const events = session.lastSeq <= maxEvents && !hasMore && bodies.length === session.lastSeq ? bodies : undefined;
+    return { lease: toLease(rows[0]), session, events };
   }
   const { status, lease: current } = await currentLease(db, sessionId);
   if (status === TERMINATED) {

@@ -79,26 +79,37 @@ export async function readSlice(db: Queryable, req: SliceRequest): Promise<Slice
  * and 0.56 against 0.63 and 0.55 ms). Exported for the benchmarks.
  */
 export function sliceStatement(direction: SliceRequest["direction"], typed: boolean): string {
-  const order = direction === "after" ? "ASC" : "DESC";
   return `SELECT s.last_seq, s.status, e.fetched, e.bodies
        FROM sessions s
-       CROSS JOIN LATERAL (
-         SELECT count(*) AS fetched,
+       CROSS JOIN LATERAL (${sliceEvents(direction, { session: "s.session_id", bound: "$2", limit: "$3", budget: "$4", ...(typed ? { types: "$5" } : {}) })}) e
+      WHERE s.session_id = $1`;
+}
+
+/**
+ * The slice's one row (fetched, bodies) of the session `at.session` names, as sliceStatement
+ * reads it; each of `at` is an SQL expression. `at.when`, if given, must hold for any event to
+ * be read (AcquireLease reads a short session's events in the lease's statement).
+ */
+export function sliceEvents(
+  direction: SliceRequest["direction"],
+  at: { readonly session: string; readonly bound: string; readonly limit: string; readonly budget: string; readonly types?: string; readonly when?: string },
+): string {
+  const order = direction === "after" ? "ASC" : "DESC";
+  return `SELECT count(*) AS fetched,
                 encode(string_agg(int4send(octet_length(k.body)) || k.body, ''::bytea ORDER BY k.seq ${order}) FILTER (WHERE k.served), 'base64') AS bodies
            FROM (
              SELECT e.seq, e.body,
-                    row_number() OVER w < $3 AND ${withinByteBudget("e.body", "$4")} AS served
+                    row_number() OVER w < ${at.limit} AND ${withinByteBudget("e.body", at.budget)} AS served
                FROM (
                  SELECT e.body, e.seq FROM events e
-                  WHERE e.session_id = s.session_id AND e.seq ${direction === "after" ? ">" : "<"} $2
-                        ${typed ? "AND e.type = ANY($5::text[])" : ""}
+                  WHERE e.session_id = ${at.session} AND e.seq ${direction === "after" ? ">" : "<"} ${at.bound}
+                        ${at.types === undefined ? "" : `AND e.type = ANY(${at.types}::text[])`}
+                        ${at.when === undefined ? "" : `AND ${at.when}`}
                   ORDER BY e.seq ${order}
-                  LIMIT $3
+                  LIMIT ${at.limit}
                ) e
              WINDOW w AS (ORDER BY e.seq ${order} ROWS UNBOUNDED PRECEDING)
-           ) k
-       ) e
-      WHERE s.session_id = $1`;
+           ) k`;
 }
 
 export async function readStoredSlice(db: Queryable, req: SliceRequest): Promise<StoredSlice> {
@@ -108,12 +119,16 @@ export async function readStoredSlice(db: Queryable, req: SliceRequest): Promise
   const { rows } = await db.query<SliceRow>(sliceStatement(req.direction, typed), params);
   const row = rows[0];
   if (row === undefined) throw notFound(req.sessionId);
-  const bodies = row.bodies === null ? [] : lengthPrefixed(Buffer.from(row.bodies, "base64"));
+  const { bodies, hasMore } = sliceBodies(row);
   // Aggregated in the order read: the input's order, which Postgres 16 and later then need not sort.
   if (req.direction === "before") bodies.reverse();
-  // Beyond the slice lie the LIMIT's extra event, or the events the byte budget left out.
-  const hasMore = Number(row.fetched) > bodies.length;
   return { bodies, lastSeq: Number(row.last_seq), hasMore, status: row.status };
+}
+
+/** The bodies of a sliceEvents row, in the order read, and whether more lie beyond them (the LIMIT's extra event, or the byte budget's). */
+export function sliceBodies(row: { readonly fetched: string; readonly bodies: string | null }): { bodies: Buffer[]; hasMore: boolean } {
+  const bodies = row.bodies === null ? [] : lengthPrefixed(Buffer.from(row.bodies, "base64"));
+  return { bodies, hasMore: Number(row.fetched) > bodies.length };
 }
 
 /** Views of each body of `buf`, where each follows its length (4 bytes, big-endian). */
