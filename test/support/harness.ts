@@ -16,6 +16,7 @@ import { userMessage } from "./events.js";
 import { eventually } from "./eventually.js";
 
 export type HarnessRpc = PromiseClient<typeof HarnessService>;
+export type HarnessOptions = NonNullable<Parameters<typeof startHarness>[2]>;
 
 export interface Brain {
   readonly log: TestLog;
@@ -27,7 +28,8 @@ export interface Brain {
   readonly rpc: HarnessRpc;
   /** The harnesses' MH_SERVICE_TOKENS_FILE and the admin's token (the gateway's). */
   readonly harnessTokens: ServiceTokenFiles<"admin">;
-  addHarness(env?: Record<string, string>): Promise<HarnessHandle>;
+  /** `options`: startHarness's (a wrapped client of the log, a loop of the test's). */
+  addHarness(env?: Record<string, string>, options?: HarnessOptions): Promise<HarnessHandle>;
   /** `environment`: the snapshot the gateway would give the session (none when omitted). */
   createSession(agent?: Partial<AgentConfig>, harness?: string, environment?: EnvironmentConfig): Promise<string>;
   /** Events of the session, waiting until `until` holds for them (or `timeoutMs`). */
@@ -81,7 +83,7 @@ export async function startBrain(opts: {
       stops.push(() => broker!.stop());
     }
     const harnesses: HarnessHandle[] = [];
-    const addHarness = async (env: Record<string, string> = {}): Promise<HarnessHandle> => {
+    const addHarness = async (env: Record<string, string> = {}, options: HarnessOptions = {}): Promise<HarnessHandle> => {
       const config = loadConfig({
         MH_GRPC_PORT: "0",
         ...log.reach("harness"),
@@ -94,7 +96,7 @@ export async function startBrain(opts: {
         ...opts.env,
         ...env,
       });
-      const h = await startHarness(config, logger("harness") ?? createLogger({ service: "harness", level: config.logLevel }));
+      const h = await startHarness(config, logger("harness") ?? createLogger({ service: "harness", level: config.logLevel }), options);
       harnesses.push(h);
       stops.push(() => h.stop());
       return h;

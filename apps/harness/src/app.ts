@@ -8,7 +8,7 @@ import { createKafkaBus, kafkaLinkName, loadKafkaSecurity, type BusSubscription,
 import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { HarnessService, SandboxBrokerClient, SandboxBrokerService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { guardedUnary, ServiceTokens } from "@metaharness/service-kit/auth";
-import { createClient, loadGrpcTls, promisify, readServiceToken, startGrpcServer } from "@metaharness/service-kit/grpc";
+import { createClient, loadGrpcTls, promisify, readServiceToken, startGrpcServer, type PromiseClient } from "@metaharness/service-kit/grpc";
 import { Cleanups } from "@metaharness/service-kit/lifecycle";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { HarnessConfig } from "./config.js";
@@ -40,7 +40,13 @@ export const LOOPS: ReadonlyMap<string, HarnessLoop> = new Map([[toolLoop.name, 
 export async function startHarness(
   config: HarnessConfig,
   logger: Logger,
-  options: { bus?: EventBus; model?: ModelClient; loops?: ReadonlyMap<string, HarnessLoop> } = {},
+  options: {
+    bus?: EventBus;
+    model?: ModelClient;
+    loops?: ReadonlyMap<string, HarnessLoop>;
+    /** Wraps this instance's client of the session log (tests hold one of its calls at a gate). */
+    wrapLog?: (log: PromiseClient<typeof SessionLogService>) => PromiseClient<typeof SessionLogService>;
+  } = {},
 ): Promise<HarnessHandle> {
   const cleanups = new Cleanups(logger);
   const stop = (): Promise<void> => cleanups.stop();
@@ -55,7 +61,8 @@ export async function startHarness(
       credentials: tls.client,
     });
     cleanups.push(() => Promise.resolve(rawLog.close()));
-    const log = promisify(rawLog, SessionLogService);
+    const client = promisify(rawLog, SessionLogService);
+    const log = options.wrapLog?.(client) ?? client;
     let broker;
     if (config.brokerAddress !== undefined) {
       if (config.brokerTokenFile === undefined) {

@@ -54,6 +54,13 @@ export class Supervisor {
   private readonly active = new Map<string, Active>();
   private readonly failures = new Map<string, { count: number; until: number }>();
   private readonly waking = new Set<string>();
+  /**
+   * Leases being given back, by session: a wake of the session waits for its release first. The
+   * loop is no longer active then, but the lease is still this instance's, and an AcquireLease by
+   * the same holder keeps its epoch: the release under way would then free the new driver's lease
+   * (test/integration/harness/release-race.test.ts).
+   */
+  private readonly releasing = new Map<string, Promise<void>>();
   private stopping = false;
   /** Sessions this instance started driving since it started (a metric; tests read it). */
   started = 0;
@@ -80,6 +87,7 @@ export class Supervisor {
     // by the log once the lease was taken. Events are read only once the lease is held, so no
     // append of a previous holder can land after the read unseen: the lease fences it first.
     try {
+      await this.releasing.get(sessionId);
       // A terminated session takes no lease: the log refuses it (naming session_id), and there is
       // nothing to do; its epoch does not go up.
       got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
@@ -189,8 +197,12 @@ export class Supervisor {
       if (lease.signal.aborted || e.code === "ABORTED") logger.info({ err: e.message }, "stopped: the lease is gone");
       else await this.fail(sessionId, lease, e, logger);
     } finally {
+      // Registered before the loop stops being active, so that no wake comes between the two.
+      const released = lease.release();
+      this.releasing.set(sessionId, released);
       if (this.active.delete(sessionId)) sessionsActive.add(-1);
-      await lease.release();
+      await released;
+      if (this.releasing.get(sessionId) === released) this.releasing.delete(sessionId);
     }
   }
 }
