@@ -1,7 +1,7 @@
 /**
  * LISTEN on one channel that survives its connection: when the connection fails it reconnects
  * with capped backoff and calls `onReconnect`, so the owner can make up for what it may have
- * missed in between (NOTIFY is not queued for a listener that is gone).
+ * missed in between (NOTIFY is not queued for a listener that is gone); `onLost` as it goes.
  */
 import { backoffMs, retryPolicy } from "@metaharness/errors";
 import type { Logger } from "@metaharness/service-kit/logging";
@@ -23,6 +23,8 @@ export class ResilientListener {
     private readonly onPayload: (payload: string) => void,
     private readonly onReconnect: () => void,
     private readonly logger: Logger,
+    /** The connection was lost: nothing is heard until `onReconnect`. */
+    private readonly onLost: () => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -44,6 +46,7 @@ export class ResilientListener {
       if (lost) return;
       lost = true;
       this.logger.warn({ err, channel: this.channel }, "lost the LISTEN connection; reconnecting");
+      this.onLost();
       this.scheduleReconnect();
     });
     this.failures = 0;

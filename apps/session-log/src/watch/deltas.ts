@@ -30,7 +30,14 @@ export class DeltaHub {
 
   constructor(db: Db, logger: Logger) {
     this.batcher = new NotifyBatcher(db, DELTAS_CHANNEL, logger);
-    this.listener = new ResilientListener(db, DELTAS_CHANNEL, (payload) => this.onNotify(payload), () => this.peers.unsure(), logger);
+    this.listener = new ResilientListener(
+      db,
+      DELTAS_CHANNEL,
+      (payload) => this.onNotify(payload),
+      () => this.peers.unsure(),
+      logger,
+      () => this.peers.away(),
+    );
   }
 
   /** Listens, and says it is there (before the service serves, so the others hear of it before its watchers come). */

@@ -1,6 +1,6 @@
 /**
  * Peers: an instance is alone only once it is sure (its listener up a TTL) and has heard no other
- * instance for a TTL; a reconnected listener makes it unsure again.
+ * instance for a TTL; a listener that is away or reconnected makes it unsure.
  */
 import { describe, expect, it } from "vitest";
 import { Peers } from "./peers.js";
@@ -37,6 +37,21 @@ describe("Peers", () => {
     peers.unsure();
     expect(peers.alone).toBe(false);
     now = 600;
+    expect(peers.alone).toBe(true);
+  });
+
+  it("is not alone while its listener is away, however long, nor for a TTL after it is back", () => {
+    let now = 0;
+    const peers = new Peers(100, () => now);
+    now = 500;
+    expect(peers.alone).toBe(true);
+    peers.away();
+    now = 10_000;
+    expect(peers.alone).toBe(false);
+    peers.unsure();
+    now = 10_099;
+    expect(peers.alone).toBe(false);
+    now = 10_100;
     expect(peers.alone).toBe(true);
   });
 });

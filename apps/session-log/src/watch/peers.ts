@@ -5,8 +5,11 @@
  * within PEERS_TTL_MS, and is sure it would have (its listener has been up that long), is alone,
  * and keeps its deltas to its own watchers: a NOTIFY per PublishDeltas, delivered back to its own
  * listener only to be skipped, was 1.3 of a text-only turn's 11 statements with one instance.
- * A listener that reconnected may have missed announcements: unsure again for a TTL, so not alone.
+ * A listener that is away (its connection lost, not yet back) hears nothing, so is never sure;
+ * one that reconnected may have missed announcements: unsure again for a TTL, so not alone.
+ * Times are the process's monotonic clock: a wall clock set back or forward moves no deadline.
  */
+import { performance } from "node:perf_hooks";
 
 /** How often an instance says it is there. */
 export const PEERS_EVERY_MS = 2000;
@@ -16,10 +19,11 @@ export const PEERS_TTL_MS = 3 * PEERS_EVERY_MS;
 export class Peers {
   private heardUntil = 0;
   private unsureUntil: number;
+  private listening = true;
 
   constructor(
     private readonly ttlMs = PEERS_TTL_MS,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.unsureUntil = now() + ttlMs;
   }
@@ -29,13 +33,19 @@ export class Peers {
     this.heardUntil = this.now() + this.ttlMs;
   }
 
+  /** The listener lost its connection: others count as there until it is back and a TTL after. */
+  away(): void {
+    this.listening = false;
+  }
+
   /** Announcements may have been missed (the listener was away): count others as there for a TTL. */
   unsure(): void {
+    this.listening = true;
     this.unsureUntil = this.now() + this.ttlMs;
   }
 
   get alone(): boolean {
     const t = this.now();
-    return t >= this.heardUntil && t >= this.unsureUntil;
+    return this.listening && t >= this.heardUntil && t >= this.unsureUntil;
   }
 }
