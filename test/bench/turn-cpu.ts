@@ -11,7 +11,8 @@
  * `npm run bench -- turn-cpu` runs 1 and 16 sessions of 1 and of 5 turns each, then the open loop
  * at the rate the 16-session loop of single turns reached and at half of it. Flags (`=` before a
  * value, run.ts reads bare words as benchmark names): `--sessions=1,16`, `--turns-per-session=1,5`,
- * `--open-rates=12,24` (turns/s; `--open-rates=` alone: no open loop), `--seconds=30`,
+ * `--open-rates=12,24` (turns/s; `--open-rates=` alone: no open loop; `--sessions=` alone: no
+ * closed loop), `--seconds=30`,
  * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--linger=0` (the harness's
  * MH_IDLE_LINGER_MS, how long it keeps a session after its turn; its default otherwise), `--cpu-prof` (each service process's CPU
  * profile into bench/results/cpu-prof/), `--no-metrics` (the services without their /metrics, so
@@ -41,11 +42,10 @@ function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: num
   const quick = hasFlag("quick");
   const seconds = numbersFlag("seconds")?.[0] ?? (quick ? 10 : CPU_PHASE.seconds);
   const warmupSeconds = numbersFlag("warmup")?.[0] ?? (quick ? 3 : CPU_PHASE.warmupSeconds);
-  const noOpen = process.argv.includes("--open-rates=");
   return {
     sessions: numbersFlag("sessions") ?? [1, 16],
     turnsPerSession: numbersFlag("turns-per-session") ?? [1, 5],
-    openRates: noOpen ? [] : numbersFlag("open-rates"),
+    openRates: numbersFlag("open-rates"),
     phase: { modelTtftMs: CPU_PHASE.modelTtftMs, warmupSeconds, seconds },
     lingerMs: numbersFlag("linger")?.[0],
     metrics: !hasFlag("no-metrics"),

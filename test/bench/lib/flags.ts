@@ -5,12 +5,14 @@
 
 export const hasFlag = (name: string): boolean => process.argv.includes(`--${name}`);
 
-/** The numbers of `--name=a,b,c`; undefined when the flag is absent. Throws naming the flag on anything else. */
+/** The numbers of `--name=a,b,c` (`--name=` alone: none); undefined when the flag is absent. Throws naming the flag on anything else. */
 export function numbersFlag(name: string): number[] | undefined {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
   if (arg === undefined) return undefined;
-  const values = arg.slice(name.length + 3).split(",").map((s) => Number(s.trim()));
-  if (values.length === 0 || values.some((v) => !Number.isFinite(v) || v < 0)) {
+  const text = arg.slice(name.length + 3).trim();
+  if (text === "") return [];
+  const values = text.split(",").map((s) => (s.trim() === "" ? NaN : Number(s.trim())));
+  if (values.some((v) => !Number.isFinite(v) || v < 0)) {
     throw new Error(`--${name} takes numbers >= 0 separated by commas (e.g. --${name}=1,16), got ${JSON.stringify(arg)}`);
   }
   return values;
