@@ -26,7 +26,7 @@ import { summarize, type Summary } from "./lib/stats.js";
 import { svgChart, type ChartPanel } from "./lib/svg-chart.js";
 import { measurePoint, type ModeFigures, type PointFigures, type Sample, type Segments, type SweepPoint } from "./ttft-sweep-points.js";
 import { CACHED_SET, startSweepRig, type LayerKind } from "./ttft-sweep-rig.js";
-import { closedLoop, CPU_PHASE, measureTurnCpu, turnCpuChecks, turnCpuTable, type TurnCpuFigures } from "./turn-cpu.js";
+import { closedLoop, CPU_PHASE, floorsTable, loopDelayTable, measureTurnCpu, multiplesTable, turnCpuChecks, turnCpuTable, type TurnCpuFigures } from "./turn-cpu.js";
 
 interface Sweep {
   readonly name: string;
@@ -272,7 +272,7 @@ export async function runSweep(which: "default" | "full" | "quick"): Promise<Ben
   return {
     name: "ttft",
     title: `TTFT sweep (${sweep.name}): decoupled vs coupled on the same services`,
-    tables: [sweepTable(figs), overheadTable(figs), ...concurrencies.map((c) => segmentsTable(figs, c)), cpuTable(figs), turnCpuTable(turnCpu, CPU_PHASE)],
+    tables: [sweepTable(figs), overheadTable(figs), ...concurrencies.map((c) => segmentsTable(figs, c)), cpuTable(figs), ...(turnCpu.length === 0 ? [] : [turnCpuTable(turnCpu, CPU_PHASE), floorsTable(turnCpu), multiplesTable(turnCpu), ...[loopDelayTable(turnCpu)].flatMap((t) => (t === undefined ? [] : [t]))])],
     checks: [...checks(figs), ...turnCpuChecks(turnCpu)],
     notes: [
       `sweep ${sweep.name}: model TTFT ${sweep.ttfts.join(", ")} ms x repositories ${sweep.repos.map((r) => r.name).join(", ")} x ${sweep.concurrency.join(", ")} concurrent sessions, no packages; and ${sweep.extra.map((p) => `${p.ttftMs} ms, ${p.repo.name}, ${p.concurrency} sessions, packages ${LAYER_CELL[p.layer]}`).join("; ")}; rounds per mode and point: ${points.map((p) => `${p.concurrency} sessions${p.layer === "none" ? "" : ` (packages ${LAYER_CELL[p.layer]})`}: ${sweep.rounds(p).rounds} x ${sweep.rounds(p).turnsPerWorker} turn(s) per worker`).filter((x, i, all) => all.indexOf(x) === i).join("; ")}, coupled and decoupled rounds alternating`,

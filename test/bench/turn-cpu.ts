@@ -30,7 +30,7 @@ import { floorsTable, loadCell, loopDelayTable, multiplesTable, openLoopTable, s
 
 export { loopLabel, type TurnLoop } from "./turn-cpu-driver.js";
 export { measureTurnCpu, type TurnCpuFigures, type TurnCpuOptions } from "./turn-cpu-measure.js";
-export { turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
+export { floorsTable, loopDelayTable, multiplesTable, turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
 
 /** The per-service CPU phase: the model's TTFT, and how long it warms up and measures. */
 export const CPU_PHASE = { modelTtftMs: 200, warmupSeconds: 10, seconds: 30 };
