@@ -4,9 +4,7 @@
  * broker is down and the outbox drains, in order, once it is back; two relays never reorder a
  * session.
  */
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withSpan } from "@metaharness/telemetry";
 import { startTestTelemetry } from "@metaharness/telemetry/testing";
@@ -17,10 +15,8 @@ import { newSession, startTestLog, type TestLog } from "../../support/session-lo
 import { deleteTopic } from "../../support/topics.js";
 import { readTopic, type Received } from "../../support/kafka.js";
 import { eventually } from "../../support/eventually.js";
+import { startOwnKafka } from "../../support/own-kafka.js";
 import { userMessage } from "../../support/events.js";
-
-const run = promisify(execFile);
-const INFRA = new URL("../../../infra/kafka/", import.meta.url).pathname;
 
 /** Per session: the seqs received, in arrival order. */
 function bySession(received: Received[]): Map<string, number[]> {
@@ -145,39 +141,45 @@ describe("outbox to Kafka", () => {
     }
   }, 40_000);
 
+  // On a broker of its own (support/own-kafka.ts): stopping the shared one stopped every test
+  // beside it, and from a worktree infra/kafka/down.sh (whose state is the checkout's own) stopped
+  // nothing, after which up.sh failed on the port the shared broker holds.
   it("keeps appending while Kafka is down and drains in order when it is back", async () => {
-    const sessions: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      const { session } = await log.client.createSession({ sessionId: "", metadata: undefined });
-      sessions.push(session!.sessionId);
-    }
-    await run("bash", [`${INFRA}down.sh`]);
+    const kafka = await startOwnKafka();
+    let own: TestLog | undefined;
     try {
-      const started = Date.now();
-      for (let round = 0; round < 25; round++) {
-        await Promise.all(sessions.map((sessionId) => log.client.emitEvent({ sessionId, event: userMessage(`r${round}`) })));
+      own = await startTestLog({ MH_KAFKA_BROKERS: kafka.brokers, MH_RELAY_REBALANCE_MS: "500" });
+      const sessions: string[] = [];
+      for (let i = 0; i < 4; i++) sessions.push(await newSession(own.client));
+      await kafka.stop();
+      try {
+        const started = Date.now();
+        for (let round = 0; round < 25; round++) {
+          await Promise.all(sessions.map((sessionId) => own!.client.emitEvent({ sessionId, event: userMessage(`r${round}`) })));
+        }
+        // 100 appends with the broker down: they must not wait on Kafka (a wait on it would be a
+        // second or more per round of 25); 15 s is a busy machine's margin.
+        expect(Date.now() - started).toBeLessThan(15_000);
+        const { rows } = await own.handle.db.query<{ n: string }>("SELECT count(*) AS n FROM outbox WHERE session_id = ANY($1)", [sessions]);
+        expect(Number(rows[0]?.n)).toBe(100);
+      } finally {
+        await kafka.start();
       }
-      // 100 appends with the broker down: they must not wait on Kafka (a wait on it would be a
-      // second or more per round of 25); 15 s is a busy machine's margin.
-      expect(Date.now() - started).toBeLessThan(15_000);
-      const { rows } = await log.handle.db.query<{ n: string }>(
-        "SELECT count(*) AS n FROM outbox WHERE session_id = ANY($1)",
-        [sessions],
-      );
-      expect(Number(rows[0]?.n)).toBe(100);
+      const reader = await readTopic(own.topic, { MH_KAFKA_BROKERS: kafka.brokers });
+      try {
+        await reader.waitFor((r) => sessions.every((s) => new Set(r.filter((x) => x.key === s).map((x) => x.event.seq)).size === 25), 90_000);
+        expectOrdered(reader.received, new Map(sessions.map((s) => [s, 25])));
+      } finally {
+        await reader.close();
+      }
+      // A drain deletes the rows it published with its next read (outbox/batch.ts): empty soon after, not at once.
+      const queued = async (): Promise<number> => Number((await own!.handle.db.query<{ n: string }>("SELECT count(*) AS n FROM outbox")).rows[0]?.n);
+      await eventually(async () => ((await queued()) === 0 ? true : undefined), "the outbox to empty");
     } finally {
-      await run("bash", [`${INFRA}up.sh`]);
+      await own?.stop();
+      await kafka.dispose();
     }
-    const reader = await readTopic(log.topic);
-    try {
-      await reader.waitFor((r) => sessions.every((s) => new Set(r.filter((x) => x.key === s).map((x) => x.event.seq)).size === 25), 90_000);
-      expectOrdered(reader.received, new Map(sessions.map((s) => [s, 25])));
-    } finally {
-      await reader.close();
-    }
-    const { rows } = await log.handle.db.query<{ n: string }>("SELECT count(*) AS n FROM outbox");
-    expect(Number(rows[0]?.n)).toBe(0);
-  });
+  }, 240_000);
 
   it("never reorders a session when two relays run", async () => {
     const second = await log.startReplica({ MH_RELAY_REBALANCE_MS: "200" });
