@@ -47,8 +47,13 @@ interface Level {
   readonly ttftMs: Summary;
   readonly overheadMs: Summary;
   readonly memory: Memory;
-  /** RenewLease calls the session log served per second over the level's window. */
+  /**
+   * Renewal calls the session log served per second over the level's window: RenewLease (one a
+   * lease and TTL/3, a harness before batching) and RenewLeases (an instance's leases due together).
+   */
   readonly renewalsPerSecond: number;
+  /** Postgres transactions per second in the log's database over the window (each renewal call is one statement). */
+  readonly transactionsPerSecond: number;
   readonly load: readonly [number, number];
 }
 
@@ -142,7 +147,7 @@ async function run(): Promise<BenchReport> {
       const ttfts: number[] = [];
       const overheads: number[] = [];
       const inFlight: Array<Promise<void>> = [];
-      const callsBefore = await stack.logCalls();
+      const [callsBefore, xactsBefore] = await Promise.all([stack.logCalls(), stack.logTransactions()]);
       const t0 = nowMs();
       // The pace: one turn due every 1/rate s, taken by a random session not mid-turn (none idle: skipped, and counted as a turn short).
       for (let k = 0; nowMs() - t0 < phase.seconds * 1000; k++) {
@@ -159,9 +164,12 @@ async function run(): Promise<BenchReport> {
         );
       }
       await Promise.all(inFlight);
-      const renewals = perTurn(callsBefore, await stack.logCalls(), 1)["RenewLease"] ?? 0;
+      const [callsAfter, xactsAfter] = await Promise.all([stack.logCalls(), stack.logTransactions()]);
+      const calls = perTurn(callsBefore, callsAfter, 1);
+      const windowSeconds = (nowMs() - t0) / 1000;
       const level: Level = {
-        renewalsPerSecond: renewals / ((nowMs() - t0) / 1000),
+        renewalsPerSecond: ((calls["RenewLease"] ?? 0) + (calls["RenewLeases"] ?? 0)) / windowSeconds,
+        transactionsPerSecond: (xactsAfter - xactsBefore) / windowSeconds,
         sessions: n,
         turnsPerSecond: phase.turnsPerSecond,
         seconds: phase.seconds,
@@ -172,7 +180,7 @@ async function run(): Promise<BenchReport> {
         memory: memoryOf(stack),
         load: [loadBefore, os.loadavg()[0] ?? NaN],
       };
-      console.log(`  ${n} sessions: ${level.turns} turns, overhead p50 ${ms(level.overheadMs.p50)} ms, RSS ${(level.memory.rss / 2 ** 20).toFixed(1)} MiB, heap ${(level.memory.heap / 2 ** 20).toFixed(1)} MiB, ${level.renewalsPerSecond.toFixed(1)} renewals/s, driving ${await stack.harnessClient.listActive({}).then((a) => a.sessions.length)}`);
+      console.log(`  ${n} sessions: ${level.turns} turns, overhead p50 ${ms(level.overheadMs.p50)} ms, RSS ${(level.memory.rss / 2 ** 20).toFixed(1)} MiB, heap ${(level.memory.heap / 2 ** 20).toFixed(1)} MiB, ${level.renewalsPerSecond.toFixed(1)} renewal calls/s, ${level.transactionsPerSecond.toFixed(1)} Postgres transactions/s, driving ${await stack.harnessClient.listActive({}).then((a) => a.sessions.length)}`);
       levels.push(level);
     }
     return report(levels, memory0, phase);

@@ -1,20 +1,23 @@
 /**
  * LeaseKeeper.acquire tells the log's two refusals apart by the field they name: a lease held
  * elsewhere (`holder`) and a session that ended (`session_id`), so a wake that races a session's
- * termination ends as "nothing to do", not as "held elsewhere".
+ * termination ends as "nothing to do", not as "held elsewhere". Renewals keep their timing when
+ * the instance's LeaseRenewer sends the leases due together, each keeper taking its own outcome.
  */
 import { describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
 import { createLogger } from "@metaharness/service-kit/logging";
 import { ManualClock } from "@metaharness/service-kit/testing";
+import { LeaseRenewal_Outcome, type LeaseRenewal, type RenewLeasesRequest } from "@metaharness/proto";
 import { LeaseKeeper } from "./lease-keeper.js";
+import { LeaseRenewer } from "./lease-renewer.js";
 import type { SessionLogClient } from "./log-port.js";
 
 const logger = createLogger({ service: "lease-keeper-test", level: "silent" });
 
-function refusing(err: MhError): SessionLogClient {
+function refusing(err: MhError): LeaseRenewer {
   const client: Pick<SessionLogClient, "acquireLease"> = { acquireLease: () => Promise.reject(err) };
-  return client as SessionLogClient;
+  return new LeaseRenewer(client as SessionLogClient);
 }
 
 describe("LeaseKeeper.acquire", () => {
@@ -36,27 +39,39 @@ describe("LeaseKeeper.acquire", () => {
 
 describe("LeaseKeeper renewals", () => {
   // Time is the subject: a ManualClock moves it, and the log's answers come on that clock too.
-  /** A log whose renewals answer after `delayMs`, and fail as gRPC would when that is past the call's deadline. */
-  function slowLog(clock: ManualClock, delayMs: number): SessionLogClient & { renewals: number[] } {
+  /**
+   * A log whose renewals answer after `delayMs` (renewing all but the sessions in `lost`, which
+   * another holder took), and fail as gRPC would when that is past the call's deadline, or with
+   * `failWith` when set.
+   */
+  function slowLog(clock: ManualClock, delayMs: number, opts: { lost?: string[]; failWith?: MhError } = {}) {
     const lease = { holder: "harness-a", epoch: 1, expiresAt: new Date() };
     const renewals: number[] = [];
-    const client: Pick<SessionLogClient, "acquireLease" | "renewLease" | "releaseLease"> = {
+    const calls: Array<{ at: number; sessions: string[] }> = [];
+    const failWith = opts.failWith;
+    const outcome = (l: RenewLeasesRequest["leases"][number]): LeaseRenewal =>
+      opts.lost?.includes(l.sessionId)
+        ? { sessionId: l.sessionId, outcome: LeaseRenewal_Outcome.OUTCOME_ABORTED, lease: undefined, currentEpoch: 2 }
+        : { sessionId: l.sessionId, outcome: LeaseRenewal_Outcome.OUTCOME_RENEWED, lease, currentEpoch: 0 };
+    const client: Pick<SessionLogClient, "acquireLease" | "renewLeases" | "releaseLease"> = {
       acquireLease: () => Promise.resolve({ lease, session: undefined, events: [] }),
-      renewLease: (_req, opts) =>
+      renewLeases: (req, callOpts) =>
         new Promise((resolve, reject) => {
           renewals.push(clock.now());
-          const deadline = opts?.deadlineMs ?? Number.POSITIVE_INFINITY;
+          calls.push({ at: clock.now(), sessions: req.leases.map((l) => l.sessionId) });
+          const deadline = callOpts?.deadlineMs ?? Number.POSITIVE_INFINITY;
           if (delayMs > deadline) clock.setTimeout(() => reject(new MhError("DEADLINE_EXCEEDED", "deadline exceeded")), deadline);
-          else clock.setTimeout(() => resolve({ lease }), delayMs);
+          else if (failWith !== undefined) clock.setTimeout(() => reject(failWith), delayMs);
+          else clock.setTimeout(() => resolve({ renewals: req.leases.map(outcome) }), delayMs);
         }),
       releaseLease: () => Promise.resolve({}),
     };
-    return Object.assign(client as SessionLogClient, { renewals });
+    return Object.assign(client as SessionLogClient, { renewals, calls });
   }
 
-  /** A keeper of a 1 s lease taken at time 0 of `clock` from `log`. */
-  async function keeperOn(clock: ManualClock, log: SessionLogClient): Promise<LeaseKeeper> {
-    const keeper = await LeaseKeeper.acquire(log, "sesn_a", "harness-a", 1000, logger, clock);
+  /** A keeper of a 1 s lease of `sessionId` taken now on `clock` from `log`, through `renewer` (a new one by default). */
+  async function keeperOn(clock: ManualClock, log: SessionLogClient, renewer = new LeaseRenewer(log, clock), sessionId = "sesn_a"): Promise<LeaseKeeper> {
+    const keeper = await LeaseKeeper.acquire(renewer, sessionId, "harness-a", 1000, logger);
     if (!(keeper instanceof LeaseKeeper)) throw new Error("no lease");
     return keeper;
   }
@@ -88,6 +103,78 @@ describe("LeaseKeeper renewals", () => {
       expect(keeper.signal.reason).toMatchObject({ code: "ABORTED" });
     } finally {
       await keeper.release();
+    }
+  });
+
+  it("renews the leases due together in one call, and each keeper takes its own outcome", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 10, { lost: ["sesn_c"] });
+    const renewer = new LeaseRenewer(log, clock);
+    const a = await keeperOn(clock, log, renewer, "sesn_a");
+    await clock.advance(50);
+    // Due at 383 and 413, within a quarter of the interval (83 ms) of a's 333: they go with a.
+    const b = await keeperOn(clock, log, renewer, "sesn_b");
+    await clock.advance(30);
+    const c = await keeperOn(clock, log, renewer, "sesn_c");
+    await clock.advance(220);
+    // Due at 633, on its own; a and b, due at 666, go with it, and all three stay together.
+    const d = await keeperOn(clock, log, renewer, "sesn_d");
+    try {
+      await clock.advance(1000 - clock.now());
+      expect(log.calls).toEqual([
+        { at: 333, sessions: ["sesn_a", "sesn_b", "sesn_c"] },
+        { at: 633, sessions: ["sesn_d", "sesn_a", "sesn_b"] },
+        { at: 966, sessions: ["sesn_d", "sesn_a", "sesn_b"] },
+      ]);
+      // Another holder took c: it alone is aborted.
+      expect(c.signal.aborted).toBe(true);
+      expect(c.signal.reason).toMatchObject({ code: "ABORTED" });
+      expect([a, b, d].map((k) => k.signal.aborted)).toEqual([false, false, false]);
+    } finally {
+      await Promise.all([a, b, c, d].map((k) => k.release()));
+    }
+  });
+
+  it("retries each lease of a failed call soon, together, until its lease expires", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 20, { failWith: new MhError("UNAVAILABLE", "log restarting") });
+    const renewer = new LeaseRenewer(log, clock);
+    const a = await keeperOn(clock, log, renewer, "sesn_a");
+    const b = await keeperOn(clock, log, renewer, "sesn_b");
+    try {
+      // Sent at 333, failed at 353, sent again 50 ms later: every 70 ms while the lease runs.
+      await clock.advance(500);
+      expect(log.calls.map((c) => c.at)).toEqual([333, 403, 473]);
+      expect(log.calls.every((c) => c.sessions.length === 2)).toBe(true);
+      // The attempt sent at 963 fails at 983, with 17 ms of lease left: once more at 1033, given
+      // the least (100 ms); it fails at 1053, the lease expired: both stop, as a lone keeper did.
+      await clock.advance(552);
+      expect(a.signal.aborted || b.signal.aborted).toBe(false);
+      await clock.advance(1);
+      expect([a.signal.aborted, b.signal.aborted]).toEqual([true, true]);
+    } finally {
+      await Promise.all([a, b].map((k) => k.release()));
+    }
+  });
+
+  it("gives each lease of a call as long as its own lease runs, not the call's longest", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 5000);
+    const renewer = new LeaseRenewer(log, clock);
+    const a = await keeperOn(clock, log, renewer, "sesn_a");
+    await clock.advance(60);
+    // Due at 393, sent with a at 333: a's lease runs to 1000, b's to 1060.
+    const b = await keeperOn(clock, log, renewer, "sesn_b");
+    try {
+      await clock.advance(999 - clock.now());
+      expect([a.signal.aborted, b.signal.aborted]).toEqual([false, false]);
+      await clock.advance(1);
+      expect([a.signal.aborted, b.signal.aborted]).toEqual([true, false]);
+      await clock.advance(60);
+      expect(b.signal.aborted).toBe(true);
+      expect(log.calls).toEqual([{ at: 333, sessions: ["sesn_a", "sesn_b"] }]);
+    } finally {
+      await Promise.all([a, b].map((k) => k.release()));
     }
   });
 });

@@ -3,41 +3,44 @@
  * moment a renewal says the lease is gone (ABORTED: someone else took it), aborts the driver's
  * signal so it stops at once. Renewal failures of the log itself (UNAVAILABLE) are retried until
  * the lease would have expired; then the driver stops too, since a successor may take over.
- * Time is read from one Clock (the system's, or a test's that moves on command).
+ * The renewals go through the instance's LeaseRenewer, with the other leases due then, in one
+ * call; a keeper's timing is its own. Time is read from the renewer's Clock (the system's, or a
+ * test's that moves on command).
  */
 import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Event, Lease, Session } from "@metaharness/proto";
-import { systemClock, type Clock, type ClockTimer } from "@metaharness/service-kit/lifecycle";
+import type { Clock } from "@metaharness/service-kit/lifecycle";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { SessionLogClient } from "./log-port.js";
+import type { LeaseRenewer, Renewable } from "./lease-renewer.js";
 
-/** The least a renewal is given, even with little of the lease left (the log may still take it). */
-const MIN_RENEW_DEADLINE_MS = 100;
 /** After a failed renewal, the next attempt. */
 const RETRY_MS = 50;
 /** How long a release may take before it is given up (see release()). */
 const RELEASE_DEADLINE_MS = 1000;
 
-export class LeaseKeeper {
-  private timer: ClockTimer | undefined;
+export class LeaseKeeper implements Renewable {
   private readonly controller = new AbortController();
-  private validUntil: number;
+  validUntil: number;
+  private readonly client: SessionLogClient;
+  private readonly clock: Clock;
 
   private constructor(
-    private readonly client: SessionLogClient,
-    private readonly sessionId: string,
-    private readonly holder: string,
+    private readonly renewer: LeaseRenewer,
+    readonly sessionId: string,
+    readonly holder: string,
     readonly lease: Lease,
     /** The session as the lease was taken (AcquireLease returns it; undefined from a log that does not). */
     readonly session: Session | undefined,
     /** Its whole log, read with the lease, when the log sent all of it (a short session); else undefined. */
     readonly history: Event[] | undefined,
-    private readonly ttlMs: number,
+    readonly ttlMs: number,
     private readonly logger: Logger,
     /** When the request that granted the lease was sent. */
     sentAt: number,
-    private readonly clock: Clock,
   ) {
+    this.client = renewer.client;
+    this.clock = renewer.clock;
     this.validUntil = sentAt + ttlMs;
   }
 
@@ -46,13 +49,13 @@ export class LeaseKeeper {
    * `terminated` when the session ended (the log names `session_id` then, `holder` otherwise).
    */
   static async acquire(
-    client: SessionLogClient,
+    renewer: LeaseRenewer,
     sessionId: string,
     holder: string,
     ttlMs: number,
     logger: Logger,
-    clock: Clock = systemClock,
   ): Promise<LeaseKeeper | { heldBy: string } | "terminated"> {
+    const { client, clock } = renewer;
     try {
       // The log counts the TTL from when it got the request, so from when we sent it is on the safe side.
       const sentAt = clock.now();
@@ -60,8 +63,8 @@ export class LeaseKeeper {
       if (lease === undefined) throw new MhError("INTERNAL", "AcquireLease returned no lease");
       // Complete when it holds every seq up to the session's last (seqs are dense from 1).
       const history = session !== undefined && events.length === session.lastSeq ? events : undefined;
-      const keeper = new LeaseKeeper(client, sessionId, holder, lease, session, history, ttlMs, logger, sentAt, clock);
-      keeper.schedule();
+      const keeper = new LeaseKeeper(renewer, sessionId, holder, lease, session, history, ttlMs, logger, sentAt);
+      keeper.schedule(sentAt + keeper.interval());
       return keeper;
     } catch (err) {
       const e = MhError.from(err);
@@ -82,8 +85,7 @@ export class LeaseKeeper {
 
   /** Stops renewing and gives the lease back (best effort: it expires anyway). */
   async release(): Promise<void> {
-    this.clock.clearTimeout(this.timer);
-    this.timer = undefined;
+    this.renewer.cancel(this);
     if (!this.controller.signal.aborted) this.controller.abort(new MhError("CANCELLED", "lease released"));
     // Bounded: a harness shutting down gives its leases back on the way out, and a log that does
     // not answer must not hold the shutdown (the lease then expires as after a crash).
@@ -96,38 +98,41 @@ export class LeaseKeeper {
     return Math.max(100, Math.floor(this.ttlMs / 3));
   }
 
-  private schedule(delayMs = this.interval()): void {
-    this.timer = this.clock.setTimeout(() => {
-      this.renew().catch((err: unknown) => this.lose(MhError.from(err)));
-    }, delayMs);
+  /**
+   * The next renewal at `dueAt`; it may go up to a quarter of the interval earlier with other
+   * leases (a lease renewed early only runs longer), so leases taken at different moments come
+   * to be renewed together.
+   */
+  private schedule(dueAt: number, earliestAt = dueAt - Math.floor(this.interval() / 4)): void {
+    if (!this.controller.signal.aborted) this.renewer.schedule(this, dueAt, earliestAt);
   }
 
-  private async renew(): Promise<void> {
+  /** Renewable: the renewal sent at `sentAt` extended the lease. */
+  renewed(sentAt: number): void {
     if (this.controller.signal.aborted) return;
-    try {
-      // As at acquire: counted from the send, not the reply, which may come late.
-      const sentAt = this.clock.now();
-      // A renewal may take as long as the lease still runs: one that lands late but before the
-      // expiry keeps it. A deadline of a third of the TTL lost leases on a loaded machine by the
-      // dozen (test/bench/recovery.ts) while the log would still have renewed them.
-      await this.client.renewLease(
-        { sessionId: this.sessionId, holder: this.holder, epoch: this.lease.epoch, ttlMs: this.ttlMs },
-        { deadlineMs: Math.max(MIN_RENEW_DEADLINE_MS, this.validUntil - sentAt) },
-      );
-      this.validUntil = sentAt + this.ttlMs;
-      // The next one a third of the TTL after this one was sent, not answered: a slow answer
-      // must not push the next renewal towards the expiry.
-      this.schedule(Math.max(0, sentAt + this.interval() - this.clock.now()));
-    } catch (err) {
-      const e = MhError.from(err);
-      if (e.code === "ABORTED" || e.code === "NOT_FOUND" || this.clock.now() >= this.validUntil) {
-        this.lose(e);
-        return;
-      }
-      this.logger.warn({ err: e, sessionId: this.sessionId }, "lease renewal failed; retrying");
-      // Soon, not a third of the TTL later: what is left of the lease is what there is to try in.
-      this.schedule(RETRY_MS);
+    // As at acquire: counted from the send, not the reply, which may come late.
+    this.validUntil = sentAt + this.ttlMs;
+    // The next one a third of the TTL after this one was sent, not answered: a slow answer
+    // must not push the next renewal towards the expiry.
+    this.schedule(Math.max(this.clock.now(), sentAt + this.interval()));
+  }
+
+  /**
+   * Renewable: the renewal failed. A renewal may take as long as the lease still runs (the
+   * renewer gives it that long): one that lands late but before the expiry keeps it. A deadline
+   * of a third of the TTL lost leases on a loaded machine by the dozen (test/bench/recovery.ts)
+   * while the log would still have renewed them.
+   */
+  failed(e: MhError): void {
+    if (this.controller.signal.aborted) return;
+    if (e.code === "ABORTED" || e.code === "NOT_FOUND" || this.clock.now() >= this.validUntil) {
+      this.lose(e);
+      return;
     }
+    this.logger.warn({ err: e, sessionId: this.sessionId }, "lease renewal failed; retrying");
+    // Soon, not a third of the TTL later: what is left of the lease is what there is to try in.
+    const at = this.clock.now() + RETRY_MS;
+    this.schedule(at, at);
   }
 
   private lose(err: MhError): void {

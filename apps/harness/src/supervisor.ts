@@ -12,6 +12,7 @@ import { WakeOutcome, type ActiveSession, type SandboxBrokerService, type Sessio
 import type { PromiseClient } from "@metaharness/service-kit/grpc";
 import { loggerFor, type Logger } from "@metaharness/service-kit/logging";
 import { LeaseKeeper } from "./lease-keeper.js";
+import { LeaseRenewer } from "./lease-renewer.js";
 import { sessionsActive, sessionsLingering } from "./loop/turn-meter.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
 import type { HarnessLoop } from "./loop/harness-loop.js";
@@ -62,11 +63,14 @@ export class Supervisor {
    */
   private readonly releasing = new Map<string, Promise<void>>();
   private stopping = false;
+  /** Every lease of this instance renewed together, in one call a tick. */
+  private readonly renewer: LeaseRenewer;
   /** Sessions this instance started driving since it started (a metric; tests read it). */
   started = 0;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.instanceId = opts.instanceId ?? `harness-${randomBytes(4).toString("hex")}-${process.pid}`;
+    this.renewer = new LeaseRenewer(opts.log);
   }
 
   async wake(sessionId: string): Promise<{ outcome: WakeOutcome; holder: string }> {
@@ -90,7 +94,7 @@ export class Supervisor {
       await this.releasing.get(sessionId);
       // A terminated session takes no lease: the log refuses it (naming session_id), and there is
       // nothing to do; its epoch does not go up.
-      got = await LeaseKeeper.acquire(this.opts.log, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
+      got = await LeaseKeeper.acquire(this.renewer, sessionId, this.instanceId, this.opts.leaseTtlMs, logger);
     } finally {
       this.waking.delete(sessionId);
     }

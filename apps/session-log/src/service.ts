@@ -26,6 +26,7 @@ import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
 import { storedAcquireLeaseResponse, storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
 import { acquireLease, checkHolder, releaseLease, renewLease } from "./store/leases.js";
+import { renewLeases } from "./store/renew-leases.js";
 import type { HolderLines } from "./holders/lines.js";
 import { watchEvents } from "./watch/watch.js";
 import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
@@ -211,6 +212,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     renewLease: rpc("renewLease", async (req) => ({
       lease: await renewLease(db, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),
     })),
+
+    renewLeases: rpc("renewLeases", async (req) => ({ renewals: await renewLeases(db, req.holder, req.ttlMs, req.leases) })),
 
     releaseLease: rpc("releaseLease", async (req) => {
       const sessionId = requireSessionId(req.sessionId);

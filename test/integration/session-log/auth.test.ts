@@ -36,6 +36,7 @@ function everyCall(client: LogClient): Array<[keyof typeof POLICY, () => Promise
     ["publishDeltas", () => client.publishDeltas({ sessionId, deltas: [] })],
     ["acquireLease", () => client.acquireLease({ sessionId, holder: "intruder", ttlMs: 60_000 })],
     ["renewLease", () => client.renewLease({ sessionId, holder: "intruder", epoch: 1, ttlMs: 60_000 })],
+    ["renewLeases", () => client.renewLeases({ holder: "intruder", ttlMs: 60_000, leases: [{ sessionId, epoch: 1 }] })],
     ["releaseLease", () => client.releaseLease({ sessionId, holder: "intruder", epoch: 1 })],
   ];
 }

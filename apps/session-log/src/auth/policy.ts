@@ -33,6 +33,7 @@ export const POLICY: Policy<RpcName, Role> = {
   publishDeltas: ["admin", "harness"],
   acquireLease: ["admin", "harness"],
   renewLease: ["admin", "harness"],
+  renewLeases: ["admin", "harness"],
   releaseLease: ["admin", "harness"],
   holdLeases: ["admin", "harness"],
 };

@@ -27,7 +27,8 @@ export function checkHolder(holder: string): void {
   if (holder.includes("\0")) throw invalidArgument("holder", "holds a NUL character, which cannot be stored");
 }
 
-function checkArgs(holder: string, ttlMs: number | undefined): void {
+/** A holder and TTL as every lease RPC takes them (RenewLeases too). */
+export function checkArgs(holder: string, ttlMs: number | undefined): void {
   checkHolder(holder);
   if (ttlMs !== undefined && (ttlMs < MIN_TTL_MS || ttlMs > MAX_TTL_MS)) {
     throw invalidArgument("ttl_ms", `must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}, got ${ttlMs}`);
