@@ -17,6 +17,7 @@ const WEATHER = { name: "get_weather", kind: ToolKind.TOOL_KIND_CUSTOM, descript
 
 const scenarios = [
   defineScenario("hello", [{ text: "Hello there, how can I help?" }], { onExhausted: "repeat-last" }),
+  defineScenario("slow", [{ text: "Let me think.", ttftMs: 10_000 }]),
   defineScenario("weather", [
     { text: "Let me look that up.", toolUses: [{ name: "get_weather", input: { city: "Paris" } }] },
     (ctx) => ({ text: `The weather: ${ctx.lastToolResult?.content ?? "?"}` }),
@@ -105,6 +106,22 @@ describe("a session kept after its turn", () => {
     // The second request offered the tool the new agent has.
     const request = brain.model.requests.filter((r) => JSON.stringify(r.body).includes("and now?")).pop();
     expect((request?.body as { tools?: Array<{ name: string }> }).tools?.map((t) => t.name)).toContain("get_weather");
+  });
+
+  // The log refuses an agent's change while the session runs, so this event comes at idle; but the
+  // follow may deliver it before the loop starts to linger (the idle's append answered after it),
+  // and then it lies before what the linger waits past. Emitted during the turn here to put it there.
+  it("does not keep a session when an agent's change lies between the lease's read and the linger", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:slow] hi") });
+    expect((await brain.harnesses[0]!.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
+    // The request is out (its start is in the log) and its first token 10 s away.
+    await brain.waitFor(sessionId, (e) => e.some((x) => x.type === "span.model_request_start"));
+    await brain.log.client.emitEvent({ sessionId, event: newEvent("session.updated", { agent: { tools: [{ name: "get_weather" }] }, metadata: {}, budget: undefined, title: undefined }) });
+    const events = await brain.waitFor(sessionId, (e) => ended(e) && answers(e) === 1, 60_000);
+    expect(events.findIndex((e) => e.type === "session.updated")).toBeLessThan(events.findIndex((e) => e.type === "agent.message"));
+    // Given back at idle, not kept for two minutes with the old agent.
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease given back at idle", 60_000);
   });
 
   it("gives the lease back at once when the session is terminated", async () => {

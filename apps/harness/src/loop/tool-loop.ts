@@ -92,6 +92,8 @@ class Driver {
   private async linger(): Promise<boolean> {
     const lingerMs = this.ctx.idleLingerMs ?? 0;
     if (lingerMs <= 0 || this.ctx.signal.aborted || this.view === undefined) return false;
+    // Changed during the turn, after the lease's read of the configuration: not kept either.
+    if (this.agentChanged()) return false;
     const seen = this.lastSeq();
     const until = deadline(lingerMs, this.ctx.signal);
     this.ctx.lingering?.(true);
@@ -102,13 +104,22 @@ class Driver {
       this.ctx.lingering?.(false);
     }
     if (this.ctx.signal.aborted || this.lastSeq() <= seen) return false;
-    if (this.events.some((e) => e.seq > seen && e.payload?.$case === "sessionUpdated" && e.payload.value.agent !== undefined)) return false;
+    if (this.agentChanged()) return false;
     // What a fresh wake would find out again: which sandbox is the session's default (one may
     // have been handed to it or away since, POST .../sandbox/transfer) and which hand tools are
     // connected now.
     this.ctx.sandbox?.forget();
     await this.tools.addHandTools();
     return true;
+  }
+
+  /**
+   * Whether a session.updated named the agent after the configuration this loop runs with was
+   * read (with the lease: the session's row as of its last_seq then).
+   */
+  private agentChanged(): boolean {
+    const readAt = this.ctx.session.lastSeq;
+    return this.events.some((e) => e.seq > readAt && e.payload?.$case === "sessionUpdated" && e.payload.value.agent !== undefined);
   }
 
   private get events(): Event[] {
