@@ -177,4 +177,33 @@ describe("LeaseKeeper renewals", () => {
       await Promise.all([a, b].map((k) => k.release()));
     }
   });
+
+  it("renews one lease a call through a log without RenewLeases (an earlier release)", async () => {
+    const clock = new ManualClock();
+    const lease = { holder: "harness-a", epoch: 1, expiresAt: new Date() };
+    const calls: Array<[string, number]> = [];
+    const client: Pick<SessionLogClient, "acquireLease" | "renewLeases" | "renewLease" | "releaseLease"> = {
+      acquireLease: () => Promise.resolve({ lease, session: undefined, events: [] }),
+      renewLeases: () => (calls.push(["RenewLeases", clock.now()]), Promise.reject(new MhError("UNIMPLEMENTED", "unknown method"))),
+      renewLease: () => (calls.push(["RenewLease", clock.now()]), Promise.resolve({ lease })),
+      releaseLease: () => Promise.resolve({}),
+    };
+    const log = client as SessionLogClient;
+    const renewer = new LeaseRenewer(log, clock);
+    const a = await keeperOn(clock, log, renewer, "sesn_a");
+    const b = await keeperOn(clock, log, renewer, "sesn_b");
+    try {
+      await clock.advance(1000);
+      expect(calls).toEqual([
+        ["RenewLeases", 333],
+        ["RenewLease", 383],
+        ["RenewLease", 383],
+        ["RenewLease", 716],
+        ["RenewLease", 716],
+      ]);
+      expect([a.signal.aborted, b.signal.aborted]).toEqual([false, false]);
+    } finally {
+      await Promise.all([a, b].map((k) => k.release()));
+    }
+  });
 });

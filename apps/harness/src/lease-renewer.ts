@@ -5,6 +5,8 @@
  * per session and TTL/3 was an RPC and an UPDATE each: 200 sessions kept after their turn cost
  * 200 a second. A keeper keeps its own timing: a lease sent together with others still waits for
  * its answer as long as its lease runs (and at least the least a renewal is given), not longer.
+ * A log of an earlier release, without RenewLeases (UNIMPLEMENTED), is sent a RenewLease per lease
+ * from then on, as before.
  */
 import { CurrentEpoch, MhError } from "@metaharness/errors";
 import { LeaseRenewal_Outcome, type LeaseRenewal } from "@metaharness/proto";
@@ -45,6 +47,8 @@ export class LeaseRenewer {
   private readonly pending = new Map<Renewable, Pending>();
   private timer: ClockTimer | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
+  /** The log answered RenewLeases with UNIMPLEMENTED: one RenewLease per lease. */
+  private oneByOne = false;
 
   constructor(
     readonly client: SessionLogClient,
@@ -106,6 +110,10 @@ export class LeaseRenewer {
   private send(leases: Renewable[], sentAt: number): void {
     const first = leases[0];
     if (first === undefined) return;
+    if (this.oneByOne) {
+      for (const lease of leases) this.sendOne(lease, sentAt);
+      return;
+    }
     const open = leases
       .map((lease): InFlight => ({ lease, deadlineAt: sentAt + Math.max(MIN_RENEW_DEADLINE_MS, lease.validUntil - sentAt) }))
       .sort((a, b) => a.deadlineAt - b.deadlineAt);
@@ -136,8 +144,20 @@ export class LeaseRenewer {
         },
         (err: unknown) => {
           const e = MhError.from(err);
+          // Each keeper retries soon, then one lease a call.
+          if (e.code === "UNIMPLEMENTED") this.oneByOne = true;
           settle(({ lease }) => lease.failed(e));
         },
+      );
+  }
+
+  private sendOne(lease: Renewable, sentAt: number): void {
+    const { sessionId, holder, epoch, ttlMs } = lease;
+    void this.client
+      .renewLease({ sessionId, holder, epoch, ttlMs }, { deadlineMs: Math.max(MIN_RENEW_DEADLINE_MS, lease.validUntil - sentAt) })
+      .then(
+        () => lease.renewed(sentAt),
+        (err: unknown) => lease.failed(MhError.from(err)),
       );
   }
 }
