@@ -24,7 +24,8 @@ interface Ticks {
   readonly machine: number;
   readonly self: number;
   readonly service: number;
-  readonly postgres: number;
+  /** By pid: backends come and go, and a sum over those alive would fall when one exits. */
+  readonly postgres: ReadonlyMap<string, number>;
   readonly kafka: number;
 }
 
@@ -50,7 +51,7 @@ export function processTicks(pid: string): { comm: string; ticks: number } | und
 }
 
 function sample(servicePid: number | undefined): Ticks {
-  let postgres = 0;
+  const postgres = new Map<string, number>();
   let kafka = 0;
   let self = 0;
   let service = 0;
@@ -59,7 +60,7 @@ function sample(servicePid: number | undefined): Ticks {
     if (p === undefined) continue;
     if (pid === String(process.pid)) self = p.ticks;
     else if (pid === String(servicePid)) service = p.ticks;
-    else if (p.comm.startsWith("postgres")) postgres += p.ticks;
+    else if (p.comm.startsWith("postgres")) postgres.set(pid, p.ticks);
     else if (p.comm === "java") kafka += p.ticks;
   }
   return { machine: busyTicks(), self, service, postgres, kafka };
@@ -75,7 +76,8 @@ function safeSample(servicePid: number | undefined): Ticks | undefined {
 
 /**
  * Starts measuring; `stop()` returns the use since the start. `servicePid` is the service's own
- * process, if it has one. Postgres backends that exit meanwhile are missed.
+ * process, if it has one. Postgres is its processes alive at the stop, less what each had at the
+ * start (ticksSince): a backend that exits meanwhile is missed, never subtracted.
  */
 export function cpuMeter(servicePid?: number): { stop(): CpuUse } {
   const start = safeSample(servicePid);
@@ -88,12 +90,13 @@ export function cpuMeter(servicePid?: number): { stop(): CpuUse } {
       if (start === undefined || end === undefined || seconds <= 0) {
         return { cores, machine: NaN, self: NaN, service: NaN, postgres: NaN, kafka: NaN, other: NaN };
       }
-      const pct = (k: keyof Ticks): number => ((end[k] - start[k]) / TICKS_PER_SECOND / seconds) * 100;
+      const pctOf = (ticks: number): number => (ticks / TICKS_PER_SECOND / seconds) * 100;
+      const pct = (k: "machine" | "self" | "service" | "kafka"): number => pctOf(end[k] - start[k]);
       const use = {
         machine: pct("machine"),
         self: pct("self"),
         service: servicePid === undefined ? NaN : pct("service"),
-        postgres: pct("postgres"),
+        postgres: pctOf(ticksSince(start.postgres, end.postgres)),
         kafka: pct("kafka"),
       };
       const known = use.self + (Number.isNaN(use.service) ? 0 : use.service) + use.postgres + use.kafka;
