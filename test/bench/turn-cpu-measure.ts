@@ -7,6 +7,7 @@
  * idle process's as the machine's floor: lib/loop-delay.ts).
  */
 import os from "node:os";
+import { monotonicUs, splitProfile, type CpuSplit } from "./lib/cpu-profile-split.js";
 import { busyTicks, postgresAndKafkaTicks, postgresTicksOf, processTicks, ticksSince, TICKS_PER_SECOND } from "./lib/cpu.js";
 import { idleProbe, metricsUrlOf, ownLoopDelay, scrapeLoopDelay, type LoopDelay } from "./lib/loop-delay.js";
 import { summarize, type Summary } from "./lib/stats.js";
@@ -45,6 +46,8 @@ export interface TurnCpuFigures extends TurnSummaries {
   readonly arrivals: { readonly count: number; readonly refused: number; readonly lateMs: Summary } | undefined;
   /** Measured after the window on the same services. */
   readonly floors: Floors;
+  /** With cpuProfDir: where the session log's and the harness's CPU went in the window (lib/cpu-profile-split.ts). */
+  readonly cpuSplit: Readonly<Record<"sessionLog" | "harness", CpuSplit>> | undefined;
   /** Each process's event loop over the window (undefined: the services ran without metrics). */
   readonly loopDelay: Readonly<Record<"sessionLog" | "harness" | "benchProcess" | "idleProcess", LoopDelay>> | undefined;
 }
@@ -98,12 +101,13 @@ export function summarizeTurns(turns: readonly Turn[]): TurnSummaries {
 }
 
 const profileName = (l: TurnLoop): string => (l.kind === "closed" ? `${l.sessions}x${l.turnsPerSession}` : `open-${l.turnsPerSecond.toFixed(1)}`);
+const profileFile = (service: string, l: TurnLoop): string => `${service}-${profileName(l)}.cpuprofile`;
 
 export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigures> {
   const metrics = opts.metrics ?? true;
   const stack = await startTurnStack({
     modelTtftMs: opts.modelTtftMs,
-    nodeArgs: (name) => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-${profileName(opts.loop)}.cpuprofile`]),
+    nodeArgs: (name) => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop)}`]),
     env: { ...(metrics ? { MH_METRICS_PORT: "0" } : {}), ...(opts.lingerMs === undefined ? {} : { MH_IDLE_LINGER_MS: String(opts.lingerMs) }) },
   });
   const own = ownLoopDelay();
@@ -126,14 +130,17 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     let before: Ticks | undefined;
     let after: Ticks | undefined;
     let loopDelay: Awaited<ReturnType<typeof loops>>;
+    const windowUs = { from: NaN, to: NaN };
     const result = await drive(stack, opts.loop, opts, {
       // CPU first, at the edge itself; the loops' windows start and end a few ms later.
       atStart: async () => {
+        windowUs.from = monotonicUs();
         before = ticks();
         await loops();
       },
       atEnd: async () => {
         after = ticks();
+        windowUs.to = monotonicUs();
         loopDelay = await loops();
       },
     });
@@ -143,6 +150,10 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     const turns = result.turns.length;
     const perTurn = (k: CpuProcess): number => (((used[k] ?? NaN) / TICKS_PER_SECOND) * 1000) / Math.max(1, turns);
     const several = opts.loop.kind === "closed" && opts.loop.turnsPerSession > 1;
+    // Each profile is written when its process exits.
+    await stack.stop();
+    const dir = opts.cpuProfDir;
+    const split = (service: string): CpuSplit => splitProfile(`${dir}/${profileFile(service, opts.loop)}`, windowUs.from, windowUs.to);
     return {
       loop: opts.loop,
       modelTtftMs: opts.modelTtftMs,
@@ -162,6 +173,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       byTurn: several ? { first: summarizeTurns(result.turns.filter((t) => t.index === 1)), later: summarizeTurns(result.turns.filter((t) => t.index > 1)) } : undefined,
       arrivals: opts.loop.kind === "open" ? { count: result.arrivals, refused: result.refused, lateMs: summarize(result.turns.map((t) => t.lateMs)) } : undefined,
       floors,
+      cpuSplit: dir === undefined ? undefined : { sessionLog: split("session-log"), harness: split("harness") },
       loopDelay: loopDelay!,
     };
   } finally {

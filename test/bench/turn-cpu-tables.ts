@@ -121,3 +121,29 @@ export function turnCpuChecks(figs: readonly TurnCpuFigures[]): Check[] {
       atMost(`platform's share p95, text-only turns, services as processes, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p95, TARGET.overheadP95, "ms"),
     ]);
 }
+
+/**
+ * With --cpu-prof: each service's CPU per turn split by where it went in the window (the profile's
+ * busy samples by category, lib/cpu-profile-split.ts, scaled to the process's CPU per turn).
+ */
+export function cpuSplitTable(figs: readonly TurnCpuFigures[]): Table | undefined {
+  const split = figs.filter((f) => f.cpuSplit !== undefined);
+  if (split.length === 0) return undefined;
+  const columns = split.flatMap((f) =>
+    (["sessionLog", "harness"] as const).map((p) => ({ f, p, label: `${loopLabel(f.loop)}: ${p === "sessionLog" ? "session log" : "harness"} (${f.cpuSplit![p].busySamples} samples)` })),
+  );
+  const categories = [...new Set(columns.flatMap(({ f, p }) => [...f.cpuSplit![p].shares.keys()]))];
+  const cell = (f: TurnCpuFigures, p: "sessionLog" | "harness", category: string): string => {
+    const share = f.cpuSplit![p].shares.get(category) ?? 0;
+    return `${ms(share * f.cpuMsPerTurn[p])} (${Math.round(share * 100)}%)`;
+  };
+  return {
+    title:
+      "Where each service's CPU per turn went, ms (% of its busy samples in the window): a sample counts for the nearest frame from the leaf up that names a library or part; the main thread's split, scaled to the process's CPU from /proc",
+    columns: ["category", ...columns.map((c) => c.label)],
+    rows: [
+      ...categories.map((category) => [category, ...columns.map(({ f, p }) => cell(f, p, category))]),
+      ["in all", ...columns.map(({ f, p }) => ms(f.cpuMsPerTurn[p]))],
+    ],
+  };
+}

@@ -26,7 +26,7 @@ import { hasFlag, numbersFlag } from "./lib/flags.js";
 import { ms, runIfMain, type Bench } from "./lib/report.js";
 import { loopLabel, type TurnLoop } from "./turn-cpu-driver.js";
 import { measureTurnCpu, type TurnCpuFigures } from "./turn-cpu-measure.js";
-import { floorsTable, loadCell, loopDelayTable, multiplesTable, openLoopTable, segmentTable, servicesMs, turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
+import { cpuSplitTable, floorsTable, loadCell, loopDelayTable, multiplesTable, openLoopTable, segmentTable, servicesMs, turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
 
 export { loopLabel, type TurnLoop } from "./turn-cpu-driver.js";
 export { measureTurnCpu, type TurnCpuFigures, type TurnCpuOptions } from "./turn-cpu-measure.js";
@@ -70,7 +70,7 @@ export const turnCpuBench: Bench = {
     const base = figs.find((f) => f.loop.kind === "closed" && f.loop.sessions === 16 && f.loop.turnsPerSession === 1);
     const rates = p.openRates ?? (base === undefined ? [] : [base.turnsPerSecond, base.turnsPerSecond / 2]);
     for (const turnsPerSecond of rates) if (turnsPerSecond > 0) await measure({ kind: "open", turnsPerSecond });
-    const optional = [openLoopTable(figs), loopDelayTable(figs)].flatMap((t) => (t === undefined ? [] : [t]));
+    const optional = [openLoopTable(figs), loopDelayTable(figs), cpuSplitTable(figs)].flatMap((t) => (t === undefined ? [] : [t]));
     return {
       name: "turn-cpu",
       title: turnCpuBench.title,
