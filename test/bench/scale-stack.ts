@@ -9,20 +9,20 @@
  * CPU of each process is read from /proc/<pid>/stat, as turn-cpu.ts does.
  */
 import { readFileSync } from "node:fs";
-import Anthropic from "@anthropic-ai/sdk";
+import type Anthropic from "@anthropic-ai/sdk";
 import type { Scenario } from "@metaharness/offline-model";
 import { startOfflineModel, type OfflineModel } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
 import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
 import { eventually } from "../support/eventually.js";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.js";
+import { startGatewayProcess, type GatewayProcess } from "./gateway-process.js";
 import { startProcess, unusedPort, type ServiceProcess } from "../support/process.js";
 import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, describeGroup, KAFKA_BROKERS } from "../support/topics.js";
 import { busyTicks, postgresAndKafkaTicks, processTicks } from "./lib/cpu.js";
 import { databaseTransactions, rpcCallCounts } from "./lib/counts.js";
 
-export const SCALE_API_KEY = "mh-bench-scale-key-0123456789abcdef";
 /** Partitions of the session-events topic: several per harness process, so the group spreads sessions evenly enough. */
 const PARTITIONS = 12;
 
@@ -131,48 +131,36 @@ export async function startScaleStack(opts: ScaleStackOptions): Promise<ScaleSta
         return g.state === "Stable" && g.clients.length === opts.harnesses ? true : undefined;
       }, () => `the ${opts.harnesses} harness processes to join the wake group ${group} (last seen: ${seen})`, 120_000);
     }
-    let gateway: ServiceProcess | undefined;
+    let gateway: GatewayProcess | undefined;
     if (opts.gateway) {
-      const gwDb = await createTestDatabase("mh_bench_scale_gw");
-      stops.push(() => gwDb.drop());
-      const harnessAddr = opts.kafkaWake ? `127.0.0.1:${await unusedPort()}` : `127.0.0.1:${harnesses[0]!.port}`;
-      gateway = await startProcess(
-        "gateway",
-        {
-          MH_HTTP_PORT: "0",
-          MH_DATABASE_URL: gwDb.url,
-          MH_SESSION_LOG_ADDR: `127.0.0.1:${log.port}`,
-          MH_SESSION_LOG_TOKEN_FILE: logTokens.tokenFile.admin,
-          MH_HARNESS_ADDR: harnessAddr,
-          MH_HARNESS_TOKEN_FILE: harnessTokens.tokenFile.admin,
-          MH_GATEWAY_API_KEYS: `${SCALE_API_KEY}:bench`,
-          // The refused Wake (see the header) is logged as a warning; errors only.
-          MH_LOG_LEVEL: "error",
-          ...opts.gatewayEnv,
-        },
-        async (port) => {
-          await new Anthropic({ apiKey: SCALE_API_KEY, baseURL: `http://127.0.0.1:${port}`, maxRetries: 0 }).beta.agents.list();
-        },
-        opts.gatewayNodeArgs ?? [],
-      );
-      const gw = gateway;
-      stops.push(() => gw.kill("SIGTERM"));
+      gateway = await startGatewayProcess({
+        logAddress: `127.0.0.1:${log.port}`,
+        logTokenFile: logTokens.tokenFile.admin,
+        harnessAddress: opts.kafkaWake ? `127.0.0.1:${await unusedPort()}` : `127.0.0.1:${harnesses[0]!.port}`,
+        harnessTokenFile: harnessTokens.tokenFile.admin,
+        nodeArgs: opts.gatewayNodeArgs ?? [],
+        // The refused Wake (see the header) is logged as a warning; errors only unless asked.
+        env: { MH_LOG_LEVEL: "error", ...opts.gatewayEnv },
+      });
+      const started = gateway;
+      stops.push(() => started.stop());
     }
     const rawLog = createClient(SessionLogClient, `127.0.0.1:${log.port}`, { bearerToken: logTokens.tokens.admin });
     const rawHarness = createClient(HarnessClient, `127.0.0.1:${harnesses[0]!.port}`, { bearerToken: harnessTokens.tokens.admin });
     stops.push(() => Promise.resolve(rawLog.close()), () => Promise.resolve(rawHarness.close()));
-    const gw = gateway;
+    const gw = gateway?.process;
+    const gwProcess = gateway;
     return {
       model,
       log,
       harnesses,
-      gateway,
+      gateway: gw,
       logClient: promisify(rawLog, SessionLogService),
       logAdminToken: logTokens.tokens.admin,
       harnessClient: promisify(rawHarness, HarnessService),
       sdk() {
-        if (gw === undefined) throw new Error("this stack has no gateway");
-        return new Anthropic({ apiKey: SCALE_API_KEY, baseURL: `http://127.0.0.1:${gw.port}`, maxRetries: 2 });
+        if (gwProcess === undefined) throw new Error("this stack has no gateway");
+        return gwProcess.sdk();
       },
       ticks() {
         const own = (p: ServiceProcess | undefined): number => (p?.child.pid === undefined ? 0 : (processTicks(String(p.child.pid))?.ticks ?? 0));

@@ -1,7 +1,12 @@
 /**
- * How the turn-cpu benchmark drives its services, as a gateway and a UI would: a session is
- * created and watched (WatchEvents with deltas) for its whole life, and each of its turns appends a
- * user.message, wakes the harness (Wake RPC) and waits for the session.status_idle that ends it.
+ * How the turn-cpu benchmark drives its services, by one of two ways in (`Via`):
+ * - grpc: as a gateway and a UI would, the bench playing the gateway: a session is created and
+ *   watched (WatchEvents with deltas) for its whole life, and each of its turns appends a
+ *   user.message, wakes the harness (Wake RPC) and waits for the session.status_idle that ends it;
+ * - sdk: as an SDK user does, through the gateway as a process of its own: sessions.create, the
+ *   session's event stream opened with token previews, then per turn events.send of a
+ *   user.message (the gateway appends it and sends the Wake) and the stream read to its first
+ *   preview frame and to session.status_idle.
  * Sessions come in one of two patterns:
  * - closed loop: `sessions` workers, each running sessions of `turnsPerSession` turns back to back;
  * - open loop: turns arriving as a Poisson process at a stated rate, each in a new session of one
@@ -12,6 +17,7 @@
  * message that names the session and the turn.
  */
 import { performance } from "node:perf_hooks";
+import type Anthropic from "@anthropic-ai/sdk";
 import type { RecordedRequest } from "@metaharness/offline-model";
 import { userMessage } from "../support/events.js";
 import { SCENARIO, type TurnStack } from "./turn-cpu-stack.js";
@@ -21,7 +27,9 @@ import { SCENARIO, type TurnStack } from "./turn-cpu-stack.js";
  * EmitEvent(user.message) round trip; its Wake round trip (the lease and the short log's read
  * inside it); Wake's return to the model's receipt of the request (the harness's context, the
  * SDK, HTTP); the model's first delta written to its arrival at the watcher (the harness,
- * PublishDeltas, the log's fan-out).
+ * PublishDeltas, the log's fan-out). Through the SDK: `emit` is events.send's round trip (the
+ * gateway's append and Wake), `wake` NaN (inside it), `toModel` from the send, and `fromModel`
+ * to the first preview frame at the SDK client (the gateway's stream too).
  */
 export interface Segments {
   readonly emit: number;
@@ -81,38 +89,25 @@ class ModelRequests {
   }
 }
 
-/** One session's watch: its idles counted, the first delta of each model request timed. */
-class Watch {
-  idles = 0;
-  /** performance.now() and Date.now() of the first delta of a request not seen before. */
+/** One session's watch, whichever way in: its idles counted, a turn's first token timed. */
+export interface TurnWatch {
+  /** performance.now() and Date.now() of the turn's first token; reset to undefined before each turn. */
   firstDelta: { perf: number; epoch: number } | undefined;
-  private readonly requests = new Set<string>();
-  private readonly waiters = new Set<() => void>();
-  private readonly controller = new AbortController();
-  private failure: Error | undefined;
-  readonly done: Promise<void>;
+  /** Resolves once the session has gone idle `n` times. */
+  idle(n: number): Promise<void>;
+  close(): Promise<void>;
+}
 
-  constructor(stack: TurnStack, readonly sessionId: string) {
-    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: this.controller.signal });
-    this.done = (async () => {
-      try {
-        for await (const msg of stream) {
-          if (msg.delta !== undefined && !this.requests.has(msg.delta.modelRequestId)) {
-            this.requests.add(msg.delta.modelRequestId);
-            this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
-          }
-          if (msg.event?.type === "session.status_idle") this.idles++;
-          for (const w of this.waiters) w();
-        }
-        this.failure = new Error(`the watch of ${sessionId} ended`);
-      } catch (err) {
-        this.failure = this.controller.signal.aborted ? new Error("closed") : new Error(`the watch of ${sessionId} failed: ${String(err)}`);
-      }
-      for (const w of this.waiters) w();
-    })();
+/** Idles counted and waited for, and how the reading ended, for both watches. */
+class IdleCount {
+  idles = 0;
+  failure: Error | undefined;
+  private readonly waiters = new Set<() => void>();
+
+  notify(): void {
+    for (const w of this.waiters) w();
   }
 
-  /** Resolves once the session has gone idle `n` times. */
   idle(n: number): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = (): void => {
@@ -128,11 +123,130 @@ class Watch {
       check();
     });
   }
+}
+
+/** A session watched over gRPC (WatchEvents with deltas): the first delta of each model request timed. */
+class Watch implements TurnWatch {
+  /** performance.now() and Date.now() of the first delta of a request not seen before. */
+  firstDelta: { perf: number; epoch: number } | undefined;
+  private readonly requests = new Set<string>();
+  private readonly count = new IdleCount();
+  private readonly controller = new AbortController();
+  readonly done: Promise<void>;
+
+  constructor(stack: TurnStack, readonly sessionId: string) {
+    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: this.controller.signal });
+    this.done = (async () => {
+      try {
+        for await (const msg of stream) {
+          if (msg.delta !== undefined && !this.requests.has(msg.delta.modelRequestId)) {
+            this.requests.add(msg.delta.modelRequestId);
+            this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
+          }
+          if (msg.event?.type === "session.status_idle") this.count.idles++;
+          this.count.notify();
+        }
+        this.count.failure = new Error(`the watch of ${sessionId} ended`);
+      } catch (err) {
+        this.count.failure = this.controller.signal.aborted ? new Error("closed") : new Error(`the watch of ${sessionId} failed: ${String(err)}`);
+      }
+      this.count.notify();
+    })();
+  }
+
+  idle(n: number): Promise<void> {
+    return this.count.idle(n);
+  }
 
   async close(): Promise<void> {
     this.controller.abort();
     await this.done;
   }
+}
+
+/** A session's SDK event stream (token previews asked for): its first preview frame of a turn timed. */
+class SdkWatch implements TurnWatch {
+  firstDelta: { perf: number; epoch: number } | undefined;
+  private readonly count = new IdleCount();
+  private closing = false;
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly stream: Awaited<ReturnType<Anthropic["beta"]["sessions"]["events"]["stream"]>>,
+    readonly sessionId: string,
+  ) {
+    this.done = (async () => {
+      try {
+        for await (const e of stream) {
+          const type = e.type as string;
+          if (type === "event_start" || type === "event_delta") this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
+          if (type === "session.status_idle") this.count.idles++;
+          if (type === "session.error") throw new Error(`session.error on ${sessionId}: ${JSON.stringify(e)}`);
+          this.count.notify();
+        }
+        this.count.failure = new Error(`the stream of ${sessionId} ended`);
+      } catch (err) {
+        this.count.failure = this.closing ? new Error("closed") : new Error(`the stream of ${sessionId} failed: ${String(err)}`);
+      }
+      this.count.notify();
+    })();
+  }
+
+  idle(n: number): Promise<void> {
+    return this.count.idle(n);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.stream.controller.abort();
+    await this.done;
+  }
+}
+
+/** The way turns go in: straight to the log and the harness over gRPC, or through the gateway with the SDK. */
+export type Via = "grpc" | "sdk";
+
+/** A session opened and watched, and its turns' input sent, by one way in. */
+interface SessionClient {
+  open(): Promise<{ sessionId: string; watch: TurnWatch }>;
+  /** Sends a turn's user.message and wakes the harness: Date.now() once appended and once woken (the same with the SDK: both are in events.send). */
+  send(sessionId: string, text: string): Promise<{ emitted: number; woken: number }>;
+}
+
+function grpcClient(stack: TurnStack): SessionClient {
+  return {
+    async open() {
+      const { session } = await stack.logClient.createSession({ sessionId: "", metadata: undefined });
+      const sessionId = session!.sessionId;
+      return { sessionId, watch: new Watch(stack, sessionId) };
+    },
+    async send(sessionId, text) {
+      await stack.logClient.emitEvent({ sessionId, event: userMessage(text) });
+      const emitted = Date.now();
+      await stack.harnessClient.wake({ sessionId });
+      return { emitted, woken: Date.now() };
+    },
+  };
+}
+
+function sdkClient(gateway: NonNullable<TurnStack["gateway"]>): SessionClient {
+  const sdk = gateway.sdk();
+  return {
+    async open() {
+      const sessionId = (await sdk.beta.sessions.create({ agent: gateway.agentId, environment_id: gateway.environmentId })).id;
+      const stream = await sdk.beta.sessions.events.stream(sessionId, { event_deltas: ["agent.message"] });
+      return { sessionId, watch: new SdkWatch(stream, sessionId) };
+    },
+    async send(sessionId, text) {
+      await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.message", content: [{ type: "text", text }] }] });
+      const sent = Date.now();
+      return { emitted: sent, woken: sent };
+    },
+  };
+}
+
+export function sessionClient(stack: TurnStack): SessionClient {
+  return stack.gateway === undefined ? grpcClient(stack) : sdkClient(stack.gateway);
 }
 
 export interface SessionRun {
@@ -145,10 +259,8 @@ export interface SessionRun {
 }
 
 /** One session of `turnsPerSession` turns (fewer if `more()` says so), watched throughout. */
-export async function runSession(stack: TurnStack, models: ModelIndex, run: SessionRun): Promise<void> {
-  const { session } = await stack.logClient.createSession({ sessionId: "", metadata: undefined });
-  const sessionId = session!.sessionId;
-  const watch = new Watch(stack, sessionId);
+export async function runSession(stack: TurnStack, client: SessionClient, models: ModelIndex, run: SessionRun): Promise<void> {
+  const { sessionId, watch } = await client.open();
   try {
     for (let k = 1; k <= run.turnsPerSession && (k === 1 || run.more()); k++) {
       const marker = `${sessionId}#${k}`;
@@ -156,10 +268,7 @@ export async function runSession(stack: TurnStack, models: ModelIndex, run: Sess
       // Wall-clock stamps (Date.now), the clock the offline model records its requests with.
       const w0 = Date.now();
       const t0 = performance.now();
-      await stack.logClient.emitEvent({ sessionId, event: userMessage(`[scenario:${SCENARIO}] <${marker}>`) });
-      const emitted = Date.now();
-      await stack.harnessClient.wake({ sessionId });
-      const woken = Date.now();
+      const { emitted, woken } = await client.send(sessionId, `[scenario:${SCENARIO}] <${marker}>`);
       await watch.idle(k);
       const turnMs = performance.now() - t0;
       const first = watch.firstDelta as { perf: number; epoch: number } | undefined;
@@ -173,8 +282,10 @@ export async function runSession(stack: TurnStack, models: ModelIndex, run: Sess
         overheadMs: ttftMs - modelTtft,
         segments: {
           emit: emitted - w0,
-          wake: woken - emitted,
-          toModel: (rec?.receivedAt ?? NaN) - woken,
+          // Through the SDK the append and the Wake are one request: its round trip is `emit`.
+          wake: stack.gateway === undefined ? woken - emitted : NaN,
+          // Through the SDK the send returns after its Wake, so after the request left: timed from the send.
+          toModel: (rec?.receivedAt ?? NaN) - (stack.gateway === undefined ? woken : w0),
           fromModel: (first?.epoch ?? NaN) - (rec?.firstDeltaAt ?? NaN),
         },
         lateMs: k === 1 && run.arrivedAt !== undefined ? t0 - run.arrivedAt : 0,
@@ -214,6 +325,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Ma
  */
 export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSeconds: number; seconds: number; maxInFlight?: number }, window: Window): Promise<LoopResult> {
   const models = modelIndex(stack);
+  const client = sessionClient(stack);
   const turns: Turn[] = [];
   const failures: unknown[] = [];
   let measuring = false;
@@ -235,7 +347,7 @@ export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSec
       Array.from({ length: loop.sessions }, () =>
         guard(
           (async () => {
-            while (more()) await runSession(stack, models, { turnsPerSession: loop.turnsPerSession, more, onTurn });
+            while (more()) await runSession(stack, client, models, { turnsPerSession: loop.turnsPerSession, more, onTurn });
           })(),
         ),
       ),
@@ -255,7 +367,7 @@ export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSec
           if (measuring) refused++;
           continue;
         }
-        const p = guard(runSession(stack, models, { turnsPerSession: 1, more, onTurn, arrivedAt: next })).finally(() => running.delete(p));
+        const p = guard(runSession(stack, client, models, { turnsPerSession: 1, more, onTurn, arrivedAt: next })).finally(() => running.delete(p));
         running.add(p);
       }
       await Promise.all(running);

@@ -13,7 +13,8 @@ import { idleProbe, metricsUrlOf, ownLoopDelay, scrapeLoopDelay, type LoopDelay 
 import { summarize, type Summary } from "./lib/stats.js";
 import { drive, SEGMENT_KEYS, type Segments, type Turn, type TurnLoop } from "./turn-cpu-driver.js";
 import { measureFloors, type Floors } from "./turn-cpu-floors.js";
-import { startTurnStack } from "./turn-cpu-stack.js";
+import { startTurnStack, type TurnStack } from "./turn-cpu-stack.js";
+import type { Via } from "./turn-cpu-driver.js";
 
 /** Latency figures of a set of turns. */
 export interface TurnSummaries {
@@ -29,15 +30,20 @@ export interface TurnSummaries {
   readonly wakeToModelMs: Summary;
 }
 
-export type CpuProcess = "sessionLog" | "harness" | "postgres" | "kafka" | "benchProcess" | "machine";
+export type CpuProcess = "sessionLog" | "harness" | "gateway" | "postgres" | "kafka" | "benchProcess" | "machine";
+
+/** The processes whose event loop is measured: the services' (the gateway's with --via=sdk), the bench's, an idle one's. */
+export type LoopProcess = "sessionLog" | "harness" | "gateway" | "benchProcess" | "idleProcess";
 
 export interface TurnCpuFigures extends TurnSummaries {
   readonly loop: TurnLoop;
+  /** How turns went in: over gRPC with the bench as the gateway, or through the SDK and the gateway's process. */
+  readonly via: Via;
   readonly modelTtftMs: number;
   readonly seconds: number;
   readonly turns: number;
   readonly turnsPerSecond: number;
-  /** ms of CPU per turn, by process. */
+  /** ms of CPU per turn, by process (the gateway's NaN over gRPC: not in the run). */
   readonly cpuMsPerTurn: Readonly<Record<CpuProcess, number>>;
   readonly load: readonly [number, number];
   /** Sessions of more than one turn: the first turns and the later ones (2..n) apart. */
@@ -46,10 +52,10 @@ export interface TurnCpuFigures extends TurnSummaries {
   readonly arrivals: { readonly count: number; readonly refused: number; readonly lateMs: Summary } | undefined;
   /** Measured after the window on the same services. */
   readonly floors: Floors;
-  /** With cpuProfDir: where the session log's and the harness's CPU went in the window (lib/cpu-profile-split.ts). */
-  readonly cpuSplit: Readonly<Record<"sessionLog" | "harness", CpuSplit>> | undefined;
+  /** With cpuProfDir: where the session log's and the harness's CPU (and the gateway's, through the SDK) went in the window (lib/cpu-profile-split.ts). */
+  readonly cpuSplit: Readonly<Record<"sessionLog" | "harness", CpuSplit> & { readonly gateway?: CpuSplit }> | undefined;
   /** Each process's event loop over the window (undefined: the services ran without metrics). */
-  readonly loopDelay: Readonly<Record<"sessionLog" | "harness" | "benchProcess" | "idleProcess", LoopDelay>> | undefined;
+  readonly loopDelay: Readonly<Partial<Record<LoopProcess, LoopDelay>>> | undefined;
 }
 
 export interface TurnCpuOptions {
@@ -63,6 +69,8 @@ export interface TurnCpuOptions {
   readonly metrics?: boolean;
   /** The harness's MH_IDLE_LINGER_MS (how long it keeps a session after its turn); its default when undefined. */
   readonly lingerMs?: number;
+  /** Turns over gRPC (the default) or through the SDK and the gateway's process. */
+  readonly via?: Via;
 }
 
 const ticksOf = (pid: number): number => processTicks(String(pid))?.ticks ?? 0;
@@ -73,11 +81,20 @@ interface Ticks {
   readonly postgres: Map<string, number>;
 }
 
-function allTicks(logPid: number, harnessPid: number, database: string): Ticks {
+function allTicks(stack: TurnStack): Ticks {
   const { kafka } = postgresAndKafkaTicks();
+  const gateway = stack.gateway?.process.child.pid;
   return {
-    byProcess: { sessionLog: ticksOf(logPid), harness: ticksOf(harnessPid), kafka, benchProcess: ticksOf(process.pid), machine: busyTicks() },
-    postgres: postgresTicksOf(database),
+    byProcess: {
+      sessionLog: ticksOf(stack.log.child.pid!),
+      harness: ticksOf(stack.harness.child.pid!),
+      ...(gateway === undefined ? {} : { gateway: ticksOf(gateway) }),
+      kafka,
+      benchProcess: ticksOf(process.pid),
+      machine: busyTicks(),
+    },
+    // The gateway's database too when it runs: its statements are the turn's.
+    postgres: postgresTicksOf(stack.gateway === undefined ? [stack.db.name] : [stack.db.name, stack.gateway.db.name]),
   };
 }
 
@@ -100,33 +117,35 @@ export function summarizeTurns(turns: readonly Turn[]): TurnSummaries {
   };
 }
 
-const profileName = (l: TurnLoop): string => (l.kind === "closed" ? `${l.sessions}x${l.turnsPerSession}` : `open-${l.turnsPerSecond.toFixed(1)}`);
-const profileFile = (service: string, l: TurnLoop): string => `${service}-${profileName(l)}.cpuprofile`;
+const profileName = (l: TurnLoop, via: Via): string => `${l.kind === "closed" ? `${l.sessions}x${l.turnsPerSession}` : `open-${l.turnsPerSecond.toFixed(1)}`}${via === "sdk" ? "-sdk" : ""}`;
+const profileFile = (service: string, l: TurnLoop, via: Via): string => `${service}-${profileName(l, via)}.cpuprofile`;
 
 export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigures> {
   const metrics = opts.metrics ?? true;
+  const via = opts.via ?? "grpc";
   const stack = await startTurnStack({
     modelTtftMs: opts.modelTtftMs,
-    nodeArgs: (name) => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop)}`]),
+    gateway: via === "sdk",
+    nodeArgs: (name) => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop, via)}`]),
     env: { ...(metrics ? { MH_METRICS_PORT: "0" } : {}), ...(opts.lingerMs === undefined ? {} : { MH_IDLE_LINGER_MS: String(opts.lingerMs) }) },
   });
   const own = ownLoopDelay();
   let idle: Awaited<ReturnType<typeof idleProbe>> | undefined;
   try {
-    const logPid = stack.log.child.pid!;
-    const harnessPid = stack.harness.child.pid!;
-    const urls = metrics ? { sessionLog: await metricsUrlOf(logPid, stack.log.port), harness: await metricsUrlOf(harnessPid, stack.harness.port) } : undefined;
+    const services: Array<[LoopProcess, { child: { pid?: number | undefined }; port: number }]> = [["sessionLog", stack.log], ["harness", stack.harness]];
+    if (stack.gateway !== undefined) services.push(["gateway", stack.gateway.process]);
+    const urls = metrics ? await Promise.all(services.map(async ([k, p]) => [k, await metricsUrlOf(p.child.pid!, p.port)] as const)) : undefined;
     idle = await idleProbe();
     const probe = idle;
-    const loops = async (): Promise<Record<"sessionLog" | "harness" | "benchProcess" | "idleProcess", LoopDelay> | undefined> => {
+    const loops = async (): Promise<Partial<Record<LoopProcess, LoopDelay>> | undefined> => {
       const benchProcess = own.read();
       const idleProcess = await probe.read();
       if (urls === undefined) return undefined;
-      const [sessionLog, harness] = await Promise.all([scrapeLoopDelay(urls.sessionLog), scrapeLoopDelay(urls.harness)]);
-      return { sessionLog, harness, benchProcess, idleProcess };
+      const scraped = await Promise.all(urls.map(async ([k, url]) => [k, await scrapeLoopDelay(url)] as const));
+      return { ...Object.fromEntries(scraped), benchProcess, idleProcess };
     };
     const loadBefore = os.loadavg()[0] ?? NaN;
-    const ticks = (): Ticks => allTicks(logPid, harnessPid, stack.db.name);
+    const ticks = (): Ticks => allTicks(stack);
     let before: Ticks | undefined;
     let after: Ticks | undefined;
     let loopDelay: Awaited<ReturnType<typeof loops>>;
@@ -153,9 +172,10 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     // Each profile is written when its process exits.
     await stack.stop();
     const dir = opts.cpuProfDir;
-    const split = (service: string): CpuSplit => splitProfile(`${dir}/${profileFile(service, opts.loop)}`, windowUs.from, windowUs.to);
+    const split = (service: string): CpuSplit => splitProfile(`${dir}/${profileFile(service, opts.loop, via)}`, windowUs.from, windowUs.to);
     return {
       loop: opts.loop,
+      via,
       modelTtftMs: opts.modelTtftMs,
       seconds: result.seconds,
       turns,
@@ -163,6 +183,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       cpuMsPerTurn: {
         sessionLog: perTurn("sessionLog"),
         harness: perTurn("harness"),
+        gateway: perTurn("gateway"),
         postgres: perTurn("postgres"),
         kafka: perTurn("kafka"),
         benchProcess: perTurn("benchProcess"),
@@ -173,7 +194,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       byTurn: several ? { first: summarizeTurns(result.turns.filter((t) => t.index === 1)), later: summarizeTurns(result.turns.filter((t) => t.index > 1)) } : undefined,
       arrivals: opts.loop.kind === "open" ? { count: result.arrivals, refused: result.refused, lateMs: summarize(result.turns.map((t) => t.lateMs)) } : undefined,
       floors,
-      cpuSplit: dir === undefined ? undefined : { sessionLog: split("session-log"), harness: split("harness") },
+      cpuSplit: dir === undefined ? undefined : { sessionLog: split("session-log"), harness: split("harness"), ...(via === "sdk" ? { gateway: split("gateway") } : {}) },
       loopDelay: loopDelay!,
     };
   } finally {

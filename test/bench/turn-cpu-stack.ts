@@ -2,8 +2,10 @@
  * The services of the turn-cpu benchmark, each as deployed: the session log and the harness as
  * their own processes (built dist/main.js) on a fresh database of the real Postgres and a fresh
  * topic of the real Kafka, the offline model (one text-only scenario of a stated TTFT) in this
- * process, and the gRPC clients that drive them as a gateway and a UI would. `stop()` stops what
- * was started, also when the start failed half-way, so no service outlives its phase.
+ * process, and the gRPC clients that drive them as a gateway and a UI would; with `gateway`, the
+ * gateway too as a process of its own (gateway-process.ts, its Wake reaching the harness) with an
+ * agent and an environment made for the SDK's sessions. `stop()` stops what was started, also
+ * when the start failed half-way, so no service outlives its phase.
  */
 import { defineScenario, startOfflineModel, type OfflineModel } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, SessionLogClient, SessionLogService } from "@metaharness/proto";
@@ -14,6 +16,7 @@ import type { HarnessRpc } from "../support/harness.js";
 import type { LogClient } from "../support/session-log.js";
 import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, KAFKA_BROKERS } from "../support/topics.js";
+import { startGatewayProcess, type GatewayProcess } from "./gateway-process.js";
 import { EVENT_TEXT } from "./lib/service.js";
 
 /** The offline model's scenario of every turn: one text answer of the stated TTFT, again at every turn. */
@@ -22,9 +25,19 @@ export const SCENARIO = "turn-cpu";
 export interface TurnStackOptions {
   readonly modelTtftMs: number;
   /** Flags for each service's node process (e.g. --cpu-prof), by service. */
-  readonly nodeArgs?: (service: "session-log" | "harness") => readonly string[];
-  /** Extra environment of both service processes. */
+  readonly nodeArgs?: (service: StackService) => readonly string[];
+  /** Extra environment of every service process. */
   readonly env?: Record<string, string>;
+  /** The gateway as a process too, for turns through the SDK. */
+  readonly gateway?: boolean;
+}
+
+export type StackService = "session-log" | "harness" | "gateway";
+
+/** The gateway of a stack driven through the SDK, and what its sessions are made of. */
+export interface StackGateway extends GatewayProcess {
+  readonly agentId: string;
+  readonly environmentId: string;
 }
 
 export interface TurnStack {
@@ -34,6 +47,8 @@ export interface TurnStack {
   readonly harness: ServiceProcess;
   readonly logClient: LogClient;
   readonly harnessClient: HarnessRpc;
+  /** Undefined unless asked for (TurnStackOptions.gateway). */
+  readonly gateway: StackGateway | undefined;
   stop(): Promise<void>;
 }
 
@@ -93,6 +108,23 @@ export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack>
     );
     // The harness stops before the log it appends to.
     stops.push(() => harness.kill("SIGTERM"));
+    let gateway: StackGateway | undefined;
+    if (opts.gateway === true) {
+      const gw = await startGatewayProcess({
+        logAddress: `127.0.0.1:${log.port}`,
+        logTokenFile: logTokens.tokenFile.admin,
+        harnessAddress: `127.0.0.1:${harness.port}`,
+        harnessTokenFile: harnessTokens.tokenFile.admin,
+        nodeArgs: args("gateway"),
+        env: { MH_LOG_LEVEL: "warn", ...opts.env },
+      });
+      stops.push(() => gw.stop());
+      const sdk = gw.sdk();
+      const environmentId = (await sdk.beta.environments.create({ name: "turn-cpu" })).id;
+      // The offline model answers a request by the scenario its system prompt names.
+      const agentId = (await sdk.beta.agents.create({ name: SCENARIO, model: "claude-sonnet-5-5", system: `[scenario:${SCENARIO}]`, tools: [] })).id;
+      gateway = { ...gw, agentId, environmentId };
+    }
     const rawLog = createClient(SessionLogClient, `127.0.0.1:${log.port}`, { bearerToken: logTokens.tokens.admin });
     const rawHarness = createClient(HarnessClient, `127.0.0.1:${harness.port}`, { bearerToken: harnessTokens.tokens.admin });
     stops.push(() => {
@@ -107,6 +139,7 @@ export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack>
       harness,
       logClient: promisify(rawLog, SessionLogService),
       harnessClient: promisify(rawHarness, HarnessService),
+      gateway,
       stop,
     };
   } catch (err) {

@@ -13,17 +13,21 @@ import type { TurnCpuFigures, TurnSummaries } from "./turn-cpu-measure.js";
 /** Issue 31's targets: CPU per text-only turn across the services, the platform's share at 16 sessions. */
 const TARGET = { cpuMs: 15, overheadP50: 5, overheadP95: 15, sessions: 16 };
 
-export const servicesMs = (f: TurnCpuFigures): number => f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka;
+/** Every service's CPU per turn: session log, harness, Postgres, Kafka, and the gateway when it ran (--via=sdk). */
+export const servicesMs = (f: TurnCpuFigures): number =>
+  f.cpuMsPerTurn.sessionLog + f.cpuMsPerTurn.harness + f.cpuMsPerTurn.postgres + f.cpuMsPerTurn.kafka + (f.via === "sdk" ? f.cpuMsPerTurn.gateway : 0);
+/** A load's label with the way its turns went in. */
+export const runLabel = (f: Pick<TurnCpuFigures, "loop" | "via">): string => `${loopLabel(f.loop)}${f.via === "sdk" ? ", through the SDK and the gateway" : ""}`;
 const pair = (s: Summary): string => `${ms(s.p50)} / ${ms(s.p95)}`;
 const trio = (s: Summary): string => `${ms(s.p50)} / ${ms(s.p95)} / ${ms(s.p99)}`;
 export const loadCell = (f: TurnCpuFigures): string => `${f.load[0].toFixed(1)}-${f.load[1].toFixed(1)}`;
 
 export function turnCpuTable(figs: readonly TurnCpuFigures[], phase: { modelTtftMs: number; warmupSeconds: number; seconds: number }): Table {
   return {
-    title: `CPU per text-only turn by process, ms (session log and harness each their own process; model TTFT ${phase.modelTtftMs} ms, ${phase.seconds} s after ${phase.warmupSeconds} s warm-up)`,
-    columns: ["load", "turns", "turns/s", "turn p50 / p95 ms", "TTFT p50 / p95 ms", "platform's share p50 / p95 / p99 ms", "session log", "harness", "postgres", "kafka", "bench process (model, clients)", "services total", "machine", "load 1m"],
+    title: `CPU per text-only turn by process, ms (session log, harness and, through the SDK, the gateway each their own process; model TTFT ${phase.modelTtftMs} ms, ${phase.seconds} s after ${phase.warmupSeconds} s warm-up)`,
+    columns: ["load", "turns", "turns/s", "turn p50 / p95 ms", "TTFT p50 / p95 ms", "platform's share p50 / p95 / p99 ms", "session log", "harness", "gateway", "postgres", "kafka", "bench process (model, clients)", "services total", "machine", "load 1m"],
     rows: figs.map((f) => [
-      loopLabel(f.loop),
+      runLabel(f),
       f.turns,
       f.turnsPerSecond.toFixed(1),
       pair(f.turnMs),
@@ -31,6 +35,7 @@ export function turnCpuTable(figs: readonly TurnCpuFigures[], phase: { modelTtft
       trio(f.overheadMs),
       ms(f.cpuMsPerTurn.sessionLog),
       ms(f.cpuMsPerTurn.harness),
+      ms(f.cpuMsPerTurn.gateway),
       ms(f.cpuMsPerTurn.postgres),
       ms(f.cpuMsPerTurn.kafka),
       ms(f.cpuMsPerTurn.benchProcess),
@@ -43,7 +48,7 @@ export function turnCpuTable(figs: readonly TurnCpuFigures[], phase: { modelTtft
 
 /** Each load's turns, and for sessions of several turns its first turns and its later ones apart. */
 function turnGroups(f: TurnCpuFigures): Array<[string, TurnSummaries]> {
-  const label = loopLabel(f.loop);
+  const label = runLabel(f);
   if (f.byTurn === undefined) return [[label, f]];
   const n = f.loop.kind === "closed" ? f.loop.turnsPerSession : 1;
   return [[`${label}: every turn`, f], [`${label}: turn 1`, f.byTurn.first], [`${label}: turns 2..${n}`, f.byTurn.later]];
@@ -53,7 +58,16 @@ function turnGroups(f: TurnCpuFigures): Array<[string, TurnSummaries]> {
 export function segmentTable(figs: readonly TurnCpuFigures[]): Table {
   return {
     title: "Where the platform's share went, p50 / p95 / p99 ms per turn (wall clock)",
-    columns: ["load, turns", "n", "TTFT p50 / p95", "share", "EmitEvent(user.message) round trip", "Wake round trip (lease, short log read)", "Wake returned -> request at the model", "model's first delta -> at the watcher"],
+    columns: [
+      "load, turns",
+      "n",
+      "TTFT p50 / p95",
+      "share",
+      "EmitEvent(user.message) round trip (SDK: events.send, the gateway's append and Wake)",
+      "Wake round trip (lease, short log read; SDK: in the send)",
+      "Wake returned -> request at the model (SDK: events.send sent -> request at the model)",
+      "model's first delta -> at the watcher (SDK: the first preview frame)",
+    ],
     rows: figs.flatMap((f) => turnGroups(f).map(([label, s]) => [label, s.ttftMs.n, pair(s.ttftMs), trio(s.overheadMs), ...SEGMENT_KEYS.map((k) => trio(s.segments[k]))])),
   };
 }
@@ -62,7 +76,7 @@ export function floorsTable(figs: readonly TurnCpuFigures[]): Table {
   return {
     title: "Floors, measured after each window on the same services (idle then), p50 / p95 / p99 ms",
     columns: ["load (of the window before)", "gRPC round trip to the log (health Check)", "Postgres commit of one row", "SDK TTFT from the offline model", "  of which the model's own", "  the request's way there (call -> model)", "  the first delta's way back (model -> SDK event)", "load 1m"],
-    rows: figs.map((f) => [loopLabel(f.loop), trio(f.floors.grpc), trio(f.floors.commit), trio(f.floors.sdkTtft), pair(f.floors.modelOwn), trio(f.floors.sdkSend), trio(f.floors.sdkReceive), loadCell(f)]),
+    rows: figs.map((f) => [runLabel(f), trio(f.floors.grpc), trio(f.floors.commit), trio(f.floors.sdkTtft), pair(f.floors.modelOwn), trio(f.floors.sdkSend), trio(f.floors.sdkReceive), loadCell(f)]),
   };
 }
 
@@ -70,7 +84,9 @@ const times = (x: number, floor: number): string => (floor > 0 && Number.isFinit
 const against = (s: Summary, floor: Floor): string => `${ms(s.p50)} (${times(s.p50, floor.p50)}) / ${ms(s.p95)} (${times(s.p95, floor.p95)})`;
 
 /** The share's stretches as multiples of the floors they would cost if they were only their hops. */
-export function multiplesTable(figs: readonly TurnCpuFigures[]): Table {
+export function multiplesTable(all: readonly TurnCpuFigures[]): Table {
+  // Through the SDK the send holds the gateway's two calls and HTTP, which the floors do not price.
+  const figs = all.filter((f) => f.via === "grpc");
   const floorOf = (f: TurnCpuFigures) => segmentFloors(f.floors);
   const first = figs[0] === undefined ? undefined : floorOf(figs[0]);
   const what = (k: "emit" | "wakeToModel" | "fromModel" | "share"): string => (first === undefined ? "" : ` [floor: ${first[k].what}]`);
@@ -97,8 +113,12 @@ export function loopDelayTable(figs: readonly TurnCpuFigures[]): Table | undefin
   const cell = (d: { p50: number; p99: number; max: number; utilization: number }): string => `${ms(d.p50)} / ${ms(d.p99)} / ${ms(d.max)} (${Math.round(d.utilization * 100)}%)`;
   return {
     title: "Event-loop delay over the window, p50 / p99 / max ms (loop busy %): how late a ready callback ran in each process; the idle process's is the wait for a core alone",
-    columns: ["load", "session log", "harness", "bench process (model, clients)", "an idle Node process (the machine's floor)", "load 1m"],
-    rows: measured.map((f) => [loopLabel(f.loop), cell(f.loopDelay!.sessionLog), cell(f.loopDelay!.harness), cell(f.loopDelay!.benchProcess), cell(f.loopDelay!.idleProcess), loadCell(f)]),
+    columns: ["load", "session log", "harness", "gateway", "bench process (model, clients)", "an idle Node process (the machine's floor)", "load 1m"],
+    rows: measured.map((f) => {
+      const d = f.loopDelay!;
+      const of = (k: keyof typeof d): string => (d[k] === undefined ? "-" : cell(d[k]));
+      return [runLabel(f), of("sessionLog"), of("harness"), of("gateway"), of("benchProcess"), of("idleProcess"), loadCell(f)];
+    }),
   };
 }
 
@@ -108,7 +128,7 @@ export function openLoopTable(figs: readonly TurnCpuFigures[]): Table | undefine
   return {
     title: "Open loop: Poisson arrivals at a stated rate, each turn in a new session (arrival -> send: CreateSession, the watch opened, this process's lateness)",
     columns: ["load", "arrivals in the window", "refused (too many in flight)", "turns ended in the window", "arrival -> send p50 / p95 / p99 ms", "load 1m"],
-    rows: open.map((f) => [loopLabel(f.loop), f.arrivals!.count, f.arrivals!.refused, f.turns, trio(f.arrivals!.lateMs), loadCell(f)]),
+    rows: open.map((f) => [runLabel(f), f.arrivals!.count, f.arrivals!.refused, f.turns, trio(f.arrivals!.lateMs), loadCell(f)]),
   };
 }
 
@@ -116,9 +136,9 @@ export function turnCpuChecks(figs: readonly TurnCpuFigures[]): Check[] {
   return figs
     .filter((f) => f.loop.kind === "closed" && f.loop.sessions === TARGET.sessions && f.loop.turnsPerSession === 1)
     .flatMap((f) => [
-      atMost(`CPU per text-only turn, session log + harness + postgres + kafka, ${TARGET.sessions} sessions`, servicesMs(f), TARGET.cpuMs, "ms"),
-      atMost(`platform's share p50, text-only turns, services as processes, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p50, TARGET.overheadP50, "ms"),
-      atMost(`platform's share p95, text-only turns, services as processes, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p95, TARGET.overheadP95, "ms"),
+      atMost(`CPU per text-only turn, session log + harness + postgres + kafka${f.via === "sdk" ? " + gateway, through the SDK" : ""}, ${TARGET.sessions} sessions`, servicesMs(f), TARGET.cpuMs, "ms"),
+      atMost(`platform's share p50, text-only turns, services as processes${f.via === "sdk" ? ", through the SDK" : ""}, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p50, TARGET.overheadP50, "ms"),
+      atMost(`platform's share p95, text-only turns, services as processes${f.via === "sdk" ? ", through the SDK" : ""}, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p95, TARGET.overheadP95, "ms"),
     ]);
 }
 
@@ -129,12 +149,16 @@ export function turnCpuChecks(figs: readonly TurnCpuFigures[]): Check[] {
 export function cpuSplitTable(figs: readonly TurnCpuFigures[]): Table | undefined {
   const split = figs.filter((f) => f.cpuSplit !== undefined);
   if (split.length === 0) return undefined;
+  const names = { sessionLog: "session log", harness: "harness", gateway: "gateway" } as const;
   const columns = split.flatMap((f) =>
-    (["sessionLog", "harness"] as const).map((p) => ({ f, p, label: `${loopLabel(f.loop)}: ${p === "sessionLog" ? "session log" : "harness"} (${f.cpuSplit![p].busySamples} samples)` })),
+    (["sessionLog", "harness", "gateway"] as const).flatMap((p) => {
+      const of = f.cpuSplit![p];
+      return of === undefined ? [] : [{ f, p, of, label: `${runLabel(f)}: ${names[p]} (${of.busySamples} samples)` }];
+    }),
   );
-  const categories = [...new Set(columns.flatMap(({ f, p }) => [...f.cpuSplit![p].shares.keys()]))];
-  const cell = (f: TurnCpuFigures, p: "sessionLog" | "harness", category: string): string => {
-    const share = f.cpuSplit![p].shares.get(category) ?? 0;
+  const categories = [...new Set(columns.flatMap(({ of }) => [...of.shares.keys()]))];
+  const cell = (f: TurnCpuFigures, p: "sessionLog" | "harness" | "gateway", of: { shares: ReadonlyMap<string, number> }, category: string): string => {
+    const share = of.shares.get(category) ?? 0;
     return `${ms(share * f.cpuMsPerTurn[p])} (${Math.round(share * 100)}%)`;
   };
   return {
@@ -142,7 +166,7 @@ export function cpuSplitTable(figs: readonly TurnCpuFigures[]): Table | undefine
       "Where each service's CPU per turn went, ms (% of its busy samples in the window): a sample counts for the nearest frame from the leaf up that names a library or part; the main thread's split, scaled to the process's CPU from /proc",
     columns: ["category", ...columns.map((c) => c.label)],
     rows: [
-      ...categories.map((category) => [category, ...columns.map(({ f, p }) => cell(f, p, category))]),
+      ...categories.map((category) => [category, ...columns.map(({ f, p, of }) => cell(f, p, of, category))]),
       ["in all", ...columns.map(({ f, p }) => ms(f.cpuMsPerTurn[p]))],
     ],
   };

@@ -126,12 +126,13 @@ export function postgresAndKafkaTicks(): { postgres: number; kafka: number } {
 }
 
 /**
- * CPU ticks since start of the Postgres processes that serve `database`, by pid: its backends
+ * CPU ticks since start of the Postgres processes that serve `database` (or any of several), by pid: its backends
  * (command line `postgres: <user> <database> ...`) and the server's own shared processes (the
  * postmaster, checkpointer, background and WAL writers, launchers), but not the backends of other
  * databases, which on a shared machine are other work. Compare two samples with `ticksSince`.
  */
-export function postgresTicksOf(database: string): Map<string, number> {
+export function postgresTicksOf(database: string | readonly string[]): Map<string, number> {
+  const databases = new Set(typeof database === "string" ? [database] : database);
   const out = new Map<string, number>();
   for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
     const p = processTicks(pid);
@@ -145,7 +146,7 @@ export function postgresTicksOf(database: string): Map<string, number> {
     // A client's backend names its user, database and client address; an autovacuum worker its
     // database; the shared processes only their role.
     const of = /^postgres: \S+ (\S+) (?:\S+\(\d+\)|\[local\])/.exec(cmd) ?? /^postgres: autovacuum worker (\S+)/.exec(cmd);
-    if (of === null || of[1] === database) out.set(pid, p.ticks);
+    if (of === null || databases.has(of[1]!)) out.set(pid, p.ticks);
   }
   return out;
 }

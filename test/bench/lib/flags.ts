@@ -17,3 +17,12 @@ export function numbersFlag(name: string): number[] | undefined {
   }
   return values;
 }
+
+/** The value of `--name=value` when it is one of `choices`, `fallback` when the flag is absent; throws naming the flag on anything else. */
+export function choiceFlag<C extends string>(name: string, choices: readonly C[], fallback: C): C {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  if (arg === undefined) return fallback;
+  const value = arg.slice(name.length + 3).trim();
+  if (!(choices as readonly string[]).includes(value)) throw new Error(`--${name} takes one of ${choices.join(", ")}, got ${JSON.stringify(arg)}`);
+  return value as C;
+}
