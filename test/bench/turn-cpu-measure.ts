@@ -8,6 +8,7 @@
  */
 import os from "node:os";
 import { monotonicUs, splitProfile, type CpuSplit } from "./lib/cpu-profile-split.js";
+import { callCounter, perTurn as countsPerTurn, type CallCounter } from "./lib/call-counts.js";
 import { busyTicks, postgresAndKafkaTicks, postgresTicksOf, processTicks, ticksSince, TICKS_PER_SECOND } from "./lib/cpu.js";
 import { idleProbe, metricsUrlOf, ownLoopDelay, scrapeLoopDelay, type LoopDelay } from "./lib/loop-delay.js";
 import { summarize, type Summary } from "./lib/stats.js";
@@ -54,6 +55,8 @@ export interface TurnCpuFigures extends TurnSummaries {
   readonly floors: Floors;
   /** With cpuProfDir: where the session log's and the harness's CPU (and the gateway's, through the SDK) went in the window (lib/cpu-profile-split.ts). */
   readonly cpuSplit: Readonly<Record<"sessionLog" | "harness", CpuSplit> & { readonly gateway?: CpuSplit }> | undefined;
+  /** What the session log and the harness sent and allocated per turn over the window (lib/call-counter.ts); undefined unless counted. */
+  readonly countsPerTurn: Readonly<Record<"sessionLog" | "harness", Record<string, number>>> | undefined;
   /** Each process's event loop over the window (undefined: the services ran without metrics). */
   readonly loopDelay: Readonly<Partial<Record<LoopProcess, LoopDelay>>> | undefined;
 }
@@ -71,6 +74,12 @@ export interface TurnCpuOptions {
   readonly lingerMs?: number;
   /** Turns over gRPC (the default) or through the SDK and the gateway's process. */
   readonly via?: Via;
+  /**
+   * Count what the session log and the harness send (gRPC calls, Postgres statements, socket
+   * writes) and allocate over the window (lib/call-counter.ts, loaded into both with tsx's loader).
+   * Not with cpuProfDir: the loader's thread would write its profile over the main thread's.
+   */
+  readonly counts?: boolean;
 }
 
 const ticksOf = (pid: number): number => processTicks(String(pid))?.ticks ?? 0;
@@ -122,12 +131,22 @@ const profileFile = (service: string, l: TurnLoop, via: Via): string => `${servi
 
 export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigures> {
   const metrics = opts.metrics ?? true;
+  if (opts.counts === true && opts.cpuProfDir !== undefined) throw new Error("turn-cpu: counts and CPU profiles are taken in separate runs (--counts or --cpu-prof)");
+  const counters: Record<"session-log" | "harness", CallCounter> | undefined =
+    opts.counts === true ? { "session-log": callCounter("session-log"), harness: callCounter("harness") } : undefined;
   const via = opts.via ?? "grpc";
   const stack = await startTurnStack({
     modelTtftMs: opts.modelTtftMs,
     gateway: via === "sdk",
-    nodeArgs: (name) => (opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop, via)}`]),
+    nodeArgs: (name) => [
+      ...(name === "gateway" ? [] : (counters?.[name].nodeArgs ?? [])),
+      ...(opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop, via)}`]),
+    ],
     env: { ...(metrics ? { MH_METRICS_PORT: "0" } : {}), ...(opts.lingerMs === undefined ? {} : { MH_IDLE_LINGER_MS: String(opts.lingerMs) }) },
+    serviceEnv: (name) => counters?.[name].env ?? {},
+  }).catch(async (err: unknown) => {
+    await Promise.all(Object.values(counters ?? {}).map((c) => c.dispose()));
+    throw err;
   });
   const own = ownLoopDelay();
   let idle: Awaited<ReturnType<typeof idleProbe>> | undefined;
@@ -150,16 +169,24 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     let after: Ticks | undefined;
     let loopDelay: Awaited<ReturnType<typeof loops>>;
     const windowUs = { from: NaN, to: NaN };
+    const readCounts = async (): Promise<Record<"sessionLog" | "harness", Record<string, number>> | undefined> =>
+      counters === undefined
+        ? undefined
+        : { sessionLog: await counters["session-log"].read(stack.log.child), harness: await counters.harness.read(stack.harness.child) };
+    let countsBefore: Awaited<ReturnType<typeof readCounts>>;
+    let countsAfter: Awaited<ReturnType<typeof readCounts>>;
     const result = await drive(stack, opts.loop, opts, {
       // CPU first, at the edge itself; the loops' windows start and end a few ms later.
       atStart: async () => {
         windowUs.from = monotonicUs();
         before = ticks();
+        countsBefore = await readCounts();
         await loops();
       },
       atEnd: async () => {
         after = ticks();
         windowUs.to = monotonicUs();
+        countsAfter = await readCounts();
         loopDelay = await loops();
       },
     });
@@ -195,11 +222,16 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       arrivals: opts.loop.kind === "open" ? { count: result.arrivals, refused: result.refused, lateMs: summarize(result.turns.map((t) => t.lateMs)) } : undefined,
       floors,
       cpuSplit: dir === undefined ? undefined : { sessionLog: split("session-log"), harness: split("harness"), ...(via === "sdk" ? { gateway: split("gateway") } : {}) },
+      countsPerTurn:
+        countsBefore === undefined || countsAfter === undefined
+          ? undefined
+          : { sessionLog: countsPerTurn(countsBefore.sessionLog, countsAfter.sessionLog, turns), harness: countsPerTurn(countsBefore.harness, countsAfter.harness, turns) },
       loopDelay: loopDelay!,
     };
   } finally {
     own.stop();
     await idle?.stop();
     await stack.stop();
+    await Promise.all(Object.values(counters ?? {}).map((c) => c.dispose()));
   }
 }

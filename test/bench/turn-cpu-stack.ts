@@ -30,6 +30,8 @@ export interface TurnStackOptions {
   readonly env?: Record<string, string>;
   /** The gateway as a process too, for turns through the SDK. */
   readonly gateway?: boolean;
+  /** Extra environment of one service's process, after `env`. */
+  readonly serviceEnv?: (service: "session-log" | "harness") => Record<string, string>;
 }
 
 export type StackService = "session-log" | "harness" | "gateway";
@@ -54,6 +56,7 @@ export interface TurnStack {
 
 export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack> {
   const args = opts.nodeArgs ?? (() => []);
+  const envOf = opts.serviceEnv ?? (() => ({}));
   const stops: Array<() => Promise<unknown>> = [];
   const stop = async (): Promise<void> => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
@@ -71,7 +74,7 @@ export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack>
     stops.push(() => model.close());
     const log = await startProcess(
       "session-log",
-      { MH_SERVICE_TOKENS_FILE: logTokens.file, MH_DATABASE_URL: db.url, MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_TOPIC: topic, MH_KAFKA_TOPIC_PARTITIONS: "3", MH_LOG_LEVEL: "warn", ...opts.env },
+      { MH_SERVICE_TOKENS_FILE: logTokens.file, MH_DATABASE_URL: db.url, MH_KAFKA_BROKERS: KAFKA_BROKERS, MH_KAFKA_TOPIC: topic, MH_KAFKA_TOPIC_PARTITIONS: "3", MH_LOG_LEVEL: "warn", ...opts.env, ...envOf("session-log") },
       async (port) => {
         const c = createClient(SessionLogClient, `127.0.0.1:${port}`, { bearerToken: logTokens.tokens.admin });
         try {
@@ -95,6 +98,7 @@ export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack>
         MH_MODEL: "claude-offline-test",
         MH_LOG_LEVEL: "warn",
         ...opts.env,
+        ...envOf("harness"),
       },
       async (port) => {
         const c = createClient(HarnessClient, `127.0.0.1:${port}`, { bearerToken: harnessTokens.tokens.admin });

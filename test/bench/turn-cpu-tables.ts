@@ -122,6 +122,24 @@ export function loopDelayTable(figs: readonly TurnCpuFigures[]): Table | undefin
   };
 }
 
+/** What the session log and the harness sent and allocated per turn, each phase's column side by side (--counts). */
+export function countsTable(figs: readonly TurnCpuFigures[]): Table | undefined {
+  const counted = figs.filter((f) => f.countsPerTurn !== undefined);
+  if (counted.length === 0) return undefined;
+  const sum = (c: Record<string, number>, prefix: string): number => Object.entries(c).reduce((n, [k, v]) => n + (k.startsWith(prefix) ? v : 0), 0);
+  const withTotals = (c: Record<string, number>): Record<string, number> => ({ ...c, "grpc calls in all": sum(c, "grpc "), "sql statements in all": sum(c, "sql ") });
+  const columns = counted.flatMap((f) => [
+    [`session log, ${loopLabel(f.loop)}`, withTotals(f.countsPerTurn!.sessionLog)] as const,
+    [`harness, ${loopLabel(f.loop)}`, withTotals(f.countsPerTurn!.harness)] as const,
+  ]);
+  const keys = [...new Set(columns.flatMap(([, c]) => Object.keys(c)))].sort();
+  return {
+    title: "Counted per turn over the window in each process (lib/call-counter.ts): gRPC calls it made, Postgres statements it sent (by their first words), socket writes, JS heap allocated and garbage collections",
+    columns: ["what", ...columns.map(([label]) => label)],
+    rows: keys.map((k) => [k, ...columns.map(([, c]) => (c[k] === undefined ? "-" : c[k].toFixed(2)))]),
+  };
+}
+
 export function openLoopTable(figs: readonly TurnCpuFigures[]): Table | undefined {
   const open = figs.filter((f) => f.arrivals !== undefined);
   if (open.length === 0) return undefined;

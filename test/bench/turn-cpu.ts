@@ -18,7 +18,9 @@
  * closed loop), `--seconds=30`,
  * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--linger=0` (the harness's
  * MH_IDLE_LINGER_MS, how long it keeps a session after its turn; its default otherwise), `--cpu-prof` (each service process's CPU
- * profile into bench/results/cpu-prof/), `--via=sdk` (see above; `--via=grpc` the default), `--no-metrics` (the services without their /metrics, so
+ * profile into bench/results/cpu-prof/), `--via=sdk` (see above; `--via=grpc` the default), `--counts` (what the session log and the harness
+ * send and allocate per turn: gRPC calls, Postgres statements, socket writes, JS heap; not with
+ * `--cpu-prof`), `--no-metrics` (the services without their /metrics, so
  * without the event-loop table). After each window the floors are measured on the same services:
  * a gRPC round trip, a Postgres commit, the model's TTFT through the SDK (turn-cpu-floors.ts), and
  * the share's stretches are printed as multiples of them. The TTFT sweep (ttft-sweep.ts) runs its
@@ -29,7 +31,7 @@ import { choiceFlag, hasFlag, numbersFlag } from "./lib/flags.js";
 import { ms, runIfMain, type Bench } from "./lib/report.js";
 import type { TurnLoop, Via } from "./turn-cpu-driver.js";
 import { measureTurnCpu, type TurnCpuFigures } from "./turn-cpu-measure.js";
-import { cpuSplitTable, floorsTable, loadCell, loopDelayTable, multiplesTable, openLoopTable, runLabel, segmentTable, servicesMs, turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
+import { countsTable, cpuSplitTable, floorsTable, loadCell, loopDelayTable, multiplesTable, openLoopTable, runLabel, segmentTable, servicesMs, turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
 
 export { loopLabel, type TurnLoop, type Via } from "./turn-cpu-driver.js";
 export { measureTurnCpu, type TurnCpuFigures, type TurnCpuOptions } from "./turn-cpu-measure.js";
@@ -41,7 +43,7 @@ export const CPU_PHASE = { modelTtftMs: 200, warmupSeconds: 10, seconds: 30 };
 export const closedLoop = (sessions: number, turnsPerSession = 1): TurnLoop => ({ kind: "closed", sessions, turnsPerSession });
 
 /** The phases `npm run bench -- turn-cpu` runs, from its flags. */
-function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: number[] | undefined; phase: typeof CPU_PHASE; metrics: boolean; lingerMs: number | undefined; via: Via } {
+function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: number[] | undefined; phase: typeof CPU_PHASE; metrics: boolean; lingerMs: number | undefined; via: Via; counts: boolean } {
   const quick = hasFlag("quick");
   const seconds = numbersFlag("seconds")?.[0] ?? (quick ? 10 : CPU_PHASE.seconds);
   const warmupSeconds = numbersFlag("warmup")?.[0] ?? (quick ? 3 : CPU_PHASE.warmupSeconds);
@@ -53,6 +55,7 @@ function plan(): { sessions: number[]; turnsPerSession: number[]; openRates: num
     lingerMs: numbersFlag("linger")?.[0],
     metrics: !hasFlag("no-metrics"),
     via: choiceFlag<Via>("via", ["grpc", "sdk"], "grpc"),
+    counts: hasFlag("counts"),
   };
 }
 
@@ -65,7 +68,7 @@ export const turnCpuBench: Bench = {
     const p = plan();
     const figs: TurnCpuFigures[] = [];
     const measure = async (loop: TurnLoop): Promise<void> => {
-      const f = await measureTurnCpu({ loop, via: p.via, ...p.phase, metrics: p.metrics, ...(cpuProfDir === undefined ? {} : { cpuProfDir }), ...(p.lingerMs === undefined ? {} : { lingerMs: p.lingerMs }) });
+      const f = await measureTurnCpu({ loop, via: p.via, ...p.phase, metrics: p.metrics, counts: p.counts, ...(cpuProfDir === undefined ? {} : { cpuProfDir }), ...(p.lingerMs === undefined ? {} : { lingerMs: p.lingerMs }) });
       figs.push(f);
       console.log(`  ${runLabel(f)}: ${f.turnsPerSecond.toFixed(1)} turns/s, share p50 ${ms(f.overheadMs.p50)} ms, services ${ms(servicesMs(f))} ms CPU/turn (load ${loadCell(f)})`);
     };
@@ -74,7 +77,7 @@ export const turnCpuBench: Bench = {
     const base = figs.find((f) => f.loop.kind === "closed" && f.loop.sessions === 16 && f.loop.turnsPerSession === 1);
     const rates = p.openRates ?? (base === undefined ? [] : [base.turnsPerSecond, base.turnsPerSecond / 2]);
     for (const turnsPerSecond of rates) if (turnsPerSecond > 0) await measure({ kind: "open", turnsPerSecond });
-    const optional = [openLoopTable(figs), loopDelayTable(figs), cpuSplitTable(figs)].flatMap((t) => (t === undefined ? [] : [t]));
+    const optional = [openLoopTable(figs), loopDelayTable(figs), cpuSplitTable(figs), countsTable(figs)].flatMap((t) => (t === undefined ? [] : [t]));
     return {
       name: "turn-cpu",
       title: turnCpuBench.title,

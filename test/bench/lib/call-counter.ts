@@ -3,13 +3,17 @@
  * callCounterArgs) to count what the process sends while it is measured: its gRPC calls by method
  * (grpc-js's Client, through which every client of ours calls), its Postgres statements (pg's
  * Client, under every pool of ours) and its socket writes (each one write syscall: HTTP responses,
- * event-stream frames, HTTP/2 to the services, Postgres). Counts, unlike timings, do not depend on the machine's load.
+ * event-stream frames, HTTP/2 to the services, Postgres) and what it allocated on the JS heap (from
+ * each garbage collection's heap sizes before and after, v8.GCProfiler: the bytes that were used
+ * before a collection less those left after the one before it) with its collections by kind.
+ * Counts, unlike timings, do not depend on the machine's load.
  * On SIGUSR2 the counts so far are written to MH_BENCH_COUNTS_FILE (readCallCounts asks for them).
  * The process's own code is not changed: the same file counts the code before and after a change.
  */
 import { renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { Socket } from "node:net";
+import { GCProfiler, getHeapStatistics } from "node:v8";
 
 interface Prototype {
   [method: string]: unknown;
@@ -43,9 +47,30 @@ if (file !== undefined && main !== undefined) {
   });
   // Every write of a net.Socket (TCP) goes through _writeGeneric: one writev or write each.
   wrap(Socket.prototype as unknown as Prototype, "_writeGeneric", () => "socket writes");
+  // Allocation: what the heap grew by between collections, summed (a collection's "before" less
+  // the previous one's "after"); the profiler is restarted at each read to hand its records over.
+  let gc = new GCProfiler();
+  gc.start();
+  let lastAfter: number | undefined;
+  let allocated = 0;
+  const takeGc = (): void => {
+    const { statistics } = gc.stop();
+    gc = new GCProfiler();
+    gc.start();
+    for (const s of statistics) {
+      const before = s.beforeGC.heapStatistics.usedHeapSize;
+      if (lastAfter !== undefined) allocated += Math.max(0, before - lastAfter);
+      lastAfter = s.afterGC.heapStatistics.usedHeapSize;
+      count(`gc ${s.gcType}`);
+    }
+    // And what was allocated since the last collection, not yet collected.
+    const since = lastAfter === undefined ? 0 : Math.max(0, getHeapStatistics().used_heap_size - lastAfter);
+    counts["heap KB allocated"] = Math.round((allocated + since) / 1024);
+  };
   let seq = 0;
   process.on("SIGUSR2", () => {
     seq += 1;
+    takeGc();
     // Whole or not at all for the reader: written aside, then renamed over the file.
     writeFileSync(`${file}.tmp`, JSON.stringify({ seq, counts }));
     renameSync(`${file}.tmp`, file);
