@@ -98,7 +98,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       checkTenant(metadata.tenant, "metadata.tenant");
       checkRepositories(metadata.repositories, "metadata.repositories");
       checkMetadataEnums(metadata, "metadata");
-      return { session: await createSession(db, req.sessionId || newSessionId(), metadata) };
+      const sessionId = req.sessionId || newSessionId();
+      // Its head (0) is known here from now on: a watch of it from 0 starts without a read (watch/heads.ts).
+      return { session: await hub.learnHead(sessionId, () => createSession(db, sessionId, metadata), (s) => s.lastSeq) };
     }),
 
     updateSession: rpc("updateSession", async (req) => {
@@ -197,7 +199,12 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
 
     acquireLease: rpc("acquireLease", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
-      const { lease, session, events } = await acquireLease(db, sessionId, req.holder, req.ttlMs, LEASE_EVENTS);
+      // The row it returns is the session's latest (it holds the row's lock): its head, from which the holder's follow starts.
+      const { lease, session, events } = await hub.learnHead(
+        sessionId,
+        () => acquireLease(db, sessionId, req.holder, req.ttlMs, LEASE_EVENTS),
+        (r) => r.session.lastSeq,
+      );
       // A short session's whole log: the harness's first step needs no read of its own. Read by
       // the lease's statement when its snapshot held every event; else (an earlier holder's last
       // append committed while the lease was taken) read now, after the lease, so that append is

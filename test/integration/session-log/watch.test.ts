@@ -113,6 +113,37 @@ describe("WatchEvents", () => {
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
+  it("starts at a head this instance knows (created or leased here) without a read, and still gets every later append: another instance's, one racing the start, the termination", async () => {
+    // Created here: its head (0) is known, so the watch from 0 waits at once; the appends come
+    // through the other instance, so only their NOTIFY can bring them here.
+    const sessionId = await newSession();
+    const watching = collect(log.client, { sessionId, afterSeq: 0 }, (e) => e.length === 3);
+    for (let i = 0; i < 3; i++) await replica.emitEvent({ sessionId, event: userMessage(`r${i}`) });
+    expect((await watching.events).map((e) => e.seq)).toEqual([1, 2, 3]);
+
+    // An append through the other instance just before a watch here starts at the head it knew:
+    // committed before the watch, heard after it subscribed (or before, then the head is not used).
+    const raced = await newSession();
+    await replica.emitEvent({ sessionId: raced, event: userMessage("first") });
+    expect((await collect(log.client, { sessionId: raced, afterSeq: 0 }, (e) => e.length === 1).events).map((e) => e.seq)).toEqual([1]);
+
+    // Leased here: the holder's follow starts at the lease's last seq; the termination, appended
+    // here, ends it (the head is forgotten and the watch reads the status).
+    const leased = await newSession();
+    await log.client.emitEvents({ sessionId: leased, events: [userMessage("u1"), userMessage("u2")] });
+    const { session, lease } = await log.client.acquireLease({ sessionId: leased, holder: "hold_watch_head", ttlMs: 30_000 });
+    expect(session!.lastSeq).toBe(2);
+    const following = collect(log.client, { sessionId: leased, afterSeq: 2 }, () => false).events;
+    await replica.emitEvent({ sessionId: leased, event: agentMessage("a"), leaseEpoch: lease!.epoch });
+    await log.client.emitEvent({ sessionId: leased, event: newEvent("session.status_terminated", {}), leaseEpoch: lease!.epoch });
+    expect((await following).map((e) => [e.seq, e.type])).toEqual([
+      [3, "agent.message"],
+      [4, "session.status_terminated"],
+    ]);
+    // Terminated: a watch from its last seq reads, finds the status and ends at once.
+    expect(await collect(log.client, { sessionId: leased, afterSeq: 4 }, () => false).events).toEqual([]);
+  });
+
   it("filters by type and ends the stream once the session is terminated", async () => {
     const sessionId = await newSession();
     await log.client.emitEvents({

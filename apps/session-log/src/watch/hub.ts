@@ -7,12 +7,14 @@
  * whose cursor is just before them sends them without reading them back (a Postgres read per
  * watcher per append, most of a watched turn's reads). Readers fetch from the log whenever what a
  * poke carries does not follow their cursor, so a lost or doubled poke costs latency, never
- * correctness.
+ * correctness. The hub also keeps what this instance knows of sessions' heads (heads.ts), which
+ * the pokes carry forward.
  */
 import type { Event } from "@metaharness/proto";
 import type { Logger } from "@metaharness/service-kit/logging";
 import type { Db } from "@metaharness/db";
 import { NotifyPayloads, ResilientListener } from "@metaharness/db";
+import { SessionHeads } from "./heads.js";
 
 /** The channel appends are announced on: items "<session_id>:<last_seq>" (see NotifyPayloads). */
 export const EVENTS_CHANNEL = "mh_events";
@@ -34,6 +36,8 @@ export class AppendHub {
   private readonly listener: ResilientListener;
   /** Who this instance is on EVENTS_CHANNEL: appenders start their NOTIFY payloads with its prefix. */
   readonly payloads = new NotifyPayloads();
+  /** Sessions' last seqs as snapshots here saw them, carried forward by the pokes (heads.ts). */
+  readonly heads = new SessionHeads();
 
   constructor(db: Db, logger: Logger) {
     this.listener = new ResilientListener(
@@ -45,8 +49,10 @@ export class AppendHub {
           if (at > 0) this.publish(item.slice(0, at), Number(item.slice(at + 1)));
         }
       },
-      // Whatever was appended while the connection was gone: wake everyone to re-read.
+      // Whatever was appended while the connection was gone: wake everyone to re-read, and
+      // forget every head (their appends' NOTIFYs may be among the lost).
       () => {
+        this.heads.forgetAll();
         for (const sessionId of this.bySession.keys()) this.publish(sessionId, RECHECK);
       },
       logger,
@@ -77,8 +83,28 @@ export class AppendHub {
     return () => this.everyone.delete(poke);
   }
 
+  /**
+   * Runs `read`, a statement whose snapshot tells the session's last seq (undefined: it does not,
+   * or the session is terminated), and learns that head: the appends heard of meanwhile are
+   * counted against it, so one committed after the snapshot and heard first does not go unseen.
+   */
+  async learnHead<T>(sessionId: string, read: () => Promise<T>, lastSeqOf: (result: T) => number | undefined): Promise<T> {
+    let heard = 0;
+    const stop = this.subscribe(sessionId, (_id, lastSeq) => (heard = Math.max(heard, lastSeq)));
+    try {
+      const result = await read();
+      const lastSeq = lastSeqOf(result);
+      if (lastSeq !== undefined) this.heads.learn(sessionId, lastSeq, heard);
+      return result;
+    } finally {
+      stop();
+    }
+  }
+
   /** The session's log grew to `lastSeq` (committed here, with what it stored, or heard of from another instance). */
   publish(sessionId: string, lastSeq: number, appended?: Appended): void {
+    if (appended?.events.some((e) => e.type === "session.status_terminated") === true) this.heads.forget(sessionId);
+    else this.heads.heardOf(sessionId, lastSeq, appended?.events[0]?.seq);
     for (const poke of this.everyone) poke(sessionId, lastSeq);
     const set = this.bySession.get(sessionId);
     if (set !== undefined) for (const poke of set) poke(sessionId, lastSeq, appended);

@@ -105,9 +105,20 @@ export async function watchEvents(
   signal.addEventListener("abort", onAbort);
   watchSubscribers.add(1);
   const types = new Set(req.types);
-  let first = true;
+  // Known to start at the head: no first read (the position is reached, the session exists and
+  // is not terminated); a poke from now on is heard as after a read.
+  let atHead = deps.hub.heads.lastSeq(req.sessionId) === req.afterSeq;
+  let first = !atHead;
   try {
     while (!signal.aborted) {
+      if (atHead) {
+        atHead = false;
+        if (pokedSeq <= cursor && !recheck) {
+          release();
+          await idle();
+          continue;
+        }
+      }
       pushed = pushed.filter((p) => p.event.seq > cursor);
       if (!first && !recheck && pushed[0]?.event.seq === cursor + 1) {
         // What this instance appended, as it stored it: no read. A terminating event is read
@@ -153,6 +164,7 @@ export async function watchEvents(
       if (slice.hasMore) continue;
       // Everything up to lastSeq was examined in that snapshot (filtered-out types included).
       cursor = Math.max(cursor, slice.lastSeq);
+      if (slice.status !== SessionStatus.SESSION_STATUS_TERMINATED && !recheck) deps.hub.heads.learn(req.sessionId, slice.lastSeq, pokedSeq);
       if (pokedSeq <= cursor) release();
       if (slice.status === SessionStatus.SESSION_STATUS_TERMINATED) return;
       if (pokedSeq > cursor || recheck) continue;
