@@ -1,7 +1,9 @@
 /**
  * Typed gRPC clients: every outgoing call carries the caller's trace context, calls return
  * Promises (or async iterables for server streams) with a deadline, and failures arrive as
- * MhError with the field and details the server put in its trailers.
+ * MhError with the field and details the server put in its trailers. A client's calls go over
+ * connections of its own that each stay inside the server's allowance of stream resets
+ * (reset-guard.ts): a client may cancel as many calls as it likes.
  */
 import { readFile } from "node:fs/promises";
 import {
@@ -22,6 +24,7 @@ import { MhError } from "@metaharness/errors";
 import { injectIntoMetadata } from "@metaharness/telemetry";
 import { fromServiceError, toMhError } from "./grpc-errors.js";
 import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "./grpc-server.js";
+import { ResetGuardedChannel } from "./reset-guard.js";
 
 /** Unary calls without an explicit deadline fail with DEADLINE_EXCEEDED after this long. */
 export const DEFAULT_DEADLINE_MS = 30_000;
@@ -73,6 +76,7 @@ export function createClient<C extends Client>(
     "grpc.max_receive_message_length": MAX_CLIENT_RECEIVE_MESSAGE_BYTES,
     "grpc.keepalive_time_ms": 30_000,
     "grpc.keepalive_timeout_ms": 10_000,
+    channelFactoryOverride: (target, credentials, options) => new ResetGuardedChannel(target, credentials, options),
     ...extra,
     interceptors: [own, ...(extra.interceptors ?? [])],
   });

@@ -40,6 +40,7 @@ export {
   type PromiseClient,
   type UnaryMethod,
 } from "./grpc-client.js";
+export { ResetGuardedChannel, SERVER_RESET_BURST, RESET_RATE_PER_S, RESET_MARGIN, RESET_PREPARE } from "./reset-guard.js";
 export { GRPC_HEALTH_ENV } from "./grpc-health-port.js";
 export { GRPC_TLS_ENV, loadGrpcTls, PLAINTEXT, type GrpcTls, type GrpcTlsSettings, type HttpsClientTls, type HttpsServerTls } from "./grpc-tls.js";
 export { UndecodableRequest } from "./undecodable.js";
