@@ -41,7 +41,8 @@ import { registerWorkRoutes } from "./work/routes.js";
 import { AgentStore } from "./agents/store.js";
 import { EnvironmentKeyStore } from "./environments/key-store.js";
 import { EnvironmentStore } from "./environments/store.js";
-import { SessionStore } from "./sessions/store.js";
+import { SessionStore, type SessionTarget } from "./sessions/store.js";
+import { TargetCache } from "./sessions/target-cache.js";
 import { StreamRegistry } from "./events/stream-registry.js";
 import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
@@ -164,7 +165,11 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     const now = (): Date => new Date();
     const agents = new AgentStore(db);
     const environments = new EnvironmentStore(db);
-    const sessions = new SessionStore(db);
+    // Sessions' target fields kept in memory while this instance hears their changes.
+    const targets = new TargetCache<SessionTarget>();
+    await targets.listen(db, logger);
+    cleanups.push(() => targets.stop());
+    const sessions = new SessionStore(db, targets);
     const work = new WorkQueue(db);
     const hands = { log, work, workSignals, now };
     const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs };

@@ -11,6 +11,7 @@ import type { Metadata } from "../http/metadata.js";
 import type { SessionResource } from "./resources.js";
 import { keysetPage, type KeysetPage, type Order } from "../http/keyset.js";
 import { SessionResourceStore } from "./resource-store.js";
+import { TargetCache } from "./target-cache.js";
 
 /** Ids only, never a token: the session's own vault and each resource's git_token credential in it. */
 export interface ResourceTokens {
@@ -152,7 +153,11 @@ export class SessionStore {
   /** Changes to one resource at a time (resource-store.ts). */
   readonly resources: SessionResourceStore;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** Targets kept in memory (target-cache.ts); none kept unless it listens for changes. */
+    private readonly targets: TargetCache<SessionTarget> = new TargetCache(),
+  ) {
     this.resources = new SessionResourceStore(db);
   }
 
@@ -193,15 +198,20 @@ export class SessionStore {
     return found;
   }
 
-  /** The session's target fields (SessionTarget), or 404 when the tenant has no such session. */
+  /** The session's target fields (SessionTarget), or 404 when the tenant has no such session; from memory when kept. */
   async requireTarget(tenant: string, id: string): Promise<SessionTarget> {
+    const kept = this.targets.get(tenant, id);
+    if (kept !== undefined) return kept;
+    const version = this.targets.version;
     const { rows } = await this.db.query<Pick<SessionRow, "session_id" | "environment_id" | "environment_type" | "metadata" | "archived_at">>(
       "SELECT session_id, environment_id, environment_type, metadata, archived_at FROM gw_sessions WHERE session_id = $1 AND tenant = $2",
       [id, tenant],
     );
     const r = rows[0];
     if (r === undefined) throw notFound("session", id);
-    return { id: r.session_id, environmentId: r.environment_id, environmentType: r.environment_type, metadata: r.metadata, archivedAt: r.archived_at };
+    const target: SessionTarget = { id: r.session_id, environmentId: r.environment_id, environmentType: r.environment_type, metadata: r.metadata, archivedAt: r.archived_at };
+    this.targets.keep(version, tenant, id, target);
+    return target;
   }
 
   async update(
@@ -221,6 +231,8 @@ export class SessionStore {
        WHERE session_id = $1 AND tenant = $2`,
       [id, tenant, changes.title !== undefined, changes.title ?? null, json(changes.metadata), now, json(changes.agent), changes.budget !== undefined, json(changes.budget ?? undefined)],
     );
+    // Other instances hear it from the row's trigger; this one forgets at once.
+    this.targets.forget(id);
     if (rowCount === 0) throw notFound("session", id);
     return this.require(tenant, id);
   }
@@ -230,6 +242,7 @@ export class SessionStore {
       "UPDATE gw_sessions SET archived_at = COALESCE(archived_at, $3), updated_at = $3 WHERE session_id = $1 AND tenant = $2",
       [id, tenant, now],
     );
+    this.targets.forget(id);
     return this.require(tenant, id);
   }
 
@@ -239,6 +252,7 @@ export class SessionStore {
       "DELETE FROM gw_sessions WHERE session_id = $1 AND tenant = $2 RETURNING credential_vault_id",
       [id, tenant],
     );
+    this.targets.forget(id);
     if (rows[0] === undefined) throw notFound("session", id);
     return rows[0].credential_vault_id;
   }
