@@ -37,7 +37,10 @@ function withCaller<R extends string>(ctx: CallContext, caller: Caller<R>): Guar
   let child: Logger | undefined;
   return {
     metadata: ctx.metadata,
-    signal: ctx.signal,
+    // Read through: the call's signal is made when first asked for (grpc-handlers.ts).
+    get signal() {
+      return ctx.signal;
+    },
     deadline: ctx.deadline,
     caller,
     get logger() {

@@ -27,6 +27,8 @@ const STALL_MS = 250;
 
 let seen: { traceId?: string | undefined; ctx?: CallContext };
 let slow: { started: Deferred<void>; aborted: Deferred<unknown> };
+/** sess_late: a handler that asks for its signal only once `go` resolves, and tells what it found. */
+let late: { go: Deferred<void>; saw: Deferred<{ aborted: boolean; reason: unknown }> };
 let flood: { stalledAt: Deferred<number>; aborted: Deferred<unknown> };
 
 const implementation: Partial<SessionLogServer> = {
@@ -51,6 +53,13 @@ const implementation: Partial<SessionLogServer> = {
         await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
         slow.aborted.resolve(ctx.signal.reason);
         throw ctx.signal.reason;
+      case "sess_late":
+        slow.started.resolve();
+        await late.go.promise;
+        // The server's deadline may pass a moment after the client's: then the signal aborts.
+        if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+        late.saw.resolve({ aborted: ctx.signal.aborted, reason: ctx.signal.reason });
+        return GetSessionResponse.fromPartial({ session: { sessionId: req.sessionId } });
       default:
         return GetSessionResponse.fromPartial({ session: { sessionId: req.sessionId, lastSeq: 3 } });
     }
@@ -113,6 +122,7 @@ afterAll(async () => {
 beforeEach(() => {
   seen = {};
   slow = { started: deferred(), aborted: deferred() };
+  late = { go: deferred(), saw: deferred() };
   flood = { stalledAt: deferred(), aborted: deferred() };
   lines.length = 0;
   telemetry.reset();
@@ -199,6 +209,16 @@ describe("unary", () => {
     const err = await log.getSession({ sessionId: "sess_slow" }, { deadlineMs: 100 }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "DEADLINE_EXCEEDED" });
     expect(await slow.aborted.promise).toBeInstanceOf(MhError);
+  });
+
+  it("gives a handler that asks for its signal only after the deadline passed one that is aborted", async () => {
+    const expired = await log.getSession({ sessionId: "sess_late" }, { deadlineMs: 100 }).catch((e: unknown) => e);
+    expect(expired).toMatchObject({ code: "DEADLINE_EXCEEDED" });
+    late.go.resolve();
+    // The client's own deadline cancels its stream, which the server may hear before its deadline (a moment later) passes.
+    const { aborted, reason } = await late.saw.promise;
+    expect(aborted).toBe(true);
+    expect(["DEADLINE_EXCEEDED", "CANCELLED"]).toContain((reason as MhError).code);
   });
 
   it("aborts the handler's signal when the client cancels", async () => {

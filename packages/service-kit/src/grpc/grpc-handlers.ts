@@ -28,6 +28,7 @@ import {
 import { isServerFault, toMhError, toStatusError, type StatusError } from "./grpc-errors.js";
 import type { Logger } from "../logging/logger.js";
 import { UndecodableRequest } from "./undecodable.js";
+import { CallCancellation } from "./call-cancellation.js";
 
 export interface CallContext {
   readonly metadata: Metadata;
@@ -93,20 +94,9 @@ interface CallHooks {
 
 /** `attributes`: the method's own (rpcAttributes), made once per method rather than per call. */
 function runCall(name: string, attributes: Attributes, logger: Logger, call: SurfaceCall, request: unknown, hooks: CallHooks): void {
-  const controller = new AbortController();
-  // grpc-js also emits "cancelled" once a finished call's stream closes; only earlier ones count.
-  let finished = false;
-  call.once("cancelled", () => {
-    if (!finished) controller.abort(new MhError("CANCELLED", "the client cancelled the call"));
-  });
   const deadline = toDate(call.getDeadline());
-  const timer =
-    deadline === undefined
-      ? undefined
-      : setTimeout(
-          () => controller.abort(new MhError("DEADLINE_EXCEEDED", "the call's deadline passed")),
-          Math.max(0, deadline.getTime() - Date.now()),
-        ).unref();
+  const cancellation = new CallCancellation(deadline);
+  call.once("cancelled", () => cancellation.cancelled());
 
   const parent = extractFromMetadata(call.metadata, ROOT_CONTEXT);
   const started = performance.now();
@@ -121,7 +111,9 @@ function runCall(name: string, attributes: Attributes, logger: Logger, call: Sur
       const callLogger = (): Logger => (child ??= logger.child({ rpc: name }));
       const ctx: CallContext = {
         metadata: call.metadata,
-        signal: controller.signal,
+        get signal() {
+          return cancellation.signal;
+        },
         get logger() {
           return callLogger();
         },
@@ -149,8 +141,7 @@ function runCall(name: string, attributes: Attributes, logger: Logger, call: Sur
         }
         hooks.fail(toStatusError(err, currentSpanIds()?.traceId));
       } finally {
-        finished = true;
-        if (timer !== undefined) clearTimeout(timer);
+        cancellation.finish();
         rpcDuration.record(secondsSince(started), { "rpc.system.name": "grpc", "rpc.method": name, "rpc.response.status_code": status });
       }
     },
