@@ -2,7 +2,8 @@
  * LeaseKeeper.acquire tells the log's two refusals apart by the field they name: a lease held
  * elsewhere (`holder`) and a session that ended (`session_id`), so a wake that races a session's
  * termination ends as "nothing to do", not as "held elsewhere". Renewals keep their timing when
- * the instance's LeaseRenewer sends the leases due together, each keeper taking its own outcome.
+ * the instance's LeaseRenewer sends the leases due together, each keeper taking its own outcome,
+ * and stop while the session lingers inside its lease.
  */
 import { describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
@@ -101,6 +102,77 @@ describe("LeaseKeeper renewals", () => {
       await clock.advance(1);
       expect(keeper.signal.aborted).toBe(true);
       expect(keeper.signal.reason).toMatchObject({ code: "ABORTED" });
+    } finally {
+      await keeper.release();
+    }
+  });
+
+  it("renews nothing while the session lingers inside its lease, and gives it back unrenewed", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 10);
+    const keeper = await keeperOn(clock, log);
+    try {
+      // The turn ended at 100 ms; a 600 ms linger ends at 700, more than a sixth of the TTL
+      // (167 ms) before the lease's 1000: the renewal due at 333 is not sent.
+      await clock.advance(100);
+      keeper.lingering(600);
+      await clock.advance(600);
+      expect(log.renewals).toEqual([]);
+      expect(keeper.signal.aborted).toBe(false);
+    } finally {
+      await keeper.release();
+    }
+  });
+
+  it("renews a lingering lease once when the linger would end near its end, and throughout a longer linger", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 10);
+    const keeper = await keeperOn(clock, log);
+    const long = await keeperOn(clock, log, undefined, "sesn_b");
+    try {
+      await clock.advance(100);
+      // 100 + 750 + 167 > 1000: within the margin; once renewed at 333 (to 1333) it is not.
+      keeper.lingering(750);
+      long.lingering(5000);
+      await clock.advance(750);
+      expect(log.calls.filter((c) => c.sessions.includes("sesn_a")).map((c) => c.at)).toEqual([333]);
+      expect(log.calls.filter((c) => c.sessions.includes("sesn_b")).map((c) => c.at)).toEqual([333, 666]);
+    } finally {
+      await keeper.release();
+      await long.release();
+    }
+  });
+
+  it("renews at once when input comes after a renewal fell due in the linger, then as usual", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 10);
+    const keeper = await keeperOn(clock, log);
+    try {
+      await clock.advance(100);
+      keeper.lingering(600);
+      await clock.advance(400);
+      keeper.resume();
+      await clock.advance(0);
+      // Sent at 500, answered at 510: the lease runs to 1500, the next renewal a third later.
+      await clock.advance(500);
+      expect(log.renewals).toEqual([500, 833]);
+      expect(keeper.signal.aborted).toBe(false);
+    } finally {
+      await keeper.release();
+    }
+  });
+
+  it("renews when it was due when input comes before that", async () => {
+    const clock = new ManualClock();
+    const log = slowLog(clock, 10);
+    const keeper = await keeperOn(clock, log);
+    try {
+      await clock.advance(100);
+      keeper.lingering(600);
+      await clock.advance(100);
+      keeper.resume();
+      await clock.advance(300);
+      expect(log.renewals).toEqual([333]);
     } finally {
       await keeper.release();
     }

@@ -5,7 +5,9 @@
  * the lease would have expired; then the driver stops too, since a successor may take over.
  * The renewals go through the instance's LeaseRenewer, with the other leases due then, in one
  * call; a keeper's timing is its own. Time is read from the renewer's Clock (the system's, or a
- * test's that moves on command).
+ * test's that moves on command). While the loop keeps the session between turns (lingering())
+ * the lease is renewed only until it outlasts the linger by LINGER_MARGIN of its TTL: a session
+ * of one turn, kept 2 s under a 3 s lease, was renewed twice for nothing.
  */
 import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Event, Lease, Session } from "@metaharness/proto";
@@ -18,10 +20,20 @@ import type { LeaseRenewer, Renewable } from "./lease-renewer.js";
 const RETRY_MS = 50;
 /** How long a release may take before it is given up (see release()). */
 const RELEASE_DEADLINE_MS = 1000;
+/**
+ * A linger that ends at least this share of the TTL before the lease needs no renewal: input
+ * that comes at its very end resumes the turn with this much of the lease left for the renewal
+ * sent then (0.5 s of a 3 s lease; a renewal takes a round trip, ms on a loaded machine).
+ */
+const LINGER_MARGIN = 1 / 6;
 
 export class LeaseKeeper implements Renewable {
   private readonly controller = new AbortController();
   validUntil: number;
+  /** When the loop's linger ends (clock ms), while it lingers. */
+  private lingerUntil: number | undefined;
+  /** The loop lingers and the lease outlasts the linger: no renewal until resume(). */
+  private resting = false;
   private readonly client: SessionLogClient;
   private readonly clock: Clock;
 
@@ -94,6 +106,36 @@ export class LeaseKeeper implements Renewable {
       .catch(() => undefined);
   }
 
+  /**
+   * The loop keeps the session for `forMs` waiting for input. Once the lease runs past that by
+   * LINGER_MARGIN of its TTL (at once, or after the one renewal that makes it), nothing is
+   * renewed meanwhile: if no input comes the lease is given back before it ends; if some does,
+   * resume() renews it as during a turn. A linger longer than that is renewed throughout.
+   */
+  lingering(forMs: number): void {
+    if (this.controller.signal.aborted) return;
+    this.lingerUntil = this.clock.now() + forMs;
+    if (this.outlastsLinger()) this.rest();
+  }
+
+  /** Input came during the linger: renewed as if renewals had never stopped (at once if one is due). */
+  resume(): void {
+    this.lingerUntil = undefined;
+    if (!this.resting) return;
+    this.resting = false;
+    // The last renewal (or the acquire) was sent at validUntil - TTL; the next is due an interval after it.
+    this.schedule(Math.max(this.clock.now(), this.validUntil - this.ttlMs + this.interval()));
+  }
+
+  private outlastsLinger(): boolean {
+    return this.lingerUntil !== undefined && this.lingerUntil + Math.ceil(this.ttlMs * LINGER_MARGIN) <= this.validUntil;
+  }
+
+  private rest(): void {
+    this.resting = true;
+    this.renewer.cancel(this);
+  }
+
   private interval(): number {
     return Math.max(100, Math.floor(this.ttlMs / 3));
   }
@@ -112,6 +154,12 @@ export class LeaseKeeper implements Renewable {
     if (this.controller.signal.aborted) return;
     // As at acquire: counted from the send, not the reply, which may come late.
     this.validUntil = sentAt + this.ttlMs;
+    // It now outlasts the linger (or was sent before the linger began, which it outlasts already):
+    // resume() schedules the next.
+    if (this.resting || this.outlastsLinger()) {
+      this.rest();
+      return;
+    }
     // The next one a third of the TTL after this one was sent, not answered: a slow answer
     // must not push the next renewal towards the expiry.
     this.schedule(Math.max(this.clock.now(), sentAt + this.interval()));
@@ -129,6 +177,8 @@ export class LeaseKeeper implements Renewable {
       this.lose(e);
       return;
     }
+    // Sent before the linger began, which the lease outlasts: resume() tries again if input comes.
+    if (this.resting) return;
     this.logger.warn({ err: e, sessionId: this.sessionId }, "lease renewal failed; retrying");
     // Soon, not a third of the TTL later: what is left of the lease is what there is to try in.
     const at = this.clock.now() + RETRY_MS;

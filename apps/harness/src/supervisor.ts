@@ -193,7 +193,16 @@ export class Supervisor {
         signal: lease.signal,
         ...(this.opts.workerToolTimeoutMs === undefined ? {} : { workerToolTimeoutMs: this.opts.workerToolTimeoutMs }),
         ...(this.opts.idleLingerMs === undefined ? {} : { idleLingerMs: this.opts.idleLingerMs }),
-        lingering: countLingering,
+        lingering: {
+          start: (forMs) => {
+            countLingering(true);
+            lease.lingering(forMs);
+          },
+          stop: (resumed) => {
+            countLingering(false);
+            if (resumed) lease.resume();
+          },
+        },
       });
       this.failures.delete(sessionId);
     } catch (err) {

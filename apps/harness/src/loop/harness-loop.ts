@@ -30,8 +30,12 @@ export interface LoopContext {
    * returns at once). A loop may ignore it: returning at once is always correct.
    */
   readonly idleLingerMs?: number;
-  /** Told when the loop starts (true) and stops (false) keeping the session between turns (a metric). */
-  readonly lingering?: (on: boolean) => void;
+  /**
+   * Told when the loop starts keeping the session between turns, for at most `forMs`, and when it
+   * stops: `resumed` when input came to act on, false when it is about to return (a metric, and
+   * the lease's renewals: none while the lease outlasts the linger, lease-keeper.ts).
+   */
+  readonly lingering?: { start(forMs: number): void; stop(resumed: boolean): void };
   readonly logger: Logger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;

@@ -81,8 +81,8 @@ class Driver {
   }
 
   /**
-   * Nothing left to do: keeps the session (the lease, which the keeper goes on renewing; the
-   * events; the follow of the log) for `idleLingerMs`, so that its next input (a message, a
+   * Nothing left to do: keeps the session (the lease, renewed only if the linger would outlast
+   * it, lease-keeper.ts; the events; the follow of the log) for `idleLingerMs`, so that its next input (a message, a
    * custom tool's result, a confirmation, an interrupt) arrives on the follow and is decided on at
    * once, with no Wake taking a lease, no read and no new follow. True when something arrived to
    * decide on; false when the linger ran out or the lease went (shutdown, lost), or when the
@@ -96,15 +96,16 @@ class Driver {
     if (this.agentChanged()) return false;
     const seen = this.lastSeq();
     const until = deadline(lingerMs, this.ctx.signal);
-    this.ctx.lingering?.(true);
+    this.ctx.lingering?.start(lingerMs);
+    let resumed = false;
     try {
       await this.view.changed(seen, until.signal);
+      resumed = !this.ctx.signal.aborted && this.lastSeq() > seen && !this.agentChanged();
     } finally {
       until.clear();
-      this.ctx.lingering?.(false);
+      this.ctx.lingering?.stop(resumed);
     }
-    if (this.ctx.signal.aborted || this.lastSeq() <= seen) return false;
-    if (this.agentChanged()) return false;
+    if (!resumed) return false;
     // What a fresh wake would find out again: which sandbox is the session's default (one may
     // have been handed to it or away since, POST .../sandbox/transfer) and which hand tools are
     // connected now.
