@@ -6,12 +6,15 @@
  * event-stream frames, HTTP/2 to the services, Postgres) and what it allocated on the JS heap (from
  * each garbage collection's heap sizes before and after, v8.GCProfiler: the bytes that were used
  * before a collection less those left after the one before it) with its collections by kind.
+ * It also counts the HTTP/2 streams its gRPC server saw end, by method and how (ended, or reset
+ * by the client), its timers (setTimeout, setInterval) and the items of batched calls.
  * Counts, unlike timings, do not depend on the machine's load.
  * On SIGUSR2 the counts so far are written to MH_BENCH_COUNTS_FILE (readCallCounts asks for them).
  * The process's own code is not changed: the same file counts the code before and after a change.
  */
 import { renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { Socket } from "node:net";
 import { GCProfiler, getHeapStatistics } from "node:v8";
 
@@ -30,15 +33,39 @@ if (file !== undefined && main !== undefined) {
   };
   const wrap = (proto: Prototype, method: string, key: (args: unknown[]) => string): void => {
     const original = proto[method] as (...args: unknown[]) => unknown;
-    proto[method] = function (this: unknown, ...args: unknown[]): unknown {
+    const wrapped = function (this: unknown, ...args: unknown[]): unknown {
       count(key(args));
       return original.apply(this, args);
     };
+    // setTimeout's util.promisify.custom, among others, kept.
+    Object.defineProperties(wrapped, Object.getOwnPropertyDescriptors(original));
+    proto[method] = wrapped;
   };
   const grpc = load("@grpc/grpc-js") as { Client: { prototype: Prototype } };
   for (const method of ["makeUnaryRequest", "makeServerStreamRequest", "makeClientStreamRequest", "makeBidiStreamRequest"]) {
-    wrap(grpc.Client.prototype, method, (args) => `grpc ${String(args[0]).split("/").pop() ?? ""}`);
+    wrap(grpc.Client.prototype, method, (args) => {
+      const method = String(args[0]).split("/").pop() ?? "";
+      // A batch's items too (RenewLeases' leases: a row each in its one statement).
+      const items = (args[3] as { leases?: unknown } | undefined)?.leases;
+      if (Array.isArray(items)) counts[`items in grpc ${method}`] = (counts[`items in grpc ${method}`] ?? 0) + items.length;
+      return `grpc ${method}`;
+    });
   }
+  // What its gRPC server saw end, by method and how: "ended", or reset with the client's
+  // RST_STREAM code (8, CANCEL: a cancelled stream, which nghttp2's rapid-reset allowance counts).
+  // grpc-js makes its server with http2.createServer, read from the module at the call.
+  const http2 = load("node:http2") as { createServer: (...args: unknown[]) => Http2Server };
+  const createServer = http2.createServer;
+  http2.createServer = (...args: unknown[]): Http2Server => {
+    const server = createServer(...args);
+    server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+      const method = String(headers[":path"] ?? "").split("/").pop() ?? "";
+      stream.once("close", () => count(`h2 ${method} ${stream.rstCode === 0 ? "ended" : `reset ${stream.rstCode}`}`));
+    });
+    return server;
+  };
+  wrap(globalThis, "setTimeout", () => "timers setTimeout");
+  wrap(globalThis, "setInterval", () => "timers setInterval");
   const pg = load("pg") as { Client: { prototype: Prototype } };
   wrap(pg.Client.prototype, "query", (args) => {
     const q = args[0];
