@@ -24,6 +24,19 @@ describe("ServiceTokens", () => {
     expect(() => tokens.callerOf(new Metadata())).toThrow(expect.objectContaining({ code: "UNAUTHENTICATED" }));
   });
 
+  it("names a caller it accepted before again, and still refuses every other value, also past the values it keeps", () => {
+    const tokens = ServiceTokens.from(file, ROLES);
+    for (let i = 0; i < 70; i++) {
+      // Each a different value of the same token (whitespace around it is allowed): more than it keeps.
+      expect(tokens.authenticate(`${" ".repeat(i)}Bearer ${HARNESS}`)).toEqual({ name: "harness-1", role: "harness" });
+      expect(tokens.authenticate(`Bearer ${HARNESS}`)).toEqual({ name: "harness-1", role: "harness" });
+    }
+    for (const value of [`Bearer ${HARNESS} extra`, `Bearer ${HARNESS.slice(1)}`, `bearer ${HARNESS}`, `Bearer ${"x".repeat(32)}`]) {
+      expect(() => tokens.authenticate(value)).toThrow(expect.objectContaining({ code: "UNAUTHENTICATED" }));
+    }
+    expect(tokens.authenticate(`Bearer ${HAND}`)).toEqual({ name: "kv", role: "hand" });
+  });
+
   it("refuses a file that gives a role the service does not know, a short token or one token twice, naming the entry", () => {
     const entry = (over: Record<string, unknown>) => ({ services: [file.services[0], { name: "x", role: "hand", token: "t".repeat(32), ...over }] });
     expect(() => ServiceTokens.from(entry({ role: "admin" }), ROLES, "f.json")).toThrow("f.json: services[1].role must be one of harness, hand");

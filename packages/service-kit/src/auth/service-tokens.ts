@@ -35,7 +35,17 @@ export const SERVICE_AUTH_HEADER = "x-mh-service-authorization";
 
 const digest = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex");
 
+/**
+ * `authorization` values already accepted, kept so that a known caller's next call needs no
+ * SHA-256 (one per gRPC call was about 1% of the session log's CPU per text-only turn, issue 31).
+ * Only accepted values are kept, so unknown tokens sent in bulk neither fill nor evict it; a
+ * service has a handful of callers, and past the bound the oldest is dropped (it is hashed again).
+ */
+const MAX_ACCEPTED = 64;
+
 export class ServiceTokens<R extends string = string> {
+  private readonly accepted = new Map<string, Caller<R>>();
+
   private constructor(private readonly byDigest: ReadonlyMap<string, Caller<R>>) {}
 
   /** The tokens in `file`, each with one of `roles` (any other role refuses the whole file). */
@@ -75,10 +85,17 @@ export class ServiceTokens<R extends string = string> {
 
   /** The caller an `authorization` value names ("Bearer <token>"); UNAUTHENTICATED otherwise. */
   authenticate(authorization: string | undefined): Caller<R> {
+    const known = authorization === undefined ? undefined : this.accepted.get(authorization);
+    if (known !== undefined) return known;
     const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]+)$/.exec(authorization.trim());
     if (match?.[1] === undefined) throw new MhError("UNAUTHENTICATED", "a service token is required (authorization: Bearer <token>)");
     const caller = this.byDigest.get(digest(match[1]));
     if (caller === undefined) throw new MhError("UNAUTHENTICATED", "the service token is not known");
+    if (authorization !== undefined) this.accepted.set(authorization, caller);
+    if (this.accepted.size > MAX_ACCEPTED) {
+      const oldest = this.accepted.keys().next().value;
+      if (oldest !== undefined) this.accepted.delete(oldest);
+    }
     return caller;
   }
 
