@@ -166,7 +166,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     const agents = new AgentStore(db);
     const environments = new EnvironmentStore(db);
     // Sessions' target fields kept in memory while this instance hears their changes.
-    const targets = new TargetCache<SessionTarget>();
+    const targets = new TargetCache<SessionTarget>(config.targetCacheMs);
     await targets.listen(db, logger);
     cleanups.push(() => targets.stop());
     const sessions = new SessionStore(db, targets);

@@ -75,6 +75,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       maxStreamsPerTenant: env.int("MH_GATEWAY_MAX_STREAMS_PER_TENANT", { default: 100, min: 1, max: 100_000 }),
       wakeTimeoutMs: env.durationMs("MH_GATEWAY_WAKE_TIMEOUT_MS", { default: 2000, min: 10, max: 60_000 }),
       keyCacheMs: env.durationMs("MH_GATEWAY_KEY_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
+      // A session's target fields are kept at most this long: a change whose NOTIFY is lost is seen then (sessions/target-cache.ts).
+      targetCacheMs: env.durationMs("MH_GATEWAY_TARGET_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
       // Self-hosted environments: the lease a work item's heartbeat extends, unless it asks for another.
       workLeaseTtlSeconds: env.int("MH_GATEWAY_WORK_LEASE_TTL_SECONDS", { default: 30, min: 1, max: 600 }),
       // Stopped work items are deleted this long after they stopped (0: kept forever), swept this often.

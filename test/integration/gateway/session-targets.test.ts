@@ -3,9 +3,12 @@
  * reading the session's row on every events.send, list and stream: a change made through another
  * instance on the same database reaches it through the row's trigger (NOTIFY), and one made
  * through the instance itself at once. Without the trigger the other instance would accept
- * events for an archived session, and list a deleted one's, for as long as it kept its copy.
+ * events for an archived session, and list a deleted one's, for as long as it kept its copy. A
+ * change whose NOTIFY never arrives (a LISTEN connection gone without an error: a NAT's idle
+ * timeout, a half-open socket) is still seen once the copy is MH_GATEWAY_TARGET_CACHE_MS old.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import pg from "pg";
 import { defineScenario } from "@metaharness/offline-model";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, KEY_A, type Stack } from "../../support/gateway.js";
@@ -60,5 +63,27 @@ describe("sessions' targets kept in memory", () => {
     expect(await outcome(say(a, id))).toBe("ok");
     await a.beta.sessions.archive(id);
     expect(await outcome(say(a, id))).toBe(400);
+  });
+});
+
+describe("a change no instance hears of", () => {
+  it("is seen once the copy is MH_GATEWAY_TARGET_CACHE_MS old", async () => {
+    const short = await stack.anotherGateway({ MH_GATEWAY_TARGET_CACHE_MS: "1000" });
+    const c = new Anthropic({ apiKey: KEY_A, baseURL: short.url, maxRetries: 0 });
+    const id = (await a.beta.sessions.create({ agent: agentId, environment_id: environmentId })).id;
+    // Read (and kept) there.
+    expect(await outcome(say(c, id))).toBe("ok");
+    // Archived with the row's triggers off for this connection: its NOTIFY is never sent, as
+    // when a LISTEN connection is gone and nothing says so.
+    const admin = new pg.Client({ connectionString: stack.db.url });
+    await admin.connect();
+    try {
+      await admin.query("SET session_replication_role = replica");
+      const { rowCount } = await admin.query("UPDATE gw_sessions SET archived_at = now() WHERE session_id = $1", [id]);
+      expect(rowCount).toBe(1);
+    } finally {
+      await admin.end();
+    }
+    await eventually(async () => ((await outcome(say(c, id))) === 400 ? true : undefined), "the unheard archive to refuse events once the copy is old", 15_000);
   });
 });

@@ -156,7 +156,7 @@ export class SessionStore {
   constructor(
     private readonly db: Db,
     /** Targets kept in memory (target-cache.ts); none kept unless it listens for changes. */
-    private readonly targets: TargetCache<SessionTarget> = new TargetCache(),
+    private readonly targets: TargetCache<SessionTarget> = new TargetCache(0),
   ) {
     this.resources = new SessionResourceStore(db);
   }

@@ -7,7 +7,10 @@
  * instance, which takes what a commit takes to reach a listener. While the LISTEN connection is
  * gone nothing is served from memory (a change then would go unheard); once it is back the copies
  * are dropped and kept anew. A read that a change overtook is not kept: `version` counts changes,
- * and a read keeps its result only if none came while it was under way.
+ * and a read keeps its result only if none came while it was under way. A copy is kept at most
+ * `maxAgeMs` (MH_GATEWAY_TARGET_CACHE_MS): a LISTEN connection can be gone without an error (a
+ * NAT's idle timeout, a half-open socket), and the changes it missed are then seen that late
+ * rather than never, as a revoked API key is (auth/principals.ts).
  */
 import { ResilientListener, type Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit/logging";
@@ -21,6 +24,8 @@ const MAX_KEPT = 10_000;
 interface Kept<T> {
   readonly tenant: string;
   readonly target: T;
+  /** performance.now() past which it is read again. */
+  readonly until: number;
 }
 
 export class TargetCache<T> {
@@ -29,6 +34,9 @@ export class TargetCache<T> {
   private changes = 0;
   private listening = false;
   private listener: ResilientListener | undefined;
+
+  /** `maxAgeMs`: how long a copy is served at most (0 keeps none). */
+  constructor(private readonly maxAgeMs: number) {}
 
   /** Starts hearing changes; until then (and without it, in unit tests) nothing is kept. */
   async listen(db: Db, logger: Logger): Promise<void> {
@@ -58,14 +66,17 @@ export class TargetCache<T> {
   get(tenant: string, sessionId: string): T | undefined {
     if (!this.listening) return undefined;
     const k = this.kept.get(sessionId);
-    return k !== undefined && k.tenant === tenant ? k.target : undefined;
+    if (k === undefined || k.tenant !== tenant) return undefined;
+    if (performance.now() < k.until) return k.target;
+    this.kept.delete(sessionId);
+    return undefined;
   }
 
   /** Keeps what a read started at `version` found, unless a change came meanwhile. */
   keep(version: number, tenant: string, sessionId: string, target: T): void {
-    if (!this.listening || version !== this.changes) return;
+    if (!this.listening || version !== this.changes || this.maxAgeMs <= 0) return;
     if (this.kept.size >= MAX_KEPT) this.kept.clear();
-    this.kept.set(sessionId, { tenant, target });
+    this.kept.set(sessionId, { tenant, target, until: performance.now() + this.maxAgeMs });
   }
 
   /** The session's row changed (or is gone): its copy is dropped, and reads under way are not kept. */
