@@ -75,3 +75,12 @@ it("logs errors with their stack and cause", () => {
   expect(err.stack).toContain("logger.test");
   expect(err.cause?.message).toBe("inner");
 });
+
+it("redacts an error's secret fields once serialized, and a child's bindings", () => {
+  const { lines, logger } = capture();
+  const err = Object.assign(new Error("refused"), { token: "tok-1", code: "E1" });
+  logger.child({ password: "pw-1", session_id: "s" }).error({ err }, "failed");
+  const text = JSON.stringify(lines[0]);
+  for (const secret of ["tok-1", "pw-1"]) expect(text).not.toContain(secret);
+  expect(lines[0]).toMatchObject({ password: "[redacted]", session_id: "s", err: { message: "refused", token: "[redacted]", code: "E1" } });
+});

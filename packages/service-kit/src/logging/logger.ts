@@ -6,6 +6,7 @@
 import { hostname } from "node:os";
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
 import { currentSpanIds } from "@metaharness/telemetry";
+import { redactor } from "./redact.js";
 
 export type { Logger } from "pino";
 export type LogLevel = Level | "silent";
@@ -44,18 +45,29 @@ const BOUND_TRACE_ID: unique symbol = Symbol("mh.boundTraceId");
 type TraceBound = Logger & { [BOUND_TRACE_ID]?: string };
 
 export function createLogger(opts: LoggerOptions): Logger {
+  const redact = redactor([...REDACT_PATHS, ...(opts.redact ?? [])]);
   const options = {
     level: opts.level ?? "info",
     base: { service: opts.service, pid: process.pid, hostname: hostname() },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-    serializers: { err: pino.stdSerializers.errWithCause },
-    redact: { paths: [...REDACT_PATHS, ...(opts.redact ?? [])], censor: "[redacted]" },
+    serializers: { err: (err: Error) => redact({ err: pino.stdSerializers.errWithCause(err) }).err },
+    // Redacted here rather than by pino's `redact`, which parsed its paths again for every value
+    // of every line (redact.ts): a line's own fields here, a child's bindings in `child` below.
+    formatters: { level: (label) => ({ level: label }), log: (o) => redact(o) },
     mixin: (_obj: object, _level: number, logger: Logger) => traceFields(logger),
   } satisfies pino.LoggerOptions;
   // pino's default stdout destination is flushed on process exit, so the lines logged just
   // before process.exit() at the end of a shutdown are not lost.
-  return opts.destination === undefined ? pino(options) : pino(options, opts.destination);
+  const logger = opts.destination === undefined ? pino(options) : pino(options, opts.destination);
+  // Children inherit this (a child is made with the parent as its prototype), grandchildren too;
+  // pino gives a child's bindings no formatter of the root's.
+  type Child = (this: Logger, bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => Logger;
+  const pinoChild = (Object.getPrototypeOf(logger) as { child: Child }).child;
+  const redactedChild: Child = function (this: Logger, bindings, childOptions) {
+    return pinoChild.call(this, redact(bindings), childOptions);
+  };
+  Object.defineProperty(logger, "child", { value: redactedChild, writable: true, configurable: true });
+  return logger;
 }
 
 /** The active span's ids, unless the logger is bound to an explicit trace id already. */
