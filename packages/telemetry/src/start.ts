@@ -3,8 +3,10 @@
  * registered globally with the W3C TraceContext propagator and the AsyncLocalStorage context
  * manager, exporting over OTLP/proto HTTP in batches; and, when asked, the meter provider beside it
  * (metrics/provider.ts: OTLP and a Prometheus scrape endpoint). Everything else only asks for a
- * tracer or records through the catalog's instruments.
+ * tracer or records through the catalog's instruments. A process given neither an endpoint nor a
+ * processor records no spans, and still gives each one its ids (id-only-tracer.ts).
  */
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { context, propagation, trace, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -15,6 +17,7 @@ import {
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { IdOnlyTracerProvider } from "./id-only-tracer.js";
 import { startMetrics, type MetricsOptions } from "./metrics/provider.js";
 
 export interface TelemetryOptions {
@@ -73,22 +76,31 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   if (opts.spanProcessor !== undefined) spanProcessors.push(opts.spanProcessor);
 
   const resource = defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors });
-  // The default context manager of NodeTracerProvider.register() is AsyncLocalStorage-based.
-  provider.register({ propagator: new W3CTraceContextPropagator() });
+  const propagator = new W3CTraceContextPropagator();
+  // Spans nobody receives are not recorded: their ids alone are made and carried on.
+  const provider = spanProcessors.length === 0 ? undefined : new NodeTracerProvider({ resource, spanProcessors });
+  if (provider !== undefined) {
+    // The default context manager of NodeTracerProvider.register() is AsyncLocalStorage-based.
+    provider.register({ propagator });
+  } else {
+    // What register() sets, with the id-only provider in place of the SDK's.
+    trace.setGlobalTracerProvider(new IdOnlyTracerProvider());
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(propagator);
+  }
 
   const meters = opts.metrics === undefined ? undefined : startMetrics(resource, opts.metrics);
 
   let stopping: Promise<void> | undefined;
   const telemetry: Telemetry = {
     serviceName: opts.serviceName,
-    tracer: provider.getTracer(opts.serviceName),
+    tracer: provider?.getTracer(opts.serviceName) ?? trace.getTracer(opts.serviceName),
     metricsUrl: () => meters?.scrapeUrl() ?? Promise.resolve(undefined),
     shutdown() {
       stopping ??= (async () => {
         try {
           // Both flush what they hold before resolving; a failed export of one does not skip the other.
-          const [spans, points] = await Promise.allSettled([provider.shutdown(), meters?.shutdown()]);
+          const [spans, points] = await Promise.allSettled([provider?.shutdown(), meters?.shutdown()]);
           if (spans.status === "rejected") throw spans.reason;
           if (points.status === "rejected") throw points.reason;
         } finally {

@@ -3,7 +3,7 @@
  * callCounterArgs) to count what the process sends while it is measured: its gRPC calls by method
  * (grpc-js's Client, through which every client of ours calls), its Postgres statements (pg's
  * Client, under every pool of ours) and its socket writes (each one write syscall: HTTP responses,
- * event-stream frames, HTTP/2 to the services, Postgres) and what it allocated on the JS heap (from
+ * event-stream frames, HTTP/2 to the services, Postgres), the spans it started (recorded or not), and what it allocated on the JS heap (from
  * each garbage collection's heap sizes before and after, v8.GCProfiler: the bytes that were used
  * before a collection less those left after the one before it) with its collections by kind.
  * It also counts the HTTP/2 streams its gRPC server saw end, by method and how (ended, or reset
@@ -72,6 +72,28 @@ if (file !== undefined && main !== undefined) {
     const text = typeof q === "string" ? q : typeof q === "object" && q !== null && "text" in q ? String(q.text) : "?";
     return `sql ${text.trim().split(/\s+/).slice(0, 4).join(" ")}`;
   });
+  // Spans, recorded or not: every tracer the process registers is counted through its startSpan
+  // (startActiveSpan goes through it too).
+  const api = load("@opentelemetry/api") as { trace: { setGlobalTracerProvider(p: { getTracer(...a: unknown[]): unknown }): boolean } };
+  const setProvider = api.trace.setGlobalTracerProvider.bind(api.trace);
+  api.trace.setGlobalTracerProvider = (provider) => {
+    const getTracer = provider.getTracer.bind(provider);
+    provider.getTracer = (...a: unknown[]): unknown => {
+      const tracer = getTracer(...a) as object;
+      const proto = Object.getPrototypeOf(tracer) as Prototype & { counted?: boolean };
+      if (proto.counted !== true) {
+        proto.counted = true;
+        const startSpan = proto["startSpan"] as (...args: unknown[]) => { isRecording(): boolean };
+        proto["startSpan"] = function (this: unknown, ...args: unknown[]): unknown {
+          const span = startSpan.apply(this, args);
+          count(span.isRecording() ? "spans recorded" : "spans not recorded");
+          return span;
+        };
+      }
+      return tracer;
+    };
+    return setProvider(provider);
+  };
   // Every write of a net.Socket (TCP) goes through _writeGeneric: one writev or write each.
   wrap(Socket.prototype as unknown as Prototype, "_writeGeneric", () => "socket writes");
   // Allocation: what the heap grew by between collections, summed (a collection's "before" less
