@@ -7,13 +7,13 @@
  * publish hang forever. We bound them instead, and after any failed send we start a new producer
  * session (a new producer id) so stale sequence numbers can't wedge later publishes.
  */
-import kafkajs from "kafkajs";
 import type { Kafka, Message, Producer, TopicMessages } from "kafkajs";
 import { MhError } from "@metaharness/errors";
 import { toMhError } from "./kafka-errors.js";
 import type { KafkaBusConfig } from "./kafka-options.js";
 import type { BusPublisher, BusRecord } from "./types.js";
 import { checkRecords } from "./validate.js";
+import { keyPartitioner } from "./kafka-partitioner.js";
 
 /** acks=all: the leader waits for the full in-sync replica set. */
 const ACKS_ALL = -1;
@@ -107,8 +107,9 @@ export class KafkaPublisher implements BusPublisher {
   private async startSession(): Promise<Producer> {
     const { retry } = this.config;
     const producer = this.kafka.producer({
-      // murmur2 over the key, as Java clients hash it (and silences kafkajs's v2 warning).
-      createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+      // murmur2 over the key, as Java clients and kafkajs's DefaultPartitioner hash it, without
+      // its Long arithmetic (kafka-partitioner.ts); naming one also silences kafkajs's v2 warning.
+      createPartitioner: keyPartitioner,
       idempotent: true,
       maxInFlightRequests: 1,
       // Topics are created by ensureTopics with a chosen partition count, never implicitly.

@@ -1,7 +1,8 @@
 /**
  * The key-to-partition hash of Kafka's Java client (murmur2 over the key's utf-8 bytes), so the
  * in-process bus puts a key in the same partition as Kafka, kafkajs's DefaultPartitioner and any
- * Java producer would. A port of org.apache.kafka.common.utils.Utils#murmur2.
+ * Java producer would. A port of org.apache.kafka.common.utils.Utils#murmur2. The Kafka publisher
+ * partitions with it too (kafka-partitioner.ts).
  */
 
 const SEED = 0x9747b28c;
