@@ -62,12 +62,16 @@ export async function pump(o: PumpOptions): Promise<void> {
         o.previews.settle(item.event);
         const json = toSdkEventJson(item.event, o.render);
         if (json !== undefined) {
-          await o.writer.send(item.event.type, json, item.event.seq);
+          const full = o.writer.send(item.event.type, json, item.event.seq);
+          if (full !== undefined) await full;
           sent += 1;
         }
         lastSeq = item.event.seq;
       } else if (item.delta !== undefined) {
-        for (const frame of o.previews.frames(item.delta)) await o.writer.send(frame.type, frame);
+        for (const frame of o.previews.frames(item.delta)) {
+          const full = o.writer.send(frame.type, frame);
+          if (full !== undefined) await full;
+        }
       }
       if (o.writer.closed) break;
     }

@@ -38,12 +38,17 @@ export class SseWriter {
     streamOpened(this.res);
   }
 
-  send(event: string, data: unknown, id?: number): Promise<void> {
+  /**
+   * Queues a frame. Undefined when the caller may go on at once (nearly always: most frames of a
+   * turn are written together), else a promise of the socket's drain: a frame costs no promise
+   * and no await of its own (each one a promise hook's work too, with the tracer's context).
+   */
+  send(event: string, data: unknown, id?: number): Promise<void> | undefined {
     const head = id === undefined ? "" : `id: ${id}\n`;
     return this.write(`${head}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
-  ping(): Promise<void> {
+  ping(): Promise<void> | undefined {
     return this.write('event: ping\ndata: {"type":"ping"}\n\n');
   }
 
@@ -55,15 +60,15 @@ export class SseWriter {
     else this.res.end(rest);
   }
 
-  /** Resolves at once unless the socket is full, then at its drain: the caller reads no further meanwhile. */
-  private write(frame: string): Promise<void> {
-    if (this.closed) return Promise.resolve();
+  /** Undefined unless the socket is full, then its drain: the caller reads no further meanwhile. */
+  private write(frame: string): Promise<void> | undefined {
+    if (this.closed) return undefined;
     this.pending.push(frame);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
-    return this.full ?? Promise.resolve();
+    return this.full;
   }
 
   private take(): string {
