@@ -84,3 +84,16 @@ it("redacts an error's secret fields once serialized, and a child's bindings", (
   for (const secret of ["tok-1", "pw-1"]) expect(text).not.toContain(secret);
   expect(lines[0]).toMatchObject({ password: "[redacted]", session_id: "s", err: { message: "refused", token: "[redacted]", code: "E1" } });
 });
+
+it("redacts the secret fields of an error logged under another key than err, as pino's redact did", () => {
+  const { lines, logger } = capture();
+  // Not serialized (only err is): the line holds its own fields, token among them.
+  const refused = Object.assign(new Error("refused"), { token: "tok-2", code: "E2" });
+  logger.warn({ reason: refused }, "refused");
+  expect(JSON.stringify(lines[0])).not.toContain("tok-2");
+  expect(lines[0]).toMatchObject({ reason: { token: "[redacted]", code: "E2" } });
+  // err itself still reaches its serializer as an error: message and stack kept, the field redacted.
+  logger.error({ err: refused }, "failed");
+  expect(lines[1]).toMatchObject({ err: { message: "refused", token: "[redacted]", code: "E2" } });
+  expect((lines[1]?.["err"] as { stack: string }).stack).toContain("logger.test");
+});

@@ -36,11 +36,22 @@ it("returns a line that names no path itself, uncopied", () => {
   expect(redact(line)).toBe(line);
 });
 
-it("leaves a path's absent value absent, arrays and errors as they are", () => {
+it("leaves a path's absent value absent and arrays as they are", () => {
   const redact = redactor(["*.token"]);
-  const err = Object.assign(new Error("e"), { token: "t" });
-  const line = { a: { token: undefined }, list: [{ token: "t" }], err };
-  const out = redact(line);
-  expect(out).toBe(line);
-  expect(out.err).toBe(err);
+  const line = { a: { token: undefined }, list: [{ token: "t" }] };
+  expect(redact(line)).toBe(line);
+});
+
+it("redacts an error's own fields in a copy that is still the error (prototype, message, stack), as pino's redact did", () => {
+  const redact = redactor(["*.token"]);
+  const err = Object.assign(new TypeError("e"), { token: "t", code: "C" });
+  const out = redact({ reason: err });
+  expect(out.reason).toBeInstanceOf(TypeError);
+  expect(out.reason).toMatchObject({ message: "e", token: CENSOR, code: "C" });
+  expect(out.reason.stack).toBe(err.stack);
+  expect(JSON.stringify(out)).toBe('{"reason":{"token":"[redacted]","code":"C"}}');
+  expect(err.token).toBe("t");
+  // One with nothing to redact is itself.
+  const plain = new Error("p");
+  expect(redact({ reason: plain }).reason).toBe(plain);
 });

@@ -61,9 +61,20 @@ export function redactor(paths: readonly string[]): Redactor {
   return <T>(value: T): T => redactIn(value, [root]) as T;
 }
 
-/** An object whose keys the paths may name (errors are redacted once serialized: logger.ts). */
+/**
+ * An object whose keys the paths may name. Errors too: one under any key but `err` (which is
+ * serialized, then redacted again: logger.ts) goes out with its own fields, as pino's redact saw them.
+ */
 function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Error) && !(v instanceof Date) && !ArrayBuffer.isView(v);
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Date) && !ArrayBuffer.isView(v);
+}
+
+/** A copy to redact in: an error stays an error (its prototype, message, stack and cause), so `err`'s serializer still reads it. */
+function copyOf(value: Record<string, unknown>): Record<string, unknown> {
+  if (!(value instanceof Error)) return { ...value };
+  const copy = Object.create(Object.getPrototypeOf(value) as object) as Record<string, unknown>;
+  for (const key of Object.getOwnPropertyNames(value)) Object.defineProperty(copy, key, Object.getOwnPropertyDescriptor(value, key)!);
+  return copy;
 }
 
 /** `value` with what `levels` name redacted: itself when nothing is, else a copy of what changed. */
@@ -83,7 +94,7 @@ function redactIn(value: unknown, levels: readonly Level[]): unknown {
     const was = value[key];
     const now = redact ? (was === undefined ? was : CENSOR) : below === undefined ? was : redactIn(was, below);
     if (now !== was) {
-      out ??= { ...value };
+      out ??= copyOf(value);
       out[key] = now;
     }
   }
