@@ -9,7 +9,7 @@
 import os from "node:os";
 import { monotonicUs, splitProfile, type CpuSplit } from "./lib/cpu-profile-split.js";
 import { callCounter, perTurn as countsPerTurn, type CallCounter } from "./lib/call-counts.js";
-import { busyTicks, postgresAndKafkaTicks, postgresTicksOf, processTicks, ticksSince, TICKS_PER_SECOND } from "./lib/cpu.js";
+import { busyTicks, javaTicks, postgresTicksOf, processTicks, ticksOfBoth, ticksSince, TICKS_PER_SECOND } from "./lib/cpu.js";
 import { idleProbe, metricsUrlOf, ownLoopDelay, scrapeLoopDelay, type LoopDelay } from "./lib/loop-delay.js";
 import { summarize, type Summary } from "./lib/stats.js";
 import { drive, SEGMENT_KEYS, type Segments, type Turn, type TurnLoop } from "./turn-cpu-driver.js";
@@ -84,31 +84,31 @@ export interface TurnCpuOptions {
 
 const ticksOf = (pid: number): number => processTicks(String(pid))?.ticks ?? 0;
 
-/** Every process's ticks at one moment; Postgres by pid, only what serves the run's database (lib/cpu.ts). */
+/** Every process's ticks at one moment; Postgres by pid, only what serves the run's database, and Kafka by pid (lib/cpu.ts). */
 interface Ticks {
   readonly byProcess: Record<string, number>;
   readonly postgres: Map<string, number>;
+  readonly kafka: Map<string, number>;
 }
 
 function allTicks(stack: TurnStack): Ticks {
-  const { kafka } = postgresAndKafkaTicks();
   const gateway = stack.gateway?.process.child.pid;
   return {
     byProcess: {
       sessionLog: ticksOf(stack.log.child.pid!),
       harness: ticksOf(stack.harness.child.pid!),
       ...(gateway === undefined ? {} : { gateway: ticksOf(gateway) }),
-      kafka,
       benchProcess: ticksOf(process.pid),
       machine: busyTicks(),
     },
     // The gateway's database too when it runs: its statements are the turn's.
     postgres: postgresTicksOf(stack.gateway === undefined ? [stack.db.name] : [stack.db.name, stack.gateway.db.name]),
+    kafka: javaTicks(),
   };
 }
 
 function ticksUsed(before: Ticks, after: Ticks): Record<string, number> {
-  const used: Record<string, number> = { postgres: ticksSince(before.postgres, after.postgres) };
+  const used: Record<string, number> = { postgres: ticksSince(before.postgres, after.postgres), kafka: ticksOfBoth(before.kafka, after.kafka) };
   for (const [k, v] of Object.entries(after.byProcess)) used[k] = v - (before.byProcess[k] ?? 0);
   return used;
 }

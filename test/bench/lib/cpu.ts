@@ -26,7 +26,8 @@ interface Ticks {
   readonly service: number;
   /** By pid: backends come and go, and a sum over those alive would fall when one exits. */
   readonly postgres: ReadonlyMap<string, number>;
-  readonly kafka: number;
+  /** By pid too: another Kafka (a test's own broker) may start or stop inside the window. */
+  readonly kafka: ReadonlyMap<string, number>;
 }
 
 export const TICKS_PER_SECOND = 100; // USER_HZ on Linux
@@ -52,7 +53,7 @@ export function processTicks(pid: string): { comm: string; ticks: number } | und
 
 function sample(servicePid: number | undefined): Ticks {
   const postgres = new Map<string, number>();
-  let kafka = 0;
+  const kafka = new Map<string, number>();
   let self = 0;
   let service = 0;
   for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
@@ -61,7 +62,7 @@ function sample(servicePid: number | undefined): Ticks {
     if (pid === String(process.pid)) self = p.ticks;
     else if (pid === String(servicePid)) service = p.ticks;
     else if (p.comm.startsWith("postgres")) postgres.set(pid, p.ticks);
-    else if (p.comm === "java") kafka += p.ticks;
+    else if (p.comm === "java") kafka.set(pid, p.ticks);
   }
   return { machine: busyTicks(), self, service, postgres, kafka };
 }
@@ -77,7 +78,9 @@ function safeSample(servicePid: number | undefined): Ticks | undefined {
 /**
  * Starts measuring; `stop()` returns the use since the start. `servicePid` is the service's own
  * process, if it has one. Postgres is its processes alive at the stop, less what each had at the
- * start (ticksSince): a backend that exits meanwhile is missed, never subtracted.
+ * start (ticksSince): a backend that exits meanwhile is missed, never subtracted. Kafka is the
+ * java processes alive at both ends (ticksOfBoth): a broker started or stopped meanwhile is
+ * another test's.
  */
 export function cpuMeter(servicePid?: number): { stop(): CpuUse } {
   const start = safeSample(servicePid);
@@ -91,13 +94,13 @@ export function cpuMeter(servicePid?: number): { stop(): CpuUse } {
         return { cores, machine: NaN, self: NaN, service: NaN, postgres: NaN, kafka: NaN, other: NaN };
       }
       const pctOf = (ticks: number): number => (ticks / TICKS_PER_SECOND / seconds) * 100;
-      const pct = (k: "machine" | "self" | "service" | "kafka"): number => pctOf(end[k] - start[k]);
+      const pct = (k: "machine" | "self" | "service"): number => pctOf(end[k] - start[k]);
       const use = {
         machine: pct("machine"),
         self: pct("self"),
         service: servicePid === undefined ? NaN : pct("service"),
         postgres: pctOf(ticksSince(start.postgres, end.postgres)),
-        kafka: pct("kafka"),
+        kafka: pctOf(ticksOfBoth(start.kafka, end.kafka)),
       };
       const known = use.self + (Number.isNaN(use.service) ? 0 : use.service) + use.postgres + use.kafka;
       return { cores, ...use, other: Math.max(0, use.machine - known) };
@@ -155,5 +158,25 @@ export function postgresTicksOf(database: string | readonly string[]): Map<strin
 export function ticksSince(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): number {
   let n = 0;
   for (const [pid, ticks] of after) n += ticks - (before.get(pid) ?? 0);
+  return n;
+}
+
+/** CPU ticks since start of every java process (Kafka), by pid. Compare two samples with `ticksOfBoth`. */
+export function javaTicks(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const p = processTicks(pid);
+    if (p?.comm === "java") out.set(pid, p.ticks);
+  }
+  return out;
+}
+
+/** Ticks used between two by-pid samples by the processes alive at both. */
+export function ticksOfBoth(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): number {
+  let n = 0;
+  for (const [pid, ticks] of after) {
+    const was = before.get(pid);
+    if (was !== undefined) n += ticks - was;
+  }
   return n;
 }
