@@ -34,12 +34,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // is cut off. Chosen by test/bench/recovery.ts (docs/performance.md): 1 s cost 8 leases lost by
       // live harnesses in a run at load 20, 3 s none in any run, and recovery no longer depends on it.
       leaseTtlMs: env.int("MH_LEASE_TTL_MS", { default: 3000, min: 500, max: 600_000 }),
-      // How long a woken brain keeps a session after its turn ends (its lease, renewed only until it
-      // outlasts the linger by a sixth of its TTL; its events; its follow of the log), so that the
+      // How long a woken brain keeps a session after its turn ends (its lease, set by the turn's
+      // last append to run out with the linger; its events; its follow of the log), so that the
       // session's next input starts the next turn at once: no lease to take, no read, no new follow.
-      // 0: the lease goes back at every idle. The cost of a lingering session is at most a renewal,
-      // or one per TTL / 3 for a linger longer than the lease, and its events in memory; the default
-      // is chosen in docs/harness.md ("Keeping a session after its turn").
+      // 0: the lease goes back at every idle. A lingering session costs its events in memory, and
+      // a renewal per TTL / 3 only for a linger longer than the lease; the default is chosen in
+      // docs/harness.md ("Keeping a session after its turn").
       idleLingerMs: env.durationMs("MH_IDLE_LINGER_MS", { default: 2000, min: 0, max: 600_000 }),
       // The coupled configuration, to measure the container-per-session design against ours
       // (test/bench/ttft-sweep.ts): before a session's first model call, provision its sandbox as

@@ -49,6 +49,7 @@ describe("LeaseKeeper renewals", () => {
     const lease = { holder: "harness-a", epoch: 1, expiresAt: new Date() };
     const renewals: number[] = [];
     const calls: Array<{ at: number; sessions: string[] }> = [];
+    const releases: number[] = [];
     const failWith = opts.failWith;
     const outcome = (l: RenewLeasesRequest["leases"][number]): LeaseRenewal =>
       opts.lost?.includes(l.sessionId)
@@ -65,9 +66,12 @@ describe("LeaseKeeper renewals", () => {
           else if (failWith !== undefined) clock.setTimeout(() => reject(failWith), delayMs);
           else clock.setTimeout(() => resolve({ renewals: req.leases.map(outcome) }), delayMs);
         }),
-      releaseLease: () => Promise.resolve({}),
+      releaseLease: () => {
+        releases.push(clock.now());
+        return Promise.resolve({});
+      },
     };
-    return Object.assign(client as SessionLogClient, { renewals, calls });
+    return Object.assign(client as SessionLogClient, { renewals, calls, releases });
   }
 
   /** A keeper of a 1 s lease of `sessionId` taken now on `clock` from `log`, through `renewer` (a new one by default). */
@@ -176,6 +180,49 @@ describe("LeaseKeeper renewals", () => {
     } finally {
       await keeper.release();
     }
+  });
+
+  /**
+   * A keeper whose turn's last append, `at` ms after the lease was taken, set the lease to run out
+   * with a 600 ms linger and a sixth of the TTL (767 ms), and which then lingers; the log answers
+   * renewals after `delayMs`.
+   */
+  async function lingeringAfterItsAppend(at: number, delayMs: number) {
+    const clock = new ManualClock();
+    const log = slowLog(clock, delayMs);
+    const keeper = await keeperOn(clock, log);
+    await clock.advance(at);
+    keeper.appending(Promise.resolve(), 767);
+    await clock.advance(0);
+    keeper.lingering(600);
+    return { clock, log, keeper };
+  }
+
+  it("neither renews nor releases a lease the turn's last append set to run out with a linger that ran out", async () => {
+    const { clock, log, keeper } = await lingeringAfterItsAppend(100, 10);
+    await clock.advance(600);
+    keeper.ranOut();
+    await keeper.release();
+    expect([log.renewals, log.releases, keeper.signal.aborted]).toEqual([[], [], true]);
+  });
+
+  it("renews such a lease when input comes in the linger, and releases it as before", async () => {
+    const { clock, log, keeper } = await lingeringAfterItsAppend(100, 10);
+    await clock.advance(300);
+    // Due at 200 (a third of the TTL past the 867 - 1000 it counts as renewed at): sent at once.
+    keeper.resume();
+    await clock.advance(100);
+    await keeper.release();
+    expect([log.renewals, log.releases]).toEqual([[400], [500]]);
+  });
+
+  it("releases such a lease as before when a renewal was on its way as the append landed (it may land after it)", async () => {
+    // The renewal sent at 333 is answered at 633, after the append at 400.
+    const { clock, log, keeper } = await lingeringAfterItsAppend(400, 300);
+    await clock.advance(600);
+    keeper.ranOut();
+    await keeper.release();
+    expect([log.renewals, log.releases]).toEqual([[333], [1000]]);
   });
 
   it("renews the leases due together in one call, and each keeper takes its own outcome", async () => {

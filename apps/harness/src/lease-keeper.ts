@@ -6,8 +6,10 @@
  * The renewals go through the instance's LeaseRenewer, with the other leases due then, in one
  * call; a keeper's timing is its own. Time is read from the renewer's Clock (the system's, or a
  * test's that moves on command). While the loop keeps the session between turns (lingering())
- * the lease is renewed only until it outlasts the linger by LINGER_MARGIN of its TTL: a session
- * of one turn, kept 2 s under a 3 s lease, was renewed twice for nothing.
+ * the lease is renewed only until it outlasts the linger by LINGER_MARGIN of its TTL; the turn's
+ * last append sets it to run out with the linger (ranOutWith), and then, if no input comes, it is
+ * neither renewed nor given back: a session of one turn, kept 2 s under a 3 s lease, paid two
+ * renewals and a ReleaseLease for nothing.
  */
 import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Event, Lease, Session } from "@metaharness/proto";
@@ -25,7 +27,9 @@ const RELEASE_DEADLINE_MS = 1000;
  * that comes at its very end resumes the turn with this much of the lease left for the renewal
  * sent then (0.5 s of a 3 s lease; a renewal takes a round trip, ms on a loaded machine).
  */
-const LINGER_MARGIN = 1 / 6;
+export const LINGER_MARGIN = 1 / 6;
+/** Why a lease's signal aborts when it is given back: made once (an Error per session captured a stack). */
+const RELEASED = new MhError("CANCELLED", "lease released");
 
 export class LeaseKeeper implements Renewable {
   private readonly controller = new AbortController();
@@ -34,6 +38,15 @@ export class LeaseKeeper implements Renewable {
   private lingerUntil: number | undefined;
   /** The loop lingers and the lease outlasts the linger: no renewal until resume(). */
   private resting = false;
+  /** Renewals sent and not yet answered. */
+  private renewing = 0;
+  /**
+   * The turn's last append set the lease to run out with the linger (ranOutWith), and no renewal
+   * may have extended it since: if the linger runs out, the lease ends by itself, unreleased.
+   */
+  private runsOut = false;
+  /** The linger ran out with the lease set to run out with it: release() sends nothing. */
+  private endsByItself = false;
   private readonly client: SessionLogClient;
   private readonly clock: Clock;
 
@@ -98,7 +111,10 @@ export class LeaseKeeper implements Renewable {
   /** Stops renewing and gives the lease back (best effort: it expires anyway). */
   async release(): Promise<void> {
     this.renewer.cancel(this);
-    if (!this.controller.signal.aborted) this.controller.abort(new MhError("CANCELLED", "lease released"));
+    if (!this.controller.signal.aborted) this.controller.abort(RELEASED);
+    // Set to run out with the linger that just ran out: it ends by itself, for the sweeper (or a
+    // wake) to find if input came as it did; a wake here meanwhile takes it at the same epoch.
+    if (this.endsByItself) return;
     // Bounded: a harness shutting down gives its leases back on the way out, and a log that does
     // not answer must not hold the shutdown (the lease then expires as after a crash).
     await this.client
@@ -115,11 +131,41 @@ export class LeaseKeeper implements Renewable {
   lingering(forMs: number): void {
     if (this.controller.signal.aborted) return;
     this.lingerUntil = this.clock.now() + forMs;
-    if (this.outlastsLinger()) this.rest();
+    // Set by the turn's last append to run out with this linger: nothing to renew.
+    if (this.runsOut || this.outlastsLinger()) this.rest();
+  }
+
+  /**
+   * The append sent at `sentAt` (the turn's last) set the lease to run `ttlMs` from it
+   * (EmitEventsRequest.lease_ttl_ms: the linger and a margin). Renewed as if renewed then; once
+   * the loop lingers, not at all, and if the linger runs out the lease is left to run out too
+   * (ranOut()): no ReleaseLease. A renewal on its way meanwhile may land after the append and
+   * extend it: then it is released as before.
+   */
+  ranOutWith(sentAt: number, ttlMs: number): void {
+    if (this.controller.signal.aborted) return;
+    this.validUntil = sentAt + ttlMs;
+    this.runsOut = this.renewing === 0;
+    if (!this.resting) this.schedule(Math.max(this.clock.now(), this.validUntil - this.ttlMs + this.interval()));
+  }
+
+  /** `append` sets the lease to run `ttlMs` from its send once it lands (ranOutWith). */
+  appending(append: Promise<unknown>, ttlMs: number): void {
+    const sentAt = this.clock.now();
+    append.then(
+      () => this.ranOutWith(sentAt, ttlMs),
+      () => undefined,
+    );
+  }
+
+  /** The linger ran out with no input: a lease set to run out with it is not given back, it ends. */
+  ranOut(): void {
+    this.endsByItself = this.runsOut && this.resting;
   }
 
   /** Input came during the linger: renewed as if renewals had never stopped (at once if one is due). */
   resume(): void {
+    this.runsOut = false;
     this.lingerUntil = undefined;
     if (!this.resting) return;
     this.resting = false;
@@ -149,8 +195,16 @@ export class LeaseKeeper implements Renewable {
     if (!this.controller.signal.aborted) this.renewer.schedule(this, dueAt, earliestAt);
   }
 
+  /** Renewable: a renewal of the lease was sent. */
+  sending(): void {
+    this.renewing += 1;
+  }
+
   /** Renewable: the renewal sent at `sentAt` extended the lease. */
   renewed(sentAt: number): void {
+    this.renewing -= 1;
+    // It may have landed after the append that set the lease to run out with the linger.
+    this.runsOut = false;
     if (this.controller.signal.aborted) return;
     // As at acquire: counted from the send, not the reply, which may come late.
     this.validUntil = sentAt + this.ttlMs;
@@ -172,6 +226,7 @@ export class LeaseKeeper implements Renewable {
    * while the log would still have renewed them.
    */
   failed(e: MhError): void {
+    this.renewing -= 1;
     if (this.controller.signal.aborted) return;
     if (e.code === "ABORTED" || e.code === "NOT_FOUND" || this.clock.now() >= this.validUntil) {
       this.lose(e);

@@ -26,6 +26,8 @@ export interface Renewable {
   readonly ttlMs: number;
   /** When the lease runs out as its keeper counts it (from the send of the last granting call). */
   readonly validUntil: number;
+  /** A renewal of it was sent (each is then answered by renewed or failed, once). */
+  sending?(): void;
   /** The renewal sent at `sentAt` extended it. */
   renewed(sentAt: number): void;
   /** The renewal failed: ABORTED or NOT_FOUND (lost), or a failure of the call (DEADLINE_EXCEEDED, UNAVAILABLE...). */
@@ -110,6 +112,7 @@ export class LeaseRenewer {
   private send(leases: Renewable[], sentAt: number): void {
     const first = leases[0];
     if (first === undefined) return;
+    for (const lease of leases) lease.sending?.();
     if (this.oneByOne) {
       for (const lease of leases) this.sendOne(lease, sentAt);
       return;

@@ -114,14 +114,15 @@ export class LogPort {
    * safe because the events keep their ids: if an earlier attempt was written and only its answer
    * was lost, the log returns that append's seqs as duplicates and writes nothing (and checks
    * `expectedSeq` only when something is new); the lease epoch is checked on every attempt.
+   * With `leaseTtlMs` the lease of `leaseEpoch` runs that long from the append once it lands.
    */
-  async emit(events: Event[], leaseEpoch: number, expectedSeq?: number): Promise<Event[]> {
+  async emit(events: Event[], leaseEpoch: number, expectedSeq?: number, leaseTtlMs?: number): Promise<Event[]> {
     if (events.length === 0) return [];
     // Without its id an event would be new to the log at each attempt: written twice.
     if (events.some((e) => e.id === "")) throw new MhError("INTERNAL", "the harness appends only events with ids");
     return retry(this.appendPolicy, async ({ remainingMs }) => {
       const deadlineMs = Math.max(MIN_ATTEMPT_MS, remainingMs);
-      const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq }, { deadlineMs });
+      const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq, leaseTtlMs }, { deadlineMs });
       this.saw(res.events);
       return res.events;
     });

@@ -11,7 +11,7 @@ import type { ModelClient } from "@metaharness/model-client";
 import { WakeOutcome, type ActiveSession, type SandboxBrokerService, type Session } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit/grpc";
 import { loggerFor, type Logger } from "@metaharness/service-kit/logging";
-import { LeaseKeeper } from "./lease-keeper.js";
+import { LINGER_MARGIN, LeaseKeeper } from "./lease-keeper.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import { sessionsActive, sessionsLingering } from "./loop/turn-meter.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
@@ -181,6 +181,15 @@ export class Supervisor {
       const sandbox = broker === undefined ? undefined : new SandboxPort(broker, sessionId, setup);
       const mcp = this.opts.credentialProxy === undefined ? undefined : new McpPort(this.opts.credentialProxy, sessionId);
       logger.info({ epoch: lease.epoch, harness: name }, "driving session");
+      // The turn's last append sets the lease to run out with the linger, and a margin to renew
+      // it in when input comes at the linger's very end (lease-keeper.ts). Not past the lease's
+      // own TTL: a holder that hangs loses a lingering session as soon as a working one would.
+      const lingerMs = this.opts.idleLingerMs ?? 0;
+      const atIdleTtl = lingerMs + Math.ceil(this.opts.leaseTtlMs * LINGER_MARGIN);
+      const atIdle =
+        lingerMs > 0 && atIdleTtl <= this.opts.leaseTtlMs
+          ? { ttlMs: atIdleTtl, appending: (append: Promise<unknown>) => lease.appending(append, atIdleTtl) }
+          : undefined;
       if (this.opts.eagerSandbox === true) await sandbox?.warm();
       await loop.run({
         session,
@@ -198,11 +207,13 @@ export class Supervisor {
             countLingering(true);
             lease.lingering(forMs);
           },
-          stop: (resumed) => {
+          stop: (how) => {
             countLingering(false);
-            if (resumed) lease.resume();
+            if (how === "resumed") lease.resume();
+            else if (how === "ran out") lease.ranOut();
           },
         },
+        ...(atIdle === undefined ? {} : { leaseAtIdle: atIdle }),
       });
       this.failures.delete(sessionId);
     } catch (err) {

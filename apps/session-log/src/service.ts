@@ -25,7 +25,7 @@ import { checkRepositories, updateSession } from "./store/repositories.js";
 import { createSession, getSession, listSessions } from "./store/sessions.js";
 import { DEFAULT_SLICE, MAX_SLICE, readStoredSlice, type SliceRequest } from "./store/read.js";
 import { storedAcquireLeaseResponse, storedEmitEventResponse, storedEmitEventsResponse, storedGetEventsResponse } from "./stored-wire.js";
-import { acquireLease, checkHolder, releaseLease, renewLease } from "./store/leases.js";
+import { acquireLease, checkHolder, checkLeaseTtlWithAppend, releaseLease, renewLease } from "./store/leases.js";
 import { renewLeases } from "./store/renew-leases.js";
 import type { HolderLines } from "./holders/lines.js";
 import { watchEvents } from "./watch/watch.js";
@@ -78,8 +78,9 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     events: ValidatedEvent[],
     expectedSeq: number | undefined,
     leaseEpoch: number | undefined,
+    leaseTtlMs?: number,
   ): Promise<AppendResult> => {
-    const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch });
+    const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch, leaseTtlMs });
     // All new: they are the session's events up to lastSeq, which watchers here take as they are.
     if (result.duplicates === 0) hub.publish(sessionId, result.lastSeq, result);
     else if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
@@ -164,7 +165,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         return valid;
       });
       checkNothingAfterTermination(events.map((v) => v.event));
-      const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch);
+      if (req.leaseTtlMs !== undefined) checkLeaseTtlWithAppend(req.leaseTtlMs, req.leaseEpoch);
+      const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch, req.leaseTtlMs);
       return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),
 

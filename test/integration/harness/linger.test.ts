@@ -3,7 +3,8 @@
  * (a message, a custom tool's result, an interrupt) is taken on the lease it kept, with no Wake;
  * Wakes meanwhile answer as for a running session (here ALREADY_RUNNING, elsewhere
  * HELD_ELSEWHERE); the session's end and the instance's stop give the lease back at once, not at
- * the linger's end; and once the linger runs out the lease goes back and nobody renews it.
+ * the linger's end; and once the linger runs out the lease runs out with it, unrenewed and
+ * unreleased, and nobody renews it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
@@ -144,14 +145,26 @@ describe("a session kept after its turn", () => {
     await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the stopped instance's lease given back", 60_000);
   });
 
-  it("gives the lease back when the linger runs out, and nobody renews it after", async () => {
-    const short = await brain.addHarness({ MH_IDLE_LINGER_MS: "500" });
+  it("lets the lease run out with the linger, with no renewal or release, and nobody renews it after", async () => {
+    const sent: string[] = [];
+    const short = await brain.addHarness(
+      { MH_IDLE_LINGER_MS: "500" },
+      {
+        wrapLog: (log) => ({
+          ...log,
+          releaseLease: (req, opts) => (sent.push("ReleaseLease"), log.releaseLease(req, opts)),
+          renewLeases: (req, opts) => (sent.push("RenewLeases"), log.renewLeases(req, opts)),
+        }),
+      },
+    );
     const sessionId = await brain.createSession();
     await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] hi") });
     expect((await short.supervisor.wake(sessionId)).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
     await brain.waitFor(sessionId, ended);
-    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease given back after the linger");
-    expect(short.supervisor.driving).toBe(0);
+    // The idle's append set it to run out with the linger (and a sixth of the 3 s TTL).
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease run out after the linger");
+    await eventually(() => Promise.resolve(short.supervisor.driving === 0 ? true : undefined), "the loop done");
+    expect(sent).toEqual([]);
     // A fixed wait on purpose: a quiet period proving no one renews the lease.
     await new Promise((r) => setTimeout(r, 1500));
     expect(await leaseOf(sessionId)).toBeUndefined();

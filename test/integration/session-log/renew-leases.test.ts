@@ -2,12 +2,17 @@
  * RenewLeases: one statement renews several of a holder's leases, each as RenewLease would:
  * renewed (even just after expiry while nobody took it), another holder's or a newer epoch
  * (ABORTED with the session's epoch now), no such session (NOT_FOUND); a bad request names its
- * field and renews nothing.
+ * field and renews nothing. And EmitEvents' lease_ttl_ms: once the events are in the log, the
+ * lease of lease_epoch, while still held, runs that long from the append, shorter or longer than it
+ * ran (a harness ends its turn so that its lease runs out with its linger); a lease given back is
+ * left alone, and so is another session's in the same batch; a request without lease_epoch or
+ * with a TTL out of bounds is refused naming lease_ttl_ms, and appends nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LeaseRenewal_Outcome } from "@metaharness/proto";
 import { newSession as newSessionOf, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
 import { eventually } from "../../support/eventually.js";
+import { userMessage } from "../../support/events.js";
 
 let log: TestLog;
 beforeAll(async () => {
@@ -88,5 +93,51 @@ describe("RenewLeases", () => {
     expect([holder.code, holder.field]).toEqual(["INVALID_ARGUMENT", "holder"]);
     expect((await log.client.getSession({ sessionId })).session?.lease?.expiresAt?.getTime()).toBe(expiresAt);
     expect((await log.client.renewLeases({ holder: "h", ttlMs: 60_000, leases: [] })).renewals).toEqual([]);
+  });
+});
+
+const acquireFor = async (sessionId: string, ttlMs: number) => (await log.client.acquireLease({ sessionId, holder: "h", ttlMs })).lease!;
+const leaseOf = async (sessionId: string) => (await log.client.getSession({ sessionId })).session?.lease;
+
+describe("EmitEvents with lease_ttl_ms", () => {
+  it("makes the lease run out that long after the append, and another holder takes it then at the next epoch", async () => {
+    const sessionId = await newSession();
+    const lease = await acquireFor(sessionId, 60_000);
+    const before = Date.now();
+    await log.client.emitEvents({ sessionId, events: [userMessage("hi")], leaseEpoch: lease.epoch, leaseTtlMs: 1_000 });
+    const set = await leaseOf(sessionId);
+    expect(set?.epoch).toBe(lease.epoch);
+    // The database's clock; a generous bound for a loaded machine, far under the 60 s it had.
+    expect(set!.expiresAt!.getTime()).toBeLessThan(before + 10_000);
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease to run out", 30_000);
+    expect((await log.client.acquireLease({ sessionId, holder: "other", ttlMs: 5_000 })).lease?.epoch).toBe(lease.epoch + 1);
+  });
+
+  it("makes it run longer too, and leaves alone a lease given back and another session's in the same batch", async () => {
+    const [longer, released, other] = await Promise.all([newSession(), newSession(), newSession()]);
+    const l = await acquireFor(longer, 1_000);
+    const r = await acquireFor(released, 60_000);
+    await log.client.releaseLease({ sessionId: released, holder: "h", epoch: r.epoch });
+    const o = await acquireFor(other, 60_000);
+    const before = Date.now();
+    // Together, so the appender may put them in one statement.
+    await Promise.all([
+      log.client.emitEvents({ sessionId: longer, events: [userMessage("a")], leaseEpoch: l.epoch, leaseTtlMs: 120_000 }),
+      log.client.emitEvents({ sessionId: released, events: [userMessage("b")], leaseEpoch: r.epoch, leaseTtlMs: 120_000 }),
+      log.client.emitEvents({ sessionId: other, events: [userMessage("c")], leaseEpoch: o.epoch }),
+    ]);
+    expect((await leaseOf(longer))!.expiresAt!.getTime()).toBeGreaterThan(before + 60_000);
+    expect(await leaseOf(released)).toBeUndefined();
+    expect((await leaseOf(other))!.expiresAt!.getTime()).toBeLessThan(before + 61_000);
+  });
+
+  it("refuses a TTL without lease_epoch or out of bounds, naming lease_ttl_ms, and appends nothing", async () => {
+    const sessionId = await newSession();
+    const lease = await acquireFor(sessionId, 60_000);
+    for (const req of [{ leaseTtlMs: 1_000 }, { leaseEpoch: lease.epoch, leaseTtlMs: 100 }, { leaseEpoch: lease.epoch, leaseTtlMs: 600_001 }]) {
+      const err = await rejection(log.client.emitEvents({ sessionId, events: [userMessage("no")], ...req }));
+      expect([err.code, err.field]).toEqual(["INVALID_ARGUMENT", "lease_ttl_ms"]);
+    }
+    expect((await log.client.getSession({ sessionId })).session?.lastSeq).toBe(0);
   });
 });

@@ -32,10 +32,17 @@ export interface LoopContext {
   readonly idleLingerMs?: number;
   /**
    * Told when the loop starts keeping the session between turns, for at most `forMs`, and when it
-   * stops: `resumed` when input came to act on, false when it is about to return (a metric, and
-   * the lease's renewals: none while the lease outlasts the linger, lease-keeper.ts).
+   * stops: `resumed` when input came to act on, `ran out` when its time ran out with none, `ended`
+   * when it returns for another reason (a metric, and the lease's renewals: none while the lease
+   * outlasts the linger, and no release of one that runs out with it; lease-keeper.ts).
    */
-  readonly lingering?: { start(forMs: number): void; stop(resumed: boolean): void };
+  readonly lingering?: { start(forMs: number): void; stop(how: "resumed" | "ran out" | "ended"): void };
+  /**
+   * With a linger: an append that ends a turn (its last event an idle) sets the lease to run
+   * `ttlMs` from it (the linger and a margin), and `appending` is told of it, so that a session
+   * that gets no more input needs no renewal and no release (session-events.ts).
+   */
+  readonly leaseAtIdle?: { readonly ttlMs: number; appending(append: Promise<unknown>): void };
   readonly logger: Logger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;

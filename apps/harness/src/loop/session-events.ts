@@ -14,7 +14,7 @@ import { NO_LIMITS, usageBeforeIdle, type Limits } from "../budget.js";
 import type { LoopContext } from "./harness-loop.js";
 
 /** What a view needs of its loop: the log, the lease it writes under, when to stop, where to log. */
-export type ViewContext = Pick<LoopContext, "log" | "leaseEpoch" | "signal" | "logger">;
+export type ViewContext = Pick<LoopContext, "log" | "leaseEpoch" | "signal" | "logger" | "leaseAtIdle">;
 
 export class SessionEvents {
   readonly events: Event[] = [];
@@ -55,7 +55,18 @@ export class SessionEvents {
 
   /** Appends under the lease and merges the stored events. */
   async append(...events: Event[]): Promise<void> {
-    await this.mergeStored(await this.ctx.log.emit(this.withUsage(events), this.ctx.leaseEpoch));
+    await this.mergeStored(await this.emit(this.withUsage(events)));
+  }
+
+  /** Under the lease; one that ends a turn sets the lease to run out with the linger (leaseAtIdle). */
+  private emit(events: Event[], expectedSeq?: number): Promise<Event[]> {
+    const atIdle = this.ctx.leaseAtIdle;
+    if (atIdle === undefined || events[events.length - 1]?.payload?.$case !== "sessionStatusIdle") {
+      return this.ctx.log.emit(events, this.ctx.leaseEpoch, expectedSeq);
+    }
+    const appended = this.ctx.log.emit(events, this.ctx.leaseEpoch, expectedSeq, atIdle.ttlMs);
+    atIdle.appending(appended);
+    return appended;
   }
 
   /** `events` with a session.usage before their idle, if it needs one. */
@@ -76,7 +87,7 @@ export class SessionEvents {
    */
   async appendAt(seenSeq: number, ...events: Event[]): Promise<boolean> {
     try {
-      await this.mergeStored(await this.ctx.log.emit(this.withUsage(events), this.ctx.leaseEpoch, seenSeq));
+      await this.mergeStored(await this.emit(this.withUsage(events), seenSeq));
       return true;
     } catch (err) {
       const e = MhError.from(err);

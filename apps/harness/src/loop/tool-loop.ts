@@ -81,8 +81,8 @@ class Driver {
   }
 
   /**
-   * Nothing left to do: keeps the session (the lease, renewed only if the linger would outlast
-   * it, lease-keeper.ts; the events; the follow of the log) for `idleLingerMs`, so that its next input (a message, a
+   * Nothing left to do: keeps the session (the lease, which the turn's last append set to run out
+   * with the linger, lease-keeper.ts; the events; the follow of the log) for `idleLingerMs`, so that its next input (a message, a
    * custom tool's result, a confirmation, an interrupt) arrives on the follow and is decided on at
    * once, with no Wake taking a lease, no read and no new follow. True when something arrived to
    * decide on; false when the linger ran out or the lease went (shutdown, lost), or when the
@@ -97,15 +97,17 @@ class Driver {
     const seen = this.lastSeq();
     const until = deadline(lingerMs, this.ctx.signal);
     this.ctx.lingering?.start(lingerMs);
-    let resumed = false;
+    let how: "resumed" | "ran out" | "ended" = "ended";
     try {
       await this.view.changed(seen, until.signal);
-      resumed = !this.ctx.signal.aborted && this.lastSeq() > seen && !this.agentChanged();
+      if (this.ctx.signal.aborted) how = "ended";
+      else if (this.lastSeq() <= seen) how = "ran out";
+      else how = this.agentChanged() ? "ended" : "resumed";
     } finally {
       until.clear();
-      this.ctx.lingering?.stop(resumed);
+      this.ctx.lingering?.stop(how);
     }
-    if (!resumed) return false;
+    if (how !== "resumed") return false;
     // What a fresh wake would find out again: which sandbox is the session's default (one may
     // have been handed to it or away since, POST .../sandbox/transfer) and which hand tools are
     // connected now.

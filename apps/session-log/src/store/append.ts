@@ -27,6 +27,8 @@ export interface AppendRequest {
   readonly events: readonly ValidatedEvent[];
   readonly expectedSeq?: number | undefined;
   readonly leaseEpoch?: number | undefined;
+  /** Once appended, the lease of `leaseEpoch` (still held) runs this long from the append (EmitEventsRequest.lease_ttl_ms). */
+  readonly leaseTtlMs?: number | undefined;
 }
 
 export interface AppendResult {
@@ -73,6 +75,12 @@ export const APPEND_SQL = `SELECT req, outcome, seq, cur, body
  * to (migrations/004): its loop runs once, and calling it from mh_append cost 0.1-0.3 ms more.
  */
 export const APPEND_SERIAL_SQL = APPEND_SQL.replace("mh_append(", "mh_append_serial(");
+/**
+ * A batch in which a request sets its lease's TTL with its events (migrations/007): the same
+ * append, then those leases set to run out that long from it, in its transaction. $15: per
+ * request, the TTL in ms or null.
+ */
+export const APPEND_LEASE_SQL = APPEND_SQL.replace("mh_append(", "mh_append_lease(").replace("$14::bigint)", "$14::bigint, $15::int[])");
 
 /** Where the batch's commit announces the sessions that grew: a channel and a payload prefix. */
 export interface Announce {
@@ -142,7 +150,10 @@ export async function appendBatch(
     createdAt,
     announce,
   });
-  const { rows } = await db.query<OutcomeRow>(requests.length === 1 ? APPEND_SERIAL_SQL : APPEND_SQL, params);
+  const setsLease = requests.some((r) => r.leaseTtlMs !== undefined);
+  if (setsLease) params.push(requests.map((r) => r.leaseTtlMs ?? null));
+  const sql = setsLease ? APPEND_LEASE_SQL : requests.length === 1 ? APPEND_SERIAL_SQL : APPEND_SQL;
+  const { rows } = await db.query<OutcomeRow>(sql, params);
 
   const byRequest = requests.map((): OutcomeRow[] => []);
   for (const row of rows) byRequest[row.req - 1]?.push(row);

@@ -35,6 +35,12 @@ export function checkArgs(holder: string, ttlMs: number | undefined): void {
   }
 }
 
+/** A TTL set with an append (EmitEventsRequest.lease_ttl_ms) names the lease it sets: lease_epoch. */
+export function checkLeaseTtlWithAppend(ttlMs: number, leaseEpoch: number | undefined): void {
+  if (leaseEpoch === undefined) throw invalidArgument("lease_ttl_ms", "needs lease_epoch, the lease whose TTL it sets");
+  if (ttlMs < MIN_TTL_MS || ttlMs > MAX_TTL_MS) throw invalidArgument("lease_ttl_ms", `must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}, got ${ttlMs}`);
+}
+
 function toLease(row: LeaseRow): Lease {
   const lease = leaseFromRow(row);
   if (lease === undefined) throw new MhError("INTERNAL", "lease row without holder");
