@@ -54,7 +54,7 @@ function toLease(row: LeaseRow): Lease {
  * while the UPDATE waited for the row is in the row it returns (last_seq) but not in the events
  * (acquireLease tells, by their count).
  */
-const ACQUIRE_SQL = `WITH prior AS (SELECT lease_holder AS prior_holder FROM sessions WHERE session_id = $1),
+const ACQUIRE_SQL = `WITH prior AS (SELECT lease_holder AS prior_holder, status AS prior_status FROM sessions WHERE session_id = $1),
      taken AS (
        UPDATE sessions
           SET lease_epoch = CASE WHEN lease_holder = $2 AND lease_expires_at > now()
@@ -64,7 +64,7 @@ const ACQUIRE_SQL = `WITH prior AS (SELECT lease_holder AS prior_holder FROM ses
         WHERE session_id = $1 AND status <> ${TERMINATED}
           AND (lease_holder IS NULL OR lease_expires_at <= now() OR lease_holder = $2)
         RETURNING ${SESSION_COLUMNS})
-SELECT taken.*, (SELECT prior_holder FROM prior), e.fetched, e.bodies
+SELECT taken.*, (SELECT prior_holder FROM prior), (SELECT prior_status FROM prior), e.fetched, e.bodies
   FROM taken
   CROSS JOIN LATERAL (${sliceEvents("after", { session: "taken.session_id", bound: "0", limit: "$4", budget: "$6", when: "taken.last_seq <= $5" })}) e`;
 
@@ -86,8 +86,8 @@ export async function acquireLease(
   maxEvents = 0,
 ): Promise<{ lease: Lease; session: Session; events: Uint8Array[] | undefined }> {
   checkArgs(holder, ttlMs);
-  // prior: the holder before this statement, to count takeovers (another holder's expired lease).
-  const { rows } = await db.query<SessionRow & { prior_holder: string | null; fetched: string; bodies: string | null }>(ACQUIRE_SQL, [
+  // prior: the holder and status before this statement, to count takeovers (another holder's lease expired mid-turn).
+  const { rows } = await db.query<SessionRow & { prior_holder: string | null; prior_status: SessionStatus | null; fetched: string; bodies: string | null }>(ACQUIRE_SQL, [
     sessionId,
     holder,
     ttlMs,
@@ -96,7 +96,10 @@ export async function acquireLease(
     MAX_SLICE_BYTES,
   ]);
   if (rows[0] !== undefined) {
-    if (rows[0].prior_holder !== null && rows[0].prior_holder !== holder) leaseTakeovers.add(1, { via: "expired" });
+    // A stalled holder's: its lease ran out mid-turn. One that ran out with its session idle was a
+    // harness's linger ending as its turn's last append set it (EmitEventsRequest.lease_ttl_ms).
+    const stalled = rows[0].prior_holder !== null && rows[0].prior_holder !== holder && rows[0].prior_status === SessionStatus.SESSION_STATUS_RUNNING;
+    if (stalled) leaseTakeovers.add(1, { via: "expired" });
     const session = sessionFromRow(rows[0]);
     const { bodies, hasMore } = sliceBodies(rows[0]);
     // Seqs are dense from 1: all of them, when there are as many as the row's last_seq.
