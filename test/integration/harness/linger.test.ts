@@ -30,9 +30,12 @@ const LONG_LINGER = "120000";
 
 // Only the test's wakes: no sweeper, no wake of freed sessions (a session given back with input
 // would otherwise be taken again, and the test could not tell the linger's turn from a new wake's).
+// A lease of 20 s, not 3: every service here shares the test's process, and at load 30 a renewal
+// that came 2 s late lost the lease (another instance's Wake took epoch 2; with no sweeper nobody
+// took the next message up), while what is tested is that it is kept, given back and not renewed.
 let brain: Brain;
 beforeAll(async () => {
-  brain = await startBrain({ scenarios, env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false", MH_IDLE_LINGER_MS: LONG_LINGER } });
+  brain = await startBrain({ scenarios, env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false", MH_IDLE_LINGER_MS: LONG_LINGER, MH_LEASE_TTL_MS: "20000" } });
 });
 afterAll(async () => {
   await brain?.stop();
