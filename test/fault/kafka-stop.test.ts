@@ -19,7 +19,7 @@ let stack: FaultStack;
 beforeAll(async () => {
   kafka = await startOwnKafka();
   stack = await startFaultStack({ harnesses: 2, kafkaBrokers: kafka.brokers, scenarios: [toolSteps("work", STEPS, 0.5)] });
-});
+}, 240_000);
 afterAll(async () => {
   await stack?.stop();
   await kafka?.dispose();
@@ -66,5 +66,5 @@ describe("Kafka stopped for 30 s", () => {
     }
     expect(down).toEqual([]);
     expect(problems).toEqual([]);
-  }, 180_000);
+  }, 300_000);
 });

@@ -179,7 +179,7 @@ describe("outbox to Kafka", () => {
       await own?.stop();
       await kafka.dispose();
     }
-  }, 240_000);
+  }, 360_000);
 
   it("never reorders a session when two relays run", async () => {
     const second = await log.startReplica({ MH_RELAY_REBALANCE_MS: "200" });
