@@ -11,6 +11,7 @@
  * (infra/grafana/dashboards.ts), whose provisioned JSON files must be that module's output.
  */
 import { randomBytes } from "node:crypto";
+import { newEvent } from "@metaharness/events";
 import { defineScenario } from "@metaharness/offline-model";
 import { StopReasonType } from "@metaharness/proto";
 import { METRICS, promLabel, promName, startTelemetry, type MetricDef, type Telemetry } from "@metaharness/telemetry";
@@ -95,10 +96,14 @@ beforeAll(async () => {
   await stack.brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN, 60_000);
   await reading;
 
-  // A lease taken over: one holder's lease expires, another takes it.
+  // A lease taken over: one holder's lease expires mid-turn (its session running: an idle
+  // session's lease running out is a linger's end, not counted), another takes it.
   const other = await stack.brain.createSession();
-  await stack.brain.log.client.acquireLease({ sessionId: other, holder: "metrics-test-a", ttlMs: 500 });
-  await eventually(() => stack.brain.log.client.acquireLease({ sessionId: other, holder: "metrics-test-b", ttlMs: 500 }).then(() => true, () => undefined), "the expired lease taken over", 10_000);
+  const stalled = await stack.brain.log.client.acquireLease({ sessionId: other, holder: "metrics-test-a", ttlMs: 500 });
+  await stack.brain.log.client.emitEvent({ sessionId: other, event: newEvent("session.status_running", {}), leaseEpoch: stalled.lease!.epoch });
+  const taken = await eventually(() => stack.brain.log.client.acquireLease({ sessionId: other, holder: "metrics-test-b", ttlMs: 500 }).then((r) => r, () => undefined), "the expired lease taken over", 10_000);
+  // Ended, so no harness of the stack picks up a running session nobody drives.
+  await stack.brain.log.client.emitEvent({ sessionId: other, event: newEvent("session.status_terminated", {}), leaseEpoch: taken.lease!.epoch });
   // A refusal of the credential vault proxy: its remote endpoint without a service token.
   expect((await fetch(`${stack.vault!.handle.remoteUrl}/git/nothing/info/refs`)).status).toBe(401);
 

@@ -248,8 +248,10 @@ describe("WatchEvents", () => {
       };
       const before = await statements();
       // A fixed window on purpose (proves a loop does NOT happen): backends report counts at most once a second.
+      // A loop runs thousands a second; both instances' own work (relay, sweeps, peers' notices)
+      // came to 101 once in CI, so the bound leaves room for that and none for a loop.
       await new Promise((r) => setTimeout(r, 2_500));
-      expect((await statements()) - before).toBeLessThan(100);
+      expect((await statements()) - before).toBeLessThan(500);
       // And it still hears of appends.
       await log.client.emitEvent({ sessionId, event: agentMessage("after the reconnect") });
       expect((await watching.events).map((e) => e.seq)).toEqual([1]);
