@@ -9,6 +9,10 @@
  *   preview frame and to session.status_idle.
  * Sessions come in one of two patterns:
  * - closed loop: `sessions` workers, each running sessions of `turnsPerSession` turns back to back;
+ *   paced (`turnsPerSecond` given), each worker's turns arrive as a Poisson process of its share of
+ *   that rate instead of one after the other, a turn that arrives while the one before it runs
+ *   being sent when it ends: so many sessions open at once carrying a stated pace, as users at
+ *   their keyboards do, rather than as fast as the machine turns them;
  * - open loop: turns arriving as a Poisson process at a stated rate, each in a new session of one
  *   turn, whether or not earlier turns have ended (the closed loop with a fixed model TTFT starts
  *   its sessions' turns in convoys; arrivals at random moments do not).
@@ -56,12 +60,12 @@ export interface Turn {
 
 /** The pattern of the load. */
 export type TurnLoop =
-  | { readonly kind: "closed"; readonly sessions: number; readonly turnsPerSession: number }
+  | { readonly kind: "closed"; readonly sessions: number; readonly turnsPerSession: number; readonly turnsPerSecond?: number }
   | { readonly kind: "open"; readonly turnsPerSecond: number };
 
 export const loopLabel = (l: TurnLoop): string =>
   l.kind === "closed"
-    ? `${l.sessions} session${l.sessions === 1 ? "" : "s"}, closed loop, ${l.turnsPerSession} turn${l.turnsPerSession === 1 ? "" : "s"} each`
+    ? `${l.sessions} session${l.sessions === 1 ? "" : "s"}, ${l.turnsPerSecond === undefined ? "closed loop" : `paced at ${l.turnsPerSecond} turns/s`}, ${l.turnsPerSession} turn${l.turnsPerSession === 1 ? "" : "s"} each`
     : `open loop, Poisson arrivals at ${l.turnsPerSecond.toFixed(1)} turns/s, 1 turn each`;
 
 /** The model's requests by the marker of the turn that sent them, indexed once as they come. */
@@ -256,6 +260,8 @@ export interface SessionRun {
   readonly onTurn: (t: Turn) => void;
   /** Open loop: when the session's first turn arrived (performance.now()). */
   readonly arrivedAt?: number;
+  /** Paced: waits for each turn's arrival and returns when it was (performance.now()). */
+  readonly arrival?: () => Promise<number>;
 }
 
 /** One session of `turnsPerSession` turns (fewer if `more()` says so), watched throughout. */
@@ -264,6 +270,7 @@ export async function runSession(stack: TurnStack, client: SessionClient, models
   try {
     for (let k = 1; k <= run.turnsPerSession && (k === 1 || run.more()); k++) {
       const marker = `${sessionId}#${k}`;
+      const arrivedAt = run.arrival === undefined ? (k === 1 ? run.arrivedAt : undefined) : await run.arrival();
       watch.firstDelta = undefined;
       // Wall-clock stamps (Date.now), the clock the offline model records its requests with.
       const w0 = Date.now();
@@ -288,7 +295,7 @@ export async function runSession(stack: TurnStack, client: SessionClient, models
           toModel: (rec?.receivedAt ?? NaN) - (stack.gateway === undefined ? woken : w0),
           fromModel: (first?.epoch ?? NaN) - (rec?.firstDeltaAt ?? NaN),
         },
-        lateMs: k === 1 && run.arrivedAt !== undefined ? t0 - run.arrivedAt : 0,
+        lateMs: arrivedAt === undefined ? 0 : t0 - arrivedAt,
       });
     }
   } finally {
@@ -311,12 +318,15 @@ export interface LoopResult {
   readonly turns: readonly Turn[];
   /** The window's length as it was (its end is a timer). */
   readonly seconds: number;
-  /** Open loop: arrivals in the window, and those not started because `maxInFlight` turns were running. */
+  /** Open and paced loops: arrivals in the window, and (open) those not started because `maxInFlight` turns were running. */
   readonly arrivals: number;
   readonly refused: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/** The gap to the next arrival of a Poisson process of `perSecond`, ms (exponentially distributed). */
+const poissonGapMs = (perSecond: number): number => (-Math.log(1 - Math.random()) * 1000) / perSecond;
 
 /**
  * Runs `loop` for `warmupSeconds` then `seconds` measured, calling `window` at the two edges. A
@@ -343,11 +353,23 @@ export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSec
   let refused = 0;
   let generator: Promise<void>;
   if (loop.kind === "closed") {
+    const rate = loop.turnsPerSecond;
     generator = Promise.all(
       Array.from({ length: loop.sessions }, () =>
         guard(
           (async () => {
-            while (more()) await runSession(stack, client, models, { turnsPerSession: loop.turnsPerSession, more, onTurn });
+            // Paced: this worker's turns on absolute times, its share of the rate (a Poisson process each).
+            let next = performance.now();
+            const arrival =
+              rate === undefined
+                ? undefined
+                : async (): Promise<number> => {
+                    next += poissonGapMs(rate / loop.sessions);
+                    await sleep(next - performance.now());
+                    if (measuring) arrivals++;
+                    return next;
+                  };
+            while (more()) await runSession(stack, client, models, { turnsPerSession: loop.turnsPerSession, more, onTurn, ...(arrival === undefined ? {} : { arrival }) });
           })(),
         ),
       ),
@@ -359,7 +381,7 @@ export async function drive(stack: TurnStack, loop: TurnLoop, phase: { warmupSec
       while (more()) {
         // Exponential gaps: a Poisson process of the stated rate, scheduled on absolute times so
         // that this process's own lateness does not thin the arrivals.
-        next += (-Math.log(1 - Math.random()) * 1000) / loop.turnsPerSecond;
+        next += poissonGapMs(loop.turnsPerSecond);
         await sleep(next - performance.now());
         if (!more()) break;
         if (measuring) arrivals++;

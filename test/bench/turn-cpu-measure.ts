@@ -126,7 +126,7 @@ export function summarizeTurns(turns: readonly Turn[]): TurnSummaries {
   };
 }
 
-const profileName = (l: TurnLoop, via: Via): string => `${l.kind === "closed" ? `${l.sessions}x${l.turnsPerSession}` : `open-${l.turnsPerSecond.toFixed(1)}`}${via === "sdk" ? "-sdk" : ""}`;
+const profileName = (l: TurnLoop, via: Via): string => `${l.kind === "closed" ? `${l.sessions}x${l.turnsPerSession}${l.turnsPerSecond === undefined ? "" : `-at${l.turnsPerSecond}`}` : `open-${l.turnsPerSecond.toFixed(1)}`}${via === "sdk" ? "-sdk" : ""}`;
 const profileFile = (service: string, l: TurnLoop, via: Via): string => `${service}-${profileName(l, via)}.cpuprofile`;
 
 export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigures> {
@@ -219,7 +219,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       ...summarizeTurns(result.turns),
       load: [loadBefore, loadAfter],
       byTurn: several ? { first: summarizeTurns(result.turns.filter((t) => t.index === 1)), later: summarizeTurns(result.turns.filter((t) => t.index > 1)) } : undefined,
-      arrivals: opts.loop.kind === "open" ? { count: result.arrivals, refused: result.refused, lateMs: summarize(result.turns.map((t) => t.lateMs)) } : undefined,
+      arrivals: opts.loop.turnsPerSecond !== undefined ? { count: result.arrivals, refused: result.refused, lateMs: summarize(result.turns.map((t) => t.lateMs)) } : undefined,
       floors,
       cpuSplit: dir === undefined ? undefined : { sessionLog: split("session-log"), harness: split("harness"), ...(via === "sdk" ? { gateway: split("gateway") } : {}) },
       countsPerTurn:

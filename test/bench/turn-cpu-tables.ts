@@ -4,7 +4,7 @@
  * in the same run and the share's stretches as multiples of them, each process's event-loop delay
  * over the window, and the open loop's arrivals. Every row starts with its load's parameters.
  */
-import { atMost, ms, type Check, type Table } from "./lib/report.js";
+import { atLeast, atMost, ms, type Check, type Table } from "./lib/report.js";
 import type { Summary } from "./lib/stats.js";
 import { loopLabel, SEGMENT_KEYS } from "./turn-cpu-driver.js";
 import { segmentFloors, type Floor } from "./turn-cpu-floors.js";
@@ -12,6 +12,8 @@ import type { TurnCpuFigures, TurnSummaries } from "./turn-cpu-measure.js";
 
 /** Issue 31's targets: CPU per text-only turn across the services, the platform's share at 16 sessions. */
 const TARGET = { cpuMs: 15, overheadP50: 5, overheadP95: 15, sessions: 16 };
+/** The issue's load: 64 sessions carrying 100 turns/s, the share's p99 under 100 ms. */
+const PACED_TARGET = { sessions: 64, turnsPerSecond: 100, overheadP99: 100 };
 
 /** Every service's CPU per turn: session log, harness, Postgres, Kafka, and the gateway when it ran (--via=sdk). */
 export const servicesMs = (f: TurnCpuFigures): number =>
@@ -144,20 +146,32 @@ export function openLoopTable(figs: readonly TurnCpuFigures[]): Table | undefine
   const open = figs.filter((f) => f.arrivals !== undefined);
   if (open.length === 0) return undefined;
   return {
-    title: "Open loop: Poisson arrivals at a stated rate, each turn in a new session (arrival -> send: CreateSession, the watch opened, this process's lateness)",
+    title:
+      "Open and paced loops: Poisson arrivals at a stated rate (open: each turn in a new session, arrival -> send holding CreateSession and the watch opened; paced: each session's turns, arrival -> send holding the wait for its turn before and a new session's opening), and this process's lateness",
     columns: ["load", "arrivals in the window", "refused (too many in flight)", "turns ended in the window", "arrival -> send p50 / p95 / p99 ms", "load 1m"],
     rows: open.map((f) => [runLabel(f), f.arrivals!.count, f.arrivals!.refused, f.turns, trio(f.arrivals!.lateMs), loadCell(f)]),
   };
 }
 
 export function turnCpuChecks(figs: readonly TurnCpuFigures[]): Check[] {
+  const paced = figs
+    .filter((f) => f.loop.kind === "closed" && f.loop.sessions === PACED_TARGET.sessions && f.loop.turnsPerSecond === PACED_TARGET.turnsPerSecond)
+    .flatMap((f) => {
+      const where = `${PACED_TARGET.sessions} sessions paced at ${PACED_TARGET.turnsPerSecond} turns/s${f.via === "sdk" ? ", through the SDK" : ""}`;
+      return [
+        atLeast(`turns/s carried, ${where} (Poisson arrivals: about ±2% in 30 s)`, f.turnsPerSecond, PACED_TARGET.turnsPerSecond * 0.95, "turns/s"),
+        atMost(`CPU per text-only turn, all services in the run, ${where}`, servicesMs(f), TARGET.cpuMs, "ms"),
+        atMost(`platform's share p99, ${where} (n=${f.overheadMs.n})`, f.overheadMs.p99, PACED_TARGET.overheadP99, "ms"),
+      ];
+    });
   return figs
     .filter((f) => f.loop.kind === "closed" && f.loop.sessions === TARGET.sessions && f.loop.turnsPerSession === 1)
     .flatMap((f) => [
       atMost(`CPU per text-only turn, session log + harness + postgres + kafka${f.via === "sdk" ? " + gateway, through the SDK" : ""}, ${TARGET.sessions} sessions`, servicesMs(f), TARGET.cpuMs, "ms"),
       atMost(`platform's share p50, text-only turns, services as processes${f.via === "sdk" ? ", through the SDK" : ""}, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p50, TARGET.overheadP50, "ms"),
       atMost(`platform's share p95, text-only turns, services as processes${f.via === "sdk" ? ", through the SDK" : ""}, ${TARGET.sessions} sessions (n=${f.overheadMs.n})`, f.overheadMs.p95, TARGET.overheadP95, "ms"),
-    ]);
+    ])
+    .concat(paced);
 }
 
 /**
