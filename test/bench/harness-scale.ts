@@ -24,7 +24,7 @@ import { nowMs, summarize, type Summary } from "./lib/stats.js";
 import { TICKS_PER_SECOND } from "./lib/cpu.js";
 import { perTurn } from "./lib/call-counts.js";
 import { numbersFlag } from "./lib/flags.js";
-import { startScaleStack, type ScaleStack } from "./scale-stack.js";
+import { startScaleStack, ticksBetween, type ScaleStack } from "./scale-stack.js";
 
 const SCENARIO = "harness-scale";
 const MODEL_TTFT_MS = 200;
@@ -127,8 +127,8 @@ export async function measure(stack: ScaleStack, point: Point, phase: { warmupSe
   const turns = done.length;
   const cpuPercent: Record<string, number> = {};
   const cpuMsPerTurn: Record<string, number> = {};
-  for (const k of Object.keys(after)) {
-    const cpuMs = (((after[k] ?? 0) - (before[k] ?? 0)) / TICKS_PER_SECOND) * 1000;
+  for (const [k, ticks] of Object.entries(ticksBetween(before, after))) {
+    const cpuMs = (ticks / TICKS_PER_SECOND) * 1000;
     cpuPercent[k] = (cpuMs / (seconds * 1000)) * 100;
     cpuMsPerTurn[k] = cpuMs / Math.max(1, turnsInWindow);
   }
@@ -250,6 +250,7 @@ async function run(): Promise<BenchReport> {
       "every service its own process (session log, gateway, each harness) on the shared Postgres and Kafka; the offline model and the SDK clients run in the bench process (its CPU is the bench column)",
       "sessions reach a harness through the Kafka wake group only (12 partitions; the gateway's Wake RPC is refused at once, see scale-stack.ts), so a turn's wake waits for the outbox relay's publish and the group's consume",
       "TTFT is the SDK's send of the user.message to the first token preview frame (event_start) on the session's stream, opened beforehand; the platform's share subtracts the offline model's own TTFT (its receipt of the request to its first delta written) of that request",
+      "postgres: the backends of the session log's and the gateway's databases and the server's shared processes, by pid (one that exits in the window is missed, not subtracted); other databases' backends (other work on the machine) are not counted; kafka: the java processes alive at both ends of the window",
       "a Node process saturates at 100% of one core; the machine at 100% per core, shared with other work (the load column)",
     ],
     data: { phase, figs },

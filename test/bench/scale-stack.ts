@@ -20,7 +20,7 @@ import { startGatewayProcess, type GatewayProcess } from "./gateway-process.js";
 import { startProcess, unusedPort, type ServiceProcess } from "../support/process.js";
 import { writeServiceTokens } from "../support/service-tokens.js";
 import { deleteTopic, describeGroup, KAFKA_BROKERS } from "../support/topics.js";
-import { busyTicks, postgresAndKafkaTicks, processTicks } from "./lib/cpu.js";
+import { busyTicks, javaTicks, postgresTicksOf, processTicks, ticksOfBoth, ticksSince } from "./lib/cpu.js";
 import { databaseTransactions, rpcCallCounts } from "./lib/counts.js";
 
 /** Partitions of the session-events topic: several per harness process, so the group spreads sessions evenly enough. */
@@ -38,13 +38,32 @@ export interface ScaleStack {
   readonly harnessClient: PromiseClient<typeof HarnessService>;
   /** The SDK as a user builds it (apiKey and baseURL), on the gateway; throws without one. */
   sdk(): Anthropic;
-  /** CPU ticks since start by process: session log, harness-1..n, gateway, postgres, kafka, bench, machine. */
-  ticks(): Record<string, number>;
+  /** CPU ticks since start: the stack's own processes by name, and Postgres's and Kafka's by pid (compare two with `ticksBetween`). */
+  ticks(): TickSample;
   /** The gRPC calls the session log served since it started, by method (its metrics, lib/counts.ts). */
   logCalls(): Promise<Record<string, number>>;
   /** The transactions Postgres ran in the session log's database (each autocommit statement is one). */
   logTransactions(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** A sample of CPU ticks since start: session log, harness-1..n, gateway, bench, machine by name; Postgres and Kafka by pid. */
+export interface TickSample {
+  readonly own: Readonly<Record<string, number>>;
+  /** The backends of the stack's databases and the server's shared processes (lib/cpu.ts postgresTicksOf). */
+  readonly postgres: ReadonlyMap<string, number>;
+  readonly kafka: ReadonlyMap<string, number>;
+}
+
+/**
+ * Ticks used between two samples by process, postgres and kafka included: by pid, so a backend
+ * or broker that exits in between is missed rather than subtracted (a sum over the processes
+ * alive at each end could fall).
+ */
+export function ticksBetween(before: TickSample, after: TickSample): Record<string, number> {
+  const used: Record<string, number> = { postgres: ticksSince(before.postgres, after.postgres), kafka: ticksOfBoth(before.kafka, after.kafka) };
+  for (const [k, v] of Object.entries(after.own)) used[k] = v - (before.own[k] ?? 0);
+  return used;
 }
 
 export interface ScaleStackOptions {
@@ -150,6 +169,8 @@ export async function startScaleStack(opts: ScaleStackOptions): Promise<ScaleSta
     stops.push(() => Promise.resolve(rawLog.close()), () => Promise.resolve(rawHarness.close()));
     const gw = gateway?.process;
     const gwProcess = gateway;
+    // The gateway's database too when it runs: its statements are the turn's.
+    const databases = gateway === undefined ? [logDb.name] : [logDb.name, gateway.db.name];
     return {
       model,
       log,
@@ -164,9 +185,9 @@ export async function startScaleStack(opts: ScaleStackOptions): Promise<ScaleSta
       },
       ticks() {
         const own = (p: ServiceProcess | undefined): number => (p?.child.pid === undefined ? 0 : (processTicks(String(p.child.pid))?.ticks ?? 0));
-        const out: Record<string, number> = { sessionLog: own(log), gateway: own(gw), ...postgresAndKafkaTicks(), bench: processTicks(String(process.pid))?.ticks ?? 0, machine: busyTicks() };
+        const out: Record<string, number> = { sessionLog: own(log), gateway: own(gw), bench: processTicks(String(process.pid))?.ticks ?? 0, machine: busyTicks() };
         harnesses.forEach((h, i) => (out[`harness-${i + 1}`] = own(h)));
-        return out;
+        return { own: out, postgres: postgresTicksOf(databases), kafka: javaTicks() };
       },
       logCalls: () => rpcCallCounts(`http://127.0.0.1:${logMetricsPort}/metrics`),
       logTransactions: () => databaseTransactions(logDb.name),

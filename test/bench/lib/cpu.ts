@@ -116,18 +116,6 @@ export function formatCpu(u: CpuUse): string {
   );
 }
 
-/** CPU ticks since start of every Postgres process (its backends alive now) and of Kafka (java), summed. */
-export function postgresAndKafkaTicks(): { postgres: number; kafka: number } {
-  let postgres = 0;
-  let kafka = 0;
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    const p = processTicks(pid);
-    if (p?.comm.startsWith("postgres") === true) postgres += p.ticks;
-    else if (p?.comm === "java") kafka += p.ticks;
-  }
-  return { postgres, kafka };
-}
-
 /**
  * CPU ticks since start of the Postgres processes that serve `database` (or any of several), by pid: its backends
  * (command line `postgres: <user> <database> ...`) and the server's own shared processes (the
