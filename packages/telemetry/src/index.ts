@@ -3,7 +3,7 @@
  * gRPC metadata, events and Kafka headers. The OpenTelemetry API types services need are
  * re-exported so that only this package depends on OpenTelemetry directly.
  */
-export { startTelemetry, getTracer, type Telemetry, type TelemetryOptions } from "./start.js";
+export { startTelemetry, getTracer, recordsSpans, type Telemetry, type TelemetryOptions } from "./start.js";
 export {
   currentTraceContext,
   currentSpanIds,

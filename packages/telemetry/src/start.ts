@@ -57,6 +57,8 @@ const EXPORT_TIMEOUT_MS = 5_000;
 const DEFAULT_TRACER_NAME = "metaharness";
 
 let current: Telemetry | undefined;
+/** Whether the running telemetry records spans (it has an exporter or a processor). */
+let recording = false;
 
 /**
  * Starts telemetry for this process. A second call returns the running instance and ignores its
@@ -107,14 +109,27 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
           trace.disable();
           context.disable();
           propagation.disable();
-          if (current === telemetry) current = undefined;
+          if (current === telemetry) {
+            current = undefined;
+            recording = false;
+          }
         }
       })();
       return stopping;
     },
   };
   current = telemetry;
+  recording = provider !== undefined;
   return telemetry;
+}
+
+/**
+ * Whether spans started now are recorded: false before `startTelemetry`, after its shutdown, and
+ * in a process that sends its spans nowhere. A client that makes a span only to record it (the
+ * model SDK's span of a request) can skip it then and carry the active context itself.
+ */
+export function recordsSpans(): boolean {
+  return recording;
 }
 
 /** A tracer from the global provider (a no-op tracer until `startTelemetry` ran). */
