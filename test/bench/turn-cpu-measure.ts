@@ -6,6 +6,7 @@
  * process's event-loop delay (the services' own /metrics gauges, this process's sampler, and an
  * idle process's as the machine's floor: lib/loop-delay.ts).
  */
+import type { ChildProcess } from "node:child_process";
 import os from "node:os";
 import { monotonicUs, splitProfile, type CpuSplit } from "./lib/cpu-profile-split.js";
 import { callCounter, perTurn as countsPerTurn, type CallCounter } from "./lib/call-counts.js";
@@ -14,7 +15,7 @@ import { idleProbe, metricsUrlOf, ownLoopDelay, scrapeLoopDelay, type LoopDelay 
 import { summarize, type Summary } from "./lib/stats.js";
 import { drive, SEGMENT_KEYS, type Segments, type Turn, type TurnLoop } from "./turn-cpu-driver.js";
 import { measureFloors, type Floors } from "./turn-cpu-floors.js";
-import { startTurnStack, type TurnStack } from "./turn-cpu-stack.js";
+import { startTurnStack, type StackService, type TurnStack } from "./turn-cpu-stack.js";
 import type { Via } from "./turn-cpu-driver.js";
 
 /** Latency figures of a set of turns. */
@@ -55,8 +56,8 @@ export interface TurnCpuFigures extends TurnSummaries {
   readonly floors: Floors;
   /** With cpuProfDir: where the session log's and the harness's CPU (and the gateway's, through the SDK) went in the window (lib/cpu-profile-split.ts). */
   readonly cpuSplit: Readonly<Record<"sessionLog" | "harness", CpuSplit> & { readonly gateway?: CpuSplit }> | undefined;
-  /** What the session log and the harness sent and allocated per turn over the window (lib/call-counter.ts); undefined unless counted. */
-  readonly countsPerTurn: Readonly<Record<"sessionLog" | "harness", Record<string, number>>> | undefined;
+  /** What the session log and the harness (and the gateway, through the SDK) sent and allocated per turn over the window (lib/call-counter.ts); undefined unless counted. */
+  readonly countsPerTurn: Readonly<Record<"sessionLog" | "harness", Record<string, number>> & { readonly gateway?: Record<string, number> }> | undefined;
   /** Each process's event loop over the window (undefined: the services ran without metrics). */
   readonly loopDelay: Readonly<Partial<Record<LoopProcess, LoopDelay>>> | undefined;
 }
@@ -75,8 +76,9 @@ export interface TurnCpuOptions {
   /** Turns over gRPC (the default) or through the SDK and the gateway's process. */
   readonly via?: Via;
   /**
-   * Count what the session log and the harness send (gRPC calls, Postgres statements, socket
-   * writes) and allocate over the window (lib/call-counter.ts, loaded into both with tsx's loader).
+   * Count what the session log and the harness (and the gateway, through the SDK) send (gRPC
+   * calls, Postgres statements, socket writes) and allocate over the window (lib/call-counter.ts,
+   * loaded into each with tsx's loader).
    * Not with cpuProfDir: the loader's thread would write its profile over the main thread's.
    */
   readonly counts?: boolean;
@@ -132,18 +134,20 @@ const profileFile = (service: string, l: TurnLoop, via: Via): string => `${servi
 export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigures> {
   const metrics = opts.metrics ?? true;
   if (opts.counts === true && opts.cpuProfDir !== undefined) throw new Error("turn-cpu: counts and CPU profiles are taken in separate runs (--counts or --cpu-prof)");
-  const counters: Record<"session-log" | "harness", CallCounter> | undefined =
-    opts.counts === true ? { "session-log": callCounter("session-log"), harness: callCounter("harness") } : undefined;
   const via = opts.via ?? "grpc";
+  const counters: Partial<Record<StackService, CallCounter>> | undefined =
+    opts.counts === true
+      ? { "session-log": callCounter("session-log"), harness: callCounter("harness"), ...(via === "sdk" ? { gateway: callCounter("gateway") } : {}) }
+      : undefined;
   const stack = await startTurnStack({
     modelTtftMs: opts.modelTtftMs,
     gateway: via === "sdk",
     nodeArgs: (name) => [
-      ...(name === "gateway" ? [] : (counters?.[name].nodeArgs ?? [])),
+      ...(counters?.[name]?.nodeArgs ?? []),
       ...(opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop, via)}`]),
     ],
     env: { ...(metrics ? { MH_METRICS_PORT: "0" } : {}), ...(opts.lingerMs === undefined ? {} : { MH_IDLE_LINGER_MS: String(opts.lingerMs) }) },
-    serviceEnv: (name) => counters?.[name].env ?? {},
+    serviceEnv: (name) => counters?.[name]?.env ?? {},
   }).catch(async (err: unknown) => {
     await Promise.all(Object.values(counters ?? {}).map((c) => c.dispose()));
     throw err;
@@ -169,10 +173,18 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     let after: Ticks | undefined;
     let loopDelay: Awaited<ReturnType<typeof loops>>;
     const windowUs = { from: NaN, to: NaN };
-    const readCounts = async (): Promise<Record<"sessionLog" | "harness", Record<string, number>> | undefined> =>
-      counters === undefined
-        ? undefined
-        : { sessionLog: await counters["session-log"].read(stack.log.child), harness: await counters.harness.read(stack.harness.child) };
+    type Counts = Record<"sessionLog" | "harness", Record<string, number>> & { gateway?: Record<string, number> };
+    const readCounts = async (): Promise<Counts | undefined> => {
+      if (counters === undefined) return undefined;
+      const read = (c: CallCounter | undefined, child: ChildProcess | undefined): Promise<Record<string, number>> =>
+        c === undefined || child === undefined ? Promise.resolve({}) : c.read(child);
+      const [sessionLog, harness, gateway] = await Promise.all([
+        read(counters["session-log"], stack.log.child),
+        read(counters.harness, stack.harness.child),
+        read(counters.gateway, stack.gateway?.process.child),
+      ]);
+      return { sessionLog, harness, ...(counters.gateway === undefined ? {} : { gateway }) };
+    };
     let countsBefore: Awaited<ReturnType<typeof readCounts>>;
     let countsAfter: Awaited<ReturnType<typeof readCounts>>;
     const result = await drive(stack, opts.loop, opts, {
@@ -225,7 +237,11 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
       countsPerTurn:
         countsBefore === undefined || countsAfter === undefined
           ? undefined
-          : { sessionLog: countsPerTurn(countsBefore.sessionLog, countsAfter.sessionLog, turns), harness: countsPerTurn(countsBefore.harness, countsAfter.harness, turns) },
+          : {
+              sessionLog: countsPerTurn(countsBefore.sessionLog, countsAfter.sessionLog, turns),
+              harness: countsPerTurn(countsBefore.harness, countsAfter.harness, turns),
+              ...(countsAfter.gateway === undefined ? {} : { gateway: countsPerTurn(countsBefore.gateway ?? {}, countsAfter.gateway, turns) }),
+            },
       loopDelay: loopDelay!,
     };
   } finally {

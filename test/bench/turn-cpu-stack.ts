@@ -31,7 +31,7 @@ export interface TurnStackOptions {
   /** The gateway as a process too, for turns through the SDK. */
   readonly gateway?: boolean;
   /** Extra environment of one service's process, after `env`. */
-  readonly serviceEnv?: (service: "session-log" | "harness") => Record<string, string>;
+  readonly serviceEnv?: (service: StackService) => Record<string, string>;
 }
 
 export type StackService = "session-log" | "harness" | "gateway";
@@ -120,7 +120,7 @@ export async function startTurnStack(opts: TurnStackOptions): Promise<TurnStack>
         harnessAddress: `127.0.0.1:${harness.port}`,
         harnessTokenFile: harnessTokens.tokenFile.admin,
         nodeArgs: args("gateway"),
-        env: { MH_LOG_LEVEL: "warn", ...opts.env },
+        env: { MH_LOG_LEVEL: "warn", ...opts.env, ...envOf("gateway") },
       });
       stops.push(() => gw.stop());
       const sdk = gw.sdk();

@@ -133,6 +133,7 @@ export function countsTable(figs: readonly TurnCpuFigures[]): Table | undefined 
   const columns = counted.flatMap((f) => [
     [`session log, ${loopLabel(f.loop)}`, withTotals(f.countsPerTurn!.sessionLog)] as const,
     [`harness, ${loopLabel(f.loop)}`, withTotals(f.countsPerTurn!.harness)] as const,
+    ...(f.countsPerTurn!.gateway === undefined ? [] : [[`gateway, ${loopLabel(f.loop)}`, withTotals(f.countsPerTurn!.gateway)] as const]),
   ]);
   const keys = [...new Set(columns.flatMap(([, c]) => Object.keys(c)))].sort();
   return {

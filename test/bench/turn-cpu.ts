@@ -20,7 +20,7 @@
  * --open-rates=` is the issue's load, checked against its p99), `--seconds=30`,
  * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--linger=0` (the harness's
  * MH_IDLE_LINGER_MS, how long it keeps a session after its turn; its default otherwise), `--cpu-prof` (each service process's CPU
- * profile into bench/results/cpu-prof/), `--via=sdk` (see above; `--via=grpc` the default), `--counts` (what the session log and the harness
+ * profile into bench/results/cpu-prof/), `--via=sdk` (see above; `--via=grpc` the default), `--counts` (what the session log, the harness and through the SDK the gateway
  * send and allocate per turn: gRPC calls, Postgres statements, socket writes, JS heap; not with
  * `--cpu-prof`), `--no-metrics` (the services without their /metrics, so
  * without the event-loop table). After each window the floors are measured on the same services:
