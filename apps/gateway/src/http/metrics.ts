@@ -20,14 +20,14 @@ interface Started {
 const started = new WeakMap<ServerResponse, Started>();
 
 export function measureRequests(app: FastifyInstance): void {
-  app.addHook("onRequest", async (req, reply) => {
+  app.addHook("onRequest", (req, reply, done) => {
     started.set(reply.raw, { method: req.method, route: req.routeOptions.url ?? "(no route)", at: performance.now() });
-    return Promise.resolve();
+    done();
   });
-  app.addHook("onResponse", async (_req, reply) => {
+  app.addHook("onResponse", (_req, reply, done) => {
     const s = started.get(reply.raw);
     if (s !== undefined) record(s, reply.statusCode);
-    return Promise.resolve();
+    done();
   });
 }
 

@@ -31,28 +31,32 @@ const UNDECLARED = /^\/(v1|ui\/api)\//;
 
 /** Opens a span per request as it arrives and closes it with the answer's status. */
 export function traceRequests(app: FastifyInstance): void {
-  app.addHook("onRequest", async (req) => {
-    const doc = req.routeOptions.config.doc;
-    if (doc === undefined && !UNDECLARED.test(req.url)) return;
-    const route = doc?.url ?? req.routeOptions.url ?? "(no route)";
-    const params = req.params as Record<string, unknown> | undefined;
-    const sessionId = typeof params?.["session_id"] === "string" ? params["session_id"] : undefined;
-    const attributes = {
-      "http.request.method": req.method,
-      "http.route": route,
-      "mh.request_id": req.id,
-      ...(doc === undefined ? {} : { "mh.sdk": doc.sdk }),
-      ...(sessionId === undefined ? {} : { "mh.session_id": sessionId }),
-    };
-    const parent = extractFromHeaders(req.headers, ROOT_CONTEXT);
-    const span = getTracer().startSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent);
-    spans.set(req, { span, context: trace.setSpan(parent, span), ended: false });
-    return Promise.resolve();
+  app.addHook("onRequest", (req, _reply, done) => {
+    open(req);
+    done();
   });
-  app.addHook("onResponse", async (req, reply) => {
+  app.addHook("onResponse", (req, reply, done) => {
     finish(req, reply.statusCode);
-    return Promise.resolve();
+    done();
   });
+}
+
+function open(req: FastifyRequest): void {
+  const doc = req.routeOptions.config.doc;
+  if (doc === undefined && !UNDECLARED.test(req.url)) return;
+  const route = doc?.url ?? req.routeOptions.url ?? "(no route)";
+  const params = req.params as Record<string, unknown> | undefined;
+  const sessionId = typeof params?.["session_id"] === "string" ? params["session_id"] : undefined;
+  const attributes = {
+    "http.request.method": req.method,
+    "http.route": route,
+    "mh.request_id": req.id,
+    ...(doc === undefined ? {} : { "mh.sdk": doc.sdk }),
+    ...(sessionId === undefined ? {} : { "mh.session_id": sessionId }),
+  };
+  const parent = extractFromHeaders(req.headers, ROOT_CONTEXT);
+  const span = getTracer().startSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent);
+  spans.set(req, { span, context: trace.setSpan(parent, span), ended: false });
 }
 
 /**

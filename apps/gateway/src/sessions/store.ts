@@ -162,6 +162,7 @@ export class SessionStore {
   }
 
   async create(tenant: string, s: NewSession): Promise<SessionRecord> {
+    const version = this.targets.version;
     await this.db.query(
       `INSERT INTO gw_sessions (session_id, tenant, agent_id, agent_version, agent, environment_id, environment_type, title,
          metadata, resources, vault_ids, created_at, updated_at, credential_vault_id, resource_credentials, budget)
@@ -184,6 +185,8 @@ export class SessionStore {
         s.budget === null ? null : JSON.stringify(s.budget),
       ],
     );
+    // Kept as written: the stream the client opens next and its first send read no row.
+    this.targets.keep(version, tenant, s.id, { id: s.id, environmentId: s.environmentId, environmentType: s.environmentType, metadata: s.metadata, archivedAt: null });
     return { ...s, updatedAt: s.createdAt, archivedAt: null, usage: NO_USAGE };
   }
 
