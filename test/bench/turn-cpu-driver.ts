@@ -139,12 +139,14 @@ class Watch implements TurnWatch {
   readonly done: Promise<void>;
 
   constructor(stack: TurnStack, readonly sessionId: string) {
-    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true }, { signal: this.controller.signal });
+    // The deltas published together in one message, as the gateway asks for them.
+    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true }, { signal: this.controller.signal });
     this.done = (async () => {
       try {
         for await (const msg of stream) {
-          if (msg.delta !== undefined && !this.requests.has(msg.delta.modelRequestId)) {
-            this.requests.add(msg.delta.modelRequestId);
+          const delta = msg.deltas[0] ?? msg.delta;
+          if (delta !== undefined && !this.requests.has(delta.modelRequestId)) {
+            this.requests.add(delta.modelRequestId);
             this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
           }
           if (msg.event?.type === "session.status_idle") this.count.idles++;

@@ -52,7 +52,7 @@ describe("responses from stored events", () => {
 
   it("WatchEvents: the body framed as the event", () => {
     const one = storedWatchEventResponse(events[2]!, bodies[2]!);
-    expect(WatchEventsResponse.decode(serializeWatchEventsResponse(one))).toEqual({ event: events[2], delta: undefined });
+    expect(WatchEventsResponse.decode(serializeWatchEventsResponse(one))).toEqual({ event: events[2], delta: undefined, deltas: [] });
   });
 
   it("AcquireLease: the lease and the session, then the bodies framed as its events (field 3)", () => {
@@ -73,7 +73,10 @@ describe("responses from stored events", () => {
     const delta: WatchEventsResponse = {
       event: undefined,
       delta: { sessionId: "sesn_wire", modelRequestId: "x", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "hi", emittedAt: new Date(1_700_000_000_000) },
+      deltas: [],
     };
     expect(serializeWatchEventsResponse(delta)).toEqual(Buffer.from(WatchEventsResponse.encode(delta).finish()));
+    const batch: WatchEventsResponse = { event: undefined, delta: undefined, deltas: [delta.delta!, { ...delta.delta!, text: " there" }] };
+    expect(serializeWatchEventsResponse(batch)).toEqual(Buffer.from(WatchEventsResponse.encode(batch).finish()));
   });
 });

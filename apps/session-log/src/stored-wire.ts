@@ -53,7 +53,7 @@ export function storedAcquireLeaseResponse(lease: Lease, session: Session, bodie
 
 /** A WatchEventsResponse carrying `event`, whose encoding (as stored) is `body`. */
 export function storedWatchEventResponse(event: Event, body: Uint8Array): WatchEventsResponse {
-  const response: WatchEventsResponse = { event, delta: undefined };
+  const response: WatchEventsResponse = { event, delta: undefined, deltas: [] };
   storedBodies.set(response, [body]);
   return response;
 }

@@ -1,7 +1,7 @@
 /**
  * WatchEvents against the real Postgres: backlog then live with no gap and no duplicate at the
  * join, reconnection from the last seq, delivery across two service instances (LISTEN/NOTIFY),
- * type filters, and the end of the stream at termination.
+ * deltas one a message or batched, type filters, and the end of the stream at termination.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
@@ -66,7 +66,7 @@ function collect(
   const events = (async () => {
     const got: Event[] = [];
     const includeDeltas = req.probe === true;
-    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas })) {
+    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas, batchDeltas: false })) {
       if (msg.delta?.modelRequestId === PROBE) probed = true;
       if (msg.event) got.push(msg.event);
       if (until(got)) break;
@@ -159,7 +159,7 @@ describe("WatchEvents", () => {
     const items: string[] = [];
     let probed = false;
     const watching = (async () => {
-      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true })) {
+      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false })) {
         if (msg.delta?.modelRequestId === PROBE) probed = true;
         else items.push(msg.delta ? `delta:${msg.delta.text}` : `event:${msg.event!.seq}`);
         if (msg.event?.type === "agent.message") break;
@@ -195,7 +195,7 @@ describe("WatchEvents", () => {
     let piecesProbed = false;
     const pieces = (async () => {
       let text = "";
-      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: true })) {
+      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: true, batchDeltas: false })) {
         if (msg.delta?.modelRequestId === PROBE) piecesProbed = true;
         else text += msg.delta?.text ?? "";
         if (text.length >= big.length) break;
@@ -205,6 +205,27 @@ describe("WatchEvents", () => {
     await subscribed(sessionId, () => piecesProbed);
     await expect(log.client.publishDeltas({ sessionId, deltas: [delta(big)] })).resolves.toEqual({});
     expect(await pieces).toBe(big);
+  });
+
+  it("sends a watcher that batches deltas those of one PublishDeltas as one message, in order, before the stored message", async () => {
+    const sessionId = await newSession();
+    const items: string[] = [];
+    const singles: unknown[] = [];
+    let probed = false;
+    const watching = (async () => {
+      for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true })) {
+        if (msg.delta !== undefined) singles.push(msg.delta);
+        if (msg.deltas.some((d) => d.modelRequestId === PROBE)) probed = true;
+        else items.push(msg.event === undefined ? `deltas:${msg.deltas.map((d) => d.text).join("|")}` : `event:${msg.event.seq}`);
+        if (msg.event?.type === "agent.message") break;
+      }
+    })();
+    await subscribed(sessionId, () => probed);
+    await log.client.publishDeltas({ sessionId, deltas: [textDelta("Hel"), textDelta("lo"), textDelta("!")] });
+    await log.client.emitEvent({ sessionId, event: agentMessage("Hello!") });
+    await watching;
+    expect(items).toEqual(["deltas:Hel|lo|!", "event:1"]);
+    expect(singles).toEqual([]);
   });
 
   it("takes no deltas for an unknown or terminated session", async () => {

@@ -56,7 +56,7 @@ export async function pump(o: PumpOptions): Promise<void> {
   let sent = 0;
   let lastSeq = o.afterSeq;
   try {
-    const watch = o.log.watchEvents({ sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled }, { signal });
+    const watch = o.log.watchEvents({ sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled, batchDeltas: true }, { signal });
     for await (const item of watch) {
       if (item.event !== undefined) {
         o.previews.settle(item.event);
@@ -67,10 +67,13 @@ export async function pump(o: PumpOptions): Promise<void> {
           sent += 1;
         }
         lastSeq = item.event.seq;
-      } else if (item.delta !== undefined) {
-        for (const frame of o.previews.frames(item.delta)) {
-          const full = o.writer.send(frame.type, frame);
-          if (full !== undefined) await full;
+      } else {
+        // Asked for in batches (a PublishDeltas' deltas in one message); `delta` alone from a log of the release before.
+        for (const delta of item.delta === undefined ? item.deltas : [item.delta]) {
+          for (const frame of o.previews.frames(delta)) {
+            const full = o.writer.send(frame.type, frame);
+            if (full !== undefined) await full;
+          }
         }
       }
       if (o.writer.closed) break;

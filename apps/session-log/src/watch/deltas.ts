@@ -19,7 +19,8 @@ export const DELTAS_CHANNEL = "mh_deltas";
  */
 const HERE = Buffer.from(EventDelta.encode(EventDelta.fromPartial({ modelRequestId: "session-log instance here" })).finish()).toString("base64");
 
-export type DeltaSink = (delta: EventDelta) => void;
+/** Receives deltas of its session delivered together (those of one publish), in order; never none. */
+export type DeltaSink = (deltas: readonly EventDelta[]) => void;
 
 export class DeltaHub {
   private readonly sinks = new Map<string, Set<DeltaSink>>();
@@ -77,22 +78,32 @@ export class DeltaHub {
    */
   publish(deltas: readonly EventDelta[]): Promise<void> {
     const others = !this.peers.alone;
-    for (const delta of deltas) {
-      this.deliver(delta);
-      if (others) this.batcher.enqueue(Buffer.from(EventDelta.encode(delta).finish()).toString("base64"));
-    }
+    this.deliver(deltas);
+    if (others) for (const delta of deltas) this.batcher.enqueue(Buffer.from(EventDelta.encode(delta).finish()).toString("base64"));
     return others ? this.batcher.sent() : Promise.resolve();
   }
 
-  private deliver(delta: EventDelta): void {
-    const set = this.sinks.get(delta.sessionId);
-    if (set !== undefined) for (const sink of set) sink(delta);
+  /** Hands each run of one session's deltas to that session's sinks at once. */
+  private deliver(deltas: readonly EventDelta[]): void {
+    let from = 0;
+    for (let i = 1; i <= deltas.length; i++) {
+      const sessionId = deltas[from]?.sessionId;
+      if (i < deltas.length && deltas[i]?.sessionId === sessionId) continue;
+      const set = sessionId === undefined ? undefined : this.sinks.get(sessionId);
+      if (set !== undefined) {
+        const run = from === 0 && i === deltas.length ? deltas : deltas.slice(from, i);
+        for (const sink of set) sink(run);
+      }
+      from = i;
+    }
   }
 
   private onNotify(payload: string): void {
+    const deltas: EventDelta[] = [];
     for (const part of this.batcher.parse(payload) ?? []) {
       if (part === HERE) this.peers.heard();
-      else this.deliver(EventDelta.decode(Buffer.from(part, "base64")));
+      else deltas.push(EventDelta.decode(Buffer.from(part, "base64")));
     }
+    this.deliver(deltas);
   }
 }

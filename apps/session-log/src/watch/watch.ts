@@ -24,6 +24,8 @@ export interface WatchRequest {
   readonly afterSeq: number;
   readonly types: readonly string[];
   readonly includeDeltas: boolean;
+  /** Deltas delivered together go out as one message (WatchEventsRequest.batch_deltas). */
+  readonly batchDeltas: boolean;
 }
 
 export interface WatchDeps {
@@ -32,6 +34,11 @@ export interface WatchDeps {
   readonly deltas: DeltaHub;
   /** Re-read this often even without a poke. */
   readonly recheckMs: number;
+}
+
+/** The messages of deltas delivered together: one (`deltas`) to a watch that batches them, else one each (`delta`). */
+function deltaItems(deltas: readonly EventDelta[], batch: boolean): WatchEventsResponse[] {
+  return batch ? [{ event: undefined, delta: undefined, deltas: [...deltas] }] : deltas.map((delta) => ({ event: undefined, delta, deltas: [] }));
 }
 
 /** Resolves when the session is terminated and fully sent, or when `signal` aborts. */
@@ -57,18 +64,20 @@ export async function watchEvents(
    * sent: they go out right after those events, so a watcher sees a model request's start before
    * its tokens (the harness publishes a request's deltas only once its start is appended here).
    */
-  const held: EventDelta[] = [];
+  const held: WatchEventsResponse[] = [];
   const stopDeltas = req.includeDeltas
-    ? deps.deltas.subscribe(req.sessionId, (delta) => {
-        // Deltas are best effort: one that cannot be written (client gone) is dropped, and so
-        // are those arriving while a client that stopped reading has MAX_QUEUED writes waiting.
-        if (queued + held.length >= MAX_QUEUED) return;
-        if (pokedSeq > cursor) held.push(delta);
-        else send({ event: undefined, delta }).catch(() => undefined);
+    ? deps.deltas.subscribe(req.sessionId, (deltas) => {
+        for (const item of deltaItems(deltas, req.batchDeltas)) {
+          // Deltas are best effort: one that cannot be written (client gone) is dropped, and so
+          // are those arriving while a client that stopped reading has MAX_QUEUED writes waiting.
+          if (queued + held.length >= MAX_QUEUED) return;
+          if (pokedSeq > cursor) held.push(item);
+          else send(item).catch(() => undefined);
+        }
       })
     : undefined;
   const release = (): void => {
-    for (const delta of held.splice(0)) send({ event: undefined, delta }).catch(() => undefined);
+    for (const item of held.splice(0)) send(item).catch(() => undefined);
   };
   /** A re-read was asked for (RECHECK) since the last read began. */
   let recheck = false;
