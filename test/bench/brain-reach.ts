@@ -111,7 +111,7 @@ async function run(): Promise<BenchReport> {
       const controller = new AbortController();
       const s: Session = { id: session!.sessionId, busy: false, turns: 0, close: () => controller.abort() };
       void (async () => {
-        for await (const msg of client.watchEvents({ sessionId: s.id, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false }, { signal: controller.signal })) {
+        for await (const msg of client.watchEvents({ sessionId: s.id, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false, fromHead: false }, { signal: controller.signal })) {
           const p = s.pending;
           if (p === undefined) continue;
           if (msg.delta !== undefined && Number.isNaN(p.ttft)) p.ttft = nowMs() - p.t0;

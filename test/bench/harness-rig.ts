@@ -116,7 +116,7 @@ class SessionWatch {
   readonly done: Promise<void>;
 
   constructor(brain: Brain, sessionId: string) {
-    const stream = brain.log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false }, { signal: this.controller.signal });
+    const stream = brain.log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false, fromHead: false }, { signal: this.controller.signal });
     this.done = (async () => {
       try {
         for await (const msg of stream) {

@@ -140,7 +140,7 @@ class Watch implements TurnWatch {
 
   constructor(stack: TurnStack, readonly sessionId: string) {
     // The deltas published together in one message, as the gateway asks for them.
-    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true }, { signal: this.controller.signal });
+    const stream = stack.logClient.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true, fromHead: false }, { signal: this.controller.signal });
     this.done = (async () => {
       try {
         for await (const msg of stream) {

@@ -130,7 +130,7 @@ export class LogPort {
 
   /** Live events after `afterSeq` until `signal` aborts. */
   async *watch(afterSeq: number, signal: AbortSignal): AsyncIterable<{ event: Event | undefined }> {
-    const live = this.client.watchEvents({ sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false, batchDeltas: false }, { signal, deadlineMs: undefined });
+    const live = this.client.watchEvents({ sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false, batchDeltas: false, fromHead: false }, { signal, deadlineMs: undefined });
     for await (const item of live) {
       if (item.event !== undefined) this.saw([item.event]);
       yield item;

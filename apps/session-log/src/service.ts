@@ -182,7 +182,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       // does not exist, and with OUT_OF_RANGE for a position it has not reached (watch.ts).
       await watchEvents(
         { db, hub, deltas: deps.deltas, recheckMs: deps.watchRecheckMs },
-        { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas, batchDeltas: req.batchDeltas },
+        { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas, batchDeltas: req.batchDeltas, fromHead: req.fromHead },
         (item) => stream.write(item),
         stream.signal,
       );

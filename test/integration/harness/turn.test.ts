@@ -86,7 +86,7 @@ describe("a turn", () => {
     const controller = new AbortController();
     const watching = (async () => {
       for await (const msg of brain.log.client.watchEvents(
-        { sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false },
+        { sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false, fromHead: false },
         { signal: controller.signal },
       )) {
         if (msg.delta) {

@@ -43,7 +43,7 @@ function everyCall(client: LogClient): Array<[keyof typeof POLICY, () => Promise
 
 async function watchCode(client: LogClient): Promise<string> {
   try {
-    for await (const item of client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false })) {
+    for await (const item of client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false })) {
       void item;
       return "OK";
     }

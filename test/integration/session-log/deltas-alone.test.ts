@@ -33,7 +33,7 @@ it("sends no NOTIFY of deltas when it is the only instance, and still announces 
   const got: string[] = [];
   const controller = new AbortController();
   const watching = (async () => {
-    for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false }, { signal: controller.signal })) {
+    for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false, fromHead: false }, { signal: controller.signal })) {
       if (msg.delta !== undefined) got.push(msg.delta.text);
     }
   })().catch(() => undefined);

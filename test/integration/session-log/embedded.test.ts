@@ -75,7 +75,7 @@ describe("session-log on PGlite and the in-process bus", () => {
 
     const seen: number[] = [];
     const watching = (async () => {
-      for await (const msg of client.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: false, batchDeltas: false })) {
+      for await (const msg of client.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: false, batchDeltas: false, fromHead: false })) {
         seen.push(msg.event!.seq);
         if (msg.event!.type === "session.status_terminated") break;
       }

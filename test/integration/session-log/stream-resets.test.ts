@@ -48,7 +48,7 @@ describe("a client leaving watches early", () => {
     const seen: number[] = [];
     const following = new AbortController();
     const watch = (async () => {
-      for await (const { event } of client.watchEvents({ sessionId: long, afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false }, { signal: following.signal })) {
+      for await (const { event } of client.watchEvents({ sessionId: long, afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false }, { signal: following.signal })) {
         if (event !== undefined) seen.push(event.seq);
       }
     })().catch((err: unknown) => {
@@ -57,7 +57,7 @@ describe("a client leaving watches early", () => {
 
     /** Watches a session from its start, takes its first event and leaves: the client resets the stream. */
     const leaveEarly = async (sessionId: string): Promise<void> => {
-      for await (const { event } of client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false })) {
+      for await (const { event } of client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false })) {
         if (event !== undefined) return;
       }
       throw new Error(`the watch of ${sessionId} ended before its first event`);

@@ -59,14 +59,14 @@ async function subscribed(sessionId: string, saw: () => boolean): Promise<void> 
  */
 function collect(
   client: LogClient,
-  req: { sessionId: string; afterSeq: number; types?: string[]; probe?: boolean },
+  req: { sessionId: string; afterSeq: number; types?: string[]; probe?: boolean; fromHead?: boolean },
   until: (events: Event[]) => boolean,
 ): { events: Promise<Event[]>; probed: () => boolean } {
   let probed = false;
   const events = (async () => {
     const got: Event[] = [];
     const includeDeltas = req.probe === true;
-    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas, batchDeltas: false })) {
+    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas, batchDeltas: false, fromHead: req.fromHead === true })) {
       if (msg.delta?.modelRequestId === PROBE) probed = true;
       if (msg.event) got.push(msg.event);
       if (until(got)) break;
@@ -159,7 +159,7 @@ describe("WatchEvents", () => {
     const items: string[] = [];
     let probed = false;
     const watching = (async () => {
-      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false })) {
+      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false, fromHead: false })) {
         if (msg.delta?.modelRequestId === PROBE) probed = true;
         else items.push(msg.delta ? `delta:${msg.delta.text}` : `event:${msg.event!.seq}`);
         if (msg.event?.type === "agent.message") break;
@@ -195,7 +195,7 @@ describe("WatchEvents", () => {
     let piecesProbed = false;
     const pieces = (async () => {
       let text = "";
-      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: true, batchDeltas: false })) {
+      for await (const msg of replica.watchEvents({ sessionId, afterSeq: 1, types: [], includeDeltas: true, batchDeltas: false, fromHead: false })) {
         if (msg.delta?.modelRequestId === PROBE) piecesProbed = true;
         else text += msg.delta?.text ?? "";
         if (text.length >= big.length) break;
@@ -213,7 +213,7 @@ describe("WatchEvents", () => {
     const singles: unknown[] = [];
     let probed = false;
     const watching = (async () => {
-      for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true })) {
+      for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true, fromHead: false })) {
         if (msg.delta !== undefined) singles.push(msg.delta);
         if (msg.deltas.some((d) => d.modelRequestId === PROBE)) probed = true;
         else items.push(msg.event === undefined ? `deltas:${msg.deltas.map((d) => d.text).join("|")}` : `event:${msg.event.seq}`);
@@ -279,6 +279,23 @@ describe("WatchEvents", () => {
     } finally {
       await admin.end();
     }
+  });
+
+  it("starts from the head when asked, whatever after_seq says: only later events, on an instance that knows the head and one that reads it", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvent({ sessionId, event: userMessage("one") });
+    await log.client.emitEvent({ sessionId, event: userMessage("two") });
+    const here = collect(log.client, { sessionId, afterSeq: 999_999, probe: true, fromHead: true }, (got) => got.length >= 2);
+    const there = collect(replica, { sessionId, afterSeq: 0, probe: true, fromHead: true }, (got) => got.length >= 2);
+    await subscribed(sessionId, () => here.probed() && there.probed());
+    await log.client.emitEvent({ sessionId, event: userMessage("three") });
+    await replica.emitEvent({ sessionId, event: userMessage("four") });
+    expect((await here.events).map((e) => e.seq)).toEqual([3, 4]);
+    expect((await there.events).map((e) => e.seq)).toEqual([3, 4]);
+    // A terminated session's watch ends at once; an unknown one is NOT_FOUND.
+    await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
+    await expect(collect(replica, { sessionId, afterSeq: 0, fromHead: true }, () => false).events).resolves.toEqual([]);
+    await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0, fromHead: true }, () => true).events).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
   it("answers NOT_FOUND for an unknown session and OUT_OF_RANGE past its last event, instead of waiting", async () => {

@@ -16,7 +16,8 @@ import type { SseWriter } from "./sse.js";
 export interface PumpOptions {
   readonly log: SessionLogRpc;
   readonly sessionId: string;
-  readonly afterSeq: number;
+  /** Where to resume; undefined: live from the session's last event when the watch begins (the log finds it). */
+  readonly afterSeq: number | undefined;
   readonly previews: Previews;
   /** The SDK's shapes, or with our additions (http/extensions.ts). */
   readonly render: SdkJsonOptions;
@@ -56,7 +57,12 @@ export async function pump(o: PumpOptions): Promise<void> {
   let sent = 0;
   let lastSeq = o.afterSeq;
   try {
-    const watch = o.log.watchEvents({ sessionId: o.sessionId, afterSeq: o.afterSeq, types: [], includeDeltas: o.previews.enabled, batchDeltas: true }, { signal });
+    // From the head: after_seq past any head too, so that a log of the release before (which
+    // knows no from_head) answers OUT_OF_RANGE, sent as an error, rather than the whole backlog.
+    const watch = o.log.watchEvents(
+      { sessionId: o.sessionId, afterSeq: o.afterSeq ?? Number.MAX_SAFE_INTEGER, types: [], includeDeltas: o.previews.enabled, batchDeltas: true, fromHead: o.afterSeq === undefined },
+      { signal },
+    );
     for await (const item of watch) {
       if (item.event !== undefined) {
         o.previews.settle(item.event);

@@ -99,10 +99,14 @@ export async function streamSession(
   sessionId: string,
 ): Promise<void> {
   const record = await ctx.sessions.requireTarget(req.tenant, sessionId);
-  const live = await logSession(ctx, record.id);
   const resume = await resumeFrom(ctx, req, record.id);
-  if (resume !== undefined && resume > live.lastSeq) {
-    throw invalidRequest(req.query.after_seq === undefined ? "Last-Event-ID" : "after_seq", `${resume} is beyond the session's last event (${live.lastSeq})`);
+  // A stream from now needs no GetSession: the log starts the watch at the head it finds (or
+  // knows). A resumed one is checked against the head first, so a seq beyond it is a 400.
+  if (resume !== undefined) {
+    const live = await logSession(ctx, record.id);
+    if (resume > live.lastSeq) {
+      throw invalidRequest(req.query.after_seq === undefined ? "Last-Event-ID" : "after_seq", `${resume} is beyond the session's last event (${live.lastSeq})`);
+    }
   }
   const lease = ctx.streams.acquire(req.tenant);
   const gone = new AbortController();
@@ -116,7 +120,7 @@ export async function streamSession(
     await pump({
       log: ctx.log,
       sessionId: record.id,
-      afterSeq: resume ?? live.lastSeq,
+      afterSeq: resume,
       previews: new Previews(new Set(req.query.event_deltas ?? []), record.id),
       render: renderOptions(req),
       writer,

@@ -36,6 +36,14 @@ export async function getSession(db: Queryable, sessionId: string): Promise<Sess
   return sessionFromRow(row);
 }
 
+/** A session's last seq and whether it is terminated, read alone (a watch from its head). */
+export async function sessionHead(db: Queryable, sessionId: string): Promise<{ lastSeq: number; terminated: boolean }> {
+  const { rows } = await db.query<{ last_seq: string | number; status: SessionStatus }>("SELECT last_seq, status FROM sessions WHERE session_id = $1", [sessionId]);
+  const row = rows[0];
+  if (row === undefined) throw notFound(sessionId);
+  return { lastSeq: Number(row.last_seq), terminated: row.status === SessionStatus.SESSION_STATUS_TERMINATED };
+}
+
 export function notFound(sessionId: string): MhError {
   return new MhError("NOT_FOUND", `session ${sessionId} not found`, { field: "session_id" });
 }

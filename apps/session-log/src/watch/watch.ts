@@ -12,6 +12,7 @@ import { Event, SessionStatus, type EventDelta, type WatchEventsResponse } from 
 import type { DeltaHub } from "./deltas.js";
 import { RECHECK, type AppendHub } from "./hub.js";
 import { readStoredSlice } from "../store/read.js";
+import { sessionHead } from "../store/sessions.js";
 import { storedWatchEventResponse } from "../stored-wire.js";
 import { watchSubscribers } from "../metrics.js";
 
@@ -26,6 +27,8 @@ export interface WatchRequest {
   readonly includeDeltas: boolean;
   /** Deltas delivered together go out as one message (WatchEventsRequest.batch_deltas). */
   readonly batchDeltas: boolean;
+  /** Start at the session's head, whatever afterSeq says (WatchEventsRequest.from_head). */
+  readonly fromHead: boolean;
 }
 
 export interface WatchDeps {
@@ -116,9 +119,22 @@ export async function watchEvents(
   const types = new Set(req.types);
   // Known to start at the head: no first read (the position is reached, the session exists and
   // is not terminated); a poke from now on is heard as after a read.
-  let atHead = deps.hub.heads.lastSeq(req.sessionId) === req.afterSeq;
+  let afterSeq = req.afterSeq;
+  let atHead = !req.fromHead && deps.hub.heads.lastSeq(req.sessionId) === afterSeq;
   let first = !atHead;
   try {
+    if (req.fromHead) {
+      // Where the head is now: known here, or read (after subscribing, so an append from here on
+      // is heard, as after the loop's own reads).
+      const known = deps.hub.heads.lastSeq(req.sessionId);
+      const head = known === undefined ? await sessionHead(deps.db, req.sessionId) : { lastSeq: known, terminated: false };
+      if (head.terminated) return;
+      if (known === undefined && !recheck) deps.hub.heads.learn(req.sessionId, head.lastSeq, pokedSeq);
+      afterSeq = head.lastSeq;
+      cursor = afterSeq;
+      atHead = true;
+      first = false;
+    }
     while (!signal.aborted) {
       if (atHead) {
         atHead = false;
@@ -156,10 +172,10 @@ export async function watchEvents(
         limit: WATCH_BATCH,
         types: req.types,
       });
-      if (first && req.afterSeq > slice.lastSeq) {
+      if (first && afterSeq > slice.lastSeq) {
         // Seqs are dense: no event will ever be numbered at or below a seq the log already
         // passed, so a position it has not reached is a client's mistake, not a wait.
-        throw new MhError("OUT_OF_RANGE", `after_seq ${req.afterSeq} is beyond session ${req.sessionId}'s last event (${slice.lastSeq})`, {
+        throw new MhError("OUT_OF_RANGE", `after_seq ${afterSeq} is beyond session ${req.sessionId}'s last event (${slice.lastSeq})`, {
           field: "after_seq",
         });
       }

@@ -235,7 +235,7 @@ describe("unary", () => {
 describe("serverStream", () => {
   it("streams every message, then ends", async () => {
     const seqs: number[] = [];
-    for await (const res of log.watchEvents({ sessionId: "three", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false })) {
+    for await (const res of log.watchEvents({ sessionId: "three", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false })) {
       seqs.push(res.event?.seq ?? 0);
     }
     expect(seqs).toEqual([1, 2, 3]);
@@ -244,7 +244,7 @@ describe("serverStream", () => {
   it("holds writes back while the consumer does not pull, and aborts them when it cancels", async () => {
     const abort = new AbortController();
     // Opened but never iterated: nothing pulls messages.
-    log.watchEvents({ sessionId: "flood", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false }, { signal: abort.signal });
+    log.watchEvents({ sessionId: "flood", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false }, { signal: abort.signal });
     // The writes stall once the client's buffer (16 messages, a Readable's objectMode high-water
     // mark) and the HTTP/2 windows are full, not before. "Stalled" is a write not done within
     // STALL_MS, so on a busy machine the last write into the windows may count as the stall.
@@ -259,7 +259,7 @@ describe("serverStream", () => {
 
   it("keeps writing while the client reads, and cancels the call when it stops iterating", async () => {
     let received = 0;
-    for await (const res of log.watchEvents({ sessionId: "flood", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false })) {
+    for await (const res of log.watchEvents({ sessionId: "flood", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false })) {
       expect(res.event?.seq).toBe(++received);
       if (received === 200) break; // 12.5 MiB: far more than any buffer holds
     }

@@ -218,7 +218,7 @@ describe("shutdown", () => {
   it("drains, then cancels calls still running after the grace period; idempotent", async () => {
     const client = createClient(SessionLogClient, server.address);
     const log = promisify(client, SessionLogService);
-    const stream = log.watchEvents({ sessionId: "s", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false });
+    const stream = log.watchEvents({ sessionId: "s", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false });
     const consumed = (async () => {
       const seqs: number[] = [];
       try {
@@ -266,7 +266,7 @@ describe("a health port (the kubelet's probes)", () => {
 
     // A call in flight holds the drain open: the probe says NOT_SERVING meanwhile.
     const caller = createClient(SessionLogClient, s.address);
-    const stream = promisify(caller, SessionLogService).watchEvents({ sessionId: "s", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false });
+    const stream = promisify(caller, SessionLogService).watchEvents({ sessionId: "s", afterSeq: 0, types: [], includeDeltas: false, batchDeltas: false, fromHead: false });
     const consumed = (async () => {
       for await (const _ of stream) void _;
     })().catch(() => undefined);
