@@ -58,7 +58,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
   const { db, hub, logger } = deps;
   const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents" | "holdLeases">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
     guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
-  const appender = new Appender(db, { channel: EVENTS_CHANNEL, prefix: hub.payloads.prefix }, deps.appendMaxQueued);
+  // Alone, an instance NOTIFYs no one of its appends: its own listener would only skip them.
+  const appender = new Appender(db, () => ({ channel: deps.deltas.alone ? null : EVENTS_CHANNEL, prefix: hub.payloads.prefix }), deps.appendMaxQueued);
   const deltaGate = new DeltaGate(db);
 
   const prepare = (sessionId: string, event: Event | undefined, field: string): ValidatedEvent => {

@@ -82,9 +82,12 @@ export const APPEND_SERIAL_SQL = APPEND_SQL.replace("mh_append(", "mh_append_ser
  */
 export const APPEND_LEASE_SQL = APPEND_SQL.replace("mh_append(", "mh_append_lease(").replace("$14::bigint)", "$14::bigint, $15::int[])");
 
-/** Where the batch's commit announces the sessions that grew: a channel and a payload prefix. */
+/**
+ * Where the batch's commit announces the sessions that grew: a channel and a payload prefix. A
+ * null channel sends no NOTIFY (migrations/008): no other instance is there to hear it.
+ */
 export interface Announce {
-  readonly channel: string;
+  readonly channel: string | null;
   readonly prefix: string;
 }
 

@@ -19,14 +19,18 @@ const MAX_IN_FLIGHT = 1;
 export class Appender {
   private readonly batcher: WriteBatcher<AppendRequest, AppendResult>;
 
-  /** `maxQueued`: calls waiting for a batch beyond it are refused (RESOURCE_EXHAUSTED) rather than queued without bound. */
-  constructor(db: Db, announce: Announce, maxQueued: number) {
+  /**
+   * `announce`: asked per batch where its commit announces itself (a null channel while no other
+   * instance is there). `maxQueued`: calls waiting for a batch beyond it are refused
+   * (RESOURCE_EXHAUSTED) rather than queued without bound.
+   */
+  constructor(db: Db, announce: () => Announce, maxQueued: number) {
     this.batcher = new WriteBatcher({
       write: async (requests) => {
         const started = performance.now();
         appendBatchSize.record(requests.reduce((n, r) => n + r.events.length, 0));
         try {
-          const results = await appendBatch(db, requests, announce);
+          const results = await appendBatch(db, requests, announce());
           appendDuration.record(secondsSince(started), { outcome: "ok" });
           return results;
         } catch (err) {

@@ -56,6 +56,11 @@ export class DeltaHub {
     await this.listener.stop();
   }
 
+  /** No other instance of the log is there to hear what this one sends through NOTIFY (peers.ts). */
+  get alone(): boolean {
+    return this.peers.alone;
+  }
+
   subscribe(sessionId: string, sink: DeltaSink): () => void {
     let set = this.sinks.get(sessionId);
     if (set === undefined) {

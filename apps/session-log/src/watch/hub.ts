@@ -2,7 +2,8 @@
  * The append hub: tells watchers and the outbox relay that a session's log grew. Appends in this
  * process poke it directly (no round trip) once committed; other instances hear of them through
  * the NOTIFY that each batch of appends sends with its commit (mh_append, with this hub's
- * payload prefix), and their appends arrive here through LISTEN. A poke says "read again from
+ * payload prefix; none while an instance is alone, peers.ts), and their appends arrive here
+ * through LISTEN. A poke says "read again from
  * where you are"; a poke of an append made here also carries the events it stored, so a watcher
  * whose cursor is just before them sends them without reading them back (a Postgres read per
  * watcher per append, most of a watched turn's reads). Readers fetch from the log whenever what a

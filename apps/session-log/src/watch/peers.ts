@@ -5,6 +5,10 @@
  * within PEERS_TTL_MS, and is sure it would have (its listener has been up that long), is alone,
  * and keeps its deltas to its own watchers: a NOTIFY per PublishDeltas, delivered back to its own
  * listener only to be skipped, was 1.3 of a text-only turn's 11 statements with one instance.
+ * Its append batches then send no NOTIFY either (migrations/008: about 0.1 ms of Postgres a
+ * commit). An instance that starts is heard within its first announcement's delivery, before it
+ * serves unless the others' event loops lag; what it misses of their appends meanwhile reaches
+ * its watchers at their next re-read (MH_WATCH_RECHECK_MS), as after a lost LISTEN connection.
  * A listener that is away (its connection lost, not yet back) hears nothing, so is never sure;
  * one that reconnected may have missed announcements: unsure again for a TTL, so not alone.
  * Times are the process's monotonic clock: a wall clock set back or forward moves no deadline.
