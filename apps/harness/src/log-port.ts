@@ -38,6 +38,7 @@ export class LogPort {
   lastSeq = 0;
   private readonly appendPolicy: RetryPolicy;
   private held: Event[] | undefined;
+  private deltasForAppend: EventDelta[] | undefined;
 
   constructor(
     readonly client: SessionLogClient,
@@ -120,9 +121,13 @@ export class LogPort {
     if (events.length === 0) return [];
     // Without its id an event would be new to the log at each attempt: written twice.
     if (events.some((e) => e.id === "")) throw new MhError("INTERNAL", "the harness appends only events with ids");
-    return retry(this.appendPolicy, async ({ remainingMs }) => {
+    const deltas = this.deltasForAppend === undefined ? undefined : { deltas: this.deltasForAppend };
+    this.deltasForAppend = undefined;
+    return retry(this.appendPolicy, async ({ attempt, remainingMs }) => {
       const deadlineMs = Math.max(MIN_ATTEMPT_MS, remainingMs);
-      const res = await this.client.emitEvents({ sessionId: this.sessionId, events, leaseEpoch, expectedSeq, leaseTtlMs }, { deadlineMs });
+      // Deltas with the first attempt only: a failed one may have published them already.
+      const request = { sessionId: this.sessionId, events, leaseEpoch, expectedSeq, leaseTtlMs, ...(attempt === 1 && deltas !== undefined ? { deltas } : {}) };
+      const res = await this.client.emitEvents(request, { deadlineMs });
       this.saw(res.events);
       return res.events;
     });
@@ -139,6 +144,14 @@ export class LogPort {
 
   private saw(events: readonly Event[]): void {
     for (const e of events) if (e.seq > this.lastSeq) this.lastSeq = e.seq;
+  }
+
+  /**
+   * Deltas the next append carries (EmitEventsRequest.deltas): the log publishes them before it
+   * appends, one call where a PublishDeltas and the append were two. Best effort, as a publish is.
+   */
+  sendWithNextAppend(deltas: EventDelta[]): void {
+    this.deltasForAppend = deltas.length > 0 ? deltas : undefined;
   }
 
   async publishDeltas(deltas: EventDelta[]): Promise<void> {

@@ -9,6 +9,7 @@ import {
   SessionLogService,
   SessionMetadata,
   type Event,
+  type EventDelta,
   type GetEventsRequest,
   type SessionLogServer,
 } from "@metaharness/proto";
@@ -90,6 +91,16 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     return result;
   };
 
+  /** Token deltas to the session's watchers (PublishDeltas, or an append's `deltas`), within the call's limits. */
+  const publish = async (sessionId: string, raw: readonly EventDelta[]): Promise<void> => {
+    if (raw.length > MAX_DELTAS) throw invalidArgument("deltas", `at most ${MAX_DELTAS} per call`);
+    const bytes = raw.reduce((n, d) => n + Buffer.byteLength(d.text), 0);
+    if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
+    const deltas = checkDeltas(raw, sessionId);
+    await deltaGate.check(sessionId);
+    await deps.deltas.publish(deltas);
+  };
+
   const impl: SessionLogServer = {
     createSession: rpc("createSession", async (req) => {
       if (req.sessionId !== "" && !isValidSessionId(req.sessionId)) {
@@ -167,6 +178,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       });
       checkNothingAfterTermination(events.map((v) => v.event));
       if (req.leaseTtlMs !== undefined) checkLeaseTtlWithAppend(req.leaseTtlMs, req.leaseEpoch);
+      // The last deltas of a response, ahead of its events: watchers see them first, as after a PublishDeltas.
+      if (req.deltas !== undefined && req.deltas.deltas.length > 0) await publish(sessionId, req.deltas.deltas);
       const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch, req.leaseTtlMs);
       return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
     }),
@@ -190,13 +203,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     }),
 
     publishDeltas: rpc("publishDeltas", async (req) => {
-      const sessionId = requireSessionId(req.sessionId);
-      if (req.deltas.length > MAX_DELTAS) throw invalidArgument("deltas", `at most ${MAX_DELTAS} per call`);
-      const bytes = req.deltas.reduce((n, d) => n + Buffer.byteLength(d.text), 0);
-      if (bytes > MAX_DELTA_TEXT_BYTES) throw invalidArgument("deltas", `at most ${MAX_DELTA_TEXT_BYTES} bytes of text per call`);
-      const deltas = checkDeltas(req.deltas, sessionId);
-      await deltaGate.check(sessionId);
-      await deps.deltas.publish(deltas);
+      await publish(requireSessionId(req.sessionId), req.deltas);
       return {};
     }),
 

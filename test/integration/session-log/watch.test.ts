@@ -228,6 +228,28 @@ describe("WatchEvents", () => {
     expect(singles).toEqual([]);
   });
 
+  it("publishes an append's deltas before its events, within PublishDeltas's limits", async () => {
+    const sessionId = await newSession();
+    const items: string[] = [];
+    let probed = false;
+    const watching = (async () => {
+      for await (const msg of log.client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: false, fromHead: false })) {
+        if (msg.delta?.modelRequestId === PROBE) probed = true;
+        else items.push(msg.delta ? `delta:${msg.delta.text}` : `event:${msg.event!.seq}`);
+        if (msg.event?.seq === 2) break;
+      }
+    })();
+    await subscribed(sessionId, () => probed);
+    const delta = (text: string) => textDelta(text);
+    const tooMany = Array.from({ length: 101 }, () => delta("x"));
+    await expect(log.client.emitEvents({ sessionId, events: [agentMessage("no")], deltas: { deltas: tooMany } })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "deltas" });
+    await log.client.emitEvents({ sessionId, events: [agentMessage("Hello"), agentMessage("again")], deltas: { deltas: [delta("Hel"), delta("lo")] } });
+    await watching;
+    expect(items).toEqual(["delta:Hel", "delta:lo", "event:1", "event:2"]);
+    // The refused call appended nothing.
+    expect((await log.client.getEvents({ sessionId, position: undefined, limit: 10, types: [] })).events).toHaveLength(2);
+  });
+
   it("takes no deltas for an unknown or terminated session", async () => {
     const delta = { sessionId: "", modelRequestId: "sevt_req", blockIndex: 0, kind: DeltaKind.DELTA_KIND_TEXT, text: "x", emittedAt: undefined };
     await expect(log.client.publishDeltas({ sessionId: "sesn_never_created", deltas: [delta] })).rejects.toMatchObject({

@@ -9,6 +9,9 @@
  * - fragments that follow each other in one content block are sent as one delta (a delta's text
  *   is a fragment to append, so they say the same), stamped when the first was emitted: a read of
  *   40 tokens was 40 deltas, each checked, encoded and written to every watcher by the log.
+ * - once the response is complete, what is still queued goes with its append (`handOver`), not
+ *   in a PublishDeltas of its own: the last deltas of a stream read at once (all of a short
+ *   answer) and the response's events were two calls, one after the other.
  * Best effort: a failed publish is logged once.
  */
 import { setImmediate as nextLoopTurn } from "node:timers/promises";
@@ -26,6 +29,8 @@ export class DeltaForwarder {
   private queue: EventDelta[] = [];
   private inFlight: Promise<void> | undefined;
   private failed = 0;
+  /** The response is complete: the drain sends nothing more (handOver takes the queue). */
+  private handingOver = false;
 
   /**
    * @param ready Deltas wait for it: the append of their request's span.model_request_start, so a
@@ -57,6 +62,20 @@ export class DeltaForwarder {
     if (this.failed > 0) this.logger.warn({ failed: this.failed }, "some token deltas could not be published");
   }
 
+  /**
+   * The response is complete (no more deltas): waits for a publish in flight, then hands what is
+   * left to the log's next append (LogPort.sendWithNextAppend), the response's, if it fits one
+   * call; else publishes it as before.
+   */
+  async handOver(): Promise<void> {
+    this.handingOver = true;
+    while (this.inFlight !== undefined) await this.inFlight;
+    if (this.queue.length > 0 && batchLength(this.queue) === this.queue.length) this.log.sendWithNextAppend(this.queue.splice(0));
+    this.handingOver = false;
+    if (this.queue.length > 0) this.inFlight = this.drain();
+    await this.flush();
+  }
+
   private push(kind: DeltaKind, text: string, blockIndex: number): void {
     const last = this.queue[this.queue.length - 1];
     if (last !== undefined && last.kind === kind && last.blockIndex === blockIndex && last.text.length < MAX_MERGED_CHARS) {
@@ -83,7 +102,7 @@ export class DeltaForwarder {
     // The deltas of the read being parsed are still arriving (the SDK hands them out in
     // microtasks); the I/O of the next read comes after this.
     await nextLoopTurn();
-    while (this.queue.length > 0) {
+    while (!this.handingOver && this.queue.length > 0) {
       const batch = this.queue.splice(0, batchLength(this.queue));
       try {
         await this.log.publishDeltas(batch);

@@ -323,7 +323,8 @@ class Driver {
       const { message, ttftMs, attempts } = result;
       this.meter.modelRequest(Date.now() - began - this.compactingMs, { ttftMs, usage: message.usage });
       await Promise.all(retries);
-      await deltas.flush();
+      // What is left of the deltas goes with the response's append below.
+      await deltas.handOver();
       span.setAttributes({
         "gen_ai.request.model": message.model,
         ...usageAttributes(message.usage),
