@@ -314,9 +314,15 @@ describe("WatchEvents", () => {
     await replica.emitEvent({ sessionId, event: userMessage("four") });
     expect((await here.events).map((e) => e.seq)).toEqual([3, 4]);
     expect((await there.events).map((e) => e.seq)).toEqual([3, 4]);
-    // A terminated session's watch ends at once; an unknown one is NOT_FOUND.
+    // A terminated session's watch ends at once: on the instance that appended the termination,
+    // and on another once it heard of it (until then it knew a head before it, so its watch starts
+    // there and ends after sending the termination); an unknown one is NOT_FOUND.
     await log.client.emitEvent({ sessionId, event: newEvent("session.status_terminated", {}) });
-    await expect(collect(replica, { sessionId, afterSeq: 0, fromHead: true }, () => false).events).resolves.toEqual([]);
+    await expect(collect(log.client, { sessionId, afterSeq: 0, fromHead: true }, () => false).events).resolves.toEqual([]);
+    await eventually(
+      async () => ((await collect(replica, { sessionId, afterSeq: 0, fromHead: true }, () => false).events).length === 0 ? true : undefined),
+      "a from_head watch on the other instance to end at once",
+    );
     await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0, fromHead: true }, () => true).events).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
