@@ -326,6 +326,20 @@ describe("WatchEvents", () => {
     await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0, fromHead: true }, () => true).events).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
+  it("says where a from_head watch starts in its first message, on an instance that knows the head and one that reads it", async () => {
+    const sessionId = await newSession();
+    await log.client.emitEvents({ sessionId, events: [userMessage("one"), userMessage("two")] });
+    for (const client of [log.client, replica]) {
+      let first: unknown;
+      for await (const msg of client.watchEvents({ sessionId, afterSeq: 0, types: [], includeDeltas: true, batchDeltas: true, fromHead: true })) {
+        first = msg;
+        break;
+      }
+      // The gateway opens an SSE stream from now only once it has it: what a client sends after is after it.
+      expect(first).toEqual({ event: undefined, delta: undefined, deltas: [], startedAfter: 2 });
+    }
+  });
+
   it("answers NOT_FOUND for an unknown session and OUT_OF_RANGE past its last event, instead of waiting", async () => {
     await expect(collect(log.client, { sessionId: "sesn_missing", afterSeq: 0 }, () => true).events).rejects.toMatchObject({
       code: "NOT_FOUND",

@@ -9,11 +9,19 @@
 import { toSdkEventJson, type SdkJsonOptions } from "@metaharness/events";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import { ApiError } from "../errors/api-error.js";
+import type { WatchEventsResponse } from "@metaharness/proto";
 import type { SessionLogRpc } from "../clients.js";
 import type { Previews } from "./previews.js";
 import type { SseWriter } from "./sse.js";
 
 export interface PumpOptions {
+  /**
+   * Opens the SSE response (its headers). Called once the log watches: for a stream from now,
+   * when its from_head watch said where it started, so that anything the client sends once it
+   * sees the headers comes after that (the SDK opens the stream, then sends). A failure before
+   * it is thrown, for the route to answer as an HTTP error.
+   */
+  readonly open: () => void;
   readonly log: SessionLogRpc;
   readonly sessionId: string;
   /** Where to resume; undefined: live from the session's last event when the watch begins (the log finds it). */
@@ -52,18 +60,31 @@ export async function pump(o: PumpOptions): Promise<void> {
       checking = false;
     }
   };
+  // From the head: after_seq past any head too, so that a log of the release before (which
+  // knows no from_head) answers OUT_OF_RANGE rather than the whole backlog.
+  const watch = o.log.watchEvents(
+    { sessionId: o.sessionId, afterSeq: o.afterSeq ?? Number.MAX_SAFE_INTEGER, types: [], includeDeltas: o.previews.enabled, batchDeltas: true, fromHead: o.afterSeq === undefined },
+    { signal },
+  )[Symbol.asyncIterator]();
+  let next: IteratorResult<WatchEventsResponse> | undefined;
+  if (o.afterSeq === undefined) {
+    try {
+      // Its first message (`started_after`): the watch hears every append from there on.
+      next = await watch.next();
+    } catch (err) {
+      // The client went meanwhile: opened and ended at once below. Else the route answers it.
+      if (!signal.aborted) throw err;
+      next = { done: true, value: undefined };
+    }
+  }
+  o.open();
   const heartbeat = setInterval(() => void beat(), o.heartbeatMs);
   heartbeat.unref();
   let sent = 0;
   let lastSeq = o.afterSeq;
   try {
-    // From the head: after_seq past any head too, so that a log of the release before (which
-    // knows no from_head) answers OUT_OF_RANGE, sent as an error, rather than the whole backlog.
-    const watch = o.log.watchEvents(
-      { sessionId: o.sessionId, afterSeq: o.afterSeq ?? Number.MAX_SAFE_INTEGER, types: [], includeDeltas: o.previews.enabled, batchDeltas: true, fromHead: o.afterSeq === undefined },
-      { signal },
-    );
-    for await (const item of watch) {
+    for (next ??= await watch.next(); next.done !== true; next = await watch.next()) {
+      const item = next.value;
       if (item.event !== undefined) {
         o.previews.settle(item.event);
         const json = toSdkEventJson(item.event, o.render);
@@ -92,6 +113,8 @@ export async function pump(o: PumpOptions): Promise<void> {
     }
   } finally {
     clearInterval(heartbeat);
+    // Left early (the client went): the watch is cancelled.
+    ended.abort();
     o.writer.end();
     o.logger.info({ session_id: o.sessionId, after_seq: o.afterSeq, last_seq: lastSeq, events: sent }, "event stream closed");
   }

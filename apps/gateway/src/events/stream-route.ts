@@ -101,7 +101,8 @@ export async function streamSession(
   const record = await ctx.sessions.requireTarget(req.tenant, sessionId);
   const resume = await resumeFrom(ctx, req, record.id);
   // A stream from now needs no GetSession: the log starts the watch at the head it finds (or
-  // knows). A resumed one is checked against the head first, so a seq beyond it is a 400.
+  // knows), and the response opens once it said so (pump.ts). A resumed one is checked against
+  // the head first, so a seq beyond it is a 400.
   if (resume !== undefined) {
     const live = await logSession(ctx, record.id);
     if (resume > live.lastSeq) {
@@ -114,10 +115,12 @@ export async function streamSession(
   // client went away.
   reply.raw.once("close", () => gone.abort());
   const writer = new SseWriter(reply.raw);
-  void reply.hijack();
-  writer.open(req.id);
   try {
     await pump({
+      open: () => {
+        void reply.hijack();
+        writer.open(req.id);
+      },
       log: ctx.log,
       sessionId: record.id,
       afterSeq: resume,

@@ -68,13 +68,15 @@ export async function watchEvents(
    * its tokens (the harness publishes a request's deltas only once its start is appended here).
    */
   const held: WatchEventsResponse[] = [];
+  /** A from_head watch sends nothing before its first message (`started_after`): deltas wait. */
+  let started = !req.fromHead;
   const stopDeltas = req.includeDeltas
     ? deps.deltas.subscribe(req.sessionId, (deltas) => {
         for (const item of deltaItems(deltas, req.batchDeltas)) {
           // Deltas are best effort: one that cannot be written (client gone) is dropped, and so
           // are those arriving while a client that stopped reading has MAX_QUEUED writes waiting.
           if (queued + held.length >= MAX_QUEUED) return;
-          if (pokedSeq > cursor) held.push(item);
+          if (!started || pokedSeq > cursor) held.push(item);
           else send(item).catch(() => undefined);
         }
       })
@@ -128,6 +130,9 @@ export async function watchEvents(
       // is heard, as after the loop's own reads).
       const known = deps.hub.heads.lastSeq(req.sessionId);
       const head = known === undefined ? await sessionHead(deps.db, req.sessionId) : { lastSeq: known, terminated: false };
+      // Said first, now that every append after it is heard: the watcher may count on what follows.
+      await send({ event: undefined, delta: undefined, deltas: [], startedAfter: head.lastSeq });
+      started = true;
       if (head.terminated) return;
       if (known === undefined && !recheck) deps.hub.heads.learn(req.sessionId, head.lastSeq, pokedSeq);
       afterSeq = head.lastSeq;
