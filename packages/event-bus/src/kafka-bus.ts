@@ -9,6 +9,7 @@ import { MhError } from "@metaharness/errors";
 import { KafkaConsumer } from "./kafka-consumer.js";
 import { KafkaMembership } from "./kafka-membership.js";
 import { toMhError } from "./kafka-errors.js";
+import { stopKafkajsIdleLoop } from "./kafkajs-idle-loop.js";
 import { KAFKAJS_LOG_LEVEL, kafkaLogCreator } from "./kafka-log.js";
 import { withDefaults, type KafkaBusConfig, type KafkaBusOptions, type KafkaSasl } from "./kafka-options.js";
 import { KafkaPublisher } from "./kafka-publisher.js";
@@ -119,5 +120,6 @@ function saslOptions({ mechanism, username, password }: KafkaSasl): SASLOptions 
 
 /** An EventBus over Kafka. Throws INVALID_ARGUMENT for bad options; connects lazily. */
 export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
+  stopKafkajsIdleLoop();
   return new KafkaEventBus(withDefaults(options));
 }
