@@ -6,8 +6,12 @@
  * lease of lease_epoch, while still held, runs that long from the append, shorter or longer than it
  * ran (a harness ends its turn so that its lease runs out with its linger); a lease given back is
  * left alone, and so is another session's in the same batch; a request without lease_epoch or
- * with a TTL out of bounds is refused naming lease_ttl_ms, and appends nothing.
+ * with a TTL out of bounds is refused naming lease_ttl_ms, and appends nothing. RenewLeases
+ * locks its sessions' rows in the order of their ids, as an append batch does (mh_append): in
+ * another order the two deadlocked under load, and Postgres broke the tie after its 1 s
+ * deadlock_timeout by failing one of them.
  */
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LeaseRenewal_Outcome } from "@metaharness/proto";
 import { newSession as newSessionOf, rejection, startTestLog, type TestLog } from "../../support/session-log.js";
@@ -25,6 +29,47 @@ afterAll(async () => {
 const newSession = (): Promise<string> => newSessionOf(log.client);
 
 describe("RenewLeases", () => {
+  it("locks its sessions' rows in the order of their ids, as an append batch does, so the two cannot deadlock", async () => {
+    const [x, y] = await Promise.all([newSession(), newSession()]);
+    const [first, second] = [x, y].sort();
+    const epochs = new Map<string, number>();
+    for (const sessionId of [first!, second!]) epochs.set(sessionId, (await log.client.acquireLease({ sessionId, holder: "h", ttlMs: 30_000 })).lease!.epoch);
+    const holding = new pg.Client({ connectionString: log.db.url });
+    const probe = new pg.Client({ connectionString: log.db.url });
+    await Promise.all([holding.connect(), probe.connect()]);
+    try {
+      // An append batch of both sessions locks `first` before it would lock `second`: here it holds `first`.
+      await holding.query("BEGIN");
+      await holding.query("SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE", [first]);
+      // Named in the other order, as a harness may name them.
+      const renewing = log.client.renewLeases({ holder: "h", ttlMs: 20_000, leases: [second!, first!].map((sessionId) => ({ sessionId, epoch: epochs.get(sessionId)! })) });
+      await eventually(
+        async () => {
+          const { rows } = await probe.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%renewed AS%'",
+          );
+          return rows[0]!.n > 0 ? true : undefined;
+        },
+        "the renewal to wait for the row the batch holds",
+        20_000,
+      );
+      // While it waits for `first`, it holds nothing of `second`: the batch could take it next.
+      await probe.query("BEGIN");
+      const { rowCount } = await probe.query("SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE NOWAIT", [second]);
+      expect(rowCount).toBe(1);
+      await probe.query("ROLLBACK");
+      await holding.query("COMMIT");
+      const { renewals } = await renewing;
+      expect(renewals.map((r) => [r.sessionId, r.outcome])).toEqual([
+        [second, LeaseRenewal_Outcome.OUTCOME_RENEWED],
+        [first, LeaseRenewal_Outcome.OUTCOME_RENEWED],
+      ]);
+    } finally {
+      await holding.query("ROLLBACK").catch(() => undefined);
+      await Promise.all([holding.end(), probe.end()]);
+    }
+  });
+
   it("renews the caller's leases and says, per session, why not the others", async () => {
     const [mine, expired, taken, newer, released] = await Promise.all([newSession(), newSession(), newSession(), newSession(), newSession()]);
     const acquire = async (sessionId: string, holder: string, ttlMs = 30_000) => (await log.client.acquireLease({ sessionId, holder, ttlMs })).lease!;

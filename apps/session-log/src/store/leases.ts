@@ -159,9 +159,13 @@ export async function releaseLease(db: Queryable, sessionId: string, holder: str
  */
 export async function freeLeasesOf(db: Queryable, holder: string): Promise<{ freed: number; needHarness: string[] }> {
   const { rows } = await db.query<{ session_id: string; needs_harness: boolean }>(
-    `UPDATE sessions SET lease_holder = NULL, lease_expires_at = NULL
-      WHERE lease_holder = $1
-      RETURNING session_id, ${NEEDS_HARNESS} AS needs_harness`,
+    // The rows locked in the order of their ids first, as an append batch and RenewLeases lock
+    // theirs: an UPDATE's own order is the plan's, and two orders can deadlock.
+    `WITH locked AS (SELECT session_id FROM sessions WHERE lease_holder = $1 ORDER BY session_id FOR UPDATE)
+     UPDATE sessions s SET lease_holder = NULL, lease_expires_at = NULL
+       FROM locked l
+      WHERE s.session_id = l.session_id AND s.lease_holder = $1
+      RETURNING s.session_id, ${NEEDS_HARNESS} AS needs_harness`,
     [holder],
   );
   // Freed for the next harness to take: a takeover of a dead holder's sessions.

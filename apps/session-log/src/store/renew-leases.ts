@@ -24,16 +24,26 @@ interface RenewalRow {
 }
 
 /**
- * One statement: the UPDATE renews what is still the caller's; the outer SELECT reads, from the
+ * One statement: `locked` takes the rows the UPDATE will renew in the order of their ids, as an
+ * append batch does (mh_append's SELECT ... ORDER BY session_id FOR UPDATE), so a renewal and a
+ * batch waiting for each other's rows cannot deadlock (they did under load: Postgres broke the
+ * tie after its 1 s deadlock_timeout by failing one of them, a 1 s stall on every session of
+ * both); the UPDATE renews what is still the caller's; the outer SELECT reads, from the
  * statement's snapshot (before the UPDATE), the epoch of every session it did not renew.
  */
 const RENEW_LEASES_SQL = `
   WITH wanted AS (
     SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS w(session_id, epoch, ord)
+  ), locked AS (
+    SELECT s.session_id
+      FROM sessions s JOIN wanted w ON s.session_id = w.session_id
+     WHERE s.lease_holder = $3 AND s.lease_epoch = w.epoch
+     ORDER BY s.session_id
+       FOR UPDATE OF s
   ), renewed AS (
     UPDATE sessions s SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
-      FROM wanted w
-     WHERE s.session_id = w.session_id AND s.lease_holder = $3 AND s.lease_epoch = w.epoch
+      FROM wanted w, locked l
+     WHERE s.session_id = w.session_id AND l.session_id = w.session_id AND s.lease_holder = $3 AND s.lease_epoch = w.epoch
      RETURNING s.session_id, s.lease_expires_at
   )
   SELECT w.session_id, s.session_id IS NOT NULL AS found, r.session_id IS NOT NULL AS renewed,
