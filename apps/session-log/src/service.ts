@@ -181,7 +181,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       // The last deltas of a response, ahead of its events: watchers see them first, as after a PublishDeltas.
       if (req.deltas !== undefined && req.deltas.deltas.length > 0) await publish(sessionId, req.deltas.deltas);
       const result = await append(sessionId, events, req.expectedSeq, req.leaseEpoch, req.leaseTtlMs);
-      return storedEmitEventsResponse(result.events, result.bodies, result.duplicates);
+      return storedEmitEventsResponse(result.events, result.bodies, result.duplicates, result.leaseLeftMs);
     }),
 
     getEvents: rpc("getEvents", async (req) => {

@@ -46,8 +46,8 @@ describe("responses from stored events", () => {
   it("EmitEvent and EmitEvents: the bodies framed as the event(s), then the rest", () => {
     const one = storedEmitEventResponse(events[1]!, bodies[1]!, true);
     expect(EmitEventResponse.decode(serializeEmitEventResponse(one))).toEqual({ event: events[1], duplicate: true });
-    const many = storedEmitEventsResponse(events, bodies, 2);
-    expect(EmitEventsResponse.decode(serializeEmitEventsResponse(many))).toEqual({ events, duplicates: 2 });
+    const many = storedEmitEventsResponse(events, bodies, 2, 1834);
+    expect(EmitEventsResponse.decode(serializeEmitEventsResponse(many))).toEqual({ events, duplicates: 2, leaseLeftMs: 1834 });
   });
 
   it("WatchEvents: the body framed as the event", () => {

@@ -37,8 +37,8 @@ export function storedEmitEventResponse(event: Event, body: Uint8Array, duplicat
 }
 
 /** An EmitEventsResponse for `events`, whose encodings (as stored) are `bodies`. */
-export function storedEmitEventsResponse(events: Event[], bodies: readonly Uint8Array[], duplicates: number): EmitEventsResponse {
-  const response: EmitEventsResponse = { events, duplicates };
+export function storedEmitEventsResponse(events: Event[], bodies: readonly Uint8Array[], duplicates: number, leaseLeftMs: number): EmitEventsResponse {
+  const response: EmitEventsResponse = { events, duplicates, leaseLeftMs };
   storedBodies.set(response, bodies);
   return response;
 }
@@ -76,7 +76,7 @@ export const serializeEmitEventResponse = framed<EmitEventResponse>(
 );
 export const serializeEmitEventsResponse = framed<EmitEventsResponse>(
   (v) => EmitEventsResponse.encode(v).finish(),
-  (v) => EmitEventsResponse.encode({ events: [], duplicates: v.duplicates }).finish(),
+  (v) => EmitEventsResponse.encode({ events: [], duplicates: v.duplicates, leaseLeftMs: v.leaseLeftMs }).finish(),
 );
 
 export const serializeWatchEventsResponse = framed<WatchEventsResponse>(

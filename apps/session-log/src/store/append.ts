@@ -1,12 +1,14 @@
 /**
  * The append path: the one place that assigns seqs. A batch of append requests (any sessions)
- * is one call of the SQL function mh_append (migrations/004): in one statement and one
+ * is one call of the SQL function mh_append_v2 (migrations/004, 009): in one statement and one
  * transaction it locks the sessions, finds events already appended (idempotency by event id),
  * checks each request's lease epoch and expected seq, and writes the events, their outbox rows
  * and the sessions' new heads: an event is in the log and queued for Kafka, or neither. A
  * request's own failure comes back as its outcome and leaves the others alone. Requests are
  * gathered into batches by appender.ts. Other instances hear of the batch by the NOTIFY it sends
- * with its commit; this instance's watchers are poked once it returns (watch/hub.ts).
+ * with its commit; this instance's watchers are poked once it returns (watch/hub.ts). Each
+ * request's answer also says how long the session's lease has left after it (migrations/009),
+ * read under the lock the append holds: the gateway skips a Wake while a harness follows the log.
  */
 import type { Queryable, WriteOutcome } from "@metaharness/db";
 import { CurrentEpoch, CurrentSeq, MhError, SizeLimit } from "@metaharness/errors";
@@ -38,6 +40,11 @@ export interface AppendResult {
   readonly bodies: Uint8Array[];
   readonly duplicates: number;
   readonly lastSeq: number;
+  /**
+   * How long the session's lease has left once the request is in the log, in ms on the
+   * database's clock; 0 when none is held or it has run out (EmitEventsResponse.lease_left_ms).
+   */
+  readonly leaseLeftMs: number;
 }
 
 interface OutcomeRow {
@@ -47,6 +54,8 @@ interface OutcomeRow {
   cur: string | null;
   /** The event as first appended, when it was appended before. */
   body: Uint8Array | null;
+  /** The lease's ms left after the request (null: none held); on an appended request's rows. */
+  lease_ms: string | number | null;
 }
 
 /**
@@ -65,22 +74,22 @@ export const MAX_ECHOED_BYTES = MAX_CLIENT_RECEIVE_MESSAGE_BYTES - 64 * 1024;
  * The one statement of an append batch of several requests (exported for the benchmark and
  * tests), its rows in request order and, within a request, in event order.
  */
-export const APPEND_SQL = `SELECT req, outcome, seq, cur, body
-  FROM mh_append($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
-                 $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
-                 $12::text, $13::text, $14::bigint) WITH ORDINALITY AS a(req, outcome, seq, cur, body, n)
+export const APPEND_SQL = `SELECT req, outcome, seq, cur, body, lease_ms
+  FROM mh_append_v2($1::text[], $2::bigint[], $3::bigint[], $4::smallint[], $5::int[],
+                    $6::text[], $7::text[], $8::smallint[], $9::boolean[], $10::bytea[], $11::timestamptz,
+                    $12::text, $13::text, $14::bigint) WITH ORDINALITY AS a(req, outcome, seq, cur, body, lease_ms, n)
  ORDER BY req, n`;
 /**
- * A batch of one request goes straight to the per-request function mh_append handed its work
- * to (migrations/004): its loop runs once, and calling it from mh_append cost 0.1-0.3 ms more.
+ * A batch of one request goes straight to the per-request function mh_append_v2 hands its work
+ * to (migrations/004, 009): its loop runs once, and calling it from mh_append cost 0.1-0.3 ms more.
  */
-export const APPEND_SERIAL_SQL = APPEND_SQL.replace("mh_append(", "mh_append_serial(");
+export const APPEND_SERIAL_SQL = APPEND_SQL.replace("mh_append_v2(", "mh_append_serial_v2(");
 /**
- * A batch in which a request sets its lease's TTL with its events (migrations/007): the same
- * append, then those leases set to run out that long from it, in its transaction. $15: per
- * request, the TTL in ms or null.
+ * A batch in which a request sets its lease's TTL with its events (migrations/007, 009): the same
+ * append, then those leases set to run out that long from it, in its transaction (such a
+ * request's lease_ms is then the time it set). $15: per request, the TTL in ms or null.
  */
-export const APPEND_LEASE_SQL = APPEND_SQL.replace("mh_append(", "mh_append_lease(").replace("$14::bigint)", "$14::bigint, $15::int[])");
+export const APPEND_LEASE_SQL = APPEND_SQL.replace("mh_append_v2(", "mh_append_lease_v2(").replace("$14::bigint)", "$14::bigint, $15::int[])");
 
 /**
  * Where the batch's commit announces the sessions that grew: a channel and a payload prefix. A
@@ -224,7 +233,7 @@ function outcomeOf(
       events.push({ ...(sent.events[i] as Event), seq: Number(row.seq) });
     }
   }
-  return { ok: true, value: { events, bodies, duplicates, lastSeq: cur } };
+  return { ok: true, value: { events, bodies, duplicates, lastSeq: cur, leaseLeftMs: Number(first.lease_ms ?? 0) } };
 }
 
 /**
