@@ -179,7 +179,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     registerEnvironmentKeyRoutes(router, { environments, environmentKeys: new EnvironmentKeyStore(db), now });
     registerWorkRoutes(router, { ...hands, db, environments, sessions, workLeaseTtlSeconds: config.workLeaseTtlSeconds });
     const ui = config.ui ?? loadUiConfig();
-    registerSessionRoutes(router, { ...hands, ...input, agents, environments, sessions, credentials, prices: ui.prices });
+    registerSessionRoutes(router, { ...hands, ...input, db, agents, sessions, credentials, prices: ui.prices });
     registerResourceRoutes(router, { sessions, log, credentials, now });
     registerTransferRoute(router, { sessions, broker, now });
     registerEventRoutes(router, { ...hands, ...input, sessions });

@@ -185,6 +185,41 @@ describe("sessions", () => {
     expect((noEnv as InstanceType<typeof Anthropic.APIError>).errorCode).toBe("environment_not_found");
   });
 
+  it("reads the agent's version and the environment together, and still tells each refusal apart", async () => {
+    // The agent and the environment come from one statement (sessions/sources.ts): each case below is one side missing or archived.
+    const refused = (p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> =>
+      p.then(
+        () => expect.fail("created"),
+        (e: unknown) => e as InstanceType<typeof Anthropic.APIError>,
+      );
+    const agent = await a.sdk.beta.agents.create({ name: "versioned", model: "claude-sonnet-5-5", system: "[scenario:hello] v1" });
+    await a.sdk.beta.agents.update(agent.id, { version: 1, system: "[scenario:hello] v2" });
+    const env = (await a.sdk.beta.environments.create({ name: "to archive" })).id;
+    // A past version, the current one, and another tenant's agent or environment (not found: 404 naming it).
+    expect((await a.sdk.beta.sessions.create({ agent: { type: "agent", id: agent.id, version: 1 }, environment_id: env })).agent).toMatchObject({ version: 1, system: "[scenario:hello] v1" });
+    expect((await a.sdk.beta.sessions.create({ agent: agent.id, environment_id: env })).agent).toMatchObject({ version: 2, system: "[scenario:hello] v2" });
+    const otherTenant = await refused(b.sdk.beta.sessions.create({ agent: agent.id, environment_id: env }));
+    expect(otherTenant).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(otherTenant.apiMessage).toContain(agent.id);
+    const otherEnv = (await b.sdk.beta.environments.create({ name: "b's" })).id;
+    expect((await refused(a.sdk.beta.sessions.create({ agent: agent.id, environment_id: otherEnv }))).errorCode).toBe("environment_not_found");
+    const unknown = await refused(a.sdk.beta.sessions.create({ agent: "agent_nope", environment_id: env }));
+    expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(unknown.apiMessage).toContain("agent_nope");
+    // An unknown agent is named before an unknown environment, as when they were read apart.
+    expect((await refused(a.sdk.beta.sessions.create({ agent: "agent_nope", environment_id: "env_nope" }))).apiMessage).toContain("agent_nope");
+    expect((await refused(a.sdk.beta.sessions.create({ agent: { type: "agent", id: "agent_nope", version: 1 }, environment_id: env }))).status).toBe(404);
+
+    await a.sdk.beta.environments.archive(env);
+    const archivedEnv = await refused(a.sdk.beta.sessions.create({ agent: agent.id, environment_id: env }));
+    expect(archivedEnv.errorCode).toBe("environment_archived");
+    expect(archivedEnv.apiMessage).toMatch(/^environment_id: /);
+    await a.sdk.beta.agents.archive(agent.id);
+    const archivedAgent = await refused(a.sdk.beta.sessions.create({ agent: agent.id, environment_id: environmentId }));
+    expect(archivedAgent).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(archivedAgent.apiMessage).toContain("is archived");
+  });
+
   it("changes the agent's tools and MCP servers while the session is idle, never while it runs", async () => {
     const weather = { type: "custom" as const, name: "get_weather", description: "weather", input_schema: { type: "object" as const, properties: { city: { type: "string" } } } };
     const agent = await a.sdk.beta.agents.create({ name: "forecaster", model: "claude-sonnet-5-5", system: "[scenario:weather]" });

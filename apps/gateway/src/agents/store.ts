@@ -11,7 +11,7 @@ import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import type { AgentBody, AgentRecord } from "./body.js";
 import { keysetPage, type KeysetPage } from "../http/keyset.js";
 
-interface AgentRow {
+export interface AgentRow {
   agent_id: string;
   version: number;
   created_at: Date;
@@ -22,7 +22,8 @@ interface AgentRow {
 
 const COLUMNS = "a.agent_id, v.version, a.created_at, v.created_at AS updated_at, a.archived_at, v.body";
 
-function record(row: AgentRow): AgentRecord {
+/** A row of COLUMNS as the agent's record (sessions/sources.ts reads one with an environment). */
+export function agentRecord(row: AgentRow): AgentRecord {
   return {
     id: row.agent_id,
     version: Number(row.version),
@@ -67,7 +68,7 @@ export class AgentStore {
         WHERE a.agent_id = $1 AND a.tenant = $2`,
       [id, tenant, version ?? null],
     );
-    return rows[0] === undefined ? undefined : record(rows[0]);
+    return rows[0] === undefined ? undefined : agentRecord(rows[0]);
   }
 
   async require(tenant: string, id: string, version?: number): Promise<AgentRecord> {
@@ -150,7 +151,7 @@ export class AgentStore {
       },
       (r) => r.agent_id,
     );
-    return { ...page, rows: page.rows.map(record) };
+    return { ...page, rows: page.rows.map(agentRecord) };
   }
 
   /** Newest version first; the cursor is the last version returned. */
@@ -162,7 +163,7 @@ export class AgentStore {
       [id, tenant, before ?? null, limit + 1],
     );
     if (rows.length === 0 && before === undefined) throw notFound("agent", id);
-    const page = rows.slice(0, limit).map(record);
+    const page = rows.slice(0, limit).map(agentRecord);
     return { rows: page, next: rows.length > limit ? page[page.length - 1]?.version : undefined };
   }
 }

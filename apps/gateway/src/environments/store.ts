@@ -8,7 +8,7 @@ import type { Cursor, TimeIdPosition } from "../http/pagination.js";
 import type { EnvironmentBody, EnvironmentRecord } from "./body.js";
 import { keysetPage, type KeysetPage } from "../http/keyset.js";
 
-interface EnvironmentRow {
+export interface EnvironmentRow {
   environment_id: string;
   created_at: Date;
   updated_at: Date;
@@ -18,7 +18,8 @@ interface EnvironmentRow {
 
 const COLUMNS = "environment_id, created_at, updated_at, archived_at, body";
 
-function record(row: EnvironmentRow): EnvironmentRecord {
+/** A row of COLUMNS as the environment's record (sessions/sources.ts reads one with an agent). */
+export function environmentRecord(row: EnvironmentRow): EnvironmentRecord {
   return { id: row.environment_id, createdAt: row.created_at, updatedAt: row.updated_at, archivedAt: row.archived_at, body: row.body };
 }
 
@@ -38,7 +39,7 @@ export class EnvironmentStore {
       `SELECT ${COLUMNS} FROM gw_environments WHERE environment_id = $1 AND tenant = $2`,
       [id, tenant],
     );
-    return rows[0] === undefined ? undefined : record(rows[0]);
+    return rows[0] === undefined ? undefined : environmentRecord(rows[0]);
   }
 
   async require(tenant: string, id: string): Promise<EnvironmentRecord> {
@@ -65,7 +66,7 @@ export class EnvironmentStore {
       if (row.archived_at !== null) throw new ApiError("environment_archived", `environment ${id} is archived and cannot be updated`);
       const body = change(row.body);
       await tx.query("UPDATE gw_environments SET body = $2, updated_at = $3 WHERE environment_id = $1", [id, JSON.stringify(body), now]);
-      return { ...record(row), updatedAt: now, body };
+      return { ...environmentRecord(row), updatedAt: now, body };
     });
   }
 
@@ -103,6 +104,6 @@ export class EnvironmentStore {
       },
       (r) => r.environment_id,
     );
-    return { ...page, rows: page.rows.map(record) };
+    return { ...page, rows: page.rows.map(environmentRecord) };
   }
 }

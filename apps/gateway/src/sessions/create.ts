@@ -21,7 +21,8 @@ import { resolveResources, type ResolvedResource } from "./resources.js";
 import { readReference, snapshotAgent } from "./session-agent.js";
 import type { CredentialProxyRpc } from "../clients.js";
 import type { AgentStore } from "../agents/store.js";
-import type { EnvironmentStore } from "../environments/store.js";
+import type { Queryable } from "@metaharness/db";
+import { readSessionSources } from "./sources.js";
 import { NO_TOKENS, type NewSession, type ResourceTokens, type SessionRecord } from "./store.js";
 import { VaultAccess } from "../vaults/access.js";
 import { sessionVaultIds } from "../vaults/session-vaults.js";
@@ -47,22 +48,20 @@ function initialEvents(params: SessionCreateBody["initial_events"]): Event[] {
 export interface CreateDeps extends AppendDeps, HandsDeps, LiveDeps {
   /** The models' list prices: a session's usage is priced with its model's, and a budget needs one. */
   readonly prices: PriceTable;
+  /** The agent and environment a session names are read from it in one statement (sources.ts). */
+  readonly db: Queryable;
   readonly agents: AgentStore;
-  readonly environments: EnvironmentStore;
   /** Undefined when this deployment runs without a credential vault proxy. */
   readonly credentials: CredentialProxyRpc | undefined;
 }
 
 export async function createSession(ctx: CreateDeps, tenant: string, body: SessionCreateBody, logger: Logger): Promise<BetaManagedAgentsSession> {
   const ref = readReference(body.agent);
-  const agent = await ctx.agents.get(tenant, ref.id, ref.version);
+  const { agent, agentExists, environment } = await readSessionSources(ctx.db, tenant, ref, body.environment_id);
   if (agent === undefined) {
-    throw ref.version !== undefined && (await ctx.agents.get(tenant, ref.id)) !== undefined
-      ? invalidRequest("agent.version", `agent ${ref.id} has no version ${ref.version}`)
-      : notFound("agent", ref.id);
+    throw ref.version !== undefined && agentExists ? invalidRequest("agent.version", `agent ${ref.id} has no version ${ref.version}`) : notFound("agent", ref.id);
   }
   if (agent.archivedAt !== null) throw invalidRequest("agent", `agent ${agent.id} is archived; new sessions cannot use it`);
-  const environment = await ctx.environments.get(tenant, body.environment_id);
   if (environment === undefined) {
     throw new ApiError("environment_not_found", `environment_id: environment ${JSON.stringify(body.environment_id)} not found`);
   }

@@ -1,0 +1,68 @@
+/**
+ * What a new session is made of, read in one statement: the agent's version it names (the
+ * current one unless it names a version) and the environment, both of the tenant. Two reads were
+ * two round trips on every `sessions.create` (issue 31); the rows are the stores' own
+ * (agents/store.ts, environments/store.ts), so they map as those stores map them. The answer also
+ * says whether the agent exists at all, so a missing version is told apart without a second read.
+ */
+import type { Queryable } from "@metaharness/db";
+import type { AgentRecord } from "../agents/body.js";
+import { agentRecord } from "../agents/store.js";
+import type { EnvironmentRecord } from "../environments/body.js";
+import { environmentRecord } from "../environments/store.js";
+
+export interface SessionSources {
+  /** The agent's version; undefined when the agent or that version does not exist. */
+  readonly agent: AgentRecord | undefined;
+  /** Whether the tenant has the agent (in any version). */
+  readonly agentExists: boolean;
+  readonly environment: EnvironmentRecord | undefined;
+}
+
+interface SourcesRow {
+  agent_exists: boolean;
+  agent_id: string | null;
+  version: number | null;
+  agent_created_at: Date;
+  agent_updated_at: Date;
+  agent_archived_at: Date | null;
+  agent_body: AgentRecord["body"];
+  environment_id: string | null;
+  environment_created_at: Date;
+  environment_updated_at: Date;
+  environment_archived_at: Date | null;
+  environment_body: EnvironmentRecord["body"];
+}
+
+// One row whatever exists: each side joined to a row of nothing.
+const SOURCES_SQL = `SELECT a.agent_id IS NOT NULL AS agent_exists, v.agent_id, v.version, a.created_at AS agent_created_at,
+       v.created_at AS agent_updated_at, a.archived_at AS agent_archived_at, v.body AS agent_body,
+       e.environment_id, e.created_at AS environment_created_at, e.updated_at AS environment_updated_at,
+       e.archived_at AS environment_archived_at, e.body AS environment_body
+  FROM (SELECT 1) one
+  LEFT JOIN gw_agents a ON a.agent_id = $1 AND a.tenant = $2
+  LEFT JOIN gw_agent_versions v ON v.agent_id = a.agent_id AND v.version = COALESCE($3, a.version)
+  LEFT JOIN gw_environments e ON e.environment_id = $4 AND e.tenant = $2`;
+
+export async function readSessionSources(db: Queryable, tenant: string, agent: { id: string; version: number | undefined }, environmentId: string): Promise<SessionSources> {
+  const { rows } = await db.query<SourcesRow>(SOURCES_SQL, [agent.id, tenant, agent.version ?? null, environmentId]);
+  const r = rows[0];
+  if (r === undefined) return { agent: undefined, agentExists: false, environment: undefined };
+  return {
+    agentExists: r.agent_exists,
+    agent:
+      r.agent_id === null || r.version === null
+        ? undefined
+        : agentRecord({ agent_id: r.agent_id, version: r.version, created_at: r.agent_created_at, updated_at: r.agent_updated_at, archived_at: r.agent_archived_at, body: r.agent_body }),
+    environment:
+      r.environment_id === null
+        ? undefined
+        : environmentRecord({
+            environment_id: r.environment_id,
+            created_at: r.environment_created_at,
+            updated_at: r.environment_updated_at,
+            archived_at: r.environment_archived_at,
+            body: r.environment_body,
+          }),
+  };
+}
