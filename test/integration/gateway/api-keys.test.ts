@@ -1,11 +1,13 @@
 /**
  * MH_GATEWAY_API_KEYS is the whole list of keys that work: a key taken out of it and a restart
  * (here, another instance on the same database) withdraws it; put back, it works again; an
- * instance without the variable changes nothing.
+ * instance without the variable changes nothing. With the key cache on (its default), a revoked
+ * key is refused once the cache's TTL has passed, never later.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, KEY_B, startStack, type Stack } from "../../support/gateway.js";
+import { eventually } from "../../support/eventually.js";
 
 let stack: Stack;
 beforeAll(async () => {
@@ -41,5 +43,18 @@ describe("API keys", () => {
     const both = await stack.anotherGateway({ MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b` });
     expect(await status(both.url, KEY_A)).toBe("ok");
     expect(await status(first, KEY_A)).toBe("ok");
+  });
+
+  it("are refused once revoked through the key cache too, within its TTL", async () => {
+    // The cache holds a key's answer by the key itself (auth/principals.ts): a hit hashes nothing.
+    const cached = await stack.anotherGateway({ MH_GATEWAY_KEY_CACHE_MS: "300" });
+    expect(await status(cached.url, KEY_A)).toBe("ok");
+    expect(await status(cached.url, KEY_A)).toBe("ok");
+    await stack.anotherGateway({ MH_GATEWAY_API_KEYS: `${KEY_B}:tenant-b` });
+    await eventually(async () => ((await status(cached.url, KEY_A)) === 401 ? true : undefined), "the revoked key refused by the caching instance");
+    // Not a refusal kept in the cache for ever: put back, it works again once the TTL passed.
+    await stack.anotherGateway({ MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b` });
+    await eventually(async () => ((await status(cached.url, KEY_A)) === "ok" ? true : undefined), "the key put back accepted by the caching instance");
+    expect(await status(cached.url, KEY_B)).toBe("ok");
   });
 });
