@@ -82,6 +82,8 @@ export interface TurnCpuOptions {
    * Not with cpuProfDir: the loader's thread would write its profile over the main thread's.
    */
   readonly counts?: boolean;
+  /** Node flags added to a service's process after those its package declares (a later V8 flag wins), for A/B runs of GC settings. */
+  readonly nodeFlags?: Partial<Record<StackService, readonly string[]>>;
 }
 
 const ticksOf = (pid: number): number => processTicks(String(pid))?.ticks ?? 0;
@@ -143,6 +145,7 @@ export async function measureTurnCpu(opts: TurnCpuOptions): Promise<TurnCpuFigur
     modelTtftMs: opts.modelTtftMs,
     gateway: via === "sdk",
     nodeArgs: (name) => [
+      ...(opts.nodeFlags?.[name] ?? []),
       ...(counters?.[name]?.nodeArgs ?? []),
       ...(opts.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${profileFile(name, opts.loop, via)}`]),
     ],

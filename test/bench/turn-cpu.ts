@@ -23,15 +23,18 @@
  * profile into bench/results/cpu-prof/), `--via=sdk` (see above; `--via=grpc` the default), `--counts` (what the session log, the harness and through the SDK the gateway
  * send and allocate per turn: gRPC calls, Postgres statements, socket writes, JS heap; not with
  * `--cpu-prof`), `--no-metrics` (the services without their /metrics, so
- * without the event-loop table). After each window the floors are measured on the same services:
+ * without the event-loop table), `--log-node-flags=`, `--harness-node-flags=`, `--gateway-node-flags=`
+ * (node flags for that service's process, comma-separated, after those its package.json declares:
+ * `--harness-node-flags=--max-semi-space-size=32`; for A/B runs of GC settings). After each window the floors are measured on the same services:
  * a gRPC round trip, a Postgres commit, the model's TTFT through the SDK (turn-cpu-floors.ts), and
  * the share's stretches are printed as multiples of them. The TTFT sweep (ttft-sweep.ts) runs its
  * 16-session phase as its last.
  */
 import { mkdirSync } from "node:fs";
-import { choiceFlag, hasFlag, numbersFlag } from "./lib/flags.js";
+import { choiceFlag, hasFlag, listFlag, numbersFlag } from "./lib/flags.js";
 import { ms, runIfMain, type Bench } from "./lib/report.js";
 import type { TurnLoop, Via } from "./turn-cpu-driver.js";
+import type { StackService } from "./turn-cpu-stack.js";
 import { measureTurnCpu, type TurnCpuFigures } from "./turn-cpu-measure.js";
 import { countsTable, cpuSplitTable, floorsTable, loadCell, loopDelayTable, multiplesTable, openLoopTable, runLabel, segmentTable, servicesMs, turnCpuChecks, turnCpuTable } from "./turn-cpu-tables.js";
 
@@ -50,7 +53,7 @@ export const closedLoop = (sessions: number, turnsPerSession = 1, turnsPerSecond
 });
 
 /** The phases `npm run bench -- turn-cpu` runs, from its flags. */
-function plan(): { sessions: number[]; turnsPerSession: number[]; pace: number | undefined; openRates: number[] | undefined; phase: typeof CPU_PHASE; metrics: boolean; lingerMs: number | undefined; via: Via; counts: boolean } {
+function plan(): { sessions: number[]; turnsPerSession: number[]; pace: number | undefined; openRates: number[] | undefined; phase: typeof CPU_PHASE; metrics: boolean; lingerMs: number | undefined; via: Via; counts: boolean; nodeFlags: Partial<Record<StackService, string[]>> } {
   const quick = hasFlag("quick");
   const seconds = numbersFlag("seconds")?.[0] ?? (quick ? 10 : CPU_PHASE.seconds);
   const warmupSeconds = numbersFlag("warmup")?.[0] ?? (quick ? 3 : CPU_PHASE.warmupSeconds);
@@ -64,6 +67,12 @@ function plan(): { sessions: number[]; turnsPerSession: number[]; pace: number |
     metrics: !hasFlag("no-metrics"),
     via: choiceFlag<Via>("via", ["grpc", "sdk"], "grpc"),
     counts: hasFlag("counts"),
+    nodeFlags: Object.fromEntries(
+      (["session-log", "harness", "gateway"] as const).flatMap((s) => {
+        const flags = listFlag(`${s === "session-log" ? "log" : s}-node-flags`);
+        return flags === undefined || flags.length === 0 ? [] : [[s, flags]];
+      }),
+    ),
   };
 }
 
@@ -76,7 +85,7 @@ export const turnCpuBench: Bench = {
     const p = plan();
     const figs: TurnCpuFigures[] = [];
     const measure = async (loop: TurnLoop): Promise<void> => {
-      const f = await measureTurnCpu({ loop, via: p.via, ...p.phase, metrics: p.metrics, counts: p.counts, ...(cpuProfDir === undefined ? {} : { cpuProfDir }), ...(p.lingerMs === undefined ? {} : { lingerMs: p.lingerMs }) });
+      const f = await measureTurnCpu({ loop, via: p.via, ...p.phase, metrics: p.metrics, counts: p.counts, nodeFlags: p.nodeFlags, ...(cpuProfDir === undefined ? {} : { cpuProfDir }), ...(p.lingerMs === undefined ? {} : { lingerMs: p.lingerMs }) });
       figs.push(f);
       console.log(`  ${runLabel(f)}: ${f.turnsPerSecond.toFixed(1)} turns/s, share p50 ${ms(f.overheadMs.p50)} ms, services ${ms(servicesMs(f))} ms CPU/turn (load ${loadCell(f)})`);
     };
@@ -100,6 +109,7 @@ export const turnCpuBench: Bench = {
         `open loop: turns arrive as a Poisson process at the stated rate${p.openRates === undefined ? " (the 16-session closed loop's turns/s in this run, and half of it)" : ""}, each in a new session, however many are in flight (up to 256); its times count from the send, and arrival -> send is printed apart`,
         `floors: after each window, with no turn in flight, on the same services: 100 health Checks and 100 one-row commits interleaved, and 20 SDK calls to the offline model (same scenario, same TTFT) among them${p.via === "sdk" ? "; the multiples table is left out through the SDK (its send holds the gateway's two calls and HTTP, which the floors do not price)" : ""}`,
         `event-loop delay: ${p.metrics ? "the services serve /metrics (MH_METRICS_PORT=0, so their metrics are recorded: a few instruments per turn) and report their loop since the previous scrape, scraped at the window's start and end; the bench process and an idle Node process run the same sampler (packages/telemetry event-loop.ts)" : "not measured (--no-metrics)"}`,
+        ...Object.entries(p.nodeFlags).map(([s, flags]) => `${s} ran with node flags ${flags.join(" ")} beside its package's`),
         ...(cpuProfDir === undefined ? [] : [`CPU profiles (the whole run, warm-up included): ${cpuProfDir}`]),
       ],
       data: { figs, phase: p.phase },

@@ -26,3 +26,17 @@ export function choiceFlag<C extends string>(name: string, choices: readonly C[]
   if (!(choices as readonly string[]).includes(value)) throw new Error(`--${name} takes one of ${choices.join(", ")}, got ${JSON.stringify(arg)}`);
   return value as C;
 }
+
+/**
+ * The items of `--name=a,b` as strings (`--name=` alone: none); undefined when the flag is absent.
+ * For node flags given to a benchmark's service processes: `--harness-node-flags=--max-semi-space-size=32`.
+ */
+export function listFlag(name: string): string[] | undefined {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  if (arg === undefined) return undefined;
+  return arg
+    .slice(name.length + 3)
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
