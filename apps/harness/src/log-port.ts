@@ -133,9 +133,16 @@ export class LogPort {
     });
   }
 
-  /** Live events after `afterSeq` until `signal` aborts. */
-  async *watch(afterSeq: number, signal: AbortSignal): AsyncIterable<{ event: Event | undefined }> {
-    const live = this.client.watchEvents({ sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false, batchDeltas: false, fromHead: false }, { signal, deadlineMs: undefined });
+  /**
+   * Live events after `afterSeq` until `signal` aborts. With `exceptLeaseEpoch` (the caller's
+   * lease) the log leaves out most of what the caller appended under it (it has those from
+   * emit()): a seq may then come past the one expected.
+   */
+  async *watch(afterSeq: number, signal: AbortSignal, exceptLeaseEpoch?: number): AsyncIterable<{ event: Event | undefined }> {
+    const live = this.client.watchEvents(
+      { sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false, batchDeltas: false, fromHead: false, exceptLeaseEpoch },
+      { signal, deadlineMs: undefined },
+    );
     for await (const item of live) {
       if (item.event !== undefined) this.saw([item.event]);
       yield item;

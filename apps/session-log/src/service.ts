@@ -84,7 +84,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
   ): Promise<AppendResult> => {
     const result = await appender.append({ sessionId, events, expectedSeq, leaseEpoch, leaseTtlMs });
     // All new: they are the session's events up to lastSeq, which watchers here take as they are.
-    if (result.duplicates === 0) hub.publish(sessionId, result.lastSeq, result);
+    if (result.duplicates === 0) hub.publish(sessionId, result.lastSeq, { events: result.events, bodies: result.bodies, leaseEpoch });
     else if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     if (events.some((v) => v.event.type === "session.status_terminated")) deltaGate.terminated(sessionId);
     else if (result.duplicates < events.length) deltaGate.appended(sessionId);
@@ -196,7 +196,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       // does not exist, and with OUT_OF_RANGE for a position it has not reached (watch.ts).
       await watchEvents(
         { db, hub, deltas: deps.deltas, recheckMs: deps.watchRecheckMs },
-        { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas, batchDeltas: req.batchDeltas, fromHead: req.fromHead },
+        { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas, batchDeltas: req.batchDeltas, fromHead: req.fromHead, exceptLeaseEpoch: req.exceptLeaseEpoch },
         (item) => stream.write(item),
         stream.signal,
       );

@@ -1,8 +1,9 @@
 /**
  * A harness loop's view of its session (SessionEvents), on the real session log: it never loses
  * an event that a client appended just before the harness's own append, a turn-ending append
- * does not land after input its decision did not see, and the view follows the log again after
- * the session log behind it restarts.
+ * does not land after input its decision did not see, its own appends the log leaves out of its
+ * follow are read when a later event comes first, and the view follows the log again after the
+ * session log behind it restarts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
@@ -64,6 +65,29 @@ describe("a harness's view of its session", () => {
       // Decided again on what the view now holds, it lands.
       expect(await view.appendAt(view.lastSeq(), idleEndTurn())).toBe(true);
       expect((await types(sessionId)).at(-1)).toBe("session.status_idle");
+    } finally {
+      stop.abort();
+      await view.close();
+    }
+  });
+
+  it("reads its lease's own appends that its follow left out once another's event comes past them (an append whose answer it has not merged yet)", async () => {
+    const sessionId = await newSession(log.client);
+    const stop = new AbortController();
+    const ctx = await context(log.client, sessionId, stop.signal);
+    const view = await SessionEvents.open(ctx, () => undefined);
+    try {
+      await log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
+      await expect.poll(() => view.events.length, { timeout: 15_000 }).toBe(1);
+      // Under the view's lease but not through the view: the log leaves it out of the follow,
+      // and no answer brings it.
+      await log.client.emitEvents({ sessionId, events: [agentMessage("own")], leaseEpoch: ctx.leaseEpoch });
+      await log.client.emitEvents({ sessionId, events: [userMessage("next")] });
+      await expect.poll(() => view.events.map((e) => [e.seq, e.type]), { timeout: 15_000 }).toEqual([
+        [1, "user.message"],
+        [2, "agent.message"],
+        [3, "user.message"],
+      ]);
     } finally {
       stop.abort();
       await view.close();

@@ -59,14 +59,14 @@ async function subscribed(sessionId: string, saw: () => boolean): Promise<void> 
  */
 function collect(
   client: LogClient,
-  req: { sessionId: string; afterSeq: number; types?: string[]; probe?: boolean; fromHead?: boolean },
+  req: { sessionId: string; afterSeq: number; types?: string[]; probe?: boolean; fromHead?: boolean; exceptLeaseEpoch?: number },
   until: (events: Event[]) => boolean,
 ): { events: Promise<Event[]>; probed: () => boolean } {
   let probed = false;
   const events = (async () => {
     const got: Event[] = [];
     const includeDeltas = req.probe === true;
-    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas, batchDeltas: false, fromHead: req.fromHead === true })) {
+    for await (const msg of client.watchEvents({ sessionId: req.sessionId, afterSeq: req.afterSeq, types: req.types ?? [], includeDeltas, batchDeltas: false, fromHead: req.fromHead === true, exceptLeaseEpoch: req.exceptLeaseEpoch })) {
       if (msg.delta?.modelRequestId === PROBE) probed = true;
       if (msg.event) got.push(msg.event);
       if (until(got)) break;
@@ -142,6 +142,21 @@ describe("WatchEvents", () => {
     ]);
     // Terminated: a watch from its last seq reads, finds the status and ends at once.
     expect(await collect(log.client, { sessionId: leased, afterSeq: 4 }, () => false).events).toEqual([]);
+  });
+
+  it("leaves out what was appended here under the lease epoch a watch names, and sends everything else: others' appends between, and that epoch's appends through another instance", async () => {
+    const sessionId = await newSession();
+    const { lease } = await log.client.acquireLease({ sessionId, holder: "hold_watch_except", ttlMs: 30_000 });
+    const epoch = lease!.epoch;
+    const watching = collect(log.client, { sessionId, afterSeq: 0, probe: true, exceptLeaseEpoch: epoch }, (e) => e.some((x) => x.seq === 6));
+    await subscribed(sessionId, watching.probed);
+    await log.client.emitEvent({ sessionId, event: agentMessage("own 1"), leaseEpoch: epoch });
+    await log.client.emitEvent({ sessionId, event: userMessage("a client's") });
+    await log.client.emitEvents({ sessionId, events: [agentMessage("own 2"), agentMessage("own 3")], leaseEpoch: epoch });
+    // Through the other instance: heard here by NOTIFY and read from the store, so sent.
+    await replica.emitEvent({ sessionId, event: agentMessage("own 4, elsewhere"), leaseEpoch: epoch });
+    await log.client.emitEvent({ sessionId, event: userMessage("another client's") });
+    expect((await watching.events).map((e) => e.seq)).toEqual([2, 5, 6]);
   });
 
   it("filters by type and ends the stream once the session is terminated", async () => {

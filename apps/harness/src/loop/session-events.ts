@@ -1,7 +1,8 @@
 /**
  * A loop's view of its session's events: read once at the start (from the first event, or from a
  * compacting loop's horizon, context/horizon.ts), then kept current by following the log (what
- * clients append while the loop works), with the loop's own appends merged as they return.
+ * clients append while the loop works; the log leaves out the loop's own appends, which are
+ * merged as they return).
  * `onInterrupt` fires the moment a user.interrupt arrives, so the running step can abort;
  * `changed` lets a step wait for what others append (a worker's tool results). Every idle
  * appended through a view is preceded by a session.usage snapshot when the usage changed since
@@ -148,10 +149,14 @@ export class SessionEvents {
     const signal = this.following.signal;
     for (let failures = 0; !signal.aborted; failures++) {
       try {
-        for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal)) {
+        // Without the view's own appends (it merges them from their answers): 5-6 messages a
+        // text-only turn the log would send and this would decode only to drop.
+        for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal, this.ctx.leaseEpoch)) {
           failures = 0;
           if (event === undefined) continue;
-          this.merge([event]);
+          // Past the view's next seq: an append of its own whose answer is still on its way is
+          // before it, read first (as mergeStored does).
+          await this.mergeStored([event]);
           if (event.payload?.$case === "userInterrupt") this.onInterrupt();
         }
       } catch (err) {

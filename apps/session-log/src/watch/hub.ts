@@ -24,6 +24,8 @@ export const EVENTS_CHANNEL = "mh_events";
 export interface Appended {
   readonly events: readonly Event[];
   readonly bodies: readonly Uint8Array[];
+  /** The lease epoch they were appended under, if any: a watch of that lease's holder leaves them out (WatchEventsRequest.except_lease_epoch). */
+  readonly leaseEpoch?: number | undefined;
 }
 
 export type Poke = (sessionId: string, lastSeq: number, appended?: Appended) => void;

@@ -4,7 +4,9 @@
  * it has examined) and only ever reads after it, so every event is sent exactly once however the
  * pokes interleave with the reads. Events appended through this instance come with their poke
  * (hub.ts) and are sent without a read when they follow the cursor; anything else is read. A
- * slow periodic re-read covers a missed NOTIFY. Events go out as stored (stored-wire.ts).
+ * slow periodic re-read covers a missed NOTIFY. Events go out as stored (stored-wire.ts). Of
+ * those that come with their poke, a lease holder's own (except_lease_epoch) are passed over: the
+ * harness following the session it drives has them from its append's answer.
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
@@ -29,6 +31,8 @@ export interface WatchRequest {
   readonly batchDeltas: boolean;
   /** Start at the session's head, whatever afterSeq says (WatchEventsRequest.from_head). */
   readonly fromHead: boolean;
+  /** Events appended here under this lease epoch are not sent (WatchEventsRequest.except_lease_epoch): its holder has them. */
+  readonly exceptLeaseEpoch?: number | undefined;
 }
 
 export interface WatchDeps {
@@ -87,7 +91,7 @@ export async function watchEvents(
   /** A re-read was asked for (RECHECK) since the last read began. */
   let recheck = false;
   /** Events appended here after the cursor, from the pokes, in seq order with no gap: sent without a read when they follow it. */
-  let pushed: Array<{ event: Event; body: Uint8Array }> = [];
+  let pushed: Array<{ event: Event; body: Uint8Array; own: boolean }> = [];
   let wake: (() => void) | undefined;
   const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq, appended) => {
     if (lastSeq === RECHECK) recheck = true;
@@ -98,7 +102,8 @@ export async function watchEvents(
       // Not joined to what is held: those before it will be read, and these with them. Bounded
       // like a read: a watcher whose client stopped reading reads them back later instead.
       if (last !== undefined && first !== last + 1) pushed = [];
-      appended.events.forEach((event, i) => pushed.push({ event, body: appended.bodies[i] as Uint8Array }));
+      const own = req.exceptLeaseEpoch !== undefined && appended.leaseEpoch === req.exceptLeaseEpoch;
+      appended.events.forEach((event, i) => pushed.push({ event, body: appended.bodies[i] as Uint8Array, own }));
       if (pushed.length > WATCH_BATCH) pushed = [];
     }
     wake?.();
@@ -156,9 +161,9 @@ export async function watchEvents(
         const take = pushed;
         pushed = [];
         let terminated = false;
-        for (const { event, body } of take) {
+        for (const { event, body, own } of take) {
           if (signal.aborted) return;
-          if (types.size === 0 || types.has(event.type)) await send(storedWatchEventResponse(event, body));
+          if (!own && (types.size === 0 || types.has(event.type))) await send(storedWatchEventResponse(event, body));
           cursor = event.seq;
           terminated ||= event.type === "session.status_terminated";
         }
