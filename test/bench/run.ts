@@ -24,10 +24,11 @@ import { layersBench } from "./layers.js";
 import { contextBench } from "./context.js";
 import { ttftBench } from "./ttft-sweep.js";
 import { turnCpuBench } from "./turn-cpu.js";
+import { sessionStepsBench } from "./session-steps.js";
 import { workspacesBench } from "./workspaces.js";
 import { longSessionBench } from "./long-session.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, harnessScaleBench, gatewayTurnBench, brainReachBench, workspacesBench, longSessionBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, sessionStepsBench, harnessScaleBench, gatewayTurnBench, brainReachBench, workspacesBench, longSessionBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -89,13 +89,13 @@ export interface TurnCpuOptions {
 const ticksOf = (pid: number): number => processTicks(String(pid))?.ticks ?? 0;
 
 /** Every process's ticks at one moment; Postgres by pid, only what serves the run's database, and Kafka by pid (lib/cpu.ts). */
-interface Ticks {
+export interface Ticks {
   readonly byProcess: Record<string, number>;
   readonly postgres: Map<string, number>;
   readonly kafka: Map<string, number>;
 }
 
-function allTicks(stack: TurnStack): Ticks {
+export function allTicks(stack: TurnStack): Ticks {
   const gateway = stack.gateway?.process.child.pid;
   return {
     byProcess: {
@@ -111,7 +111,7 @@ function allTicks(stack: TurnStack): Ticks {
   };
 }
 
-function ticksUsed(before: Ticks, after: Ticks): Record<string, number> {
+export function ticksUsed(before: Ticks, after: Ticks): Record<string, number> {
   const used: Record<string, number> = { postgres: ticksSince(before.postgres, after.postgres), kafka: ticksOfBoth(before.kafka, after.kafka) };
   for (const [k, v] of Object.entries(after.byProcess)) used[k] = v - (before.byProcess[k] ?? 0);
   return used;
