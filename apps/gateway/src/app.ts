@@ -172,7 +172,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     const sessions = new SessionStore(db, targets);
     const work = new WorkQueue(db);
     const hands = { log, work, workSignals, now };
-    const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs };
+    const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs, wakeSkipLeaseMs: config.wakeSkipLeaseMs };
     const stream = { log, sessions, work, streams, heartbeatMs: config.heartbeatMs, now };
     registerAgentRoutes(router, { agents, now });
     registerEnvironmentRoutes(router, { environments, layers: new PackageLayers(broker), hands: new HandKindCheck(broker), now });

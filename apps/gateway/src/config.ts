@@ -40,6 +40,18 @@ function apiKeys(name: string): EnvVar<BootstrapKey[]> {
   };
 }
 
+/**
+ * The default of MH_GATEWAY_WAKE_SKIP_LEASE_MS, from the harness's defaults: the turn's last
+ * append sets its lease to run out LINGER_MARGIN (1/6) of MH_LEASE_TTL_MS (3 s) after its linger
+ * (apps/harness/src/lease-keeper.ts), so a lease with more than that left has a holder still
+ * lingering (or working); the rest is time for the input to reach that holder's follow of the log
+ * before its linger ends. test/integration/gateway/wake-skip.test.ts keeps it in step with them.
+ */
+const HARNESS_LEASE_TTL_MS = 3000;
+const HARNESS_LINGER_MARGIN = 1 / 6;
+const FOLLOW_DELIVERY_SLACK_MS = 500;
+const DEFAULT_WAKE_SKIP_LEASE_MS = Math.ceil(HARNESS_LEASE_TTL_MS * HARNESS_LINGER_MARGIN) + FOLLOW_DELIVERY_SLACK_MS;
+
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(
     {
@@ -74,6 +86,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       heartbeatMs: env.durationMs("MH_GATEWAY_SSE_HEARTBEAT_MS", { default: 15_000, min: 100, max: 600_000 }),
       maxStreamsPerTenant: env.int("MH_GATEWAY_MAX_STREAMS_PER_TENANT", { default: 100, min: 1, max: 100_000 }),
       wakeTimeoutMs: env.durationMs("MH_GATEWAY_WAKE_TIMEOUT_MS", { default: 2000, min: 10, max: 60_000 }),
+      // No Wake after a user's input when the append's answer says the session's lease has more
+      // than this left: its holder still follows the log and takes the input from there
+      // (sessions/append.ts). 600 s (a lease's longest TTL): always wake.
+      wakeSkipLeaseMs: env.durationMs("MH_GATEWAY_WAKE_SKIP_LEASE_MS", { default: DEFAULT_WAKE_SKIP_LEASE_MS, min: 0, max: 600_000 }),
       keyCacheMs: env.durationMs("MH_GATEWAY_KEY_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),
       // A session's target fields are kept at most this long: a change whose NOTIFY is lost is seen then (sessions/target-cache.ts).
       targetCacheMs: env.durationMs("MH_GATEWAY_TARGET_CACHE_MS", { default: 30_000, min: 0, max: 3_600_000 }),

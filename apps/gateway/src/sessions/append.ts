@@ -1,9 +1,35 @@
 /**
  * User input into a session: appended to the log in the order sent, in one atomic EmitEvents,
- * then the harness is woken. The harness also sweeps for sessions with unanswered input, so a
- * failed Wake is logged and the request still succeeds. `user.interrupt` needs nothing special:
- * the harness driving the session follows the log and acts on it as soon as it is appended.
- * system.message alone wakes nothing: it starts no turn, and waits in the log for the next one.
+ * then the harness is woken, unless the log's answer says a harness still follows the session.
+ * The harness also sweeps for sessions with unanswered input, so a failed Wake is logged and the
+ * request still succeeds. `user.interrupt` needs nothing special: the harness driving the
+ * session follows the log and acts on it as soon as it is appended. system.message alone wakes
+ * nothing: it starts no turn, and waits in the log for the next one.
+ *
+ * The skipped Wake. The append's answer carries how long the session's lease has left after it
+ * (EmitEventsResponse.lease_left_ms, read under the append's own row lock). A harness holds the
+ * lease while it drives a turn (renewed to its full TTL every third of it) and while it lingers
+ * after the turn for the next input (apps/harness/src/loop/tool-loop.ts linger()), the turn's
+ * last append having set it to run out LINGER_MARGIN of the TTL after the linger ends
+ * (lease-keeper.ts). So a lease with more than `wakeSkipLeaseMs` left (that margin and time for
+ * the input to reach the follow: config.ts) has a holder that is working, or lingering with at
+ * least that slack of its linger to go: it sees the input on its follow of the log, and a Wake
+ * would only have answered ALREADY_RUNNING (or HELD_ELSEWHERE on another instance). It cost
+ * 0.5-0.6 ms of the gateway's CPU and 0.4 ms of the harness's a later turn, and a round trip on
+ * the send's way. What if the holder does not take the input after all:
+ * - it stops driving anyway (a linger ended because the agent changed, a failed loop, a loop at
+ *   MH_IDLE_LINGER_MS=0 that decided its turn was over, a shutdown): it gives the lease back,
+ *   and the log announces a session given back that awaits a harness (the input set
+ *   awaiting_harness) to every harness's line (HoldLeases), which wakes it at once, as it does
+ *   for a holder that died. A Wake sent then would have met the same loop still active and
+ *   answered ALREADY_RUNNING: the skip loses nothing there.
+ * - its linger runs out before the input reaches it (delivery slower than the slack): the lease,
+ *   set to run out LINGER_MARGIN after the linger, runs out by itself (or is given back, as
+ *   above, if a renewal extended it), then the sweeper (every 0.5 s) finds the session awaiting
+ *   a harness with none; the Kafka wake of the user.* event may take it sooner.
+ * - it hangs: its lease expires unrenewed and the sweeper finds the session, as it would with a
+ *   Wake (which would have found the lease held).
+ * A lease with less left, or none, is woken at once, as before.
  */
 import type { Event } from "@metaharness/proto";
 import type { FastifyBaseLogger as Logger } from "fastify";
@@ -14,6 +40,8 @@ export interface AppendDeps {
   readonly log: SessionLogRpc;
   readonly harness: HarnessRpc;
   readonly wakeTimeoutMs: number;
+  /** No Wake when the append leaves the session's lease more than this (MH_GATEWAY_WAKE_SKIP_LEASE_MS). */
+  readonly wakeSkipLeaseMs: number;
 }
 
 export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger): Promise<void> {
@@ -26,7 +54,8 @@ export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, s
 
 export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
   if (events.length === 0) return [];
-  const { events: stored } = await ctx.log.emitEvents({ sessionId, events });
-  if (events.some((e) => e.type !== "system.message")) await wake(ctx, sessionId, logger);
+  const { events: stored, leaseLeftMs } = await ctx.log.emitEvents({ sessionId, events });
+  const followed = leaseLeftMs > ctx.wakeSkipLeaseMs;
+  if (!followed && events.some((e) => e.type !== "system.message")) await wake(ctx, sessionId, logger);
   return stored;
 }
