@@ -8,11 +8,13 @@
  *  2. that and the session's event stream opened (token previews, as turn-cpu's) and closed;
  *  3. that and one turn: a single-turn session as turn-cpu's (events.send, read to its idle);
  *  4. sessions of 5 turns, as turn-cpu's (whose later turns carry a short history, not a long one).
- * Each process's CPU (from /proc; Postgres only the run's two databases) per unit of its loop,
+ * First the stack idle (0), for what each process spends a second whatever the load. Each
+ * process's CPU (from /proc; Postgres only the run's two databases) per unit of its loop,
  * and the steps as differences: create = 1, stream = 2 - 1, a session's turn = 3 - 2, of which a
  * later turn's work = (5 x 4 - 3) / 4 (a session of 5 less one of 1, over the 4 turns more) and
  * the first turn's own (the Wake's lease and read, the harness's follow opened and closed, its
- * linger ending) the rest. `--counts` prints each process's gRPC calls and
+ * linger ending) the rest; each loop's idle share (0's ms a second over its units a second) is
+ * taken out before the differences, so a slower loop's units do not carry more of it. `--counts` prints each process's gRPC calls and
  * statements per unit (lib/call-counter.ts; not with timings that matter: the counter's loader
  * costs CPU). Flags: `--sessions=16`, `--seconds=20`, `--warmup=8`, `--counts`.
  */
@@ -125,6 +127,7 @@ async function measurePhase(
   return { name, units, cpu: Object.fromEntries(PROCESSES.map((p) => [p, per(p)])) as Record<Process, number>, counts, load: [loadBefore, os.loadavg()[0] ?? NaN] };
 }
 
+const scale = (a: Record<Process, number>, k: number): Record<Process, number> => Object.fromEntries(PROCESSES.map((p) => [p, a[p] * k])) as Record<Process, number>;
 const total = (cpu: Record<Process, number>): number => PROCESSES.reduce((n, p) => n + cpu[p], 0);
 const minus = (a: Record<Process, number>, b: Record<Process, number>): Record<Process, number> =>
   Object.fromEntries(PROCESSES.map((p) => [p, a[p] - b[p]])) as Record<Process, number>;
@@ -163,10 +166,17 @@ export const sessionStepsBench: Bench = {
       throw err;
     });
     const phases: PhaseResult[] = [];
+    let idle: PhaseResult | undefined;
     try {
       const gateway = stack.gateway!;
       const sdk = gateway.sdk();
       const create = async (): Promise<string> => (await sdk.beta.sessions.create({ agent: gateway.agentId, environment_id: gateway.environmentId })).id;
+      idle = await measurePhase(stack, counters, "0. idle (per second)", async (w) => {
+        await w.atStart();
+        await sleep(phase.seconds * 1000);
+        await w.atEnd();
+        return phase.seconds;
+      });
       phases.push(await measurePhase(stack, counters, "1. sessions.create", (w) => closedLoop(workers, phase, w, async () => void (await create()))));
       phases.push(
         await measurePhase(stack, counters, "2. and its stream opened, closed", (w) =>
@@ -183,9 +193,11 @@ export const sessionStepsBench: Bench = {
       await stack.stop();
       await Promise.all(Object.values(counters).map((c) => c.dispose()));
     }
-    const [p1, p2, p3, p4] = phases as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
+    // Each loop's CPU per unit less what the processes spend idle in the time a unit takes (units/s of its loop).
+    const idlePerSecond = idle.cpu;
+    const net = (p: PhaseResult): Record<Process, number> => minus(p.cpu, scale(idlePerSecond, phase.seconds / Math.max(1, p.units)));
+    const [p1, p2, p3, p4] = phases.map((p) => ({ ...p, cpu: net(p) })) as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
     const loadCell = (p: PhaseResult): string => `${p.load[0].toFixed(1)}-${p.load[1].toFixed(1)}`;
-    const scale = (a: Record<Process, number>, k: number): Record<Process, number> => Object.fromEntries(PROCESSES.map((p) => [p, a[p] * k])) as Record<Process, number>;
     const later = scale(minus(scale(p4.cpu, 5), p3.cpu), 1 / 4);
     const steps: Array<[string, Record<Process, number>]> = [
       ["sessions.create (1)", p1.cpu],
@@ -203,9 +215,9 @@ export const sessionStepsBench: Bench = {
         {
           title: `CPU per unit of each loop, ms (${workers} workers, ${phase.seconds} s after ${phase.warmupSeconds} s warm-up)`,
           columns: ["loop", "units", "units/s", ...CPU_COLUMNS, "load 1m"],
-          rows: phases.map((p) => [p.name, p.units, (p.units / phase.seconds).toFixed(1), ...cpuCells(p.cpu), loadCell(p)]),
+          rows: [idle, ...phases].map((p) => [p.name, p === idle ? "-" : p.units, p === idle ? "-" : (p.units / phase.seconds).toFixed(1), ...cpuCells(p.cpu), loadCell(p)]),
         },
-        { title: "A single-turn session's CPU by step, ms (differences of the loops above)", columns: ["step", ...CPU_COLUMNS], rows: steps.map(([s, cpu]) => [s, ...cpuCells(cpu)]) },
+        { title: "A single-turn session's CPU by step, ms (differences of the loops above, each loop's idle share taken out first: the idle ms a second over its units a second)", columns: ["step", ...CPU_COLUMNS], rows: steps.map(([s, cpu]) => [s, ...cpuCells(cpu)]) },
         ...(counts === undefined ? [] : [counts]),
       ],
       checks: [],
@@ -213,9 +225,9 @@ export const sessionStepsBench: Bench = {
         "each loop on the same stack, one after the other: a difference of two loops is only as good as their windows' loads are alike (load printed); repeat runs to see the spread",
         "Postgres counts the backends of the run's two databases and the server's shared processes; Kafka the broker's JVM",
         "loop 3's lingering harness sessions (MH_IDLE_LINGER_MS) end in loop 4's warm-up, or in loop 3's window, as in turn-cpu",
-        "a process's CPU per unit includes what it spends per second whatever the load (timers, metrics, sweeps), spread over its loop's units: more per unit in a slower loop",
+        "a process's CPU per unit includes what it spends per second whatever the load (timers, metrics, sweeps: loop 0, idle, ms per second), spread over its loop's units, more per unit in a slower loop: the steps take it out of each loop before the differences",
       ],
-      data: { workers, phase, phases },
+      data: { workers, phase, idle, phases },
     };
   },
 };
