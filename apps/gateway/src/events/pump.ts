@@ -38,6 +38,9 @@ export interface PumpOptions {
   readonly logger: Logger;
 }
 
+/** Why a stream's watch is cancelled when the pump ends: made once, where abort() without a reason makes a DOMException (and its stack) per stream. */
+const PUMP_ENDED = new Error("the event stream ended");
+
 export async function pump(o: PumpOptions): Promise<void> {
   const ended = new AbortController();
   const signal = AbortSignal.any([o.signal, ended.signal]);
@@ -51,7 +54,7 @@ export async function pump(o: PumpOptions): Promise<void> {
       if (why !== undefined && !signal.aborted) {
         o.logger.info({ session_id: o.sessionId, reason: why.message }, "event stream revoked");
         await o.writer.send("error", why.body(o.requestId));
-        ended.abort();
+        ended.abort(PUMP_ENDED);
       }
     } catch (err) {
       // Asked again at the next heartbeat.
@@ -114,7 +117,7 @@ export async function pump(o: PumpOptions): Promise<void> {
   } finally {
     clearInterval(heartbeat);
     // Left early (the client went): the watch is cancelled.
-    ended.abort();
+    ended.abort(PUMP_ENDED);
     o.writer.end();
     o.logger.info({ session_id: o.sessionId, after_seq: o.afterSeq, last_seq: lastSeq, events: sent }, "event stream closed");
   }

@@ -71,6 +71,9 @@ function revokedCheck(ctx: Pick<StreamDeps, "work" | "now">, p: Principal | unde
   return async () => ((await ctx.work.tokenCurrent(p.workId, p.delivery, ctx.now())) ? undefined : revokedToken(p.workId));
 }
 
+/** Why a stream's watch ends when its client goes: made once, where abort() without a reason makes a DOMException (and its stack) per stream. */
+const CLIENT_GONE = new Error("the event stream's client went away");
+
 export function registerStreamRoute(router: Router, ctx: StreamDeps): void {
   router.add<StreamRoute>(
     {
@@ -113,7 +116,7 @@ export async function streamSession(
   const gone = new AbortController();
   // The response's close (not the request's, which fires once its body is read) means the
   // client went away.
-  reply.raw.once("close", () => gone.abort());
+  reply.raw.once("close", () => gone.abort(CLIENT_GONE));
   const writer = new SseWriter(reply.raw);
   try {
     await pump({
