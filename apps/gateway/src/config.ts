@@ -4,10 +4,10 @@
 import { env, readConfig, type EnvVar, METRICS_ENV } from "@metaharness/service-kit/config";
 import { GRPC_TLS_ENV, MAX_EVENT_BYTES } from "@metaharness/service-kit/grpc";
 import type { BootstrapKey } from "./auth/api-keys.js";
-import { RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
+import { MAX_KEY_CHARS, RESERVED_KEY_PREFIXES } from "./auth/key-prefixes.js";
 
 export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-const KEY_PATTERN = /^[\x21-\x7e]{16,256}$/;
+const KEY_PATTERN = new RegExp(`^[\\x21-\\x7e]{16,${MAX_KEY_CHARS}}$`);
 
 /**
  * `key1:tenantA,key2:tenantB`. Keys are 16-256 printable characters without spaces; tenants

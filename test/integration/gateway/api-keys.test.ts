@@ -5,6 +5,9 @@
  * key is refused once the cache's TTL has passed, never later.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import { randomBytes } from "node:crypto";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_A, KEY_B, startStack, type Stack } from "../../support/gateway.js";
 import { eventually } from "../../support/eventually.js";
@@ -56,5 +59,38 @@ describe("API keys", () => {
     await stack.anotherGateway({ MH_GATEWAY_API_KEYS: `${KEY_A}:tenant-a,${KEY_B}:tenant-b` });
     await eventually(async () => ((await status(cached.url, KEY_A)) === "ok" ? true : undefined), "the key put back accepted by the caching instance");
     expect(await status(cached.url, KEY_B)).toBe("ok");
+  });
+
+  it("are not kept whole when unknown and longer than any key can be: the cache's memory stays bounded", async () => {
+    // The cache holds a key's answer by the key itself, unknown keys too (a miss would otherwise
+    // be a query per request). A key is at most 256 characters (config.ts; environment keys and
+    // sessions tokens are 48), but a header may hold 16 KiB: 10,000 of those cached would be
+    // 160 MB of the gateway's heap, for anyone who can send requests.
+    const cached = await stack.anotherGateway({ MH_GATEWAY_KEY_CACHE_MS: "600000" });
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const heap = (): number => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const send = async (count: number): Promise<Set<number>> => {
+      const statuses = new Set<number>();
+      for (let i = 0; i < count; i += 10) {
+        const batch = Array.from({ length: 10 }, async () => (await fetch(`${cached.url}/v1/agents`, { headers: { "x-api-key": randomBytes(6000).toString("hex") } })).status);
+        for (const s of await Promise.all(batch)) statuses.add(s);
+      }
+      return statuses;
+    };
+    // The first requests' own allocations (code compiled, connections) before the measure.
+    await send(100);
+    const before = heap();
+    const statuses = await send(3000);
+    const grown = heap() - before;
+    expect(statuses).toEqual(new Set([401]));
+    // 3,000 keys of 12,000 characters kept would be 36 MB.
+    expect(grown).toBeLessThan(12_000_000);
+    // A key of a length there is still works.
+    expect(await status(cached.url, KEY_A)).toBe("ok");
   });
 });

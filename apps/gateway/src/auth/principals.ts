@@ -8,14 +8,16 @@
  * API keys and environment keys are cached for a short time (hits and misses, bounded), so an
  * ordinary request costs no query and a revoked key stops working within the cache's TTL. The
  * cache is keyed by the credential itself, so a hit hashes nothing (sha256 per request was 1-3%
- * of the gateway's CPU); only a miss computes the hash the database stores.
+ * of the gateway's CPU); only a miss computes the hash the database stores. A credential longer
+ * than any can be (MAX_KEY_CHARS) is refused before either: kept whole, a header's 16 KiB per
+ * cached miss would let anyone fill the gateway's heap (160 MB at the cache's bound).
  * Sessions tokens are looked up every time: a lease that lapsed or passed to another worker
  * fences the old one at once.
  */
 import type { Queryable } from "@metaharness/db";
 import { hashKey } from "./api-keys.js";
 import { tokenCurrentSql } from "./work-tokens.js";
-import { ENVIRONMENT_KEY_PREFIX, WORK_TOKEN_PREFIX } from "./key-prefixes.js";
+import { ENVIRONMENT_KEY_PREFIX, MAX_KEY_CHARS, WORK_TOKEN_PREFIX } from "./key-prefixes.js";
 
 const MAX_CACHED_KEYS = 10_000;
 
@@ -59,6 +61,7 @@ export class Principals {
 
   /** The principal of `key`, or undefined for an unknown or revoked one. */
   async resolve(key: string): Promise<Principal | undefined> {
+    if (key.length > MAX_KEY_CHARS) return undefined;
     if (key.startsWith(WORK_TOKEN_PREFIX)) return this.workToken(hashKey(key));
     const now = Date.now();
     const hit = this.cache.get(key);
