@@ -5,7 +5,8 @@
  * Client, under every pool of ours) and its socket writes (each one write syscall: HTTP responses,
  * event-stream frames, HTTP/2 to the services, Postgres), the spans it started (recorded or not), and what it allocated on the JS heap (from
  * each garbage collection's heap sizes before and after, v8.GCProfiler: the bytes that were used
- * before a collection less those left after the one before it) with its collections by kind.
+ * before a collection less those left after the one before it) with its collections by kind and
+ * their time.
  * It also counts the HTTP/2 streams its gRPC server saw end, by method and how (ended, or reset
  * by the client), its timers (setTimeout, setInterval) and the items of batched calls.
  * Counts, unlike timings, do not depend on the machine's load.
@@ -111,6 +112,8 @@ if (file !== undefined && main !== undefined) {
       if (lastAfter !== undefined) allocated += Math.max(0, before - lastAfter);
       lastAfter = s.afterGC.heapStatistics.usedHeapSize;
       count(`gc ${s.gcType}`);
+      // The collection's time on the main thread (GCProfiler's cost, in microseconds).
+      counts[`gc ${s.gcType} ms`] = (counts[`gc ${s.gcType} ms`] ?? 0) + s.cost / 1000;
     }
     // And what was allocated since the last collection, not yet collected.
     const since = lastAfter === undefined ? 0 : Math.max(0, getHeapStatistics().used_heap_size - lastAfter);
