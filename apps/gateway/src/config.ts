@@ -41,16 +41,16 @@ function apiKeys(name: string): EnvVar<BootstrapKey[]> {
 }
 
 /**
- * The default of MH_GATEWAY_WAKE_SKIP_LEASE_MS, from the harness's defaults: the turn's last
- * append sets its lease to run out LINGER_MARGIN (1/6) of MH_LEASE_TTL_MS (3 s) after its linger
- * (apps/harness/src/lease-keeper.ts), so a lease with more than that left has a holder still
- * lingering (or working); the rest is time for the input to reach that holder's follow of the log
- * before its linger ends. test/integration/gateway/wake-skip.test.ts keeps it in step with them.
+ * The default of MH_GATEWAY_WAKE_SKIP_LEASE_MS, from the harness: the turn's last append sets its
+ * lease to run out a margin after its linger, a sixth of MH_LEASE_TTL_MS and never more than
+ * 0.5 s whatever the TTL (LINGER_MARGIN_MAX_MS, apps/harness/src/lease-keeper.ts), so a lease
+ * with more than that left has a holder still lingering (or working); the rest is time for the
+ * input to reach that holder's follow of the log before its linger ends.
+ * test/integration/gateway/wake-skip.test.ts keeps it in step with the harness.
  */
-const HARNESS_LEASE_TTL_MS = 3000;
-const HARNESS_LINGER_MARGIN = 1 / 6;
+const HARNESS_LINGER_MARGIN_MAX_MS = 500;
 const FOLLOW_DELIVERY_SLACK_MS = 500;
-const DEFAULT_WAKE_SKIP_LEASE_MS = Math.ceil(HARNESS_LEASE_TTL_MS * HARNESS_LINGER_MARGIN) + FOLLOW_DELIVERY_SLACK_MS;
+const DEFAULT_WAKE_SKIP_LEASE_MS = HARNESS_LINGER_MARGIN_MAX_MS + FOLLOW_DELIVERY_SLACK_MS;
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return readConfig(

@@ -3,7 +3,7 @@
  */
 export { startHarness, LOOPS, type HarnessHandle } from "./app.js";
 export { loadConfig, type HarnessConfig } from "./config.js";
-export { LINGER_MARGIN } from "./lease-keeper.js";
+export { LINGER_MARGIN_MAX_MS, lingerMarginMs } from "./lease-keeper.js";
 export { nextStep, unansweredToolUses, type NextStep } from "./state.js";
 export { limitsOf, NO_LIMITS, usageTotals, type Limits } from "./budget.js";
 export type { HarnessLoop, LoopContext } from "./loop/harness-loop.js";

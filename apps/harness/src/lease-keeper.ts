@@ -6,7 +6,7 @@
  * The renewals go through the instance's LeaseRenewer, with the other leases due then, in one
  * call; a keeper's timing is its own. Time is read from the renewer's Clock (the system's, or a
  * test's that moves on command). While the loop keeps the session between turns (lingering())
- * the lease is renewed only until it outlasts the linger by LINGER_MARGIN of its TTL; the turn's
+ * the lease is renewed only until it outlasts the linger by lingerMarginMs(); the turn's
  * last append sets it to run out with the linger (ranOutWith), and then, if no input comes, it is
  * neither renewed nor given back: a session of one turn, kept 2 s under a 3 s lease, paid two
  * renewals and a ReleaseLease for nothing.
@@ -23,11 +23,24 @@ const RETRY_MS = 50;
 /** How long a release may take before it is given up (see release()). */
 const RELEASE_DEADLINE_MS = 1000;
 /**
- * A linger that ends at least this share of the TTL before the lease needs no renewal: input
- * that comes at its very end resumes the turn with this much of the lease left for the renewal
- * sent then (0.5 s of a 3 s lease; a renewal takes a round trip, ms on a loaded machine).
+ * A linger that ends at least this share of the TTL (at most LINGER_MARGIN_MAX_MS) before the
+ * lease needs no renewal: input that comes at its very end resumes the turn with this much of the
+ * lease left for the renewal sent then (0.5 s of a 3 s lease; a renewal takes a round trip, ms on
+ * a loaded machine).
  */
-export const LINGER_MARGIN = 1 / 6;
+const LINGER_MARGIN = 1 / 6;
+/**
+ * The longest margin, whatever the TTL: a lease left to run out after a linger is held by no loop
+ * for that long, and the gateway sends no Wake after input while more than its
+ * MH_GATEWAY_WAKE_SKIP_LEASE_MS (1 s) is left. A sixth of a 60 s lease, 10 s after the linger,
+ * had every send of those 10 s wait for the lease to run out and the sweeper.
+ */
+export const LINGER_MARGIN_MAX_MS = 500;
+
+/** The margin by which a lingering session's lease outlasts the linger, for a lease of `ttlMs`. */
+export function lingerMarginMs(ttlMs: number): number {
+  return Math.min(Math.ceil(ttlMs * LINGER_MARGIN), LINGER_MARGIN_MAX_MS);
+}
 /** Why a lease's signal aborts when it is given back: made once (an Error per session captured a stack). */
 const RELEASED = new MhError("CANCELLED", "lease released");
 
@@ -124,7 +137,7 @@ export class LeaseKeeper implements Renewable {
 
   /**
    * The loop keeps the session for `forMs` waiting for input. Once the lease runs past that by
-   * LINGER_MARGIN of its TTL (at once, or after the one renewal that makes it), nothing is
+   * lingerMarginMs() (at once, or after the one renewal that makes it), nothing is
    * renewed meanwhile: if no input comes the lease is given back before it ends; if some does,
    * resume() renews it as during a turn. A linger longer than that is renewed throughout.
    */
@@ -174,7 +187,7 @@ export class LeaseKeeper implements Renewable {
   }
 
   private outlastsLinger(): boolean {
-    return this.lingerUntil !== undefined && this.lingerUntil + Math.ceil(this.ttlMs * LINGER_MARGIN) <= this.validUntil;
+    return this.lingerUntil !== undefined && this.lingerUntil + lingerMarginMs(this.ttlMs) <= this.validUntil;
   }
 
   private rest(): void {

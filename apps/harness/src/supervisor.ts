@@ -11,7 +11,7 @@ import type { ModelClient } from "@metaharness/model-client";
 import { WakeOutcome, type ActiveSession, type SandboxBrokerService, type Session } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit/grpc";
 import { loggerFor, type Logger } from "@metaharness/service-kit/logging";
-import { LINGER_MARGIN, LeaseKeeper } from "./lease-keeper.js";
+import { LeaseKeeper, lingerMarginMs } from "./lease-keeper.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import { sessionsActive, sessionsLingering } from "./loop/turn-meter.js";
 import { LogPort, type SessionLogClient } from "./log-port.js";
@@ -185,7 +185,7 @@ export class Supervisor {
       // it in when input comes at the linger's very end (lease-keeper.ts). Not past the lease's
       // own TTL: a holder that hangs loses a lingering session as soon as a working one would.
       const lingerMs = this.opts.idleLingerMs ?? 0;
-      const atIdleTtl = lingerMs + Math.ceil(this.opts.leaseTtlMs * LINGER_MARGIN);
+      const atIdleTtl = lingerMs + lingerMarginMs(this.opts.leaseTtlMs);
       const atIdle =
         lingerMs > 0 && atIdleTtl <= this.opts.leaseTtlMs
           ? { ttlMs: atIdleTtl, appending: (append: Promise<unknown>) => lease.appending(append, atIdleTtl) }

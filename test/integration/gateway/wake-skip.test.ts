@@ -9,7 +9,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig as loadGatewayConfig } from "@metaharness/gateway";
-import { LINGER_MARGIN, loadConfig as loadHarnessConfig } from "@metaharness/harness";
+import { LINGER_MARGIN_MAX_MS, lingerMarginMs, loadConfig as loadHarnessConfig } from "@metaharness/harness";
 import { defineScenario } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, type Event } from "@metaharness/proto";
 import { createClient, promisify } from "@metaharness/service-kit/grpc";
@@ -98,14 +98,45 @@ describe("a send", () => {
   });
 });
 
+describe("a send after the linger of a harness with a long lease", () => {
+  it("wakes at once: the lease the turn's last append left runs out soon after the linger, whatever the TTL", async () => {
+    // A 60 s lease: a sixth of it (10 s) after a linger that ended would have skipped the Wake
+    // of every send in those 10 s, with no loop following the session to take it (nothing else
+    // wakes one here; in a deployment, the sweeper once the lease ran out).
+    const long = await stack.brain.addHarness({ MH_IDLE_LINGER_MS: "300", MH_LEASE_TTL_MS: "60000" });
+    const raw = createClient(HarnessClient, `127.0.0.1:${long.port}`, { bearerToken: stack.brain.harnessTokens.tokens.admin });
+    const before = proxy.target;
+    proxy.target = promisify(raw, HarnessService);
+    try {
+      const sessionId = await newSession();
+      await say(sessionId, "hi");
+      expect(wakesOf(sessionId)).toBe(1);
+      await stack.brain.waitFor(sessionId, answered(1));
+      await eventually(() => Promise.resolve(long.supervisor.driving === 0 ? true : undefined), "the linger over and the loop done");
+      const started = long.supervisor.started;
+
+      await say(sessionId, "again");
+      expect(wakesOf(sessionId)).toBe(2);
+      expect(long.supervisor.started).toBe(started + 1);
+      await stack.brain.waitFor(sessionId, answered(2));
+    } finally {
+      proxy.target = before;
+      raw.close();
+    }
+  });
+});
+
 describe("MH_GATEWAY_WAKE_SKIP_LEASE_MS's default", () => {
   it("lies past the margin a harness's last append leaves its lease after the linger, and short of that lease", () => {
     const files = { MH_SESSION_LOG_TOKEN_FILE: "/dev/null", MH_HARNESS_TOKEN_FILE: "/dev/null", MH_SERVICE_TOKENS_FILE: "/dev/null" };
     const harness = loadHarnessConfig(files);
     const { wakeSkipLeaseMs } = loadGatewayConfig(files);
-    const margin = Math.ceil(harness.leaseTtlMs * LINGER_MARGIN);
-    // Past the margin, with half a second for the input to reach the harness's follow.
+    const margin = lingerMarginMs(harness.leaseTtlMs);
+    // Past the margin, with half a second for the input to reach the harness's follow; and past
+    // that of any TTL a harness may be given.
     expect(wakeSkipLeaseMs).toBe(margin + 500);
+    expect(lingerMarginMs(600_000)).toBe(LINGER_MARGIN_MAX_MS);
+    expect(wakeSkipLeaseMs).toBe(LINGER_MARGIN_MAX_MS + 500);
     // Short of the lease a turn's last append sets (linger and margin): a send in the linger's
     // first part makes no Wake.
     expect(wakeSkipLeaseMs).toBeLessThan(harness.idleLingerMs + margin);

@@ -10,8 +10,8 @@
  * (EmitEventsResponse.lease_left_ms, read under the append's own row lock). A harness holds the
  * lease while it drives a turn (renewed to its full TTL every third of it) and while it lingers
  * after the turn for the next input (apps/harness/src/loop/tool-loop.ts linger()), the turn's
- * last append having set it to run out LINGER_MARGIN of the TTL after the linger ends
- * (lease-keeper.ts). So a lease with more than `wakeSkipLeaseMs` left (that margin and time for
+ * last append having set it to run out a margin after the linger ends (a sixth of the TTL, at
+ * most 0.5 s: LINGER_MARGIN_MAX_MS in lease-keeper.ts). So a lease with more than `wakeSkipLeaseMs` left (that margin and time for
  * the input to reach the follow: config.ts) has a holder that is working, or lingering with at
  * least that slack of its linger to go: it sees the input on its follow of the log, and a Wake
  * would only have answered ALREADY_RUNNING (or HELD_ELSEWHERE on another instance). It cost
@@ -24,7 +24,7 @@
  *   for a holder that died. A Wake sent then would have met the same loop still active and
  *   answered ALREADY_RUNNING: the skip loses nothing there.
  * - its linger runs out before the input reaches it (delivery slower than the slack): the lease,
- *   set to run out LINGER_MARGIN after the linger, runs out by itself (or is given back, as
+ *   set to run out that margin after the linger, runs out by itself (or is given back, as
  *   above, if a renewal extended it), then the sweeper (every 0.5 s) finds the session awaiting
  *   a harness with none; the Kafka wake of the user.* event may take it sooner.
  * - it hangs: its lease expires unrenewed and the sweeper finds the session, as it would with a
