@@ -86,7 +86,9 @@ class ExternalDriver {
     this.view = await SessionEvents.open(this.ctx, () => this.turn?.abort(new MhError("CANCELLED", "interrupted")), limits);
     try {
       while (!this.ctx.signal.aborted) {
-        if (!(await this.perform(externalStep(this.events, limits)))) return;
+        // Decided on the log up to `seen`: a step that ends the turn appends only if nothing came since.
+        const seen = this.lastSeq();
+        if (!(await this.perform(externalStep(this.events, limits), seen))) return;
       }
     } finally {
       await Promise.all([this.view.close(), this.stopAgent(this.ctx.signal.aborted)]);
@@ -106,6 +108,17 @@ class ExternalDriver {
     await this.view.append(...events);
   }
 
+  /**
+   * Appends events that end the turn only if the log still ends at `seen`: an idle landing after
+   * input the decision did not see would mark it answered, and with the lease still held no Wake
+   * comes for it (the gateway skips it) nor a sweep (the session awaits no harness). False, with
+   * the view brought up to date, when something came since: the caller decides again.
+   */
+  private async appendAt(seen: number, ...events: Event[]): Promise<boolean> {
+    if (this.view === undefined) throw new MhError("INTERNAL", "append before the session's events were read");
+    return this.view.appendAt(seen, ...events);
+  }
+
   private async stopAgent(now: boolean): Promise<void> {
     const agent = this.agent;
     this.agent = undefined;
@@ -113,29 +126,32 @@ class ExternalDriver {
     await agent?.stop({ now });
   }
 
-  /** Performs one step; false when the session has nothing more to do for now. */
-  private async perform(step: NextStep): Promise<boolean> {
+  /** Performs one step, decided on the log up to `seen`; false when the session has nothing more to do for now. */
+  private async perform(step: NextStep, seen: number): Promise<boolean> {
     const status = lastStatus(this.events);
     switch (step.kind) {
       case "stop":
         return false;
       case "done":
-        if (status?.payload?.$case !== "sessionStatusIdle") await this.append(idle(StopReasonType.STOP_REASON_TYPE_END_TURN));
-        else if (userInputAfter(this.events, status)) await this.append(idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN));
+        if (status?.payload?.$case !== "sessionStatusIdle") return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)));
+        if (userInputAfter(this.events, status)) {
+          return !(await this.appendAt(seen, idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN)));
+        }
         return false;
       case "wait": {
         const ids = status?.payload?.$case === "sessionStatusIdle" ? status.payload.value.stopReason?.eventIds ?? [] : [];
         if (ids.join() !== step.eventIds.join() || userInputAfter(this.events, status)) {
-          await this.append(idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds));
+          return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds)));
         }
         return false;
       }
       case "budget":
-        await this.append(idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED));
+        await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED));
         return true;
       case "interrupt":
         await this.stopAgent(true);
-        await this.append(
+        await this.appendAt(
+          seen,
           ...step.unanswered.map((t) => toolResult(t.event.id, "interrupted by the user before it finished", true)),
           idle(StopReasonType.STOP_REASON_TYPE_INTERRUPTED),
         );
