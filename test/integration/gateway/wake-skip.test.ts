@@ -9,7 +9,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig as loadGatewayConfig } from "@metaharness/gateway";
-import { LINGER_MARGIN_MAX_MS, lingerMarginMs, loadConfig as loadHarnessConfig } from "@metaharness/harness";
+import { LINGER_MARGIN_MAX_MS, lingerMarginMs, loadConfig as loadHarnessConfig, type HarnessHandle } from "@metaharness/harness";
 import { defineScenario } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, type Event } from "@metaharness/proto";
 import { createClient, promisify } from "@metaharness/service-kit/grpc";
@@ -50,6 +50,20 @@ const answered = (n: number) => (events: Event[]): boolean =>
   events.filter((e) => e.type === "agent.message").length === n && events[events.length - 1]?.type === "session.status_idle";
 const wakesOf = (sessionId: string): number => proxy.wakes.filter((s) => s === sessionId).length;
 
+/** Runs `body` with the proxy handing the Wakes to a harness of its own, started with `env`. */
+async function withOwnHarness(env: Record<string, string>, body: (harness: HarnessHandle) => Promise<void>): Promise<void> {
+  const harness = await stack.brain.addHarness(env);
+  const raw = createClient(HarnessClient, `127.0.0.1:${harness.port}`, { bearerToken: stack.brain.harnessTokens.tokens.admin });
+  const before = proxy.target;
+  proxy.target = promisify(raw, HarnessService);
+  try {
+    await body(harness);
+  } finally {
+    proxy.target = before;
+    raw.close();
+  }
+}
+
 describe("a send", () => {
   it("makes no Wake while the harness lingers on the session, and is answered", async () => {
     const supervisor = stack.brain.harnesses[0]!.supervisor;
@@ -71,11 +85,7 @@ describe("a send", () => {
   it("wakes at once after the lease ran out", async () => {
     // Its own harness: a short linger, so the lease runs out 0.8 s after the turn (the linger and
     // a sixth of the 3 s TTL), neither renewed nor given back.
-    const short = await stack.brain.addHarness({ MH_IDLE_LINGER_MS: "300", MH_LEASE_TTL_MS: "3000" });
-    const raw = createClient(HarnessClient, `127.0.0.1:${short.port}`, { bearerToken: stack.brain.harnessTokens.tokens.admin });
-    const before = proxy.target;
-    proxy.target = promisify(raw, HarnessService);
-    try {
+    await withOwnHarness({ MH_IDLE_LINGER_MS: "300", MH_LEASE_TTL_MS: "3000" }, async (short) => {
       const sessionId = await newSession();
       await say(sessionId, "hi");
       expect(wakesOf(sessionId)).toBe(1);
@@ -91,10 +101,7 @@ describe("a send", () => {
       expect(wakesOf(sessionId)).toBe(2);
       expect(short.supervisor.started).toBe(started + 1);
       await stack.brain.waitFor(sessionId, answered(2));
-    } finally {
-      proxy.target = before;
-      raw.close();
-    }
+    });
   });
 });
 
@@ -103,11 +110,7 @@ describe("a send after the linger of a harness with a long lease", () => {
     // A 60 s lease: a sixth of it (10 s) after a linger that ended would have skipped the Wake
     // of every send in those 10 s, with no loop following the session to take it (nothing else
     // wakes one here; in a deployment, the sweeper once the lease ran out).
-    const long = await stack.brain.addHarness({ MH_IDLE_LINGER_MS: "300", MH_LEASE_TTL_MS: "60000" });
-    const raw = createClient(HarnessClient, `127.0.0.1:${long.port}`, { bearerToken: stack.brain.harnessTokens.tokens.admin });
-    const before = proxy.target;
-    proxy.target = promisify(raw, HarnessService);
-    try {
+    await withOwnHarness({ MH_IDLE_LINGER_MS: "300", MH_LEASE_TTL_MS: "60000" }, async (long) => {
       const sessionId = await newSession();
       await say(sessionId, "hi");
       expect(wakesOf(sessionId)).toBe(1);
@@ -119,10 +122,7 @@ describe("a send after the linger of a harness with a long lease", () => {
       expect(wakesOf(sessionId)).toBe(2);
       expect(long.supervisor.started).toBe(started + 1);
       await stack.brain.waitFor(sessionId, answered(2));
-    } finally {
-      proxy.target = before;
-      raw.close();
-    }
+    });
   });
 });
 
