@@ -143,23 +143,37 @@ export class Supervisor {
   /**
    * A loop failed for a reason of its own (a bug, a log that refuses an event): end the turn in
    * the log so the session is not left running, and back off before driving it again here, so a
-   * persistent failure is not retried in a hot loop.
+   * persistent failure is not retried in a hot loop. The turn ends only if the log still ends
+   * where the loop last saw it (`ran`, or the session as the lease was taken), as the loops' own
+   * appendAt does: an idle after input that came while the turn failed would mark that input
+   * answered (the idle clears awaiting_harness, so no sweep finds it), and the gateway sends no
+   * Wake while the lease has time left. Then the failure is recorded alone, and the session, still
+   * awaiting a harness, is named on every harness's line when its lease goes back (a next turn
+   * here once the backoff ends, through the sweeper, or at once elsewhere).
    */
-  private async fail(sessionId: string, lease: LeaseKeeper, err: MhError, logger: Logger): Promise<void> {
+  private async fail(ran: LogPort, lease: LeaseKeeper, err: MhError, logger: Logger): Promise<void> {
+    const { sessionId } = ran;
     logger.error({ err }, "session loop failed; ending the turn");
     const count = (this.failures.get(sessionId)?.count ?? 0) + 1;
     const delay = backoffMs(FAILURE_BACKOFF, count);
     this.failures.set(sessionId, { count, until: Date.now() + delay });
+    // A port of its own: the loop's may hold deltas for its next append.
     const log = new LogPort(this.opts.log, sessionId);
-    await log
-      .emit(
-        [
-          sessionError("unknown_error", `the harness failed: ${err.message}`, RetryStatus.RETRY_STATUS_EXHAUSTED),
-          idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED),
-        ],
-        lease.epoch,
-      )
-      .catch((e: unknown) => logger.warn({ err: e }, "could not record the failure in the log"));
+    const failure = sessionError("unknown_error", `the harness failed: ${err.message}`, RetryStatus.RETRY_STATUS_EXHAUSTED);
+    const ended = [failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)];
+    const seen = Math.max(ran.lastSeq, lease.session?.lastSeq ?? 0);
+    try {
+      if (lease.session === undefined && seen === 0) await log.emit(ended, lease.epoch);
+      else await log.emit(ended, lease.epoch, seen);
+    } catch (e) {
+      const refused = MhError.from(e);
+      if (refused.code !== "FAILED_PRECONDITION" || refused.field !== "expected_seq") {
+        logger.warn({ err: refused }, "could not record the failure in the log");
+        return;
+      }
+      logger.info({ seen }, "input came while the turn failed; the failure is recorded, the turn left to take it up");
+      await log.emit([failure], lease.epoch).catch((again: unknown) => logger.warn({ err: again }, "could not record the failure in the log"));
+    }
   }
 
   private async drive(log: LogPort, lease: LeaseKeeper, metadata: Promise<Session>, logger: Logger): Promise<void> {
@@ -219,7 +233,7 @@ export class Supervisor {
     } catch (err) {
       const e = MhError.from(err);
       if (lease.signal.aborted || e.code === "ABORTED") logger.info({ err: e.message }, "stopped: the lease is gone");
-      else await this.fail(sessionId, lease, e, logger);
+      else await this.fail(log, lease, e, logger);
     } finally {
       // Registered before the loop stops being active, so that no wake comes between the two.
       const released = lease.release();
