@@ -5,17 +5,25 @@
  * through a proxy that counts the Wake RPCs it gets and hands each to a real harness. With no
  * sweeper, no wake of freed sessions and no Kafka here, a Wake is the only way a session that no
  * harness holds gets one: a send answered after its lease ran out was woken by that send.
+ * The log's relay publishes every event, and the cases "woken from Kafka too" give the harness
+ * the proxy names a Kafka wake group of its own (MH_KAFKA_WAKE, as deployed): there a session no
+ * Wake RPC names is woken from Kafka or not at all.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig as loadGatewayConfig } from "@metaharness/gateway";
 import { LINGER_MARGIN_MAX_MS, lingerMarginMs, loadConfig as loadHarnessConfig, type HarnessHandle } from "@metaharness/harness";
 import { defineScenario } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, type Event } from "@metaharness/proto";
 import { createClient, promisify } from "@metaharness/service-kit/grpc";
+import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { eventually } from "../../support/eventually.js";
 import { KEY_A, startStack, type Stack } from "../../support/gateway.js";
 import { startCountingHarness, type CountingHarness } from "../../support/counting-harness.js";
+import { Gate } from "../../support/gate.js";
+import type { HarnessOptions } from "../../support/harness.js";
+import { KAFKA_BROKERS } from "../../support/topics.js";
 
 const SCENARIOS = [defineScenario("hello", [{ text: "Hello there." }], { onExhausted: "repeat-last" })];
 
@@ -23,13 +31,17 @@ const SCENARIOS = [defineScenario("hello", [{ text: "Hello there." }], { onExhau
 // meanwhile (a lease outliving its linger's margin is renewed throughout): far more left than
 // the gateway's threshold whatever the machine's load. Only Wakes start a session.
 const HARNESS_ENV = { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false", MH_IDLE_LINGER_MS: "120000", MH_LEASE_TTL_MS: "20000" };
+const PARTITIONS = "6";
 
 let stack: Stack;
 let proxy: CountingHarness;
 let sdk: Anthropic;
 let environmentId: string;
+let tel: TestTelemetry;
 beforeAll(async () => {
-  stack = await startStack({ scenarios: SCENARIOS, harnessEnv: HARNESS_ENV, vault: false });
+  tel = startTestTelemetry("wake-skip-test");
+  const logEnv = { MH_RELAY_ENABLED: "true", MH_RELAY_POLL_MS: "100", MH_KAFKA_TOPIC_PARTITIONS: PARTITIONS };
+  stack = await startStack({ scenarios: SCENARIOS, harnessEnv: HARNESS_ENV, logEnv, vault: false });
   proxy = await startCountingHarness(stack.brain.rpc);
   const gateway = await stack.anotherGateway({ MH_HARNESS_ADDR: proxy.address });
   sdk = new Anthropic({ apiKey: KEY_A, baseURL: gateway.url, maxRetries: 0 });
@@ -38,6 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await proxy?.close();
+  await tel?.telemetry.shutdown();
 });
 
 async function newSession(): Promise<string> {
@@ -49,18 +62,36 @@ const say = (sessionId: string, text: string): Promise<unknown> =>
 const answered = (n: number) => (events: Event[]): boolean =>
   events.filter((e) => e.type === "agent.message").length === n && events[events.length - 1]?.type === "session.status_idle";
 const wakesOf = (sessionId: string): number => proxy.wakes.filter((s) => s === sessionId).length;
+/** Wakes of the session from Kafka so far (the consumer's span; a Wake RPC makes none). */
+const kafkaWakesOf = (sessionId: string): number =>
+  tel.finishedSpans().filter((s) => s.name === "harness.wake" && s.attributes["mh.session_id"] === sessionId).length;
+/** A harness's settings for a Kafka wake group of its own on the log's topic. */
+const kafkaWake = (): Record<string, string> => ({
+  MH_KAFKA_WAKE: "true",
+  MH_KAFKA_BROKERS: KAFKA_BROKERS,
+  MH_KAFKA_GROUP: `mh-test-wake-skip-${randomBytes(4).toString("hex")}`,
+  MH_KAFKA_TOPIC: stack.brain.log.topic,
+  MH_KAFKA_TOPIC_PARTITIONS: PARTITIONS,
+});
 
-/** Runs `body` with the proxy handing the Wakes to a harness of its own, started with `env`. */
-async function withOwnHarness(env: Record<string, string>, body: (harness: HarnessHandle) => Promise<void>): Promise<void> {
-  const harness = await stack.brain.addHarness(env);
+/**
+ * Runs `body` with the proxy handing the Wakes to a harness of its own, started with `env` (in
+ * its wake group once it joined, when `env` asks for one); stopped after it, so that it keeps no
+ * session, and no group membership, past the case.
+ */
+async function withOwnHarness(env: Record<string, string>, body: (harness: HarnessHandle) => Promise<void>, options: HarnessOptions = {}): Promise<void> {
+  const harness = await stack.brain.addHarness(env, options);
   const raw = createClient(HarnessClient, `127.0.0.1:${harness.port}`, { bearerToken: stack.brain.harnessTokens.tokens.admin });
   const before = proxy.target;
-  proxy.target = promisify(raw, HarnessService);
   try {
+    // What is published before the join wakes nothing.
+    if (harness.wakeGroup !== undefined) await eventually(() => Promise.resolve(harness.wakeGroup?.joined === true ? true : undefined), "the harness in its wake group", 60_000);
+    proxy.target = promisify(raw, HarnessService);
     await body(harness);
   } finally {
     proxy.target = before;
     raw.close();
+    await harness.stop();
   }
 }
 
@@ -124,6 +155,52 @@ describe("a send after the linger of a harness with a long lease", () => {
       await stack.brain.waitFor(sessionId, answered(2));
     });
   });
+});
+
+describe("a send to a harness woken from Kafka too", () => {
+  it("makes no Wake while the harness lingers; its Kafka wake finds the session driven, and the loop answers", async () => {
+    await withOwnHarness({ ...HARNESS_ENV, ...kafkaWake() }, async (harness) => {
+      const sessionId = await newSession();
+      await say(sessionId, "hi");
+      expect(wakesOf(sessionId)).toBe(1);
+      await stack.brain.waitFor(sessionId, answered(1));
+      expect(harness.supervisor.started).toBe(1);
+
+      await say(sessionId, "again");
+      expect(wakesOf(sessionId)).toBe(1);
+      await stack.brain.waitFor(sessionId, answered(2));
+      // Both messages' Kafka wakes came and started no second loop: the one that lingered answered.
+      await eventually(() => Promise.resolve(kafkaWakesOf(sessionId) >= 2 ? true : undefined), () => `two Kafka wakes; seen ${kafkaWakesOf(sessionId)}`, 30_000);
+      expect(harness.supervisor.started).toBe(1);
+      expect(harness.supervisor.driving).toBe(1);
+    });
+  }, 180_000);
+
+  it("makes no Wake while a holder that will not take it still holds the lease; the Kafka wake takes it up", async () => {
+    // No linger: the loop gives the lease back once its turn is over, and its release waits at
+    // the gate while the send lands with the lease's TTL left. Without Kafka nothing here would
+    // answer it (the harnesses' lines would, MH_WAKE_FREED, and the sweeper).
+    const gate = new Gate();
+    const wrapLog: HarnessOptions["wrapLog"] = (log) => ({ ...log, releaseLease: async (req, opts) => (await gate.pass(), log.releaseLease(req, opts)) });
+    await withOwnHarness({ ...HARNESS_ENV, MH_IDLE_LINGER_MS: "0", ...kafkaWake() }, async (harness) => {
+      const sessionId = await newSession();
+      gate.armed = true;
+      await say(sessionId, "hi");
+      expect(wakesOf(sessionId)).toBe(1);
+      await stack.brain.waitFor(sessionId, answered(1));
+      await gate.reached;
+      expect(harness.supervisor.driving).toBe(0);
+      expect((await stack.brain.log.client.getSession({ sessionId })).session?.lease?.holder).toBe(harness.supervisor.instanceId);
+      await say(sessionId, "again");
+      expect(wakesOf(sessionId)).toBe(1);
+      gate.open();
+      // A Kafka wake (waiting for the release under way, supervisor.ts) started a loop for it.
+      await stack.brain.waitFor(sessionId, answered(2));
+      expect(wakesOf(sessionId)).toBe(1);
+      // The Wake's loop, then one from Kafka (a late Kafka wake may start another, with nothing to do).
+      expect(harness.supervisor.started).toBeGreaterThanOrEqual(2);
+    }, { wrapLog });
+  }, 180_000);
 });
 
 describe("MH_GATEWAY_WAKE_SKIP_LEASE_MS's default", () => {

@@ -12,29 +12,9 @@ import { WakeOutcome, type Event } from "@metaharness/proto";
 import { eventually } from "../../support/eventually.js";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
 import { userMessage } from "../../support/events.js";
+import { Gate } from "../../support/gate.js";
 
 const scenarios = [defineScenario("hello", [{ text: "Hello there, how can I help?" }], { onExhausted: "repeat-last" })];
-
-/** Holds the first ReleaseLease that comes while armed until opened. */
-class Gate {
-  armed = false;
-  private arrive: () => void = () => undefined;
-  private release: () => void = () => undefined;
-  /** Resolves when a release is held at the gate. */
-  readonly reached = new Promise<void>((resolve) => (this.arrive = resolve));
-  private readonly opened = new Promise<void>((resolve) => (this.release = resolve));
-
-  async pass(): Promise<void> {
-    if (!this.armed) return;
-    this.armed = false;
-    this.arrive();
-    await this.opened;
-  }
-
-  open(): void {
-    this.release();
-  }
-}
 
 const ended = (events: Event[]): boolean => idleReason(events) !== undefined && events[events.length - 1]?.type === "session.status_idle";
 const answers = (events: Event[]): number => events.filter((e) => e.type === "agent.message").length;

@@ -22,7 +22,10 @@
  *   and the log announces a session given back that awaits a harness (the input set
  *   awaiting_harness) to every harness's line (HoldLeases), which wakes it at once, as it does
  *   for a holder that died. A Wake sent then would have met the same loop still active and
- *   answered ALREADY_RUNNING: the skip loses nothing there.
+ *   answered ALREADY_RUNNING: the skip loses nothing there. Where harnesses are woken from Kafka
+ *   too (MH_KAFKA_WAKE), the input's Kafka wake on the holder's own instance waits for the
+ *   release under way and takes the session then (test/integration/gateway/wake-skip.test.ts);
+ *   on another instance it finds the lease still held, and the release's news does it.
  * - its linger runs out before the input reaches it (delivery slower than the slack): the lease,
  *   set to run out that margin after the linger, runs out by itself (or is given back, as
  *   above, if a renewal extended it), then the sweeper (every 0.5 s) finds the session awaiting
