@@ -7,7 +7,7 @@ import { newEvent } from "@metaharness/events";
 import { EvaluatedPermission, StopReasonType, ToolConfirmationResult, type Event } from "@metaharness/proto";
 import { nextStep } from "./state.js";
 import { NO_LIMITS } from "./budget.js";
-import { modelOrder, toMessages } from "./context/messages.js";
+import { modelOrder, orderedMessages, toMessages } from "./context/messages.js";
 
 const text = (t: string) => [{ block: { $case: "text" as const, value: { text: t } } }];
 let seq = 0;
@@ -137,6 +137,19 @@ describe("the model's view", () => {
     const events = [user("first"), s, user("second"), said("answer"), end(s)];
     expect(modelOrder(events).map((e) => e.type)).toEqual(["user.message", "span.model_request_start", "agent.message", "span.model_request_end", "user.message"]);
     expect(toMessages(events).map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+  });
+
+  it("orders a history once: its model order, or any suffix of it, is in model order already (orderedMessages relies on it)", () => {
+    const [s1, s2, crashed] = [start(), start(), start()];
+    const u = bash();
+    const events = [user("first"), s1, user("during 1"), said("one"), u, end(s1), result(u), s2, user("during 2"), crashed, said("two"), end(s2), user("after")];
+    const ordered = modelOrder(events);
+    expect(ordered.map((e) => e.seq)).not.toEqual(events.map((e) => e.seq));
+    for (let from = 0; from < ordered.length; from++) {
+      const suffix = ordered.slice(from);
+      expect(modelOrder(suffix)).toEqual(suffix);
+      expect(orderedMessages(suffix)).toEqual(toMessages(suffix));
+    }
   });
 
   it("sends every block of a tool result, with citations on all search results or on none", () => {

@@ -10,7 +10,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { newEvent } from "@metaharness/events";
 import type { Event } from "@metaharness/proto";
-import { modelOrder, toMessages } from "./messages.js";
+import { modelOrder, orderedMessages } from "./messages.js";
 import { withTailBreakpoint } from "./replay.js";
 import { READ_TOOL_NAME } from "./session-reader.js";
 
@@ -78,11 +78,12 @@ export function visibleEvents(events: readonly Event[], c: Compaction): Event[] 
 
 /** The conversation under `c`, with the summary's and the tail's cache breakpoints. */
 export function compactedMessages(events: readonly Event[], c: Compaction): Anthropic.MessageParam[] {
+  // In model order already (visibleEvents): not ordered again.
   const visible = visibleEvents(events, c);
-  if (c.throughSeq === 0) return withTailBreakpoint(toMessages(visible));
+  if (c.throughSeq === 0) return withTailBreakpoint(orderedMessages(visible));
   const text = summaryText(c);
   const lead = newEvent("user.message", { content: [{ block: { $case: "text", value: { text } } }] });
-  const messages = withTailBreakpoint(toMessages([lead, ...visible]));
+  const messages = withTailBreakpoint(orderedMessages([lead, ...visible]));
   const first = messages[0];
   if (first !== undefined && Array.isArray(first.content)) {
     first.content = first.content.map((b) => (b.type === "text" && b.text === text && !("cache_control" in b) ? { ...b, cache_control: EPHEMERAL } : b));

@@ -52,6 +52,15 @@ describe("compaction", () => {
     expect(await compact(input, compactionSettings(input.agent), false, noSummary)).toBeUndefined();
   });
 
+  it("decides on the request it builds: the one build() makes while it fits, none once it passes the threshold", () => {
+    const fits = { events: history(3, 100), agent: agent(10_000), tools: [] };
+    expect(compactionStrategy.compaction?.requestIfFits(fits)).toEqual(compactionStrategy.build(fits));
+    expect(compactionStrategy.compaction?.needed(fits)).toBe(false);
+    const over = { events: history(12, 1_200), agent: agent(6_000), tools: [] };
+    expect(compactionStrategy.compaction?.requestIfFits(over)).toBeUndefined();
+    expect(compactionStrategy.compaction?.needed(over)).toBe(true);
+  });
+
   it("clears old tool results first, keeping the last three, without asking the model", async () => {
     const events = history(12, 1_200);
     const input = { events, agent: agent(6_000), tools: [] };

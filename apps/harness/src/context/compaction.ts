@@ -125,12 +125,20 @@ function summaryRequest(input: ContextInput, c: Compaction, settings: Compaction
   return { ...params, messages: fits(messages) ? messages : fitTexts(messages, fits) };
 }
 
+/** The request under the compaction in force, unless it passes the threshold (then undefined: compact first). */
+function requestIfFits(input: ContextInput): StreamParams | undefined {
+  const params = paramsUnder(input, currentCompaction(input.events));
+  // The threshold is below the window, so build() would send these params as they are.
+  return sizeOf(params) > compactionSettings(input.agent).thresholdTokens ? undefined : params;
+}
+
 export const compactionStrategy: ContextStrategy = {
   name: "compaction",
   ownTools: [READ_TOOL],
   compaction: {
     maxInARow: MAX_COMPACTIONS_PER_TURN,
-    needed: (input) => sizeOf(paramsUnder(input, currentCompaction(input.events))) > compactionSettings(input.agent).thresholdTokens,
+    needed: (input) => requestIfFits(input) === undefined,
+    requestIfFits,
     run: (input, force, summarize, modelMaximum) => compact(input, compactionSettings(input.agent, modelMaximum), force, summarize),
   },
   build(input: ContextInput): StreamParams {

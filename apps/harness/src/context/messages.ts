@@ -131,8 +131,16 @@ export function modelOrder(events: readonly Event[]): Event[] {
 }
 
 export function toMessages(events: readonly Event[]): Param[] {
+  return orderedMessages(modelOrder(events));
+}
+
+/**
+ * toMessages of events already in model order (modelOrder's output, filtered or led by a user
+ * event: ordering them again changes nothing), without ordering them again.
+ */
+export function orderedMessages(ordered: readonly Event[]): Param[] {
   const messages: Param[] = [];
-  for (const event of modelOrder(events)) {
+  for (const event of ordered) {
     const part = blocksOf(event);
     if (part === undefined || part.blocks.length === 0) continue;
     const last = messages[messages.length - 1];

@@ -30,6 +30,11 @@ export interface Compactor {
   /** Whether the next request needs a compaction first (it would pass the threshold). */
   needed(input: ContextInput): boolean;
   /**
+   * The request `build` makes of `input` when it needs no compaction first, else undefined: what
+   * `needed` decides on, so a request that fits is built and measured once, not again by `build`.
+   */
+  requestIfFits(input: ContextInput): StreamParams | undefined;
+  /**
    * The compaction event to append; `force` compacts even under the threshold (the model said the
    * prompt is too long), to the maximum the model stated when it said so (`modelMaximum`).
    */

@@ -273,7 +273,9 @@ class Driver {
       },
     );
     const startFailure = async (): Promise<MhError | undefined> => started;
-    const compact = this.strategy.compaction?.needed(input()) === true;
+    // A compacting strategy decides on the request it would send: built once when it fits.
+    const fits = this.strategy.compaction?.requestIfFits(input());
+    const compact = this.strategy.compaction !== undefined && fits === undefined;
     if (compact) {
       const failed = await startFailure();
       if (failed !== undefined) throw failed;
@@ -303,7 +305,8 @@ class Driver {
       if (compact && !(await this.compactFirst(start.id, input, false, signal))) return;
       let result: StreamResult;
       try {
-        result = await this.ctx.model.streamMessage(this.strategy.build(input()), hooks);
+        // Nothing ran between the decision and here unless it compacted (the events are as they were).
+        result = await this.ctx.model.streamMessage(fits ?? this.strategy.build(input()), hooks);
       } catch (err) {
         // The model counts otherwise than our estimate: compact anyway, and retry once.
         if (!isPromptTooLong(err) || this.strategy.compaction === undefined || signal.aborted) throw err;
