@@ -8,7 +8,7 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from "@opentelemetry/sdk-trace-node";
-import { startTelemetry, type Telemetry } from "./start.js";
+import { startTelemetry, type Telemetry, type TelemetryOptions } from "./start.js";
 
 export interface TestTelemetry {
   readonly telemetry: Telemetry;
@@ -19,12 +19,13 @@ export interface TestTelemetry {
 }
 
 /**
- * Starts telemetry recording spans in memory. Like `startTelemetry`, it is once per process until
- * shut down: call it from `beforeAll` and shut it down in `afterAll`.
+ * Starts telemetry recording spans in memory, and metrics as `metrics` says (none by default; a
+ * Prometheus endpoint on port 0: `telemetry.metricsUrl()`). Like `startTelemetry`, it is once per
+ * process until shut down: call it from `beforeAll` and shut it down in `afterAll`.
  */
-export function startTestTelemetry(serviceName = "test"): TestTelemetry {
+export function startTestTelemetry(serviceName = "test", metrics?: TelemetryOptions["metrics"]): TestTelemetry {
   const exporter = new InMemorySpanExporter();
-  const telemetry = startTelemetry({ serviceName, spanProcessor: new SimpleSpanProcessor(exporter) });
+  const telemetry = startTelemetry({ serviceName, spanProcessor: new SimpleSpanProcessor(exporter), metrics });
   return {
     telemetry,
     finishedSpans: () => exporter.getFinishedSpans(),

@@ -16,6 +16,7 @@ import { loadConfig as loadGatewayConfig } from "@metaharness/gateway";
 import { LINGER_MARGIN_MAX_MS, lingerMarginMs, loadConfig as loadHarnessConfig, type HarnessHandle } from "@metaharness/harness";
 import { defineScenario } from "@metaharness/offline-model";
 import { HarnessClient, HarnessService, type Event } from "@metaharness/proto";
+import { METRICS, promName } from "@metaharness/telemetry";
 import { createClient, promisify } from "@metaharness/service-kit/grpc";
 import { startTestTelemetry, type TestTelemetry } from "@metaharness/telemetry/testing";
 import { eventually } from "../../support/eventually.js";
@@ -38,8 +39,10 @@ let proxy: CountingHarness;
 let sdk: Anthropic;
 let environmentId: string;
 let tel: TestTelemetry;
+let scrapeUrl: string;
 beforeAll(async () => {
-  tel = startTestTelemetry("wake-skip-test");
+  tel = startTestTelemetry("wake-skip-test", { prometheusPort: 0 });
+  scrapeUrl = (await tel.telemetry.metricsUrl())!;
   const logEnv = { MH_RELAY_ENABLED: "true", MH_RELAY_POLL_MS: "100", MH_KAFKA_TOPIC_PARTITIONS: PARTITIONS };
   stack = await startStack({ scenarios: SCENARIOS, harnessEnv: HARNESS_ENV, logEnv, vault: false });
   proxy = await startCountingHarness(stack.brain.rpc);
@@ -65,6 +68,12 @@ const wakesOf = (sessionId: string): number => proxy.wakes.filter((s) => s === s
 /** Wakes of the session from Kafka so far (the consumer's span; a Wake RPC makes none). */
 const kafkaWakesOf = (sessionId: string): number =>
   tel.finishedSpans().filter((s) => s.name === "harness.wake" && s.attributes["mh.session_id"] === sessionId).length;
+/** The gateway's Wakes of `outcome` so far (metaharness.gateway.wakes, as this process's endpoint exports it). */
+async function gatewayWakes(outcome: "sent" | "skipped" | "failed"): Promise<number> {
+  const text = await (await fetch(scrapeUrl)).text();
+  const series = new RegExp(`^${promName(METRICS.gatewayWakes)}\\{[^}]*outcome="${outcome}"[^}]*\\} (\\S+)$`, "m").exec(text);
+  return series === null ? 0 : Number(series[1]);
+}
 /** A harness's settings for a Kafka wake group of its own on the log's topic. */
 const kafkaWake = (): Record<string, string> => ({
   MH_KAFKA_WAKE: "true",
@@ -99,14 +108,18 @@ describe("a send", () => {
   it("makes no Wake while the harness lingers on the session, and is answered", async () => {
     const supervisor = stack.brain.harnesses[0]!.supervisor;
     const sessionId = await newSession();
+    const sent = await gatewayWakes("sent");
+    const skipped = await gatewayWakes("skipped");
     await say(sessionId, "hi");
     // No lease yet: woken (the gateway answers a send once its Wake is answered).
     expect(wakesOf(sessionId)).toBe(1);
+    expect([await gatewayWakes("sent"), await gatewayWakes("skipped")]).toEqual([sent + 1, skipped]);
     await stack.brain.waitFor(sessionId, answered(1));
     const started = supervisor.started;
 
     await say(sessionId, "again");
     expect(wakesOf(sessionId)).toBe(1);
+    expect([await gatewayWakes("sent"), await gatewayWakes("skipped")]).toEqual([sent + 1, skipped + 1]);
     await stack.brain.waitFor(sessionId, answered(2));
     // Taken by the loop that lingered: no wake started another.
     expect(supervisor.started).toBe(started);

@@ -35,8 +35,12 @@
  * A lease with less left, or none, is woken at once, as before.
  */
 import type { Event } from "@metaharness/proto";
+import { METRICS, counter } from "@metaharness/telemetry";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import type { HarnessRpc, SessionLogRpc } from "../clients.js";
+
+/** Wakes sent, failed and skipped (docs/operations.md): how often the skip saves the round trip. */
+const wakes = counter(METRICS.gatewayWakes);
 
 /** What appending input and waking the harness use. */
 export interface AppendDeps {
@@ -50,7 +54,9 @@ export interface AppendDeps {
 export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger): Promise<void> {
   try {
     await ctx.harness.wake({ sessionId }, { deadlineMs: ctx.wakeTimeoutMs });
+    wakes.add(1, { outcome: "sent" });
   } catch (err) {
+    wakes.add(1, { outcome: "failed" });
     logger.warn({ err, session_id: sessionId }, "harness wake failed; its sweeper will pick the session up");
   }
 }
@@ -58,7 +64,8 @@ export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, s
 export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
   if (events.length === 0) return [];
   const { events: stored, leaseLeftMs } = await ctx.log.emitEvents({ sessionId, events });
-  const followed = leaseLeftMs > ctx.wakeSkipLeaseMs;
-  if (!followed && events.some((e) => e.type !== "system.message")) await wake(ctx, sessionId, logger);
+  if (events.every((e) => e.type === "system.message")) return stored;
+  if (leaseLeftMs > ctx.wakeSkipLeaseMs) wakes.add(1, { outcome: "skipped" });
+  else await wake(ctx, sessionId, logger);
   return stored;
 }

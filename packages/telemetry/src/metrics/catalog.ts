@@ -166,6 +166,11 @@ export const METRICS = {
     description: "Event streams (SSE) open now.",
     labels: [],
   }),
+  gatewayWakes: def({
+    name: "metaharness.gateway.wakes", kind: "counter", unit: "{wake}", service: "gateway",
+    description: "Harness Wakes after a user's input (or a budget raised), by outcome: sent (answered), failed (the sweeper takes the session), skipped (the append's answer showed the session's lease held with more than MH_GATEWAY_WAKE_SKIP_LEASE_MS left).",
+    labels: ["outcome"],
+  }),
   // ---- every gRPC service --------------------------------------------------------------------------
   rpcDuration: def({
     name: "rpc.server.call.duration", kind: "histogram", unit: "s", service: "every service", buckets: FAST_SECONDS,
