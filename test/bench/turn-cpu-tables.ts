@@ -137,7 +137,7 @@ export function countsTable(figs: readonly TurnCpuFigures[]): Table | undefined 
   ]);
   const keys = [...new Set(columns.flatMap(([, c]) => Object.keys(c)))].sort();
   return {
-    title: "Counted per turn over the window in each process (lib/call-counter.ts): gRPC calls it made, Postgres statements it sent (by their first words), socket writes, JS heap allocated and garbage collections",
+    title: "Counted per turn over the window in each process (lib/call-counter.ts): gRPC calls it made, Postgres statements it sent (by their first words), socket writes, promises and other async resources made, JS heap allocated and garbage collections",
     columns: ["what", ...columns.map(([label]) => label)],
     rows: keys.map((k) => [k, ...columns.map(([, c]) => (c[k] === undefined ? "-" : c[k].toFixed(2)))]),
   };
