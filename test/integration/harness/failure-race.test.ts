@@ -6,10 +6,14 @@
  * is then recorded alone, and a next turn answers the input. The input is made to come in that
  * window for certain: the harness's log client appends it through the real log just before the
  * failure goes out.
+ * The default loop's own failure (a model request that fails) leaves input that came while the
+ * request was out to its next step in the same way: the message is made to come then, and to
+ * reach the loop's follow of the log, before the model's failure is thrown.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
 import { LOOPS, type HarnessLoop } from "@metaharness/harness";
+import { createModelClient, type ModelClient } from "@metaharness/model-client";
 import { StopReasonType, type EmitEventsRequest, type Event } from "@metaharness/proto";
 import { eventually } from "../../support/eventually.js";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
@@ -22,15 +26,19 @@ let brain: Brain;
 const beforeFailure = new Map<string, Event>();
 beforeAll(async () => {
   brain = await startBrain({ scenarios: [], env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false", MH_IDLE_LINGER_MS: "0" } });
+  const model = createModelClient({ apiKey: "offline", model: "claude-offline-test", baseURL: brain.model.url, retry: { maxAttempts: 1, initialDelayMs: 20 } });
   await brain.addHarness(
     { MH_SWEEP_MS: "100", MH_WAKE_FREED: "true" },
     {
+      model: failingOnMark(model),
       loops: new Map([
         ["tool-loop", failingFirst()],
+        ["plain", LOOPS.get("tool-loop")!],
         ["failing", { name: "failing", run: () => Promise.reject(new MhError("INTERNAL", "a bug of the test's")) }],
       ]),
       wrapLog: (log) => ({
         ...log,
+        watchEvents: (req, opts) => followed(log.watchEvents(req, opts)),
         emitEvents: async (req: EmitEventsRequest, opts) => {
           const before = beforeFailure.get(req.sessionId);
           if (before !== undefined && req.events.some(isFailure)) {
@@ -49,6 +57,40 @@ afterAll(async () => {
 
 const isFailure = (e: Event): boolean => e.payload?.$case === "sessionError" && (e.payload.value.error?.message ?? "").startsWith("the harness failed");
 const trail = (events: readonly Event[]): string => events.map((e) => `${e.seq} ${e.type} ${textOf(e)}`).join("\n");
+
+/** Waiters for an event's delivery to the harness's follow of the log, by event id. */
+const delivered = new Map<string, () => void>();
+
+/** The follow's stream; an event's waiter is told once the follower took it (merged it into its view). */
+async function* followed<T extends { event?: Event | undefined }>(stream: AsyncIterable<T>): AsyncIterable<T> {
+  for await (const item of stream) {
+    yield item;
+    const id = item.event?.id;
+    if (id !== undefined) delivered.get(id)?.();
+  }
+}
+
+/** Marks a session's first message with: its model request fails once `meanwhile` (a session's) reached the loop. */
+const FAIL_MARK = "[fail-after-input]";
+const meanwhileFor = new Map<string, { sessionId: string; event: Event }>();
+
+/** The model, but a request whose first user text carries FAIL_MARK and a token fails, once, after that token's message came. */
+function failingOnMark(model: ModelClient): ModelClient {
+  return {
+    model: model.model,
+    streamMessage: async (params, hooks) => {
+      const first = JSON.stringify(params.messages[0]?.content ?? "");
+      const token = [...meanwhileFor.keys()].find((t) => first.includes(`${FAIL_MARK}${t}`));
+      const pending = token === undefined ? undefined : meanwhileFor.get(token);
+      if (token === undefined || pending === undefined) return model.streamMessage(params, hooks);
+      meanwhileFor.delete(token);
+      const taken = new Promise<void>((resolve) => delivered.set(pending.event.id, resolve));
+      await brain.log.client.emitEvents({ sessionId: pending.sessionId, events: [pending.event] });
+      await taken;
+      throw new MhError("UNAVAILABLE", "the test's model failed");
+    },
+  };
+}
 
 /** The default loop, but a session's first run fails once it has read the session's events. */
 function failingFirst(): HarnessLoop {
@@ -81,6 +123,24 @@ describe("a loop that fails", () => {
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
     const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
     expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
+  });
+
+  it("of the default loop, at its model request, leaves input that reached it meanwhile to its next step", async () => {
+    const sessionId = await brain.createSession({}, "plain");
+    const token = sessionId.slice(-8);
+    meanwhileFor.set(token, { sessionId, event: userMessage("meanwhile") });
+    await brain.log.client.emitEvents({ sessionId, events: [userMessage(`${FAIL_MARK}${token} hello`)] });
+    const events = await brain.waitFor(sessionId, (es) => {
+      const at = es.findIndex((e) => textOf(e) === "meanwhile");
+      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
+    });
+    expect(meanwhileFor.has(token)).toBe(false);
+    const at = events.findIndex((e) => textOf(e) === "meanwhile");
+    const errors = events.filter((e) => e.payload?.$case === "sessionError" && e.payload.value.error?.message === "the test's model failed");
+    expect(errors, trail(events)).toHaveLength(1);
+    const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
+    expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
   });
 
   it("ends the turn with the failure when nothing came meanwhile", async () => {

@@ -364,7 +364,12 @@ class Driver {
       span.setStatus({ code: SpanStatusCode.ERROR, message: `${type}: ${e.message}` });
       span.setAttribute("error.type", type);
       const failure = [end, sessionError(type, e.message, RetryStatus.RETRY_STATUS_EXHAUSTED)];
-      if (!(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
+      // As a final answer (above): input that came while the request was out is not answered by
+      // this failure, whose idle would mark it so (no harness would then take it up); the next
+      // step asks the model with it.
+      const startSeq = this.events.find((x) => x.id === start.id)?.seq ?? this.lastSeq();
+      const inputSince = this.events.some((x) => x.seq > startSeq && x.type.startsWith("user."));
+      if (inputSince || !(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
     }
   }
 
