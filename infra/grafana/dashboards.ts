@@ -49,6 +49,8 @@ export function dashboards(): Record<string, Dashboard> {
         { title: "Active sessions and live leases", unit: "short", description: "Sessions harnesses drive now, and leases the log counts live.", queries: [
           { expr: "sum(metaharness_sessions_active)", legend: "driven" }, { expr: "max(metaharness_leases_active)", legend: "leases" }, { expr: "max(metaharness_sessions_waiting)", legend: "waiting for a harness" }] },
         { title: "Turn duration p95 by model", unit: "s", description: "From the user's event to idle.", queries: [{ expr: p95("metaharness_turn_duration", "gen_ai_request_model"), legend: "{{gen_ai_request_model}}" }] },
+        { title: "Harness Wakes by outcome", unit: "reqps", description: "The gateway's Wakes after input: sent, failed, or skipped (a harness still followed the session).", queries: [
+          { expr: "sum by (outcome) (rate(metaharness_gateway_wakes_total[5m]))", legend: "{{outcome}}" }] },
       ] },
       { title: "Model", panels: [
         { title: "Time to first token p95 by model", unit: "s", description: "gen_ai.client.operation.time_to_first_chunk.", queries: [{ expr: p95("gen_ai_client_operation_time_to_first_chunk", "gen_ai_request_model"), legend: "{{gen_ai_request_model}}" }] },
