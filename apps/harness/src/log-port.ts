@@ -136,11 +136,12 @@ export class LogPort {
   /**
    * Live events after `afterSeq` until `signal` aborts. With `exceptLeaseEpoch` (the caller's
    * lease) the log leaves out most of what the caller appended under it (it has those from
-   * emit()): a seq may then come past the one expected.
+   * emit()): a seq may then come past the one expected. With `endWithLease` too, the log ends the
+   * stream once it learns that lease is over (WatchEventsRequest.end_with_lease).
    */
-  async *watch(afterSeq: number, signal: AbortSignal, exceptLeaseEpoch?: number): AsyncIterable<{ event: Event | undefined }> {
+  async *watch(afterSeq: number, signal: AbortSignal, exceptLeaseEpoch?: number, endWithLease = false): AsyncIterable<{ event: Event | undefined }> {
     const live = this.client.watchEvents(
-      { sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false, batchDeltas: false, fromHead: false, exceptLeaseEpoch },
+      { sessionId: this.sessionId, afterSeq, types: [], includeDeltas: false, batchDeltas: false, fromHead: false, exceptLeaseEpoch, endWithLease },
       { signal, deadlineMs: undefined },
     );
     for await (const item of live) {

@@ -20,6 +20,7 @@ import { sessionLogService } from "./service.js";
 import { DeltaHub } from "./watch/deltas.js";
 import { AppendHub } from "./watch/hub.js";
 import { HolderLines } from "./holders/lines.js";
+import { LeaseNews } from "./watch/lease-news.js";
 
 const MIGRATIONS = new URL("../migrations/", import.meta.url);
 
@@ -104,6 +105,7 @@ export async function startSessionLog(
             db,
             hub,
             deltas,
+            leases: new LeaseNews(),
             lines,
             logger,
             guard: { tokens, logger },

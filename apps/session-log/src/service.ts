@@ -6,6 +6,7 @@ import type { UntypedServiceImplementation } from "@grpc/grpc-js";
 import { MhError, invalidArgument } from "@metaharness/errors";
 import { isEventType, isValidSessionId, newSessionId, requireSessionId, SESSION_ID_RULE, validateEventForAppend, type ValidatedEvent } from "@metaharness/events";
 import {
+  LeaseRenewal_Outcome,
   SessionLogService,
   SessionMetadata,
   type Event,
@@ -32,6 +33,7 @@ import type { HolderLines } from "./holders/lines.js";
 import { watchEvents } from "./watch/watch.js";
 import { EVENTS_CHANNEL, type AppendHub } from "./watch/hub.js";
 import type { DeltaHub } from "./watch/deltas.js";
+import type { LeaseNews } from "./watch/lease-news.js";
 import { DeltaGate } from "./watch/delta-gate.js";
 
 export const MAX_BATCH = 1000;
@@ -44,6 +46,8 @@ export interface ServiceDeps {
   readonly db: Db;
   readonly hub: AppendHub;
   readonly deltas: DeltaHub;
+  /** What this instance's answers say of leases, for the watches that end with one. */
+  readonly leases: LeaseNews;
   /** The holders' lines (HoldLeases): leases freed when a holder dies, and freed sessions announced. */
   readonly lines: HolderLines;
   readonly logger: Logger;
@@ -56,7 +60,7 @@ export interface ServiceDeps {
 }
 
 export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementation {
-  const { db, hub, logger } = deps;
+  const { db, hub, leases, logger } = deps;
   const rpc = <Req, Res>(name: Exclude<RpcName, "watchEvents" | "holdLeases">, fn: (req: Req, ctx: GuardedContext<Role>) => Promise<Res>): handleUnaryCall<Req, Res> =>
     guardedUnary(SessionLogService[name].path.slice(1), deps.guard, POLICY[name], fn);
   // Alone, an instance NOTIFYs no one of its appends: its own listener would only skip them.
@@ -88,6 +92,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     else if (result.duplicates < events.length) hub.publish(sessionId, result.lastSeq);
     if (events.some((v) => v.event.type === "session.status_terminated")) deltaGate.terminated(sessionId);
     else if (result.duplicates < events.length) deltaGate.appended(sessionId);
+    leases.tell(sessionId, { epoch: leaseEpoch, leftMs: result.leaseLeftMs });
     return result;
   };
 
@@ -192,11 +197,21 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
     watchEvents: guardedServerStream(SessionLogService.watchEvents.path.slice(1), deps.guard, POLICY.watchEvents, async (req, stream) => {
       const sessionId = requireSessionId(req.sessionId);
       checkTypes(req.types);
+      if (req.endWithLease === true && req.exceptLeaseEpoch === undefined) throw invalidArgument("end_with_lease", "needs except_lease_epoch, the lease it ends with");
       // The watch's first read fails fast with NOT_FOUND instead of waiting for a session that
       // does not exist, and with OUT_OF_RANGE for a position it has not reached (watch.ts).
       await watchEvents(
-        { db, hub, deltas: deps.deltas, recheckMs: deps.watchRecheckMs },
-        { sessionId, afterSeq: req.afterSeq, types: req.types, includeDeltas: req.includeDeltas, batchDeltas: req.batchDeltas, fromHead: req.fromHead, exceptLeaseEpoch: req.exceptLeaseEpoch },
+        { db, hub, deltas: deps.deltas, leases, recheckMs: deps.watchRecheckMs },
+        {
+          sessionId,
+          afterSeq: req.afterSeq,
+          types: req.types,
+          includeDeltas: req.includeDeltas,
+          batchDeltas: req.batchDeltas,
+          fromHead: req.fromHead,
+          exceptLeaseEpoch: req.exceptLeaseEpoch,
+          endWithLease: req.endWithLease,
+        },
         (item) => stream.write(item),
         stream.signal,
       );
@@ -215,6 +230,8 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         () => acquireLease(db, sessionId, req.holder, req.ttlMs, LEASE_EVENTS),
         (r) => r.session.lastSeq,
       );
+      // A later epoch ends the watches that end with an earlier one; the same one runs on.
+      leases.tell(sessionId, { epoch: lease.epoch, leftMs: req.ttlMs });
       // A short session's whole log: the harness's first step needs no read of its own. Read by
       // the lease's statement when its snapshot held every event; else (an earlier holder's last
       // append committed while the lease was taken) read now, after the lease, so that append is
@@ -226,15 +243,29 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
       return storedAcquireLeaseResponse(lease, { ...session, lastSeq: slice.lastSeq }, slice.bodies);
     }),
 
-    renewLease: rpc("renewLease", async (req) => ({
-      lease: await renewLease(db, requireSessionId(req.sessionId), req.holder, req.epoch, req.ttlMs),
-    })),
+    renewLease: rpc("renewLease", async (req) => {
+      const sessionId = requireSessionId(req.sessionId);
+      const lease = await renewLease(db, sessionId, req.holder, req.epoch, req.ttlMs);
+      leases.tell(sessionId, { epoch: req.epoch, leftMs: req.ttlMs });
+      return { lease };
+    }),
 
-    renewLeases: rpc("renewLeases", async (req) => ({ renewals: await renewLeases(db, req.holder, req.ttlMs, req.leases) })),
+    renewLeases: rpc("renewLeases", async (req) => {
+      const renewals = await renewLeases(db, req.holder, req.ttlMs, req.leases);
+      // In the request's order: a refused one's epoch (another holds the session, or nobody) is over.
+      renewals.forEach((r, i) => {
+        const epoch = req.leases[i]?.epoch;
+        if (epoch === undefined) return;
+        if (r.outcome === LeaseRenewal_Outcome.OUTCOME_RENEWED) leases.tell(r.sessionId, { epoch, leftMs: req.ttlMs });
+        else if (r.outcome === LeaseRenewal_Outcome.OUTCOME_ABORTED) leases.tell(r.sessionId, { epoch, leftMs: 0 });
+      });
+      return { renewals };
+    }),
 
     releaseLease: rpc("releaseLease", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
       const { needsHarness } = await releaseLease(db, sessionId, req.holder, req.epoch);
+      leases.tell(sessionId, { epoch: req.epoch, leftMs: 0 });
       // Given back mid-turn (its harness is shutting down): another takes it over now, not at its next sweep.
       if (needsHarness) deps.lines.announce([sessionId]);
       return {};

@@ -2,8 +2,9 @@
  * A harness loop's view of its session (SessionEvents), on the real session log: it never loses
  * an event that a client appended just before the harness's own append, a turn-ending append
  * does not land after input its decision did not see, its own appends the log leaves out of its
- * follow are read when a later event comes first, and the view follows the log again after the
- * session log behind it restarts.
+ * follow are read when a later event comes first, the view follows the log again after the
+ * session log behind it restarts, and a closed view's follow is ended by the log when the lease
+ * is given back, not cancelled.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
@@ -42,7 +43,7 @@ describe("a harness's view of its session", () => {
     const sessionId = await newSession(log.client);
     const view = await SessionEvents.open(await context(log.client, sessionId, new AbortController().signal), () => undefined);
     // Not following: the client's message can only reach the view through the harness's append.
-    await view.close();
+    view.close();
     await log.client.emitEvents({ sessionId, events: [userMessage("are you there?")] });
     await view.append(agentMessage("yes"));
     expect(view.events.map((e) => [e.seq, e.type])).toEqual([
@@ -67,7 +68,7 @@ describe("a harness's view of its session", () => {
       expect((await types(sessionId)).at(-1)).toBe("session.status_idle");
     } finally {
       stop.abort();
-      await view.close();
+      view.close();
     }
   });
 
@@ -90,8 +91,39 @@ describe("a harness's view of its session", () => {
       ]);
     } finally {
       stop.abort();
-      await view.close();
+      view.close();
     }
+  });
+
+  it("leaves its follow, once closed, for the log to end when the lease is given back: ended with OK, not cancelled", async () => {
+    const sessionId = await newSession(log.client);
+    const ends: string[] = [];
+    // The log client as the view uses it, telling how each follow's stream ended.
+    const client: LogClient = {
+      ...log.client,
+      watchEvents: (req, opts) =>
+        (async function* () {
+          try {
+            yield* log.client.watchEvents(req, opts);
+            ends.push(`ended by the log (end_with_lease ${String(req.endWithLease)})`);
+          } catch (err) {
+            ends.push(`failed: ${String(err)}`);
+            throw err;
+          }
+        })(),
+    };
+    const stop = new AbortController();
+    const ctx = await context(client, sessionId, stop.signal);
+    const view = await SessionEvents.open(ctx, () => undefined);
+    // Following once a client's message reaches it.
+    await log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
+    await expect.poll(() => view.events.length, { timeout: 15_000 }).toBe(1);
+    view.close();
+    await log.client.releaseLease({ sessionId, holder: "test-harness", epoch: ctx.leaseEpoch });
+    await view.followEnded;
+    // Cancelled (had the log not ended it within the view's wait), it would say "failed: ... CANCELLED".
+    expect(ends).toEqual(["ended by the log (end_with_lease true)"]);
+    stop.abort();
   });
 
   it("follows the log again when the session log behind it restarts", async () => {
@@ -110,7 +142,7 @@ describe("a harness's view of its session", () => {
       await expect.poll(() => view.events.map((e) => e.seq), { timeout: 15_000 }).toEqual([1, 2]);
     } finally {
       stop.abort();
-      await view.close();
+      view.close();
     }
   }, 30_000);
 });

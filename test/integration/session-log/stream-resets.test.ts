@@ -1,7 +1,7 @@
 /**
  * A client of the real session log (on real Postgres) that leaves thousands of watches early,
- * as the harness leaves its follow of each session it drove and the gateway a watch for each SSE
- * stream a client closes: each is an RST_STREAM, and the log's HTTP/2 server (nghttp2) closes a
+ * as the gateway leaves a watch for each SSE stream a client closes (and the harness a follow the
+ * log did not end with its lease): each is an RST_STREAM, and the log's HTTP/2 server (nghttp2) closes a
  * connection past 1,000 of them plus 33 a second, failing every call on it. createClient's
  * channel moves its calls to fresh connections before that (service-kit reset-guard.ts): nothing
  * fails, and a watch open beside them all along sees every event. Without it this failed after

@@ -91,7 +91,8 @@ class ExternalDriver {
         if (!(await this.perform(externalStep(this.events, limits), seen))) return;
       }
     } finally {
-      await Promise.all([this.view.close(), this.stopAgent(this.ctx.signal.aborted)]);
+      this.view.close();
+      await this.stopAgent(this.ctx.signal.aborted);
     }
   }
 

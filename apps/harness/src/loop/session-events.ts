@@ -4,7 +4,9 @@
  * clients append while the loop works; the log leaves out the loop's own appends, which are
  * merged as they return).
  * `onInterrupt` fires the moment a user.interrupt arrives, so the running step can abort;
- * `changed` lets a step wait for what others append (a worker's tool results). Every idle
+ * `changed` lets a step wait for what others append (a worker's tool results). The follow asks
+ * the log to end it when the loop's lease is over (WatchEventsRequest.end_with_lease): once the
+ * view is closed the stream is left to that end, and cancelled only if it does not come. Every idle
  * appended through a view is preceded by a session.usage snapshot when the usage changed since
  * the last one, or when the budget stopped the turn (budget.ts). Shared by every HarnessLoop.
  */
@@ -19,7 +21,10 @@ export type ViewContext = Pick<LoopContext, "log" | "leaseEpoch" | "signal" | "l
 
 export class SessionEvents {
   readonly events: Event[] = [];
+  /** Aborted to cancel the follow: only when its end, awaited once the view closed, does not come (FOLLOW_END_WAIT_MS). */
   private readonly following = new AbortController();
+  /** The loop is done with the view (close(), or its lease's signal): nothing more is merged. */
+  private closed = false;
   private follower: Promise<void> = Promise.resolve();
   private readonly waiters = new Set<() => void>();
   /** The last append sent through the view, settled (either way) once its answer is back. */
@@ -43,12 +48,12 @@ export class SessionEvents {
    * knows from that append, where started before the append's commit it began behind it 4 times
    * in 10 and the log read the events between (issue 31). It starts from the view's last event
    * whenever it starts, so it misses nothing, and an interrupt sent meanwhile arrives with its
-   * first message.
+   * first message. The loop's signal (its lease gone) closes the view.
    */
   static async open(ctx: ViewContext, onInterrupt: () => void, limits: Limits = NO_LIMITS, fromSeq = 1): Promise<SessionEvents> {
     const view = new SessionEvents(ctx, onInterrupt, limits);
     view.merge(await ctx.log.readAfter(Math.max(0, fromSeq - 1)));
-    const stop = (): void => view.following.abort();
+    const stop = (): void => view.close();
     ctx.signal.addEventListener("abort", stop, { once: true });
     view.follower = nextLoopTurn()
       .then(() => view.appending)
@@ -128,9 +133,26 @@ export class SessionEvents {
     });
   }
 
-  async close(): Promise<void> {
-    this.following.abort(VIEW_CLOSED);
-    await this.follower;
+  /**
+   * The loop is done with the session: the view merges nothing more, and its follow is left for
+   * the log to end when the lease is over (released, or run out after the linger: within
+   * LINGER_MARGIN_MAX_MS of the linger's end), cancelled only if that end has not come
+   * FOLLOW_END_WAIT_MS from now (a log that predates end_with_lease, a lease extended through
+   * another of its instances). Returns at once: the loop's end (and the lease's release, which
+   * ends the follow) does not wait for it.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const timer = setTimeout(() => this.following.abort(VIEW_CLOSED), FOLLOW_END_WAIT_MS);
+    timer.unref();
+    const clear = (): void => clearTimeout(timer);
+    this.follower.then(clear, clear);
+  }
+
+  /** Settles once the follow has ended (by the log, or cancelled), after close(). */
+  get followEnded(): Promise<void> {
+    return this.follower;
   }
 
   /**
@@ -156,27 +178,38 @@ export class SessionEvents {
    */
   private async follow(): Promise<void> {
     const signal = this.following.signal;
-    for (let failures = 0; !signal.aborted; failures++) {
+    for (let failures = 0; !signal.aborted && !this.closed; failures++) {
       try {
         // Without the view's own appends (it merges them from their answers): 5-6 messages a
-        // text-only turn the log would send and this would decode only to drop.
-        for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal, this.ctx.leaseEpoch)) {
+        // text-only turn the log would send and this would decode only to drop. Ended by the log
+        // when the lease is over, where cancelling it cost both sides a reset.
+        for await (const { event } of this.ctx.log.watch(this.lastSeq(), signal, this.ctx.leaseEpoch, true)) {
           failures = 0;
-          if (event === undefined) continue;
+          if (event === undefined || this.closed) continue;
           // Past the view's next seq: an append of its own whose answer is still on its way is
           // before it, read first (as mergeStored does).
           await this.mergeStored([event]);
           if (event.payload?.$case === "userInterrupt") this.onInterrupt();
         }
       } catch (err) {
-        if (signal.aborted) return;
+        if (signal.aborted || this.closed) return;
         if (failures === 0) this.ctx.logger.warn({ err: MhError.from(err), sessionId: this.ctx.log.sessionId }, "following the log failed; following again");
       }
-      // Ends early, without throwing, when close() aborts.
+      // Ended by the log while the view is open: a lease the log saw run out that was extended
+      // through another of its instances, or a log that stopped. Followed again.
+      if (this.closed) return;
+      // Ends early, without throwing, when the follow is cancelled.
       await sleep(backoffMs(REFOLLOW, failures + 1), signal);
     }
   }
 }
+
+/**
+ * How long a closed view's follow waits for the log to end it before it is cancelled: the lease
+ * left at a view's close runs out within LINGER_MARGIN_MAX_MS (0.5 s) of a linger that ran out,
+ * and is given back or taken otherwise; this is that and room for a loaded machine's delays.
+ */
+const FOLLOW_END_WAIT_MS = 2_000;
 
 /** Why a view stops following: made once, where abort() without a reason makes a DOMException (and its stack) per turn. */
 const VIEW_CLOSED = new MhError("CANCELLED", "the session's view was closed");

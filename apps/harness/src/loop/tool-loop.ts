@@ -76,7 +76,7 @@ class Driver {
         if (!more && (step.kind === "stop" || !(await this.linger()))) return;
       }
     } finally {
-      await this.view.close();
+      this.view.close();
     }
   }
 

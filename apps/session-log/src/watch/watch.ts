@@ -6,13 +6,16 @@
  * (hub.ts) and are sent without a read when they follow the cursor; anything else is read. A
  * slow periodic re-read covers a missed NOTIFY. Events go out as stored (stored-wire.ts). Of
  * those that come with their poke, a lease holder's own (except_lease_epoch) are passed over: the
- * harness following the session it drives has them from its append's answer.
+ * harness following the session it drives has them from its append's answer. A watch that ends
+ * with its lease (end_with_lease) returns once what this instance learns says that lease is over
+ * (lease-news.ts), or at the time it was last set to run out, which bounds its waits.
  */
 import { MhError } from "@metaharness/errors";
 import type { Db } from "@metaharness/db";
 import { Event, SessionStatus, type EventDelta, type WatchEventsResponse } from "@metaharness/proto";
 import type { DeltaHub } from "./deltas.js";
 import { RECHECK, type AppendHub } from "./hub.js";
+import { leaseAfter, type LeaseNews } from "./lease-news.js";
 import { readStoredSlice } from "../store/read.js";
 import { sessionHead } from "../store/sessions.js";
 import { storedWatchEventResponse } from "../stored-wire.js";
@@ -33,12 +36,16 @@ export interface WatchRequest {
   readonly fromHead: boolean;
   /** Events appended here under this lease epoch are not sent (WatchEventsRequest.except_lease_epoch): its holder has them. */
   readonly exceptLeaseEpoch?: number | undefined;
+  /** Ends (OK) once the lease of exceptLeaseEpoch is over (WatchEventsRequest.end_with_lease). */
+  readonly endWithLease?: boolean | undefined;
 }
 
 export interface WatchDeps {
   readonly db: Db;
   readonly hub: AppendHub;
   readonly deltas: DeltaHub;
+  /** What this instance learns of leases, for a watch that ends with its lease. */
+  readonly leases: LeaseNews;
   /** Re-read this often even without a poke. */
   readonly recheckMs: number;
 }
@@ -48,7 +55,7 @@ function deltaItems(deltas: readonly EventDelta[], batch: boolean): WatchEventsR
   return batch ? [{ event: undefined, delta: undefined, deltas: [...deltas] }] : deltas.map((delta) => ({ event: undefined, delta, deltas: [] }));
 }
 
-/** Resolves when the session is terminated and fully sent, or when `signal` aborts. */
+/** Resolves when the session is terminated and fully sent, when the watch's lease is over (endWithLease), or when `signal` aborts. */
 export async function watchEvents(
   deps: WatchDeps,
   req: WatchRequest,
@@ -92,7 +99,20 @@ export async function watchEvents(
   let recheck = false;
   /** Events appended here after the cursor, from the pokes, in seq order with no gap: sent without a read when they follow it. */
   let pushed: Array<{ event: Event; body: Uint8Array; own: boolean }> = [];
-  let wake: (() => void) | undefined;
+  let wake: ((why: "poke" | "lease") => void) | undefined;
+  /** The lease the watch ends with: over, or when it runs out as last learnt here (performance.now()), or not known yet. */
+  let lease: "over" | number | undefined;
+  const over = (): boolean => lease === "over";
+  const stopLease =
+    req.endWithLease === true && req.exceptLeaseEpoch !== undefined
+      ? deps.leases.subscribe(req.sessionId, (fact) => {
+          const after = leaseAfter(req.exceptLeaseEpoch as number, fact, performance.now());
+          if (after === undefined) return;
+          lease = after;
+          // An idle wait bounded by the time before re-arms; one past the end ends.
+          wake?.("lease");
+        })
+      : undefined;
   const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq, appended) => {
     if (lastSeq === RECHECK) recheck = true;
     else pokedSeq = Math.max(pokedSeq, lastSeq);
@@ -106,21 +126,38 @@ export async function watchEvents(
       appended.events.forEach((event, i) => pushed.push({ event, body: appended.bodies[i] as Uint8Array, own }));
       if (pushed.length > WATCH_BATCH) pushed = [];
     }
-    wake?.();
+    wake?.("poke");
   });
-  /** Waits for a poke, an abort or the recheck period. */
+  /**
+   * Waits for a poke, an abort or the recheck period; with a lease whose end is known, at most
+   * until that end, when the lease is over (no read). Told of a lease moved, it waits on.
+   */
   const idle = async (): Promise<void> => {
-    if (signal.aborted) return; // cancelled during the read: wake is not set yet
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, deps.recheckMs);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    wake = undefined;
+    for (;;) {
+      if (signal.aborted || over()) return; // cancelled during the read: wake is not set yet
+      const untilEnd = typeof lease === "number" ? lease - performance.now() : Number.POSITIVE_INFINITY;
+      if (untilEnd <= 0) {
+        lease = "over";
+        return;
+      }
+      const endsFirst = untilEnd < deps.recheckMs;
+      const why = await new Promise<"poke" | "lease" | "time">((resolve) => {
+        const timer = setTimeout(() => resolve("time"), endsFirst ? Math.ceil(untilEnd) : deps.recheckMs);
+        wake = (w) => {
+          clearTimeout(timer);
+          resolve(w);
+        };
+      });
+      wake = undefined;
+      if (why === "poke") return;
+      if (why === "time") {
+        // The timer's clock may run a hair behind performance.now(): its lease ran out.
+        if (endsFirst) lease = "over";
+        return;
+      }
+    }
   };
-  const onAbort = (): void => wake?.();
+  const onAbort = (): void => wake?.("poke");
   signal.addEventListener("abort", onAbort);
   watchSubscribers.add(1);
   const types = new Set(req.types);
@@ -145,7 +182,7 @@ export async function watchEvents(
       atHead = true;
       first = false;
     }
-    while (!signal.aborted) {
+    while (!signal.aborted && !over()) {
       if (atHead) {
         atHead = false;
         if (pokedSeq <= cursor && !recheck) {
@@ -162,7 +199,7 @@ export async function watchEvents(
         pushed = [];
         let terminated = false;
         for (const { event, body, own } of take) {
-          if (signal.aborted) return;
+          if (signal.aborted || over()) return;
           if (!own && (types.size === 0 || types.has(event.type))) await send(storedWatchEventResponse(event, body));
           cursor = event.seq;
           terminated ||= event.type === "session.status_terminated";
@@ -191,7 +228,7 @@ export async function watchEvents(
       }
       first = false;
       for (const body of slice.bodies) {
-        if (signal.aborted) return;
+        if (signal.aborted || over()) return;
         const event = Event.decode(body);
         await send(storedWatchEventResponse(event, body));
         cursor = event.seq;
@@ -209,6 +246,7 @@ export async function watchEvents(
     watchSubscribers.add(-1);
     signal.removeEventListener("abort", onAbort);
     unsubscribe();
+    stopLease?.();
     stopDeltas?.();
     await tail.catch(() => undefined);
   }
