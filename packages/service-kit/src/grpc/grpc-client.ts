@@ -25,6 +25,7 @@ import { injectIntoMetadata } from "@metaharness/telemetry";
 import { fromServiceError, toMhError } from "./grpc-errors.js";
 import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "./grpc-server.js";
 import { ResetGuardedChannel } from "./reset-guard.js";
+import { withoutStackTraces } from "./without-stack-traces.js";
 
 /** Unary calls without an explicit deadline fail with DEADLINE_EXCEEDED after this long. */
 export const DEFAULT_DEADLINE_MS = 30_000;
@@ -169,11 +170,12 @@ export function streamCall<Res>(
   // then fills to its high-water mark and the server is held back from there on.
   call.read(0);
   const onAbort = (): void => {
-    call.cancel();
     // Ended now, with an error made once: left to the iteration's end, Node made an AbortError
     // (capturing and formatting its stack) for every stream cancelled this way, once a turn for
-    // the harness's follow of its session.
+    // the harness's follow of its session. Destroyed before the cancel, so that the iteration
+    // ends with it rather than with the cancel's status Error, made into an MhError of its own.
     call.destroy(STREAM_CANCELLED);
+    call.cancel();
   };
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   if (opts.signal?.aborted === true) call.cancel();
@@ -187,25 +189,6 @@ export function streamCall<Res>(
       call.cancel();
     }
   })();
-}
-
-/**
- * Runs `fn` (a call's start) without capturing stack traces. grpc-js makes an Error at every
- * call's start, only to append its formatted stack to the Error of a call that fails or is
- * cancelled ("for call at"). Our callers get an MhError (code, message, field, details) with
- * that Error as its cause; a logged cause now says "no stack trace available" there. Capturing
- * it was the largest single cost of a call in the harness's profile (makeUnaryRequest's
- * `new Error()`, 10-30 us), and formatting it for the follow stream's cancellation, once a turn,
- * another. Synchronous, so nothing else runs with the limit changed.
- */
-function withoutStackTraces<T>(fn: () => T): T {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return fn();
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
 }
 
 type RequestOf<M> = M extends { requestSerialize: (value: infer Req) => Buffer } ? Req : never;

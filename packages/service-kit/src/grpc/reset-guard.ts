@@ -46,6 +46,7 @@ import {
   status as Status,
   type experimental,
 } from "@grpc/grpc-js";
+import { withoutStackTraces } from "./without-stack-traces.js";
 
 /** The server's allowance (nghttp2's NGHTTP2_DEFAULT_STREAM_RESET_BURST). */
 export const SERVER_RESET_BURST = 1_000;
@@ -187,10 +188,16 @@ export class ResetGuardedChannel implements ChannelInterface {
   }
 }
 
-/** A call on a lane: passes everything through, and tells the lane how the call ended. */
+/**
+ * A call on a lane: passes everything through, and tells the lane how the call ended. The
+ * CANCELLED status of a call cancelled from above (a stream left, an aborted signal) reaches the
+ * client without stack traces: grpc-js makes it an Error and formats its stack, which says only
+ * where grpc-js delivered it (once per event stream a client leaves, issue 31).
+ */
 class LaneCall implements CallStream, InterceptingListener {
   private listener: InterceptingListener | undefined;
   private done = false;
+  private cancelled = false;
 
   constructor(
     private readonly call: CallStream,
@@ -215,10 +222,14 @@ class LaneCall implements CallStream, InterceptingListener {
       this.done = true;
       this.lane.ended(status.code);
     }
-    this.listener?.onReceiveStatus(status);
+    const listener = this.listener;
+    if (listener === undefined) return;
+    if (this.cancelled && status.code === Status.CANCELLED) withoutStackTraces(() => listener.onReceiveStatus(status));
+    else listener.onReceiveStatus(status);
   }
 
   cancelWithStatus(code: Status, details: string): void {
+    if (code === Status.CANCELLED) this.cancelled = true;
     this.call.cancelWithStatus(code, details);
   }
 
