@@ -26,6 +26,7 @@ import { fromServiceError, toMhError } from "./grpc-errors.js";
 import { MAX_CLIENT_RECEIVE_MESSAGE_BYTES } from "./grpc-server.js";
 import { ResetGuardedChannel } from "./reset-guard.js";
 import { withoutStackTraces } from "./without-stack-traces.js";
+import { installCheapAsyncResourceBind } from "./async-resource-bind.js";
 
 /** Unary calls without an explicit deadline fail with DEADLINE_EXCEEDED after this long. */
 export const DEFAULT_DEADLINE_MS = 30_000;
@@ -71,6 +72,7 @@ export function createClient<C extends Client>(
   address: string,
   opts: CreateClientOptions = {},
 ): C {
+  installCheapAsyncResourceBind();
   const extra = opts.channelOptions ?? {};
   const own = opts.bearerToken === undefined ? traceContextInterceptor : traceAndBearerInterceptor(opts.bearerToken);
   return new ctor(address, opts.credentials ?? channelCredentials.createInsecure(), {
