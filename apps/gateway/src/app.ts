@@ -43,6 +43,7 @@ import { EnvironmentKeyStore } from "./environments/key-store.js";
 import { EnvironmentStore } from "./environments/store.js";
 import { SessionStore, type SessionTarget } from "./sessions/store.js";
 import { TargetCache } from "./sessions/target-cache.js";
+import { sourcesCache } from "./sessions/sources.js";
 import { StreamRegistry } from "./events/stream-registry.js";
 import { loadUiConfig, type UiConfig } from "./ui/config.js";
 import { registerUiRoutes } from "./ui/routes.js";
@@ -163,8 +164,12 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     const router = new Router(app, { principals, requireBetaHeader: config.requireBetaHeader });
     // Each noun's routes get the stores, clients and settings they use, nothing else.
     const now = (): Date => new Date();
-    const agents = new AgentStore(db);
-    const environments = new EnvironmentStore(db);
+    // The agents and environments sessions.create reads, kept while this instance hears their changes.
+    const sources = sourcesCache(config.targetCacheMs);
+    await sources.listen(db, logger);
+    cleanups.push(() => sources.stop());
+    const agents = new AgentStore(db, () => sources.forgetAll());
+    const environments = new EnvironmentStore(db, () => sources.forgetAll());
     // Sessions' target fields kept in memory while this instance hears their changes.
     const targets = new TargetCache<SessionTarget>(config.targetCacheMs);
     await targets.listen(db, logger);
@@ -179,7 +184,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     registerEnvironmentKeyRoutes(router, { environments, environmentKeys: new EnvironmentKeyStore(db), now });
     registerWorkRoutes(router, { ...hands, db, environments, sessions, workLeaseTtlSeconds: config.workLeaseTtlSeconds });
     const ui = config.ui ?? loadUiConfig();
-    registerSessionRoutes(router, { ...hands, ...input, db, agents, sessions, credentials, prices: ui.prices });
+    registerSessionRoutes(router, { ...hands, ...input, db, sources, agents, sessions, credentials, prices: ui.prices });
     registerResourceRoutes(router, { sessions, log, credentials, now });
     registerTransferRoute(router, { sessions, broker, now });
     registerEventRoutes(router, { ...hands, ...input, sessions });

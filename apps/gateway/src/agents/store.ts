@@ -43,7 +43,11 @@ export interface AgentListQuery {
 }
 
 export class AgentStore {
-  constructor(private readonly db: Db) {}
+  /** `changed`: after each write that may change an existing agent (sessions.create keeps agents: sessions/sources.ts). */
+  constructor(
+    private readonly db: Db,
+    private readonly changed: () => void = () => undefined,
+  ) {}
 
   async create(tenant: string, id: string, body: AgentBody, now: Date): Promise<AgentRecord> {
     await this.db.transaction(async (tx) => {
@@ -85,6 +89,14 @@ export class AgentStore {
    * current one: 409 otherwise. No change, no new version.
    */
   async update(tenant: string, id: string, expected: number | undefined, change: (body: AgentBody) => AgentBody, now: Date): Promise<AgentRecord> {
+    try {
+      return await this.updateIn(tenant, id, expected, change, now);
+    } finally {
+      this.changed();
+    }
+  }
+
+  private updateIn(tenant: string, id: string, expected: number | undefined, change: (body: AgentBody) => AgentBody, now: Date): Promise<AgentRecord> {
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<{ version: number; archived_at: Date | null }>(
         "SELECT version, archived_at FROM gw_agents WHERE agent_id = $1 AND tenant = $2 FOR UPDATE",
@@ -115,11 +127,15 @@ export class AgentStore {
 
   /** Idempotent: archiving an archived agent returns it unchanged. */
   async archive(tenant: string, id: string, now: Date): Promise<AgentRecord> {
-    await this.db.query("UPDATE gw_agents SET archived_at = COALESCE(archived_at, $3) WHERE agent_id = $1 AND tenant = $2", [
-      id,
-      tenant,
-      now,
-    ]);
+    try {
+      await this.db.query("UPDATE gw_agents SET archived_at = COALESCE(archived_at, $3) WHERE agent_id = $1 AND tenant = $2", [
+        id,
+        tenant,
+        now,
+      ]);
+    } finally {
+      this.changed();
+    }
     return this.require(tenant, id);
   }
 

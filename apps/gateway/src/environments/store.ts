@@ -24,7 +24,11 @@ export function environmentRecord(row: EnvironmentRow): EnvironmentRecord {
 }
 
 export class EnvironmentStore {
-  constructor(private readonly db: Db) {}
+  /** `changed`: after each write that may change an existing environment (sessions.create keeps them: sessions/sources.ts). */
+  constructor(
+    private readonly db: Db,
+    private readonly changed: () => void = () => undefined,
+  ) {}
 
   async create(tenant: string, id: string, body: EnvironmentBody, now: Date): Promise<EnvironmentRecord> {
     await this.db.query(
@@ -56,6 +60,14 @@ export class EnvironmentStore {
   }
 
   async update(tenant: string, id: string, change: (body: EnvironmentBody) => EnvironmentBody, now: Date): Promise<EnvironmentRecord> {
+    try {
+      return await this.updateIn(tenant, id, change, now);
+    } finally {
+      this.changed();
+    }
+  }
+
+  private updateIn(tenant: string, id: string, change: (body: EnvironmentBody) => EnvironmentBody, now: Date): Promise<EnvironmentRecord> {
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<EnvironmentRow>(
         `SELECT ${COLUMNS} FROM gw_environments WHERE environment_id = $1 AND tenant = $2 FOR UPDATE`,
@@ -71,16 +83,25 @@ export class EnvironmentStore {
   }
 
   async archive(tenant: string, id: string, now: Date): Promise<EnvironmentRecord> {
-    await this.db.query(
-      "UPDATE gw_environments SET archived_at = COALESCE(archived_at, $3) WHERE environment_id = $1 AND tenant = $2",
-      [id, tenant, now],
-    );
+    try {
+      await this.db.query(
+        "UPDATE gw_environments SET archived_at = COALESCE(archived_at, $3) WHERE environment_id = $1 AND tenant = $2",
+        [id, tenant, now],
+      );
+    } finally {
+      this.changed();
+    }
     return this.require(tenant, id);
   }
 
   /** Deletes the environment; sessions that named it keep its id. */
   async delete(tenant: string, id: string): Promise<void> {
-    const { rowCount } = await this.db.query("DELETE FROM gw_environments WHERE environment_id = $1 AND tenant = $2", [id, tenant]);
+    let rowCount: number | null;
+    try {
+      ({ rowCount } = await this.db.query("DELETE FROM gw_environments WHERE environment_id = $1 AND tenant = $2", [id, tenant]));
+    } finally {
+      this.changed();
+    }
     if (rowCount === 0) throw notFound("environment", id);
   }
 

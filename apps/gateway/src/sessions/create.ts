@@ -22,7 +22,7 @@ import { readReference, snapshotAgent } from "./session-agent.js";
 import type { CredentialProxyRpc } from "../clients.js";
 import type { AgentStore } from "../agents/store.js";
 import type { Queryable } from "@metaharness/db";
-import { readSessionSources } from "./sources.js";
+import { readSessionSources, type SourcesCache } from "./sources.js";
 import { NO_TOKENS, type NewSession, type ResourceTokens, type SessionRecord } from "./store.js";
 import { VaultAccess } from "../vaults/access.js";
 import { sessionVaultIds } from "../vaults/session-vaults.js";
@@ -48,8 +48,10 @@ function initialEvents(params: SessionCreateBody["initial_events"]): Event[] {
 export interface CreateDeps extends AppendDeps, HandsDeps, LiveDeps {
   /** The models' list prices: a session's usage is priced with its model's, and a budget needs one. */
   readonly prices: PriceTable;
-  /** The agent and environment a session names are read from it in one statement (sources.ts). */
+  /** The agent and environment a session names are read from it in one statement (sources.ts)... */
   readonly db: Queryable;
+  /** ...unless kept here from an earlier read. */
+  readonly sources: SourcesCache;
   readonly agents: AgentStore;
   /** Undefined when this deployment runs without a credential vault proxy. */
   readonly credentials: CredentialProxyRpc | undefined;
@@ -57,7 +59,7 @@ export interface CreateDeps extends AppendDeps, HandsDeps, LiveDeps {
 
 export async function createSession(ctx: CreateDeps, tenant: string, body: SessionCreateBody, logger: Logger): Promise<BetaManagedAgentsSession> {
   const ref = readReference(body.agent);
-  const { agent, agentExists, environment } = await readSessionSources(ctx.db, tenant, ref, body.environment_id);
+  const { agent, agentExists, environment } = await readSessionSources(ctx.db, ctx.sources, tenant, ref, body.environment_id);
   if (agent === undefined) {
     throw ref.version !== undefined && agentExists ? invalidRequest("agent.version", `agent ${ref.id} has no version ${ref.version}`) : notFound("agent", ref.id);
   }

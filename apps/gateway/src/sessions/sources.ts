@@ -4,12 +4,30 @@
  * two round trips on every `sessions.create` (issue 31); the rows are the stores' own
  * (agents/store.ts, environments/store.ts), so they map as those stores map them. The answer also
  * says whether the agent exists at all, so a missing version is told apart without a second read.
+ * What was found is kept in memory (a TargetCache on its own channel, migration 008): a session's
+ * sources are read once, not on every sessions.create (issue 31). Any change to an agent, its
+ * versions or an environment drops every copy: at once for one made through this instance (the
+ * stores call `forgetAll`), through NOTIFY for one made elsewhere, and a copy is kept at most
+ * MH_GATEWAY_TARGET_CACHE_MS for a NOTIFY lost without an error. Only what exists is kept: a
+ * missing agent, version or environment is read every time. Copies are cloned in and out, so no
+ * caller's change of what it got reaches another's.
  */
 import type { Queryable } from "@metaharness/db";
 import type { AgentRecord } from "../agents/body.js";
 import { agentRecord } from "../agents/store.js";
 import type { EnvironmentRecord } from "../environments/body.js";
 import { environmentRecord } from "../environments/store.js";
+import { TargetCache } from "./target-cache.js";
+
+/** The channel migration 008's triggers notify when an agent, its versions or an environment change. */
+export const SESSION_SOURCES_CHANNEL = "mh_gw_session_sources";
+
+export type SourcesCache = TargetCache<SessionSources>;
+
+/** A cache of sessions' sources, every copy dropped by any change heard on SESSION_SOURCES_CHANNEL. */
+export function sourcesCache(maxAgeMs: number): SourcesCache {
+  return new TargetCache<SessionSources>(maxAgeMs, { channel: SESSION_SOURCES_CHANNEL, scope: "all" });
+}
 
 export interface SessionSources {
   /** The agent's version; undefined when the agent or that version does not exist. */
@@ -44,7 +62,23 @@ const SOURCES_SQL = `SELECT a.agent_id IS NOT NULL AS agent_exists, v.agent_id, 
   LEFT JOIN gw_agent_versions v ON v.agent_id = a.agent_id AND v.version = COALESCE($3, a.version)
   LEFT JOIN gw_environments e ON e.environment_id = $4 AND e.tenant = $2`;
 
-export async function readSessionSources(db: Queryable, tenant: string, agent: { id: string; version: number | undefined }, environmentId: string): Promise<SessionSources> {
+export async function readSessionSources(
+  db: Queryable,
+  cache: SourcesCache,
+  tenant: string,
+  agent: { id: string; version: number | undefined },
+  environmentId: string,
+): Promise<SessionSources> {
+  const key = `${agent.id}\n${agent.version ?? "current"}\n${environmentId}`;
+  const kept = cache.get(tenant, key);
+  if (kept !== undefined) return structuredClone(kept);
+  const version = cache.version;
+  const read = await readFromDb(db, tenant, agent, environmentId);
+  if (read.agent !== undefined && read.environment !== undefined) cache.keep(version, tenant, key, structuredClone(read));
+  return read;
+}
+
+async function readFromDb(db: Queryable, tenant: string, agent: { id: string; version: number | undefined }, environmentId: string): Promise<SessionSources> {
   const { rows } = await db.query<SourcesRow>(SOURCES_SQL, [agent.id, tenant, agent.version ?? null, environmentId]);
   const r = rows[0];
   if (r === undefined) return { agent: undefined, agentExists: false, environment: undefined };

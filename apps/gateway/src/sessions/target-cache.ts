@@ -10,7 +10,9 @@
  * and a read keeps its result only if none came while it was under way. A copy is kept at most
  * `maxAgeMs` (MH_GATEWAY_TARGET_CACHE_MS): a LISTEN connection can be gone without an error (a
  * NAT's idle timeout, a half-open socket), and the changes it missed are then seen that late
- * rather than never, as a revoked API key is (auth/principals.ts).
+ * rather than never, as a revoked API key is (auth/principals.ts). The agents and environments
+ * sessions.create reads (sources.ts) are kept the same way on a channel of their own, where any
+ * change drops every copy (`scope: "all"`).
  */
 import { ResilientListener, type Db } from "@metaharness/db";
 import type { Logger } from "@metaharness/service-kit/logging";
@@ -28,6 +30,15 @@ interface Kept<T> {
   readonly until: number;
 }
 
+export interface TargetCacheChannel {
+  /** Where the changes are heard. */
+  readonly channel: string;
+  /** "row": a notification's payload names the one copy it changes; "all": it changes every copy. */
+  readonly scope: "row" | "all";
+}
+
+const SESSION_TARGETS: TargetCacheChannel = { channel: SESSION_TARGET_CHANNEL, scope: "row" };
+
 export class TargetCache<T> {
   private readonly kept = new Map<string, Kept<T>>();
   /** Changes heard (and connections lost) so far: a read started before one is not kept. */
@@ -36,14 +47,17 @@ export class TargetCache<T> {
   private listener: ResilientListener | undefined;
 
   /** `maxAgeMs`: how long a copy is served at most (0 keeps none). */
-  constructor(private readonly maxAgeMs: number) {}
+  constructor(
+    private readonly maxAgeMs: number,
+    private readonly heard: TargetCacheChannel = SESSION_TARGETS,
+  ) {}
 
   /** Starts hearing changes; until then (and without it, in unit tests) nothing is kept. */
   async listen(db: Db, logger: Logger): Promise<void> {
     this.listener = new ResilientListener(
       db,
-      SESSION_TARGET_CHANNEL,
-      (sessionId) => this.forget(sessionId),
+      this.heard.channel,
+      (payload) => (this.heard.scope === "all" ? this.forgetAll() : this.forget(payload)),
       () => this.resume(),
       logger,
       () => this.suspend(),
@@ -83,6 +97,12 @@ export class TargetCache<T> {
   forget(sessionId: string): void {
     this.changes += 1;
     this.kept.delete(sessionId);
+  }
+
+  /** Every copy changed: all are dropped, and reads under way are not kept. */
+  forgetAll(): void {
+    this.changes += 1;
+    this.kept.clear();
   }
 
   private suspend(): void {
