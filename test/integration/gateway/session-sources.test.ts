@@ -5,7 +5,7 @@
  * through the instance itself at once. Without the triggers the other instance would create
  * sessions from an agent's old version, or in an archived environment, for as long as it kept its
  * copy. A change whose NOTIFY never arrives is still seen once the copy is
- * MH_GATEWAY_TARGET_CACHE_MS old.
+ * MH_GATEWAY_TARGET_CACHE_MS old; sources too large to keep are read every time.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import pg from "pg";
@@ -118,5 +118,20 @@ describe("a change no instance hears of", () => {
     // Kept: the instance that keeps its copy 30 s reads nothing and creates from version 1.
     expect(await created(a, agent, env)).toBe("v1");
     await eventually(async () => ((await created(c, agent, env)) === "v2" ? true : undefined), "the unheard version to be used once the copy is old", 15_000);
+  });
+
+  it("is seen at once for an agent too large to keep, which is read every time", async () => {
+    const agent = (await a.beta.agents.create({ name: "verbose", model: "claude-sonnet-5-5", system: `[scenario:hello] ${"You greet. ".repeat(7_000)}` })).id;
+    const env = await newEnvironment(a);
+    expect(await created(a, agent, env)).toBe("v1");
+    expect(
+      await unheard(
+        `WITH v AS (INSERT INTO gw_agent_versions (agent_id, version, body, created_at)
+           SELECT agent_id, 2, body, now() FROM gw_agent_versions WHERE agent_id = $1 AND version = 1 RETURNING agent_id)
+         UPDATE gw_agents SET version = 2 WHERE agent_id = (SELECT agent_id FROM v)`,
+        [agent],
+      ),
+    ).toBe(1);
+    expect(await created(a, agent, env)).toBe("v2");
   });
 });

@@ -9,7 +9,7 @@
  * versions or an environment drops every copy: at once for one made through this instance (the
  * stores call `forgetAll`), through NOTIFY for one made elsewhere, and a copy is kept at most
  * MH_GATEWAY_TARGET_CACHE_MS for a NOTIFY lost without an error. Only what exists is kept: a
- * missing agent, version or environment is read every time. Copies are cloned in and out, so no
+ * missing agent, version or environment is read every time, as are bodies too large to keep. Copies are cloned in and out, so no
  * caller's change of what it got reaches another's.
  */
 import type { Queryable } from "@metaharness/db";
@@ -24,9 +24,21 @@ export const SESSION_SOURCES_CHANNEL = "mh_gw_session_sources";
 
 export type SourcesCache = TargetCache<SessionSources>;
 
+/**
+ * Bounds on what is kept: agents and environments a deployment's sessions are made from are few,
+ * but a body is bounded only by the request's (MH_GATEWAY_BODY_LIMIT_BYTES), so sources whose
+ * bodies pass MAX_KEPT_BODY_CHARS as JSON are read every time: 1,000 copies of 64 KiB of JSON at most.
+ */
+const MAX_KEPT_SOURCES = 1_000;
+const MAX_KEPT_BODY_CHARS = 64 * 1024;
+
 /** A cache of sessions' sources, every copy dropped by any change heard on SESSION_SOURCES_CHANNEL. */
 export function sourcesCache(maxAgeMs: number): SourcesCache {
-  return new TargetCache<SessionSources>(maxAgeMs, { channel: SESSION_SOURCES_CHANNEL, scope: "all" });
+  return new TargetCache<SessionSources>(maxAgeMs, { channel: SESSION_SOURCES_CHANNEL, scope: "all", maxKept: MAX_KEPT_SOURCES });
+}
+
+function small(s: SessionSources): boolean {
+  return JSON.stringify(s.agent?.body ?? null).length + JSON.stringify(s.environment?.body ?? null).length <= MAX_KEPT_BODY_CHARS;
 }
 
 export interface SessionSources {
@@ -74,7 +86,7 @@ export async function readSessionSources(
   if (kept !== undefined) return structuredClone(kept);
   const version = cache.version;
   const read = await readFromDb(db, tenant, agent, environmentId);
-  if (read.agent !== undefined && read.environment !== undefined) cache.keep(version, tenant, key, structuredClone(read));
+  if (read.agent !== undefined && read.environment !== undefined && small(read)) cache.keep(version, tenant, key, structuredClone(read));
   return read;
 }
 

@@ -35,9 +35,11 @@ export interface TargetCacheChannel {
   readonly channel: string;
   /** "row": a notification's payload names the one copy it changes; "all": it changes every copy. */
   readonly scope: "row" | "all";
+  /** Copies kept at most; past it the cache starts empty again. */
+  readonly maxKept: number;
 }
 
-const SESSION_TARGETS: TargetCacheChannel = { channel: SESSION_TARGET_CHANNEL, scope: "row" };
+const SESSION_TARGETS: TargetCacheChannel = { channel: SESSION_TARGET_CHANNEL, scope: "row", maxKept: MAX_KEPT };
 
 export class TargetCache<T> {
   private readonly kept = new Map<string, Kept<T>>();
@@ -89,7 +91,7 @@ export class TargetCache<T> {
   /** Keeps what a read started at `version` found, unless a change came meanwhile. */
   keep(version: number, tenant: string, sessionId: string, target: T): void {
     if (!this.listening || version !== this.changes || this.maxAgeMs <= 0) return;
-    if (this.kept.size >= MAX_KEPT) this.kept.clear();
+    if (this.kept.size >= this.heard.maxKept) this.kept.clear();
     this.kept.set(sessionId, { tenant, target, until: performance.now() + this.maxAgeMs });
   }
 
