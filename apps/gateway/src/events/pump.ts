@@ -42,8 +42,12 @@ export interface PumpOptions {
 const PUMP_ENDED = new Error("the event stream ended");
 
 export async function pump(o: PumpOptions): Promise<void> {
+  // Aborted when the pump ends, or by the caller's signal (a listener, not AbortSignal.any: see stream-route.ts).
   const ended = new AbortController();
-  const signal = AbortSignal.any([o.signal, ended.signal]);
+  const signal = ended.signal;
+  const stop = (): void => ended.abort(o.signal.reason);
+  if (o.signal.aborted) stop();
+  else o.signal.addEventListener("abort", stop, { once: true });
   let checking = false;
   const beat = async (): Promise<void> => {
     await o.writer.ping();
@@ -116,6 +120,7 @@ export async function pump(o: PumpOptions): Promise<void> {
     }
   } finally {
     clearInterval(heartbeat);
+    o.signal.removeEventListener("abort", stop);
     // Left early (the client went): the watch is cancelled.
     ended.abort(PUMP_ENDED);
     o.writer.end();

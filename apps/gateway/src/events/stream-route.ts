@@ -113,7 +113,12 @@ export async function streamSession(
     }
   }
   const lease = ctx.streams.acquire(req.tenant);
+  // The stream ends at the client's going or the gateway's shutdown (the lease), whichever comes
+  // first: one signal aborted by a listener on each, where AbortSignal.any made a composite signal
+  // (weak references both ways, and an abort dispatched through two signals) for every stream.
   const gone = new AbortController();
+  const shutdown = (): void => gone.abort(lease.signal.reason);
+  lease.signal.addEventListener("abort", shutdown, { once: true });
   // The response's close (not the request's, which fires once its body is read) means the
   // client went away.
   reply.raw.once("close", () => gone.abort(CLIENT_GONE));
@@ -130,13 +135,14 @@ export async function streamSession(
       previews: new Previews(new Set(req.query.event_deltas ?? []), record.id),
       render: renderOptions(req),
       writer,
-      signal: AbortSignal.any([lease.signal, gone.signal]),
+      signal: gone.signal,
       heartbeatMs: ctx.heartbeatMs,
       revoked: revokedCheck(ctx, req.principal),
       requestId: req.id,
       logger: req.log,
     });
   } finally {
+    lease.signal.removeEventListener("abort", shutdown);
     lease.release();
   }
 }
