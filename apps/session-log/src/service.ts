@@ -129,9 +129,16 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
         putRepositories: req.putRepositories,
         removeRepositories: req.removeRepositories,
         agent: req.agent,
+        archive: req.archive,
       });
       logger.info(
-        { session_id: sessionId, put: req.putRepositories.map((r) => r.resourceId), removed: req.removeRepositories, agent_changed: req.agent !== undefined },
+        {
+          session_id: sessionId,
+          put: req.putRepositories.map((r) => r.resourceId),
+          removed: req.removeRepositories,
+          agent_changed: req.agent !== undefined,
+          archived: req.archive === true,
+        },
         "session changed",
       );
       return { session };

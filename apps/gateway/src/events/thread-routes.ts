@@ -16,6 +16,7 @@ import { obj, pageQuery, pathParams } from "../http/json-schema.js";
 import { streamEventsQuery } from "./schemas.js";
 import { sessionParams, SESSION_STATUSES } from "../sessions/schemas.js";
 import { viewSession, type LiveDeps } from "../sessions/live.js";
+import { archiveSession } from "../sessions/archive.js";
 import type { SessionRecord } from "../sessions/store.js";
 import type { Router } from "../http/router.js";
 import { listEvents } from "./routes.js";
@@ -121,7 +122,7 @@ export function registerThreadRoutes(router: Router, ctx: LiveDeps & StreamDeps)
     },
     async (req): Promise<BetaManagedAgentsSessionThread> => {
       const record = await requireThread(req.tenant, req.params);
-      return asThread(await viewSession(ctx, await sessions.archive(req.tenant, record.id, ctx.now())));
+      return asThread(await viewSession(ctx, await archiveSession(ctx.log, sessions, req.tenant, record.id, ctx.now())));
     },
   );
 

@@ -14,6 +14,7 @@ import { statusJson, type SessionStatusJson } from "./session-json.js";
 import { createSession, type CreateDeps, type SessionCreateBody } from "./create.js";
 import { updateSession, type SessionUpdateBody } from "./update.js";
 import { dropVault } from "./repository-tokens.js";
+import { archiveSession } from "./archive.js";
 import { logSession, viewSession } from "./live.js";
 import { createSessionBody, listSessionsQuery, sessionParams, updateSessionBody } from "./schemas.js";
 import { timeFilter, type TimeOp } from "../http/filters.js";
@@ -135,7 +136,7 @@ export function registerSessionRoutes(router: Router, ctx: CreateDeps): void {
       errors: ["not_found"],
       schema: { params: sessionParams },
     },
-    async (req): Promise<BetaManagedAgentsSession> => viewSession(ctx, await sessions.archive(req.tenant, req.params.session_id, ctx.now())),
+    async (req): Promise<BetaManagedAgentsSession> => viewSession(ctx, await archiveSession(ctx.log, sessions, req.tenant, req.params.session_id, ctx.now())),
   );
 
   router.add<{ Params: SessionParams }>(

@@ -215,6 +215,10 @@ function outcomeOf(
       );
     case 5:
       return failed(tooLargeToEcho(cur - 1));
+    case 6:
+      return failed(
+        new MhError("FAILED_PRECONDITION", `session ${req.sessionId} is archived and cannot receive events`, { field: "session_id" }),
+      );
     default:
       return failed(new MhError("INTERNAL", `mh_append returned outcome ${first.outcome}`));
   }

@@ -72,6 +72,8 @@ export interface SessionChange {
   readonly removeRepositories: readonly string[];
   /** A new agent configuration; only while the session is not running. */
   readonly agent?: AgentConfig | undefined;
+  /** Archives it: input without a lease epoch is refused from then on (migration 010). */
+  readonly archive?: boolean;
 }
 
 /** Applies `change` under the session row's lock: concurrent changes compose. */
@@ -81,6 +83,9 @@ export async function updateSession(db: Db, sessionId: string, change: SessionCh
     const { rows } = await tx.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE session_id = $1 FOR UPDATE`, [sessionId]);
     const row = rows[0];
     if (row === undefined) throw notFound(sessionId);
+    const archiveOnly = change.archive === true && change.agent === undefined && change.putRepositories.length === 0 && change.removeRepositories.length === 0;
+    // A terminated session takes nothing: archiving it changes nothing.
+    if (row.status === SessionStatus.SESSION_STATUS_TERMINATED && archiveOnly) return sessionFromRow(row);
     if (row.status === SessionStatus.SESSION_STATUS_TERMINATED) {
       throw new MhError("FAILED_PRECONDITION", `session ${sessionId} is terminated; it can no longer change`, { field: "session_id" });
     }
@@ -96,8 +101,8 @@ export async function updateSession(db: Db, sessionId: string, change: SessionCh
       ...(change.agent === undefined ? {} : { agent: change.agent }),
     };
     const updated = await tx.query<SessionRow>(
-      `UPDATE sessions SET metadata = $2, updated_at = now() WHERE session_id = $1 RETURNING ${SESSION_COLUMNS}`,
-      [sessionId, JSON.stringify(SessionMetadata.toJSON(next))],
+      `UPDATE sessions SET metadata = $2, archived = archived OR $3, updated_at = now() WHERE session_id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [sessionId, JSON.stringify(SessionMetadata.toJSON(next)), change.archive === true],
     );
     return sessionFromRow(updated.rows[0]!);
   });
