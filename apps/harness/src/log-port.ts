@@ -36,6 +36,11 @@ const APPEND_POLICY = retryPolicy({
 export class LogPort {
   /** The highest seq this port has read, watched or appended (ListActive reports it). */
   lastSeq = 0;
+  /**
+   * The highest seq of this port's own appends: what came after it (read or watched) the loop has
+   * not answered yet, whatever it has seen (supervisor.ts fail).
+   */
+  lastAppendedSeq = 0;
   private readonly appendPolicy: RetryPolicy;
   private held: Event[] | undefined;
   private deltasForAppend: EventDelta[] | undefined;
@@ -129,6 +134,7 @@ export class LogPort {
       const request = { sessionId: this.sessionId, events, leaseEpoch, expectedSeq, leaseTtlMs, ...(attempt === 1 && deltas !== undefined ? { deltas } : {}) };
       const res = await this.client.emitEvents(request, { deadlineMs });
       this.saw(res.events);
+      for (const e of res.events) if (e.seq > this.lastAppendedSeq) this.lastAppendedSeq = e.seq;
       return res.events;
     });
   }

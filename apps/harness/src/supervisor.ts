@@ -144,7 +144,7 @@ export class Supervisor {
    * A loop failed for a reason of its own (a bug, a log that refuses an event): end the turn in
    * the log so the session is not left running, and back off before driving it again here, so a
    * persistent failure is not retried in a hot loop. The turn ends only if the log still ends
-   * where the loop last saw it (`ran`, or the session as the lease was taken), as the loops' own
+   * where the loop last appended (`ran`, or the session as the lease was taken), as the loops' own
    * appendAt does: an idle after input that came while the turn failed would mark that input
    * answered (the idle clears awaiting_harness, so no sweep finds it), and the gateway sends no
    * Wake while the lease has time left. Then the failure is recorded alone, and the session, still
@@ -161,7 +161,9 @@ export class Supervisor {
     const log = new LogPort(this.opts.log, sessionId);
     const failure = sessionError("unknown_error", `the harness failed: ${err.message}`, RetryStatus.RETRY_STATUS_EXHAUSTED);
     const ended = [failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)];
-    const seen = Math.max(ran.lastSeq, lease.session?.lastSeq ?? 0);
+    // Where its own last append (or the lease) left the log, not the last event it saw: input its
+    // follow merged while the turn ran was seen, and not answered.
+    const seen = Math.max(ran.lastAppendedSeq, lease.session?.lastSeq ?? 0);
     try {
       if (lease.session === undefined && seen === 0) await log.emit(ended, lease.epoch);
       else await log.emit(ended, lease.epoch, seen);

@@ -35,6 +35,7 @@ beforeAll(async () => {
         ["tool-loop", failingFirst()],
         ["plain", LOOPS.get("tool-loop")!],
         ["failing", { name: "failing", run: () => Promise.reject(new MhError("INTERNAL", "a bug of the test's")) }],
+        ["fail-after-follow", failingAfterFollow()],
       ]),
       wrapLog: (log) => ({
         ...log,
@@ -107,6 +108,38 @@ function failingFirst(): HarnessLoop {
   };
 }
 
+/** Per session: a message sent once its loop follows the log; the loop fails once its follow has it. */
+const followedFor = new Map<string, Event>();
+
+/**
+ * The default loop, but a session's first run follows the log (as its view does), sees the
+ * session's `followedFor` message come, and fails before acting on it: the message is then one the
+ * loop's log port has seen and not answered.
+ */
+function failingAfterFollow(): HarnessLoop {
+  const real = LOOPS.get("tool-loop")!;
+  const failed = new Set<string>();
+  return {
+    name: "fail-after-follow",
+    run: async (ctx) => {
+      const { sessionId } = ctx.log;
+      const meanwhile = followedFor.get(sessionId);
+      if (failed.has(sessionId) || meanwhile === undefined) return real.run(ctx);
+      failed.add(sessionId);
+      const events = await ctx.log.readAfter(0);
+      const stop = new AbortController();
+      const follow = ctx.log.watch(events[events.length - 1]?.seq ?? 0, stop.signal, ctx.leaseEpoch);
+      await brain.log.client.emitEvents({ sessionId, events: [meanwhile] });
+      try {
+        for await (const { event } of follow) if (event?.id === meanwhile.id) break;
+      } finally {
+        stop.abort();
+      }
+      throw new MhError("INTERNAL", "a bug of the test's");
+    },
+  };
+}
+
 describe("a loop that fails", () => {
   it("leaves input that came while it failed to a next turn, with the failure recorded", async () => {
     const sessionId = await brain.createSession();
@@ -141,6 +174,20 @@ describe("a loop that fails", () => {
     const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
     expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
     expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+  });
+
+  it("leaves input its follow had seen, but it had not acted on, to a next turn", async () => {
+    const sessionId = await brain.createSession({}, "fail-after-follow");
+    followedFor.set(sessionId, userMessage("meanwhile"));
+    await brain.log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
+    const events = await brain.waitFor(sessionId, (es) => {
+      const at = es.findIndex((e) => textOf(e) === "meanwhile");
+      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
+    });
+    expect(events.filter(isFailure), trail(events)).toHaveLength(1);
+    const at = events.findIndex((e) => textOf(e) === "meanwhile");
+    const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
+    expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
   });
 
   it("ends the turn with the failure when nothing came meanwhile", async () => {
