@@ -8,7 +8,11 @@
  * failure goes out.
  * The default loop's own failure (a model request that fails) leaves input that came while the
  * request was out to its next step in the same way: the message is made to come then, and to
- * reach the loop's follow of the log, before the model's failure is thrown.
+ * reach the loop's follow of the log, before the model's failure is thrown. A loop that saw input
+ * come on its follow and failed before acting on it leaves it to a next turn too. Input that
+ * lands after the request was built but before its start's append (the request goes out while
+ * that append is on its way) would stand before the start, where the log says the request saw
+ * it: the start then does not land, and the step is decided again with the input.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
@@ -24,6 +28,12 @@ import { textOf, userMessage } from "../../support/events.js";
 let brain: Brain;
 /** Appended through the log just before a session's failure goes out, once. */
 const beforeFailure = new Map<string, Event>();
+/**
+ * Appended through the log just before a session's next model request start goes out, once: the
+ * request is sent while that append is on its way, so input can land after the request was built
+ * and before its start (at a lower seq).
+ */
+const beforeStart = new Map<string, Event>();
 beforeAll(async () => {
   brain = await startBrain({ scenarios: [], env: { MH_SWEEP_MS: "600000", MH_WAKE_FREED: "false", MH_IDLE_LINGER_MS: "0" } });
   const model = createModelClient({ apiKey: "offline", model: "claude-offline-test", baseURL: brain.model.url, retry: { maxAttempts: 1, initialDelayMs: 20 } });
@@ -41,6 +51,11 @@ beforeAll(async () => {
         ...log,
         watchEvents: (req, opts) => followed(log.watchEvents(req, opts)),
         emitEvents: async (req: EmitEventsRequest, opts) => {
+          const early = beforeStart.get(req.sessionId);
+          if (early !== undefined && req.events.some((e) => e.type === "span.model_request_start")) {
+            beforeStart.delete(req.sessionId);
+            await brain.log.client.emitEvents({ sessionId: req.sessionId, events: [early] });
+          }
           const before = beforeFailure.get(req.sessionId);
           if (before !== undefined && req.events.some(isFailure)) {
             beforeFailure.delete(req.sessionId);
@@ -74,6 +89,9 @@ async function* followed<T extends { event?: Event | undefined }>(stream: AsyncI
 /** Marks a session's first message with: its model request fails once `meanwhile` (a session's) reached the loop. */
 const FAIL_MARK = "[fail-after-input]";
 const meanwhileFor = new Map<string, { sessionId: string; event: Event }>();
+/** Marks a session's first message with: its first model request fails (FAIL_ONCE and a token). */
+const FAIL_ONCE = "[fail-once]";
+const failOnce = new Set<string>();
 
 /** The model, but a request whose first user text carries FAIL_MARK and a token fails, once, after that token's message came. */
 function failingOnMark(model: ModelClient): ModelClient {
@@ -81,10 +99,17 @@ function failingOnMark(model: ModelClient): ModelClient {
     model: model.model,
     streamMessage: async (params, hooks) => {
       const first = JSON.stringify(params.messages[0]?.content ?? "");
+      const once = [...failOnce].find((t) => first.includes(`${FAIL_ONCE}${t}`));
+      if (once !== undefined) {
+        failOnce.delete(once);
+        throw new MhError("UNAVAILABLE", "the test's model failed");
+      }
       const token = [...meanwhileFor.keys()].find((t) => first.includes(`${FAIL_MARK}${t}`));
       const pending = token === undefined ? undefined : meanwhileFor.get(token);
       if (token === undefined || pending === undefined) return model.streamMessage(params, hooks);
       meanwhileFor.delete(token);
+      // After the request's start landed (input before it abandons the request: the case below).
+      await brain.waitFor(pending.sessionId, (es) => es.some((e) => e.type === "span.model_request_start"));
       const taken = new Promise<void>((resolve) => delivered.set(pending.event.id, resolve));
       await brain.log.client.emitEvents({ sessionId: pending.sessionId, events: [pending.event] });
       await taken;
@@ -171,6 +196,40 @@ describe("a loop that fails", () => {
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
     const errors = events.filter((e) => e.payload?.$case === "sessionError" && e.payload.value.error?.message === "the test's model failed");
     expect(errors, trail(events)).toHaveLength(1);
+    const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
+    expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+  });
+
+  it("of the default loop, with a final answer, leaves input that landed before the request's start to its next step", async () => {
+    const sessionId = await brain.createSession({}, "plain");
+    beforeStart.set(sessionId, userMessage("meanwhile"));
+    await brain.log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
+    const events = await brain.waitFor(sessionId, (es) => {
+      const at = es.findIndex((e) => textOf(e) === "meanwhile");
+      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
+    });
+    expect(beforeStart.has(sessionId)).toBe(false);
+    const at = events.findIndex((e) => textOf(e) === "meanwhile");
+    expect(events.findIndex((e) => e.type === "span.model_request_start"), trail(events)).toBeGreaterThan(at);
+    const replies = events.filter((e) => e.type === "agent.message").map(textOf);
+    expect(replies[replies.length - 1], trail(events)).toContain("meanwhile");
+    expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+  });
+
+  it("of the default loop, at a failed model request, leaves input that landed before the request's start to its next step", async () => {
+    const sessionId = await brain.createSession({}, "plain");
+    const token = sessionId.slice(-8);
+    failOnce.add(token);
+    beforeStart.set(sessionId, userMessage("meanwhile"));
+    await brain.log.client.emitEvents({ sessionId, events: [userMessage(`${FAIL_ONCE}${token} hello`)] });
+    const events = await brain.waitFor(sessionId, (es) => {
+      const at = es.findIndex((e) => textOf(e) === "meanwhile");
+      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
+    });
+    expect(failOnce.has(token)).toBe(false);
+    const at = events.findIndex((e) => textOf(e) === "meanwhile");
+    expect(events.findIndex((e) => e.type === "span.model_request_start"), trail(events)).toBeGreaterThan(at);
     const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
     expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
     expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);

@@ -261,12 +261,19 @@ class Driver {
     // (the deltas wait for it, the response is recorded after it), and if it fails (the lease was
     // taken over) the request is abandoned: a crash in between leaves the log as a crash
     // mid-stream does, with no recorded start, and the next holder asks again. A step that must
-    // compact first appends first, so its events keep their order.
+    // compact first appends first, so its events keep their order. The start lands only where the
+    // log still ends at the events the request is built from: input that landed first would stand
+    // before the start, where the log says the request saw it (state.ts), and the turn's idle
+    // would leave it unanswered; then the request is abandoned and the step decided again.
     const stepSignal = this.newStep(seen).signal;
     const bookkeeping = new AbortController();
     const signal = AbortSignal.any([stepSignal, this.ctx.signal, bookkeeping.signal]);
-    const started = this.append(...this.runningIfIdle(), start).then(
-      () => undefined,
+    const started = this.appendAt(this.lastSeq(), ...this.runningIfIdle(), start).then(
+      (landed) => {
+        if (landed) return undefined;
+        bookkeeping.abort(INPUT_CAME_FIRST);
+        return INPUT_CAME_FIRST;
+      },
       (err: unknown) => {
         bookkeeping.abort(err);
         return MhError.from(err);
@@ -278,6 +285,7 @@ class Driver {
     const compact = this.strategy.compaction !== undefined && fits === undefined;
     if (compact) {
       const failed = await startFailure();
+      if (failed === INPUT_CAME_FIRST) return;
       if (failed !== undefined) throw failed;
     }
     const deltas = new DeltaForwarder(this.ctx.log, start.id, this.ctx.logger, started.then((failed) => failed === undefined));
@@ -321,6 +329,7 @@ class Driver {
         }
       }
       const failed = await startFailure();
+      if (failed === INPUT_CAME_FIRST) return;
       if (failed !== undefined) throw failed;
       const startSeq = this.events.find((e) => e.id === start.id)?.seq ?? this.lastSeq();
       const { message, ttftMs, attempts } = result;
@@ -347,6 +356,7 @@ class Driver {
       const failed = await startFailure();
       await Promise.allSettled(retries);
       await deltas.flush();
+      if (failed === INPUT_CAME_FIRST) return;
       if (failed !== undefined) throw failed;
       if (this.ctx.signal.aborted) throw err;
       const e = MhError.from(err);
@@ -402,3 +412,6 @@ class Driver {
     if (!(await this.appendAt(this.lastSeq(), ...ended))) await this.append(...ended.slice(0, -1));
   }
 }
+
+/** Why a model request was abandoned before its start landed: input came first (decided again). Made once. */
+const INPUT_CAME_FIRST = new MhError("ABORTED", "input came before the model request's start was recorded; deciding again");
