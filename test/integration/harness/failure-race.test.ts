@@ -17,7 +17,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MhError } from "@metaharness/errors";
 import { LOOPS, type HarnessLoop } from "@metaharness/harness";
-import { createModelClient, type ModelClient } from "@metaharness/model-client";
+import { createModelClient, ModelError, type ModelClient } from "@metaharness/model-client";
 import { StopReasonType, type EmitEventsRequest, type Event } from "@metaharness/proto";
 import { eventually } from "../../support/eventually.js";
 import { idleReason, startBrain, type Brain } from "../../support/harness.js";
@@ -92,6 +92,9 @@ const meanwhileFor = new Map<string, { sessionId: string; event: Event }>();
 /** Marks a session's first message with: its first model request fails (FAIL_ONCE and a token). */
 const FAIL_ONCE = "[fail-once]";
 const failOnce = new Set<string>();
+/** Marks a session's first message with: the model says the prompt is too long `refusals` times; `event` comes before the last. */
+const TOO_LONG = "[too-long]";
+const tooLong = new Map<string, { refusals: number; sessionId: string; event: Event }>();
 
 /** The model, but a request whose first user text carries FAIL_MARK and a token fails, once, after that token's message came. */
 function failingOnMark(model: ModelClient): ModelClient {
@@ -99,6 +102,19 @@ function failingOnMark(model: ModelClient): ModelClient {
     model: model.model,
     streamMessage: async (params, hooks) => {
       const first = JSON.stringify(params.messages[0]?.content ?? "");
+      const long = [...tooLong.keys()].find((t) => first.includes(`${TOO_LONG}${t}`));
+      const left = long === undefined ? undefined : tooLong.get(long);
+      if (long !== undefined && left !== undefined) {
+        // The second refusal (after the forced compaction) ends the turn: the message comes first.
+        if (left.refusals === 1) tooLong.delete(long);
+        else tooLong.set(long, { ...left, refusals: left.refusals - 1 });
+        if (left.refusals === 1) {
+          const taken = new Promise<void>((resolve) => delivered.set(left.event.id, resolve));
+          await brain.log.client.emitEvents({ sessionId: left.sessionId, events: [left.event] });
+          await taken;
+        }
+        throw new ModelError("INVALID_ARGUMENT", "prompt is too long: 300000 tokens > 200000 maximum", { errorType: "model_request_failed_error", status: 400, retryable: false });
+      }
       const once = [...failOnce].find((t) => first.includes(`${FAIL_ONCE}${t}`));
       if (once !== undefined) {
         failOnce.delete(once);
@@ -233,6 +249,23 @@ describe("a loop that fails", () => {
     const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
     expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
     expect(idleReason(events)).toBe(StopReasonType.STOP_REASON_TYPE_END_TURN);
+  });
+
+  it("of the default loop, ending a turn at the compaction limit, leaves input that came meanwhile to its next step", async () => {
+    const sessionId = await brain.createSession({ contextStrategy: "compaction" }, "plain");
+    const token = sessionId.slice(-8);
+    tooLong.set(token, { refusals: 2, sessionId, event: userMessage("meanwhile") });
+    await brain.log.client.emitEvents({ sessionId, events: [userMessage(`${TOO_LONG}${token} hello`)] });
+    const events = await brain.waitFor(sessionId, (es) => {
+      const at = es.findIndex((e) => textOf(e) === "meanwhile");
+      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
+    });
+    expect(tooLong.has(token)).toBe(false);
+    const limits = events.filter((e) => e.payload?.$case === "sessionError" && e.payload.value.error?.type === "compaction_limit_reached_error");
+    expect(limits, trail(events)).toHaveLength(1);
+    const at = events.findIndex((e) => textOf(e) === "meanwhile");
+    const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);
+    expect(replies, trail(events)).toEqual([expect.stringContaining("meanwhile")]);
   });
 
   it("leaves input its follow had seen, but it had not acted on, to a next turn", async () => {

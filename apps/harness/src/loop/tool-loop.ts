@@ -377,9 +377,7 @@ class Driver {
       // As a final answer (above): input that came while the request was out is not answered by
       // this failure, whose idle would mark it so (no harness would then take it up); the next
       // step asks the model with it.
-      const startSeq = this.events.find((x) => x.id === start.id)?.seq ?? this.lastSeq();
-      const inputSince = this.events.some((x) => x.seq > startSeq && x.type.startsWith("user."));
-      if (inputSince || !(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
+      if (this.inputSinceStart(start.id) || !(await this.appendAt(this.lastSeq(), ...failure, idle(StopReasonType.STOP_REASON_TYPE_RETRIES_EXHAUSTED)))) await this.append(...failure);
     }
   }
 
@@ -407,9 +405,20 @@ class Driver {
     }
   }
 
+  /**
+   * Ends the turn, as a failed request does (callModel): input that came after the request's start
+   * (while it compacted and asked again) is not answered by this idle, which would mark it so; the
+   * next step takes it up.
+   */
   private async endAtCompactionLimit(startId: string, limit: CompactionLimit): Promise<void> {
     const ended = compactionLimitEvents(startId, limit);
-    if (!(await this.appendAt(this.lastSeq(), ...ended))) await this.append(...ended.slice(0, -1));
+    if (this.inputSinceStart(startId) || !(await this.appendAt(this.lastSeq(), ...ended))) await this.append(...ended.slice(0, -1));
+  }
+
+  /** Whether user input came after a model request's start: the request did not see it. */
+  private inputSinceStart(startId: string): boolean {
+    const startSeq = this.events.find((e) => e.id === startId)?.seq ?? this.lastSeq();
+    return this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));
   }
 }
 
