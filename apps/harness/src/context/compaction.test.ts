@@ -61,6 +61,25 @@ describe("compaction", () => {
     expect(compactionStrategy.compaction?.needed(over)).toBe(true);
   });
 
+  it("sends build()'s request at the threshold exactly, and none a token past it", () => {
+    const events = history(3, 100);
+    const size = sizeOf(compactionStrategy.build({ events, agent: agent(1_000_000), tools: [] }));
+    // The smallest window whose threshold is the request's size, and the largest whose threshold is a token under it.
+    const windowAt = (threshold: number): number => {
+      let w = Math.ceil(threshold / 0.8);
+      while (compactionSettings(agent(w)).thresholdTokens < threshold) w++;
+      while (compactionSettings(agent(w - 1)).thresholdTokens >= threshold) w--;
+      return w;
+    };
+    const atThreshold = { events, agent: agent(windowAt(size)), tools: [] };
+    expect(compactionSettings(atThreshold.agent).thresholdTokens).toBe(size);
+    expect(compactionStrategy.compaction?.requestIfFits(atThreshold)).toEqual(compactionStrategy.build(atThreshold));
+    const past = { events, agent: agent(windowAt(size) - 1), tools: [] };
+    expect(compactionSettings(past.agent).thresholdTokens).toBe(size - 1);
+    expect(compactionStrategy.compaction?.requestIfFits(past)).toBeUndefined();
+    expect(compactionStrategy.compaction?.needed(past)).toBe(true);
+  });
+
   it("clears old tool results first, keeping the last three, without asking the model", async () => {
     const events = history(12, 1_200);
     const input = { events, agent: agent(6_000), tools: [] };
