@@ -252,7 +252,11 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
 
     renewLease: rpc("renewLease", async (req) => {
       const sessionId = requireSessionId(req.sessionId);
-      const lease = await renewLease(db, sessionId, req.holder, req.epoch, req.ttlMs);
+      const lease = await renewLease(db, sessionId, req.holder, req.epoch, req.ttlMs).catch((err: unknown) => {
+        // Refused (another holds the session, or nobody): the epoch is over, as RenewLeases' refusals say.
+        if (err instanceof MhError && err.code === "ABORTED") leases.tell(sessionId, { epoch: req.epoch, leftMs: 0 });
+        throw err;
+      });
       leases.tell(sessionId, { epoch: req.epoch, leftMs: req.ttlMs });
       return { lease };
     }),

@@ -108,6 +108,22 @@ describe("a watch that ends with its lease (end_with_lease)", () => {
     await expect(ending.ended).resolves.toEqual([]);
   });
 
+  it("ends when its holder's renewal is refused, the lease given back through another log instance", async () => {
+    const sessionId = await newSession(log.client);
+    const { lease } = await log.client.acquireLease({ sessionId, holder: "hold_end_renew", ttlMs: 30_000 });
+    const epoch = lease!.epoch;
+    const ending = watch(log.client, { sessionId, exceptLeaseEpoch: epoch, endWithLease: true });
+    await subscribed(sessionId, ending);
+    // This instance is told nothing of a release through another: the watch runs on.
+    const replica = await log.startReplica();
+    await replica.client.releaseLease({ sessionId, holder: "hold_end_renew", epoch });
+    expect(ending.done()).toBe(false);
+    // The holder's renewal through this instance, refused, is what it learns.
+    await expect(log.client.renewLease({ sessionId, holder: "hold_end_renew", epoch, ttlMs: 30_000 })).rejects.toMatchObject({ code: "ABORTED" });
+    await eventually(() => Promise.resolve(ending.done() ? true : undefined), "the watch to end after the refused renewal");
+    await expect(ending.ended).resolves.toEqual([]);
+  });
+
   it("ends when the lease runs out as an append under it set it, with no call to end it", async () => {
     const sessionId = await newSession(log.client);
     const { lease } = await log.client.acquireLease({ sessionId, holder: "hold_end_runs_out", ttlMs: 30_000 });
