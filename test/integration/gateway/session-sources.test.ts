@@ -57,6 +57,15 @@ async function unheard(sql: string, params: unknown[]): Promise<number | null> {
   }
 }
 
+/** Gives `agent` a version 2 (a copy of its first) that no instance hears of. */
+const unheardSecondVersion = (agent: string): Promise<number | null> =>
+  unheard(
+    `WITH v AS (INSERT INTO gw_agent_versions (agent_id, version, body, created_at)
+       SELECT agent_id, 2, body, now() FROM gw_agent_versions WHERE agent_id = $1 AND version = 1 RETURNING agent_id)
+     UPDATE gw_agents SET version = 2 WHERE agent_id = (SELECT agent_id FROM v)`,
+    [agent],
+  );
+
 describe("sessions' sources kept in memory", () => {
   it("an agent's new version, an agent's archive and an environment's archive through another instance reach this one", async () => {
     const agent = await newAgent(a);
@@ -107,14 +116,7 @@ describe("a change no instance hears of", () => {
     expect(await created(c, agent, env)).toBe("v1");
     // A second version with the triggers off for this connection: its NOTIFY is never sent, as
     // when a LISTEN connection is gone and nothing says so.
-    expect(
-      await unheard(
-        `WITH v AS (INSERT INTO gw_agent_versions (agent_id, version, body, created_at)
-           SELECT agent_id, 2, body, now() FROM gw_agent_versions WHERE agent_id = $1 AND version = 1 RETURNING agent_id)
-         UPDATE gw_agents SET version = 2 WHERE agent_id = (SELECT agent_id FROM v)`,
-        [agent],
-      ),
-    ).toBe(1);
+    expect(await unheardSecondVersion(agent)).toBe(1);
     // Kept: the instance that keeps its copy 30 s reads nothing and creates from version 1.
     expect(await created(a, agent, env)).toBe("v1");
     await eventually(async () => ((await created(c, agent, env)) === "v2" ? true : undefined), "the unheard version to be used once the copy is old", 15_000);
@@ -124,14 +126,7 @@ describe("a change no instance hears of", () => {
     const agent = (await a.beta.agents.create({ name: "verbose", model: "claude-sonnet-5-5", system: `[scenario:hello] ${"You greet. ".repeat(7_000)}` })).id;
     const env = await newEnvironment(a);
     expect(await created(a, agent, env)).toBe("v1");
-    expect(
-      await unheard(
-        `WITH v AS (INSERT INTO gw_agent_versions (agent_id, version, body, created_at)
-           SELECT agent_id, 2, body, now() FROM gw_agent_versions WHERE agent_id = $1 AND version = 1 RETURNING agent_id)
-         UPDATE gw_agents SET version = 2 WHERE agent_id = (SELECT agent_id FROM v)`,
-        [agent],
-      ),
-    ).toBe(1);
+    expect(await unheardSecondVersion(agent)).toBe(1);
     expect(await created(a, agent, env)).toBe("v2");
   });
 });

@@ -181,17 +181,19 @@ function failingAfterFollow(): HarnessLoop {
   };
 }
 
+/** Until a turn ended after the message sent meanwhile (the failure's, before the fixes: then for good). */
+function endedAfterMeanwhile(es: Event[]): boolean {
+  const at = es.findIndex((e) => textOf(e) === "meanwhile");
+  return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
+}
+
 describe("a loop that fails", () => {
   it("leaves input that came while it failed to a next turn, with the failure recorded", async () => {
     const sessionId = await brain.createSession();
     beforeFailure.set(sessionId, userMessage("meanwhile"));
     // The harness's sweeper finds the session awaiting a harness.
     await brain.log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
-    // Until a turn ended after the message (the failure's, before the fix: then for good).
-    const events = await brain.waitFor(sessionId, (es) => {
-      const at = es.findIndex((e) => textOf(e) === "meanwhile");
-      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
-    });
+    const events = await brain.waitFor(sessionId, endedAfterMeanwhile);
     expect(beforeFailure.has(sessionId)).toBe(false);
     expect(events.filter(isFailure)).toHaveLength(1);
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
@@ -204,10 +206,7 @@ describe("a loop that fails", () => {
     const token = sessionId.slice(-8);
     meanwhileFor.set(token, { sessionId, event: userMessage("meanwhile") });
     await brain.log.client.emitEvents({ sessionId, events: [userMessage(`${FAIL_MARK}${token} hello`)] });
-    const events = await brain.waitFor(sessionId, (es) => {
-      const at = es.findIndex((e) => textOf(e) === "meanwhile");
-      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
-    });
+    const events = await brain.waitFor(sessionId, endedAfterMeanwhile);
     expect(meanwhileFor.has(token)).toBe(false);
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
     const errors = events.filter((e) => e.payload?.$case === "sessionError" && e.payload.value.error?.message === "the test's model failed");
@@ -221,10 +220,7 @@ describe("a loop that fails", () => {
     const sessionId = await brain.createSession({}, "plain");
     beforeStart.set(sessionId, userMessage("meanwhile"));
     await brain.log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
-    const events = await brain.waitFor(sessionId, (es) => {
-      const at = es.findIndex((e) => textOf(e) === "meanwhile");
-      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
-    });
+    const events = await brain.waitFor(sessionId, endedAfterMeanwhile);
     expect(beforeStart.has(sessionId)).toBe(false);
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
     expect(events.findIndex((e) => e.type === "span.model_request_start"), trail(events)).toBeGreaterThan(at);
@@ -239,10 +235,7 @@ describe("a loop that fails", () => {
     failOnce.add(token);
     beforeStart.set(sessionId, userMessage("meanwhile"));
     await brain.log.client.emitEvents({ sessionId, events: [userMessage(`${FAIL_ONCE}${token} hello`)] });
-    const events = await brain.waitFor(sessionId, (es) => {
-      const at = es.findIndex((e) => textOf(e) === "meanwhile");
-      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
-    });
+    const events = await brain.waitFor(sessionId, endedAfterMeanwhile);
     expect(failOnce.has(token)).toBe(false);
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
     expect(events.findIndex((e) => e.type === "span.model_request_start"), trail(events)).toBeGreaterThan(at);
@@ -256,10 +249,7 @@ describe("a loop that fails", () => {
     const token = sessionId.slice(-8);
     tooLong.set(token, { refusals: 2, sessionId, event: userMessage("meanwhile") });
     await brain.log.client.emitEvents({ sessionId, events: [userMessage(`${TOO_LONG}${token} hello`)] });
-    const events = await brain.waitFor(sessionId, (es) => {
-      const at = es.findIndex((e) => textOf(e) === "meanwhile");
-      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
-    });
+    const events = await brain.waitFor(sessionId, endedAfterMeanwhile);
     expect(tooLong.has(token)).toBe(false);
     const limits = events.filter((e) => e.payload?.$case === "sessionError" && e.payload.value.error?.type === "compaction_limit_reached_error");
     expect(limits, trail(events)).toHaveLength(1);
@@ -272,10 +262,7 @@ describe("a loop that fails", () => {
     const sessionId = await brain.createSession({}, "fail-after-follow");
     followedFor.set(sessionId, userMessage("meanwhile"));
     await brain.log.client.emitEvents({ sessionId, events: [userMessage("hello")] });
-    const events = await brain.waitFor(sessionId, (es) => {
-      const at = es.findIndex((e) => textOf(e) === "meanwhile");
-      return at >= 0 && es[es.length - 1]?.type === "session.status_idle" && es.length - 1 > at;
-    });
+    const events = await brain.waitFor(sessionId, endedAfterMeanwhile);
     expect(events.filter(isFailure), trail(events)).toHaveLength(1);
     const at = events.findIndex((e) => textOf(e) === "meanwhile");
     const replies = events.slice(at).filter((e) => e.type === "agent.message").map(textOf);

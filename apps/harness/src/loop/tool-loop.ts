@@ -331,7 +331,6 @@ class Driver {
       const failed = await startFailure();
       if (failed === INPUT_CAME_FIRST) return;
       if (failed !== undefined) throw failed;
-      const startSeq = this.events.find((e) => e.id === start.id)?.seq ?? this.lastSeq();
       const { message, ttftMs, attempts } = result;
       this.meter.modelRequest(Date.now() - began - this.compactingMs, { ttftMs, usage: message.usage });
       await Promise.all(retries);
@@ -348,7 +347,7 @@ class Driver {
       // A final answer closes the turn in the same append, unless input arrived while it streamed
       // (or arrives before the append lands): then the next step answers it.
       const decidedAt = this.lastSeq();
-      const final = message.stop_reason !== "tool_use" && !this.events.some((e) => e.seq > startSeq && e.type.startsWith("user."));
+      const final = message.stop_reason !== "tool_use" && !this.inputSinceStart(start.id);
       if (!final || !(await this.appendAt(decidedAt, ...response, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)))) await this.append(...response);
     } catch (err) {
       // The start's append failed (the lease is gone, or the log refused it): that is the error,
