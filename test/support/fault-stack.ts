@@ -24,6 +24,7 @@ import {
   type SessionMetadata,
 } from "@metaharness/proto";
 import { createClient, promisify, type PromiseClient } from "@metaharness/service-kit/grpc";
+import pg from "pg";
 import { eventually } from "./eventually.js";
 import { userMessage } from "./events.js";
 import { metadataWithVaults } from "./vault.js";
@@ -121,12 +122,28 @@ export async function stepRuns(stack: FaultStack, sessionId: string): Promise<st
 
 /**
  * Starts `count` sessions on `prompt` and returns once the first one is mid-tool (its first result
- * in, its next command running), with each session's event count at that moment.
+ * in, its next command running), with each session's event count at that moment. Its command is
+ * claimed in the broker's call ledger, not only asked for in the log: between the tool use's
+ * append and the harness's Execute there is a GetSession (the repositories), and a broker killed
+ * in that gap never saw the call, which its successor then runs in full (a CI run at load killed
+ * the broker there, and the "in flight" call ran its whole 120 s sleep after the restart).
  */
 export async function turnsMidTool(stack: FaultStack, count: number, prompt: string): Promise<Map<string, number>> {
   const sessions = await Promise.all(Array.from({ length: count }, () => stack.createSession()));
   for (const id of sessions) await stack.send(id, prompt);
-  await stack.waitFor(sessions[0]!, (e) => e.some((x) => x.type === "agent.tool_result") && openToolUses(e).length === 1, 30_000);
+  const first = sessions[0]!;
+  const events = await stack.waitFor(first, (e) => e.some((x) => x.type === "agent.tool_result") && openToolUses(e).length === 1, 30_000);
+  const callId = openToolUses(events)[0]!;
+  const db = new pg.Client({ connectionString: stack.brokerDbUrl });
+  await db.connect();
+  try {
+    await eventually(async () => {
+      const { rowCount } = await db.query("SELECT 1 FROM sandbox_calls WHERE session_id = $1 AND call_id = $2", [first, callId]);
+      return rowCount === 0 ? undefined : true;
+    }, `the broker to claim call ${callId} of session ${first}`, 30_000);
+  } finally {
+    await db.end();
+  }
   return countEvents(stack, sessions);
 }
 
