@@ -21,6 +21,7 @@ import { logSession } from "../sessions/live.js";
 import { seqOfServedId } from "./log-scan.js";
 import { Previews } from "./previews.js";
 import { pump } from "./pump.js";
+import { quietAbort } from "./quiet-abort.js";
 import { SseWriter } from "./sse.js";
 import type { SessionLogRpc } from "../clients.js";
 import type { Router } from "../http/router.js";
@@ -122,6 +123,8 @@ export async function streamSession(
   // The response's close (not the request's, which fires once its body is read) means the
   // client went away.
   reply.raw.once("close", () => gone.abort(CLIENT_GONE));
+  // The client's going makes Node's `aborted` error for the request: without its stack.
+  const loud = quietAbort(reply.raw);
   const writer = new SseWriter(reply.raw);
   try {
     await pump({
@@ -142,6 +145,7 @@ export async function streamSession(
       logger: req.log,
     });
   } finally {
+    loud();
     lease.signal.removeEventListener("abort", shutdown);
     lease.release();
   }
