@@ -10,6 +10,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import { ApiError } from "../errors/api-error.js";
 import { ERROR_CATALOG } from "../errors/catalog.js";
 import { REQUEST_ID_PREFIX, newId } from "../ids.js";
+import { requestLogger } from "./request-logger.js";
 import { validationError } from "./validation.js";
 
 export interface ServerOptions {
@@ -77,6 +78,8 @@ export function createServer(opts: ServerOptions): FastifyInstance {
     loggerInstance,
     // One line per request is written by the onResponse hook below, with the tenant.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
+    // Each request's child logger made at its first line written (request-logger.ts).
+    childLoggerFactory: requestLogger,
     bodyLimit: opts.bodyLimitBytes,
     forceCloseConnections: true,
     // HEAD would run GET handlers, the event stream's included; nothing here needs it.
