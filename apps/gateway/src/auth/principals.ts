@@ -21,6 +21,9 @@ import { ENVIRONMENT_KEY_PREFIX, MAX_KEY_CHARS, WORK_TOKEN_PREFIX } from "./key-
 
 const MAX_CACHED_KEYS = 10_000;
 
+/** A key no credential can be (longer than any): known without a query to be no one's. */
+const NONE = { principal: undefined } as const;
+
 export type Principal =
   | { readonly kind: "api_key"; readonly tenant: string }
   | { readonly kind: "environment_key"; readonly tenant: string; readonly environmentId: string }
@@ -59,13 +62,24 @@ export class Principals {
     private readonly ttlMs: number,
   ) {}
 
+  /**
+   * What is known of `key` without a query: `{ principal }` (undefined for an unknown or revoked
+   * key) when kept or refused by its length; undefined when only `resolve` can say (a miss, an
+   * expired copy, a sessions token).
+   */
+  kept(key: string): { readonly principal: Principal | undefined } | undefined {
+    if (key.length > MAX_KEY_CHARS) return NONE;
+    if (key.startsWith(WORK_TOKEN_PREFIX)) return undefined;
+    const hit = this.cache.get(key);
+    return hit !== undefined && hit.until > Date.now() ? hit : undefined;
+  }
+
   /** The principal of `key`, or undefined for an unknown or revoked one. */
   async resolve(key: string): Promise<Principal | undefined> {
-    if (key.length > MAX_KEY_CHARS) return undefined;
+    const known = this.kept(key);
+    if (known !== undefined) return known.principal;
     if (key.startsWith(WORK_TOKEN_PREFIX)) return this.workToken(hashKey(key));
     const now = Date.now();
-    const hit = this.cache.get(key);
-    if (hit !== undefined && hit.until > now) return hit.principal;
     const hash = hashKey(key);
     const principal = key.startsWith(ENVIRONMENT_KEY_PREFIX) ? await this.environmentKey(hash) : await this.apiKey(hash);
     if (this.ttlMs > 0) {

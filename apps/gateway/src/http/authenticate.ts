@@ -49,9 +49,26 @@ const API_KEY_ONLY: readonly CredentialKind[] = ["api_key"];
  * work item moved on), 404 for an object outside the credential's scope.
  */
 export async function authenticate(req: FastifyRequest, opts: AuthOptions, accepts: readonly CredentialKind[] = API_KEY_ONLY): Promise<Principal> {
+  return admit(req, opts, accepts, await opts.principals.resolve(requireKey(req)));
+}
+
+/**
+ * authenticate's answer when it needs no query (a key kept, refused, or missing: thrown as
+ * authenticate throws), else undefined: a request then costs no promise and no microtask hop
+ * before its handler (issue 31). A sessions token is always looked up.
+ */
+export function authenticateKept(req: FastifyRequest, opts: AuthOptions, accepts: readonly CredentialKind[] = API_KEY_ONLY): Principal | undefined {
+  const known = opts.principals.kept(requireKey(req));
+  return known === undefined ? undefined : admit(req, opts, accepts, known.principal);
+}
+
+function requireKey(req: FastifyRequest): string {
   const key = keyOf(req);
   if (key === undefined) throw new ApiError("authentication_failed", "x-api-key header is required");
-  const principal = await opts.principals.resolve(key);
+  return key;
+}
+
+function admit(req: FastifyRequest, opts: AuthOptions, accepts: readonly CredentialKind[], principal: Principal | undefined): Principal {
   if (principal === undefined) throw new ApiError("authentication_failed", "invalid x-api-key");
   checkBetaHeader(req, opts.requireBetaHeader);
   if (!accepts.includes(principal.kind)) {

@@ -3,8 +3,8 @@
  * fastify (behind the API-key gate unless public) and keeps it, from which /openapi.json is built
  * and against which docs/api.md is tested.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
-import { authenticate, type AuthOptions } from "./authenticate.js";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteGenericInterface } from "fastify";
+import { authenticate, authenticateKept, type AuthOptions } from "./authenticate.js";
 import type { Principal } from "../auth/principals.js";
 import { inRequestSpan, traceRequests } from "./request-spans.js";
 import type { RouteDoc } from "./route-doc.js";
@@ -44,10 +44,22 @@ export class Router {
       ...(doc.public === true
         ? {}
         : {
-            onRequest: async (req: FastifyRequest) => {
-              const principal = await authenticate(req, auth, doc.accepts);
-              req.principal = principal;
-              req.tenant = principal.tenant;
+            // fastify's `done` rather than a promise, and no query for a key kept (authenticateKept).
+            onRequest: (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+              const admitted = (principal: Principal): void => {
+                req.principal = principal;
+                req.tenant = principal.tenant;
+                done();
+              };
+              let known: Principal | undefined;
+              try {
+                known = authenticateKept(req, auth, doc.accepts);
+              } catch (err) {
+                done(err as FastifyError);
+                return;
+              }
+              if (known !== undefined) admitted(known);
+              else authenticate(req, auth, doc.accepts).then(admitted, (err: unknown) => done(err as FastifyError));
             },
           }),
       config: { doc },
