@@ -55,6 +55,19 @@ describe("traces", () => {
     expect(answer.traceContext?.traceparent).toContain(traceId);
   });
 
+  it("give a span only to a step with something to do: none to the settled step after a turn's idle", async () => {
+    const sessionId = await brain.createSession();
+    await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hi] hi") });
+    await brain.rpc.wake({ sessionId });
+    await brain.waitFor(sessionId, (e) => idleReason(e) === StopReasonType.STOP_REASON_TYPE_END_TURN);
+    // The loop decides its next step (done: the log ends with the turn's idle) before it lingers,
+    // and returns once the linger runs out: every step it took is behind it then.
+    const supervisor = brain.harnesses[0]!.supervisor;
+    await expect.poll(() => supervisor.list().some((s) => s.sessionId === sessionId), { timeout: 30_000 }).toBe(false);
+    const steps = tel.finishedSpans().filter((s) => s.name.startsWith("harness.") && s.attributes["mh.session_id"] === sessionId);
+    expect(steps.map((s) => s.name)).toEqual(["harness.call-model"]);
+  });
+
   it("mark the step whose model request failed as an error, with the error's type", async () => {
     const sessionId = await brain.createSession();
     await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:no-such-scenario] hi") });

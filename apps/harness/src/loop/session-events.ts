@@ -119,13 +119,21 @@ export class SessionEvents {
     if (n > 0) this.events.splice(0, n);
   }
 
-  /** Resolves once the view holds an event after `afterSeq`, or when `signal` aborts. */
-  changed(afterSeq: number, signal: AbortSignal): Promise<void> {
+  /**
+   * Resolves once the view holds an event after `afterSeq`, when `signal` aborts, or `withinMs`
+   * from now. The time is a timer of its own, not a signal: a deadline's signal combined with
+   * `signal` (AbortSignal.any) cost a controller and a composite per wait (issue 31).
+   */
+  changed(afterSeq: number, signal: AbortSignal, withinMs?: number): Promise<void> {
     if (this.lastSeq() > afterSeq || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
+      const timer = withinMs === undefined ? undefined : setTimeout(() => done(), withinMs);
+      // Like a deadline's, the wait alone does not keep the process running.
+      timer?.unref();
       const done = (): void => {
         this.waiters.delete(done);
         signal.removeEventListener("abort", done);
+        clearTimeout(timer);
         resolve();
       };
       this.waiters.add(done);

@@ -15,7 +15,6 @@ import { newEvent } from "@metaharness/events";
 import { SpanStatusCode, withSpan, type Span } from "@metaharness/telemetry";
 import { ModelError, type StreamHooks, type StreamResult } from "@metaharness/model-client";
 import type { Event } from "@metaharness/proto";
-import { deadline } from "@metaharness/service-kit/grpc";
 import { horizonOf, readHorizon } from "../context/horizon.js";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextInput, ContextStrategy } from "../context/strategy.js";
@@ -38,7 +37,15 @@ export const toolLoop: HarnessLoop = {
 
 class Driver {
   private view: SessionEvents | undefined;
+  /**
+   * The running step's controller: aborted by an interrupt, and by the lease's end (stepEnds), so
+   * that its signal alone stops the step. A composite (AbortSignal.any) of it and the lease's
+   * signal per step, and a controller more per model request, cost 20-40 us each on Node 20 and
+   * hung off the lease's signal until collected (issue 31).
+   */
   private step: AbortController | undefined;
+  /** Aborts the running step when the lease ends: one listener for the loop's life. */
+  private readonly stepEnds = (): void => this.step?.abort(this.ctx.signal.reason);
   private readonly tools: ToolRouter;
   private readonly strategy: ContextStrategy;
   private readonly limits: Limits;
@@ -61,21 +68,26 @@ class Driver {
     // A short session's whole log came with the lease: the view starts at its first event.
     const from = this.strategy.compaction === undefined || this.ctx.log.holdsHistory ? 1 : await readHorizon(this.ctx.log);
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits, from);
+    this.ctx.signal.addEventListener("abort", this.stepEnds, { once: true });
     try {
       while (!this.ctx.signal.aborted) {
         const seen = this.lastSeq();
         const step = nextStep(this.events, this.limits, this.tools.workerTools);
         if (step.kind === "call-model" || step.kind === "run-tools" || step.kind === "await-hands") this.meter.begin(this.events);
-        // One span per step: its log appends, model request and tool calls are its children (the
-        // gRPC clients carry the context), and the events it appends carry its trace id.
-        const more = await withSpan(
-          `harness.${step.kind}`,
-          { "mh.session_id": this.ctx.log.sessionId, "mh.lease_epoch": this.ctx.leaseEpoch, "mh.last_seq": this.lastSeq() },
-          (span) => this.perform(step, seen, span),
-        );
+        // One span per step with something to do: its log appends, model request and tool calls
+        // are its children (the gRPC clients carry the context), and the events it appends carry
+        // its trace id. A settled step appends and calls nothing: no span (one a turn, after its idle).
+        const more =
+          !this.settled(step) &&
+          (await withSpan(
+            `harness.${step.kind}`,
+            { "mh.session_id": this.ctx.log.sessionId, "mh.lease_epoch": this.ctx.leaseEpoch, "mh.last_seq": this.lastSeq() },
+            (span) => this.perform(step, seen, span),
+          ));
         if (!more && (step.kind === "stop" || !(await this.linger()))) return;
       }
     } finally {
+      this.ctx.signal.removeEventListener("abort", this.stepEnds);
       this.view.close();
     }
   }
@@ -95,16 +107,14 @@ class Driver {
     // Changed during the turn, after the lease's read of the configuration: not kept either.
     if (this.agentChanged()) return false;
     const seen = this.lastSeq();
-    const until = deadline(lingerMs, this.ctx.signal);
     this.ctx.lingering?.start(lingerMs);
     let how: "resumed" | "ran out" | "ended" = "ended";
     try {
-      await this.view.changed(seen, until.signal);
+      await this.view.changed(seen, this.ctx.signal, lingerMs);
       if (this.ctx.signal.aborted) how = "ended";
       else if (this.lastSeq() <= seen) how = "ran out";
       else how = this.agentChanged() ? "ended" : "resumed";
     } finally {
-      until.clear();
       this.ctx.lingering?.stop(how);
     }
     if (how !== "resumed") return false;
@@ -157,6 +167,18 @@ class Driver {
   }
 
   /**
+   * Whether `step` has nothing to do: the session is terminated, or the log ends with the idle a
+   * done or wait step would append (the same tool uses awaited) and no user input after it.
+   */
+  private settled(step: NextStep): boolean {
+    if (step.kind === "stop") return true;
+    if (step.kind !== "done" && step.kind !== "wait") return false;
+    const status = lastStatus(this.events);
+    if (status?.payload?.$case !== "sessionStatusIdle" || userInputAfter(this.events, status)) return false;
+    return step.kind === "done" || (status.payload.value.stopReason?.eventIds ?? []).join() === step.eventIds.join();
+  }
+
+  /**
    * Performs one step, decided on the log up to `seen`; false when the session has nothing more
    * to do for now. A step that ends the turn appends only if nothing arrived since `seen`, and
    * otherwise goes round again (true) to decide with what arrived.
@@ -166,23 +188,16 @@ class Driver {
       case "stop":
         return false;
       case "done": {
-        const status = lastStatus(this.events);
-        if (status?.payload?.$case !== "sessionStatusIdle") return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)));
-        // User input that needed no work (an interrupt while idle): acknowledge it, so the log no
-        // longer says the session awaits a harness.
-        if (userInputAfter(this.events, status)) {
-          return !(await this.appendAt(seen, idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN)));
-        }
-        return false;
+        if (this.settled(step)) return false;
+        // Not idle yet; or idle, with user input that needed no work since (an interrupt while
+        // idle): acknowledged, so the log no longer says the session awaits a harness.
+        const status = lastStatus(this.events)?.payload;
+        const type = status?.$case === "sessionStatusIdle" ? status.value.stopReason?.type : undefined;
+        return !(await this.appendAt(seen, idle(type ?? StopReasonType.STOP_REASON_TYPE_END_TURN)));
       }
-      case "wait": {
-        const status = lastStatus(this.events);
-        const ids = status?.payload?.$case === "sessionStatusIdle" ? status.payload.value.stopReason?.eventIds ?? [] : [];
-        if (ids.join() !== step.eventIds.join() || userInputAfter(this.events, status)) {
-          return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds)));
-        }
-        return false;
-      }
+      case "wait":
+        if (this.settled(step)) return false;
+        return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_REQUIRES_ACTION, step.eventIds)));
       case "budget":
         await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_BUDGET_REACHED));
         return true;
@@ -210,17 +225,19 @@ class Driver {
   /**
    * The abort controller of a step decided on the log up to `seen`: already aborted if an
    * interrupt arrived since (while the step's first append was on its way, the previous step's
-   * controller was the one the interrupt aborted).
+   * controller was the one the interrupt aborted), or if the lease is gone; later aborted by
+   * either (onInterrupt, stepEnds).
    */
   private newStep(seen: number): AbortController {
-    this.step = new AbortController();
-    if (this.events.some((e) => e.seq > seen && e.payload?.$case === "userInterrupt")) this.step.abort(new MhError("CANCELLED", "interrupted"));
-    return this.step;
+    const step = new AbortController();
+    this.step = step;
+    if (this.events.some((e) => e.seq > seen && e.payload?.$case === "userInterrupt")) step.abort(new MhError("CANCELLED", "interrupted"));
+    else if (this.ctx.signal.aborted) step.abort(this.ctx.signal.reason);
+    return step;
   }
 
   private async runTools(tools: readonly PendingToolUse[], seen: number): Promise<void> {
-    const signal = AbortSignal.any([this.newStep(seen).signal, this.ctx.signal]);
-    await this.tools.run(tools, signal, (...events) => this.append(...events));
+    await this.tools.run(tools, this.newStep(seen).signal, (...events) => this.append(...events));
   }
 
   /**
@@ -241,12 +258,10 @@ class Driver {
     }
     const step = this.newStep(seen);
     const wait = Math.min(...tools.map(due)) - now;
-    const until = deadline(wait, step.signal, this.ctx.signal);
     const began = Date.now();
     try {
-      await this.view?.changed(this.lastSeq(), until.signal);
+      await this.view?.changed(this.lastSeq(), step.signal, wait);
     } finally {
-      until.clear();
       this.meter.waited(Date.now() - began);
     }
   }
@@ -265,17 +280,17 @@ class Driver {
     // log still ends at the events the request is built from: input that landed first would stand
     // before the start, where the log says the request saw it (state.ts), and the turn's idle
     // would leave it unanswered; then the request is abandoned and the step decided again.
-    const stepSignal = this.newStep(seen).signal;
-    const bookkeeping = new AbortController();
-    const signal = AbortSignal.any([stepSignal, this.ctx.signal, bookkeeping.signal]);
+    // The step's signal stops the request: an interrupt, the lease's end, or its start refused.
+    const step = this.newStep(seen);
+    const { signal } = step;
     const started = this.appendAt(this.lastSeq(), ...this.runningIfIdle(), start).then(
       (landed) => {
         if (landed) return undefined;
-        bookkeeping.abort(INPUT_CAME_FIRST);
+        step.abort(INPUT_CAME_FIRST);
         return INPUT_CAME_FIRST;
       },
       (err: unknown) => {
-        bookkeeping.abort(err);
+        step.abort(err);
         return MhError.from(err);
       },
     );
