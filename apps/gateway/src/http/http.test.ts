@@ -18,6 +18,12 @@ describe("parseQuery", () => {
       limit: "5",
     });
   });
+
+  it("reads no query as a new empty object each time (validation may coerce into it)", () => {
+    const one = parseQuery("");
+    expect(one).toEqual({});
+    expect(parseQuery("")).not.toBe(one);
+  });
 });
 
 describe("fieldOf", () => {

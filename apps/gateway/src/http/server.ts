@@ -24,6 +24,8 @@ export interface ServerOptions {
  */
 export function parseQuery(raw: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  // Most requests have no query: no URLSearchParams for them (its iterator and entries included).
+  if (raw.length === 0) return out;
   for (const [rawKey, value] of new URLSearchParams(raw)) {
     const isList = rawKey.endsWith("[]");
     const key = isList ? rawKey.slice(0, -2) : rawKey;
