@@ -30,7 +30,13 @@ export interface PumpOptions {
   /** The SDK's shapes, or with our additions (http/extensions.ts). */
   readonly render: SdkJsonOptions;
   readonly writer: SseWriter;
-  readonly signal: AbortSignal;
+  /**
+   * Aborted by the caller when the stream must end (the client went, shutdown); the pump aborts it
+   * itself as it ends, which cancels its watch. One controller for both, where a second one of
+   * the pump's own, aborted by a listener on the caller's, cost every stream a signal, a listener
+   * and an abort dispatched twice (issue 31).
+   */
+  readonly ends: AbortController;
   readonly heartbeatMs: number;
   /** Asked at each heartbeat: an error when the credential no longer reaches the session. */
   readonly revoked?: () => Promise<ApiError | undefined>;
@@ -42,12 +48,8 @@ export interface PumpOptions {
 const PUMP_ENDED = new Error("the event stream ended");
 
 export async function pump(o: PumpOptions): Promise<void> {
-  // Aborted when the pump ends, or by the caller's signal (a listener, not AbortSignal.any: see stream-route.ts).
-  const ended = new AbortController();
+  const ended = o.ends;
   const signal = ended.signal;
-  const stop = (): void => ended.abort(o.signal.reason);
-  if (o.signal.aborted) stop();
-  else o.signal.addEventListener("abort", stop, { once: true });
   let checking = false;
   const beat = async (): Promise<void> => {
     await o.writer.ping();
@@ -120,7 +122,6 @@ export async function pump(o: PumpOptions): Promise<void> {
     }
   } finally {
     clearInterval(heartbeat);
-    o.signal.removeEventListener("abort", stop);
     // Left early (the client went): the watch is cancelled.
     ended.abort(PUMP_ENDED);
     o.writer.end();

@@ -115,8 +115,9 @@ export async function streamSession(
   }
   const lease = ctx.streams.acquire(req.tenant);
   // The stream ends at the client's going or the gateway's shutdown (the lease), whichever comes
-  // first: one signal aborted by a listener on each, where AbortSignal.any made a composite signal
-  // (weak references both ways, and an abort dispatched through two signals) for every stream.
+  // first, or the pump's own end: one signal aborted by a listener on each, where AbortSignal.any
+  // made a composite signal (weak references both ways, and an abort dispatched through two
+  // signals) for every stream.
   const gone = new AbortController();
   const shutdown = (): void => gone.abort(lease.signal.reason);
   lease.signal.addEventListener("abort", shutdown, { once: true });
@@ -138,7 +139,7 @@ export async function streamSession(
       previews: new Previews(new Set(req.query.event_deltas ?? []), record.id),
       render: renderOptions(req),
       writer,
-      signal: gone.signal,
+      ends: gone,
       heartbeatMs: ctx.heartbeatMs,
       revoked: revokedCheck(ctx, req.principal),
       requestId: req.id,
