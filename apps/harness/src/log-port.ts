@@ -50,7 +50,8 @@ export class LogPort {
     readonly sessionId: string,
     appendRetryMs = APPEND_RETRY_MS,
   ) {
-    this.appendPolicy = retryPolicy({ ...APPEND_POLICY, maxElapsedMs: appendRetryMs });
+    // The default's policy is made once: a port is made per session.
+    this.appendPolicy = appendRetryMs === APPEND_RETRY_MS ? APPEND_POLICY : retryPolicy({ ...APPEND_POLICY, maxElapsedMs: appendRetryMs });
   }
 
   async session(): Promise<Session> {

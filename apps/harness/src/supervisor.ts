@@ -108,7 +108,7 @@ export class Supervisor {
     this.started += 1;
     const log = new LogPort(this.opts.log, sessionId);
     if (got.history !== undefined) log.hold(got.history);
-    const done = this.drive(log, got, got.session === undefined ? log.session() : Promise.resolve(got.session), logger);
+    const done = this.drive(log, got, got.session ?? log.session(), logger);
     this.active.set(sessionId, { lease: got, log, done });
     sessionsActive.add(1);
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
@@ -178,7 +178,7 @@ export class Supervisor {
     }
   }
 
-  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Promise<Session>, logger: Logger): Promise<void> {
+  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Session | Promise<Session>, logger: Logger): Promise<void> {
     const { sessionId } = log;
     try {
       const session = await metadata;

@@ -67,6 +67,32 @@ it("loggerFor binds session_id, seq and trace_id without duplicating the span's 
   expect(lines[2]).toMatchObject({ trace_id: ids.traceId, span_id: ids.spanId, x: 1 });
 });
 
+it("loggerFor makes its child at the first line its parent's level writes, and writes the eager child's lines", () => {
+  const lines: string[] = [];
+  const logger = createLogger({ service: "svc", level: "warn", destination: { write: (line: string) => void lines.push(line) } });
+  const made: unknown[] = [];
+  const parentChild = logger.child.bind(logger);
+  logger.child = ((bindings: Record<string, unknown>) => {
+    made.push(bindings);
+    return parentChild(bindings);
+  });
+  const lazy = loggerFor(logger, { sessionId: "sess_1", seq: 3 });
+  lazy.info({ n: 1 }, "dropped");
+  lazy.debug("dropped too");
+  expect(made).toEqual([]);
+  expect(lines).toEqual([]);
+  lazy.warn({ n: 2 }, "written");
+  lazy.error({ n: 3 }, "written too");
+  expect(made).toEqual([{ session_id: "sess_1", seq: 3 }]);
+  const eager = parentChild({ session_id: "sess_1", seq: 3 });
+  eager.warn({ n: 2 }, "written");
+  eager.error({ n: 3 }, "written too");
+  const withoutTime = (line: string): unknown => ({ ...(JSON.parse(line) as Record<string, unknown>), time: undefined });
+  expect(lines.slice(0, 2).map(withoutTime)).toEqual(lines.slice(2).map(withoutTime));
+  expect(lazy.level).toBe("warn");
+  expect(lazy.isLevelEnabled("info")).toBe(false);
+});
+
 it("logs errors with their stack and cause", () => {
   const { lines, logger } = capture();
   logger.error({ err: new Error("outer", { cause: new Error("inner") }) }, "failed");
