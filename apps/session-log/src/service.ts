@@ -219,7 +219,7 @@ export function sessionLogService(deps: ServiceDeps): UntypedServiceImplementati
           exceptLeaseEpoch: req.exceptLeaseEpoch,
           endWithLease: req.endWithLease,
         },
-        (item) => stream.write(item),
+        (item) => stream.writeOrWait(item),
         stream.signal,
       );
     }),

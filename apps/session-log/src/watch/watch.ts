@@ -59,13 +59,31 @@ function deltaItems(deltas: readonly EventDelta[], batch: boolean): WatchEventsR
 export async function watchEvents(
   deps: WatchDeps,
   req: WatchRequest,
-  write: (item: WatchEventsResponse) => Promise<void>,
+  write: (item: WatchEventsResponse) => Promise<void> | undefined,
   signal: AbortSignal,
 ): Promise<void> {
   // Events (from the loop below) and deltas (pushed by the hub) share one stream: serialize writes.
   let tail: Promise<void> = Promise.resolve();
   let queued = 0;
-  const send = (item: WatchEventsResponse): Promise<void> => {
+  /**
+   * Undefined when written at once. With no write waiting (every earlier one done) it writes now,
+   * in order, and a write the transport takes at once makes no promise: that is every event of a
+   * watch whose client keeps reading (5-6 promises an event were a watch's largest share).
+   */
+  const send = (item: WatchEventsResponse): Promise<void> | undefined => {
+    if (queued === 0) {
+      let waiting: Promise<void> | undefined;
+      try {
+        waiting = write(item);
+      } catch (err) {
+        // As a chained write's throw would: a rejection, not a throw into the hub's delivery.
+        waiting = Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+      if (waiting === undefined) return undefined;
+      queued += 1;
+      tail = waiting.finally(() => (queued -= 1));
+      return tail;
+    }
     queued += 1;
     tail = tail.then(() => write(item)).finally(() => (queued -= 1));
     return tail;
@@ -88,18 +106,21 @@ export async function watchEvents(
           // are those arriving while a client that stopped reading has MAX_QUEUED writes waiting.
           if (queued + held.length >= MAX_QUEUED) return;
           if (!started || pokedSeq > cursor) held.push(item);
-          else send(item).catch(() => undefined);
+          else send(item)?.catch(() => undefined);
         }
       })
     : undefined;
   const release = (): void => {
-    for (const item of held.splice(0)) send(item).catch(() => undefined);
+    for (const item of held.splice(0)) send(item)?.catch(() => undefined);
   };
   /** A re-read was asked for (RECHECK) since the last read began. */
   let recheck = false;
   /** Events appended here after the cursor, from the pokes, in seq order with no gap: sent without a read when they follow it. */
   let pushed: Array<{ event: Event; body: Uint8Array; own: boolean }> = [];
   let wake: ((why: "poke" | "lease") => void) | undefined;
+  /** The wait the recheck timer ends, when the current one is bounded by recheckMs (not by a lease's end). */
+  let rechecking: ((why: "time") => void) | undefined;
+  let recheckTimer: NodeJS.Timeout | undefined;
   /** The lease the watch ends with: over, or when it runs out as last learnt here (performance.now()), or not known yet. */
   let lease: "over" | number | undefined;
   const over = (): boolean => lease === "over";
@@ -142,13 +163,23 @@ export async function watchEvents(
       }
       const endsFirst = untilEnd < deps.recheckMs;
       const why = await new Promise<"poke" | "lease" | "time">((resolve) => {
-        const timer = setTimeout(() => resolve("time"), endsFirst ? Math.ceil(untilEnd) : deps.recheckMs);
-        wake = (w) => {
-          clearTimeout(timer);
-          resolve(w);
-        };
+        if (endsFirst) {
+          const timer = setTimeout(() => resolve("time"), Math.ceil(untilEnd));
+          wake = (w) => {
+            clearTimeout(timer);
+            resolve(w);
+          };
+          return;
+        }
+        wake = resolve;
+        rechecking = resolve;
+        // One timer for all of the watch's recheck waits, restarted at each: refresh() makes no
+        // timer (and no async resource) per wait. One that fires between waits finds none.
+        if (recheckTimer === undefined) recheckTimer = setTimeout(() => rechecking?.("time"), deps.recheckMs);
+        else recheckTimer.refresh();
       });
       wake = undefined;
+      rechecking = undefined;
       if (why === "poke") return;
       if (why === "time") {
         // The timer's clock may run a hair behind performance.now(): its lease ran out.
@@ -200,7 +231,10 @@ export async function watchEvents(
         let terminated = false;
         for (const { event, body, own } of take) {
           if (signal.aborted || over()) return;
-          if (!own && (types.size === 0 || types.has(event.type))) await send(storedWatchEventResponse(event, body));
+          if (!own && (types.size === 0 || types.has(event.type))) {
+            const waiting = send(storedWatchEventResponse(event, body));
+            if (waiting !== undefined) await waiting;
+          }
           cursor = event.seq;
           terminated ||= event.type === "session.status_terminated";
         }
@@ -230,7 +264,8 @@ export async function watchEvents(
       for (const body of slice.bodies) {
         if (signal.aborted || over()) return;
         const event = Event.decode(body);
-        await send(storedWatchEventResponse(event, body));
+        const waiting = send(storedWatchEventResponse(event, body));
+        if (waiting !== undefined) await waiting;
         cursor = event.seq;
       }
       if (slice.hasMore) continue;
@@ -244,6 +279,7 @@ export async function watchEvents(
     }
   } finally {
     watchSubscribers.add(-1);
+    clearTimeout(recheckTimer);
     signal.removeEventListener("abort", onAbort);
     unsubscribe();
     stopLease?.();

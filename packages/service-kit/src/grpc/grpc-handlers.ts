@@ -42,6 +42,12 @@ export interface CallContext {
 export interface ServerStreamWriter<Res> {
   /** Sends one message; resolves once the transport can take more, rejects if the call ended. */
   write(res: Res): Promise<void>;
+  /**
+   * `write` without a promise when the transport takes the message and can take more: undefined
+   * then, else what `write` returns. A stream writing many small messages (a watch's events) makes
+   * no promise for each: on Node 20 every promise runs AsyncLocalStorage's hooks.
+   */
+  writeOrWait(res: Res): Promise<void> | undefined;
   readonly signal: AbortSignal;
 }
 
@@ -77,7 +83,8 @@ export function serverStream<Req, Res>(
       body: async (ctx) => {
         const writer: ServerStreamWriter<Res> = {
           signal: ctx.signal,
-          write: (res) => writeWithBackpressure(call, res, ctx.signal),
+          write: (res) => writeWithBackpressure(call, res, ctx.signal) ?? Promise.resolve(),
+          writeOrWait: (res) => writeWithBackpressure(call, res, ctx.signal),
         };
         await fn(call.request, writer, ctx);
         call.end();
@@ -150,13 +157,14 @@ function runCall(name: string, attributes: Attributes, logger: Logger, call: Sur
   run.catch((err: unknown) => logger.error({ err, rpc: name }, "rpc wrapper failed"));
 }
 
+/** Undefined when the transport took `res` and can take more; else resolves at its drain, or rejects if the call ended. */
 function writeWithBackpressure<Res>(
   call: ServerWritableStream<unknown, Res>,
   res: Res,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<void> | undefined {
   if (signal.aborted) return Promise.reject(abortReason(signal));
-  if (call.write(res)) return Promise.resolve();
+  if (call.write(res)) return undefined;
   return new Promise<void>((resolve, reject) => {
     const onDrain = (): void => {
       signal.removeEventListener("abort", onAbort);
