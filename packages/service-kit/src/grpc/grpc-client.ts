@@ -181,16 +181,50 @@ export function streamCall<Res>(
   };
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   if (opts.signal?.aborted === true) call.cancel();
-  return (async function* iterate(): AsyncGenerator<Res> {
-    try {
-      for await (const message of call) yield message as Res;
-    } catch (err) {
-      throw toMhError(err);
-    } finally {
-      opts.signal?.removeEventListener("abort", onAbort);
-      call.cancel();
-    }
-  })();
+  return iterateStream<Res>(call, () => {
+    opts.signal?.removeEventListener("abort", onAbort);
+    call.cancel();
+  });
+}
+
+/**
+ * The stream's own iterator (Node's, reading as the caller asks: backpressure as before), its
+ * failure made an MhError and `finish` run once when it ends, fails or is left. An async
+ * generator wrapping a `for await` of it did the same, at two more promises and an await per
+ * message: the gateway's event streams and the harness's follows read every event and delta
+ * through it (issue 31).
+ */
+function iterateStream<Res>(call: AsyncIterable<unknown>, finish: () => void): AsyncIterableIterator<Res> {
+  const inner = call[Symbol.asyncIterator]();
+  let finished = false;
+  const end = (): void => {
+    if (finished) return;
+    finished = true;
+    finish();
+  };
+  const ended = (result: IteratorResult<unknown>): IteratorResult<Res> => {
+    if (result.done === true) end();
+    return result as IteratorResult<Res>;
+  };
+  const failed = (err: unknown): never => {
+    end();
+    throw toMhError(err);
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    next: () => (finished ? Promise.resolve({ done: true, value: undefined }) : inner.next().then(ended, failed)),
+    // Left early: the stream's iterator lets the stream go first, then the call is cancelled (as the generator's finally did).
+    return: async (value?: unknown): Promise<IteratorResult<Res>> => {
+      try {
+        await inner.return?.();
+      } finally {
+        end();
+      }
+      return { done: true, value: value as Res };
+    },
+  };
 }
 
 type RequestOf<M> = M extends { requestSerialize: (value: infer Req) => Buffer } ? Req : never;
