@@ -56,10 +56,9 @@ export function guardedUnary<Req, Res, R extends string>(
   allowed: readonly R[],
   fn: (req: Req, ctx: GuardedContext<R>) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
-  return unary<Req, Res>(name, guard.logger, async (req, ctx) => {
-    const caller = admit(guard, allowed, name, ctx.metadata);
-    return fn(req, withCaller(ctx, caller));
-  });
+  // Not an async function: a refusal thrown here is a rejection of unary's own body, and the
+  // handler's promise is returned as it is (no promise of its own, no await of the handler's).
+  return unary<Req, Res>(name, guard.logger, (req, ctx) => fn(req, withCaller(ctx, admit(guard, allowed, name, ctx.metadata))));
 }
 
 /** `serverStream` for callers whose role is in `allowed`. */
@@ -69,10 +68,8 @@ export function guardedServerStream<Req, Res, R extends string>(
   allowed: readonly R[],
   fn: (req: Req, stream: ServerStreamWriter<Res>, ctx: GuardedContext<R>) => Promise<void>,
 ): handleServerStreamingCall<Req, Res> {
-  return serverStream<Req, Res>(name, guard.logger, async (req, stream, ctx) => {
-    const caller = admit(guard, allowed, name, ctx.metadata);
-    await fn(req, stream, withCaller(ctx, caller));
-  });
+  // As guardedUnary's: a refusal thrown here rejects serverStream's own async body.
+  return serverStream<Req, Res>(name, guard.logger, (req, stream, ctx) => fn(req, stream, withCaller(ctx, admit(guard, allowed, name, ctx.metadata))));
 }
 
 /** A bidirectional stream handler that only callers whose role is in `allowed` reach. */
