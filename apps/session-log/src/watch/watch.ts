@@ -16,6 +16,7 @@ import { Event, SessionStatus, type EventDelta, type WatchEventsResponse } from 
 import type { DeltaHub } from "./deltas.js";
 import { RECHECK, type AppendHub } from "./hub.js";
 import { leaseAfter, type LeaseNews } from "./lease-news.js";
+import { IdleWait, type WatchLease } from "./idle-wait.js";
 import { readStoredSlice } from "../store/read.js";
 import { sessionHead } from "../store/sessions.js";
 import { storedWatchEventResponse } from "../stored-wire.js";
@@ -117,13 +118,15 @@ export async function watchEvents(
   let recheck = false;
   /** Events appended here after the cursor, from the pokes, in seq order with no gap: sent without a read when they follow it. */
   let pushed: Array<{ event: Event; body: Uint8Array; own: boolean }> = [];
-  let wake: ((why: "poke" | "lease") => void) | undefined;
-  /** The wait the recheck timer ends, when the current one is bounded by recheckMs (not by a lease's end). */
-  let rechecking: ((why: "time") => void) | undefined;
-  let recheckTimer: NodeJS.Timeout | undefined;
   /** The lease the watch ends with: over, or when it runs out as last learnt here (performance.now()), or not known yet. */
-  let lease: "over" | number | undefined;
+  let lease: WatchLease;
   const over = (): boolean => lease === "over";
+  const idle = new IdleWait(deps.recheckMs, signal, {
+    get: () => lease,
+    over: () => {
+      lease = "over";
+    },
+  });
   const stopLease =
     req.endWithLease === true && req.exceptLeaseEpoch !== undefined
       ? deps.leases.subscribe(req.sessionId, (fact) => {
@@ -131,7 +134,7 @@ export async function watchEvents(
           if (after === undefined) return;
           lease = after;
           // An idle wait bounded by the time before re-arms; one past the end ends.
-          wake?.("lease");
+          idle.wake("lease");
         })
       : undefined;
   const unsubscribe = deps.hub.subscribe(req.sessionId, (_id, lastSeq, appended) => {
@@ -147,48 +150,9 @@ export async function watchEvents(
       appended.events.forEach((event, i) => pushed.push({ event, body: appended.bodies[i] as Uint8Array, own }));
       if (pushed.length > WATCH_BATCH) pushed = [];
     }
-    wake?.("poke");
+    idle.wake("poke");
   });
-  /**
-   * Waits for a poke, an abort or the recheck period; with a lease whose end is known, at most
-   * until that end, when the lease is over (no read). Told of a lease moved, it waits on.
-   */
-  const idle = async (): Promise<void> => {
-    for (;;) {
-      if (signal.aborted || over()) return; // cancelled during the read: wake is not set yet
-      const untilEnd = typeof lease === "number" ? lease - performance.now() : Number.POSITIVE_INFINITY;
-      if (untilEnd <= 0) {
-        lease = "over";
-        return;
-      }
-      const endsFirst = untilEnd < deps.recheckMs;
-      const why = await new Promise<"poke" | "lease" | "time">((resolve) => {
-        if (endsFirst) {
-          const timer = setTimeout(() => resolve("time"), Math.ceil(untilEnd));
-          wake = (w) => {
-            clearTimeout(timer);
-            resolve(w);
-          };
-          return;
-        }
-        wake = resolve;
-        rechecking = resolve;
-        // One timer for all of the watch's recheck waits, restarted at each: refresh() makes no
-        // timer (and no async resource) per wait. One that fires between waits finds none.
-        if (recheckTimer === undefined) recheckTimer = setTimeout(() => rechecking?.("time"), deps.recheckMs);
-        else recheckTimer.refresh();
-      });
-      wake = undefined;
-      rechecking = undefined;
-      if (why === "poke") return;
-      if (why === "time") {
-        // The timer's clock may run a hair behind performance.now(): its lease ran out.
-        if (endsFirst) lease = "over";
-        return;
-      }
-    }
-  };
-  const onAbort = (): void => wake?.("poke");
+  const onAbort = (): void => idle.wake("poke");
   signal.addEventListener("abort", onAbort);
   watchSubscribers.add(1);
   const types = new Set(req.types);
@@ -218,7 +182,7 @@ export async function watchEvents(
         atHead = false;
         if (pokedSeq <= cursor && !recheck) {
           release();
-          await idle();
+          await idle.wait();
           continue;
         }
       }
@@ -241,7 +205,7 @@ export async function watchEvents(
         if (pokedSeq <= cursor) release();
         if (!terminated) {
           if (pokedSeq > cursor || recheck) continue;
-          await idle();
+          await idle.wait();
           continue;
         }
       }
@@ -275,11 +239,11 @@ export async function watchEvents(
       if (pokedSeq <= cursor) release();
       if (slice.status === SessionStatus.SESSION_STATUS_TERMINATED) return;
       if (pokedSeq > cursor || recheck) continue;
-      await idle();
+      await idle.wait();
     }
   } finally {
     watchSubscribers.add(-1);
-    clearTimeout(recheckTimer);
+    idle.stop();
     signal.removeEventListener("abort", onAbort);
     unsubscribe();
     stopLease?.();
