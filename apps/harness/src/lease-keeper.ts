@@ -14,7 +14,7 @@
 import { LeaseHolder, MhError } from "@metaharness/errors";
 import type { Event, Lease, Session } from "@metaharness/proto";
 import type { Clock } from "@metaharness/service-kit/lifecycle";
-import type { Logger } from "@metaharness/service-kit/logging";
+import type { ContextLogger } from "@metaharness/service-kit/logging";
 import type { SessionLogClient } from "./log-port.js";
 import type { LeaseRenewer, Renewable } from "./lease-renewer.js";
 
@@ -73,7 +73,7 @@ export class LeaseKeeper implements Renewable {
     /** Its whole log, read with the lease, when the log sent all of it (a short session); else undefined. */
     readonly history: Event[] | undefined,
     readonly ttlMs: number,
-    private readonly logger: Logger,
+    private readonly logger: ContextLogger,
     /** When the request that granted the lease was sent. */
     sentAt: number,
   ) {
@@ -91,7 +91,7 @@ export class LeaseKeeper implements Renewable {
     sessionId: string,
     holder: string,
     ttlMs: number,
-    logger: Logger,
+    logger: ContextLogger,
   ): Promise<LeaseKeeper | { heldBy: string } | "terminated"> {
     const { client, clock } = renewer;
     try {

@@ -10,7 +10,7 @@ import { MhError, backoffMs, retryPolicy } from "@metaharness/errors";
 import type { ModelClient } from "@metaharness/model-client";
 import { WakeOutcome, type ActiveSession, type SandboxBrokerService, type Session } from "@metaharness/proto";
 import type { PromiseClient } from "@metaharness/service-kit/grpc";
-import { loggerFor, type Logger } from "@metaharness/service-kit/logging";
+import { loggerFor, type ContextLogger, type Logger } from "@metaharness/service-kit/logging";
 import { LeaseKeeper, lingerMarginMs } from "./lease-keeper.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import { sessionsActive, sessionsLingering } from "./loop/turn-meter.js";
@@ -151,7 +151,7 @@ export class Supervisor {
    * awaiting a harness, is named on every harness's line when its lease goes back (a next turn
    * here once the backoff ends, through the sweeper, or at once elsewhere).
    */
-  private async fail(ran: LogPort, lease: LeaseKeeper, err: MhError, logger: Logger): Promise<void> {
+  private async fail(ran: LogPort, lease: LeaseKeeper, err: MhError, logger: ContextLogger): Promise<void> {
     const { sessionId } = ran;
     logger.error({ err }, "session loop failed; ending the turn");
     const count = (this.failures.get(sessionId)?.count ?? 0) + 1;
@@ -178,7 +178,7 @@ export class Supervisor {
     }
   }
 
-  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Session | Promise<Session>, logger: Logger): Promise<void> {
+  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Session | Promise<Session>, logger: ContextLogger): Promise<void> {
     const { sessionId } = log;
     try {
       const session = await metadata;

@@ -1,74 +1,16 @@
 /**
  * A request's logger (`req.log`), made as its first line is written rather than as the request
- * arrives. fastify makes a child of the service's logger for every request, carrying its
- * `request_id`: pino serialises the bindings at once and our logger redacts them first, 0.8% of
- * the gateway's busy samples through the SDK at warn, where no request writes a line unless it
- * fails (issue 31). The child is made, with the same bindings and options, the first time a
- * method is called at a level the parent writes, so every line written is the line it was; at
- * info, where each request's access line is written, it is made at that line.
+ * arrives (service-kit's LazyChildLogger, which says why). fastify makes a child of the service's
+ * logger for every request, carrying its `request_id`; at info, the default, each request's
+ * access line makes it then.
  */
+import { LazyChildLogger, type ContextLogger } from "@metaharness/service-kit/logging";
 import type { FastifyBaseLogger } from "fastify";
-import type { Bindings, ChildLoggerOptions, Level, LevelWithSilentOrString, LogFn } from "pino";
+import type { Bindings, ChildLoggerOptions } from "pino";
 
-/** What the parent must tell us: whether a level is written (pino's loggers do). */
-interface LevelAware extends FastifyBaseLogger {
-  isLevelEnabled(level: Level): boolean;
-}
-
-function levelAware(logger: FastifyBaseLogger): logger is LevelAware {
-  return typeof (logger as Partial<LevelAware>).isLevelEnabled === "function";
-}
-
-type LogArgs = [obj: unknown, msg?: string, ...args: unknown[]];
-
-class LazyChildLogger implements FastifyBaseLogger {
-  private made: FastifyBaseLogger | undefined;
-
-  constructor(
-    private readonly parent: LevelAware,
-    private readonly bindings: Bindings,
-    private readonly options: ChildLoggerOptions,
-  ) {}
-
-  get level(): LevelWithSilentOrString {
-    return this.made?.level ?? this.parent.level;
-  }
-
-  set level(level: LevelWithSilentOrString) {
-    this.child_().level = level;
-  }
-
-  // The six levels' methods, on the prototype (below the class): one write each.
-  declare fatal: LogFn;
-  declare error: LogFn;
-  declare warn: LogFn;
-  declare info: LogFn;
-  declare debug: LogFn;
-  declare trace: LogFn;
-
-  silent(): void {}
-
-  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.child_().child(bindings, options);
-  }
-
-  /** A line at `level`: through the child, made for the first line the parent's level lets through. */
-  write(level: Level, args: LogArgs): void {
-    if (this.made === undefined && !this.parent.isLevelEnabled(level)) return;
-    this.child_()[level](...args);
-  }
-
-  /** The real child, made once. */
-  private child_(): FastifyBaseLogger {
-    this.made ??= this.parent.child(this.bindings, this.options);
-    return this.made;
-  }
-}
-
-for (const level of ["fatal", "error", "warn", "info", "debug", "trace"] as const) {
-  LazyChildLogger.prototype[level] = function (this: LazyChildLogger, ...args: LogArgs): void {
-    this.write(level, args);
-  };
+/** A logger that says which levels it writes: pino's (whose children are pino's too). */
+function levelAware(logger: FastifyBaseLogger): logger is FastifyBaseLogger & ContextLogger {
+  return typeof (logger as Partial<ContextLogger>).isLevelEnabled === "function";
 }
 
 /**

@@ -16,7 +16,7 @@
  */
 import { setImmediate as nextLoopTurn } from "node:timers/promises";
 import { DeltaKind, type EventDelta } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit/logging";
+import type { ContextLogger } from "@metaharness/service-kit/logging";
 import type { LogPort } from "../log-port.js";
 
 /** The log's limits of one PublishDeltas (session-log service.ts: MAX_DELTAS, MAX_DELTA_TEXT_BYTES). */
@@ -40,7 +40,7 @@ export class DeltaForwarder {
   constructor(
     private readonly log: LogPort,
     private readonly modelRequestId: string,
-    private readonly logger: Logger,
+    private readonly logger: ContextLogger,
     private readonly ready: Promise<boolean> = Promise.resolve(true),
   ) {}
 

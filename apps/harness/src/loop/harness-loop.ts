@@ -5,7 +5,7 @@
  */
 import type { ModelClient } from "@metaharness/model-client";
 import type { Session } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit/logging";
+import type { ContextLogger } from "@metaharness/service-kit/logging";
 import type { LogPort } from "../log-port.js";
 import type { McpPort } from "../tools/mcp.js";
 import type { SandboxPort } from "../tools/sandbox.js";
@@ -43,7 +43,7 @@ export interface LoopContext {
    * that gets no more input needs no renewal and no release (session-events.ts).
    */
   readonly leaseAtIdle?: { readonly ttlMs: number; appending(append: Promise<unknown>): void };
-  readonly logger: Logger;
+  readonly logger: ContextLogger;
   /** Aborted when the lease is lost or the instance shuts down: stop at once, write nothing. */
   readonly signal: AbortSignal;
 }

@@ -9,7 +9,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { MhError } from "@metaharness/errors";
 import type { Event, Session } from "@metaharness/proto";
-import type { Logger } from "@metaharness/service-kit/logging";
+import type { ContextLogger } from "@metaharness/service-kit/logging";
 import { SpanStatusCode, withSpan } from "@metaharness/telemetry";
 import type { ContextStrategy } from "../context/strategy.js";
 import type { LogPort } from "../log-port.js";
@@ -27,7 +27,7 @@ export interface ToolHands {
   readonly log: LogPort;
   readonly sandbox: SandboxPort | undefined;
   readonly mcp?: McpPort | undefined;
-  readonly logger: Logger;
+  readonly logger: ContextLogger;
   /** Aborted when the lease is lost or the instance shuts down. */
   readonly signal: AbortSignal;
 }

@@ -11,3 +11,4 @@ export {
   type LoggerOptions,
   type LogLevel,
 } from "./logger.js";
+export { LazyChildLogger, type ContextLogger } from "./lazy-child.js";

@@ -6,6 +6,7 @@
 import { hostname } from "node:os";
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
 import { currentSpanIds } from "@metaharness/telemetry";
+import { LazyChildLogger, type ContextLogger } from "./lazy-child.js";
 import { redactor } from "./redact.js";
 
 export type { Logger } from "pino";
@@ -87,41 +88,19 @@ export interface LogContext {
 }
 
 /**
- * A child logger carrying session id, event seq and trace id as `session_id`, `seq`, `trace_id`.
- * Made at its first use other than a line its parent's level drops: the harness makes one per
- * session it wakes, and at warn none of them writes a line unless something goes wrong, where
- * the child (our redaction of the bindings, then pino serialising them) cost about 25 us of a
- * session's CPU (issue 31). Until then a line below the parent's level is dropped as the child
- * would drop it (it gets its parent's level when made); anything else makes the child and is
- * the child's, so every line written is the one the child writes.
+ * A child logger carrying session id, event seq and trace id as `session_id`, `seq`, `trace_id`,
+ * made at its first line written (lazy-child.ts): the harness makes one per session it wakes.
  */
-export function loggerFor(base: Logger, ctx: LogContext): Logger {
+export function loggerFor(base: Logger, ctx: LogContext): ContextLogger {
   const bindings: Record<string, string | number> = {};
   if (ctx.sessionId !== undefined) bindings["session_id"] = ctx.sessionId;
   if (ctx.seq !== undefined) bindings["seq"] = typeof ctx.seq === "bigint" ? ctx.seq.toString() : ctx.seq;
-  if (ctx.traceId !== undefined && ctx.traceId !== "") bindings["trace_id"] = ctx.traceId;
-  let made: TraceBound | undefined;
-  const child = (): TraceBound => {
-    if (made !== undefined) return made;
-    made = base.child(bindings);
-    if (bindings["trace_id"] !== undefined) made[BOUND_TRACE_ID] = ctx.traceId;
-    return made;
-  };
-  // A plain target: the proxy answers from the child, so no invariant of the base's own
-  // properties binds it.
-  return new Proxy({} as Logger, {
-    get(_target, prop) {
-      if (made === undefined && typeof prop === "string" && LEVELS.has(prop) && !base.isLevelEnabled(prop)) return dropLine;
-      const real = child();
-      const value: unknown = Reflect.get(real, prop, real);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(real) : value;
-    },
-    set: (_target, prop, value) => Reflect.set(child(), prop, value),
-    has: (_target, prop) => Reflect.has(child(), prop),
-    getPrototypeOf: () => Reflect.getPrototypeOf(child()),
+  const traceId = ctx.traceId;
+  if (traceId === undefined || traceId === "") return new LazyChildLogger(base, bindings);
+  bindings["trace_id"] = traceId;
+  // The child made is base's, a pino logger: marked, it and its own children leave out the
+  // span's trace id when it is this one (traceFields).
+  return new LazyChildLogger(base, bindings, undefined, (child) => {
+    (child as TraceBound)[BOUND_TRACE_ID] = traceId;
   });
 }
-
-const LEVELS: ReadonlySet<string> = new Set(["fatal", "error", "warn", "info", "debug", "trace"]);
-/** A line below the level: what pino's own method is then. */
-const dropLine = (): void => undefined;
