@@ -18,6 +18,7 @@ import { formatFacts, machineFacts } from "./lib/machine.js";
 import { checksTable, formatReport, formatTable, writeResults, type Bench, type BenchReport } from "./lib/report.js";
 import { outboxBench } from "./outbox.js";
 import { readBench } from "./read.js";
+import { requestCpuBench } from "./request-cpu.js";
 import { recoveryBench } from "./recovery.js";
 import { sandboxProvisionBench } from "./sandbox-provision.js";
 import { layersBench } from "./layers.js";
@@ -28,7 +29,7 @@ import { sessionStepsBench } from "./session-steps.js";
 import { workspacesBench } from "./workspaces.js";
 import { longSessionBench } from "./long-session.js";
 
-const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, sessionStepsBench, harnessScaleBench, gatewayTurnBench, brainReachBench, workspacesBench, longSessionBench];
+const BENCHES: readonly Bench[] = [appendBench, appendBatchBench, readBench, outboxBench, drainBench, sandboxProvisionBench, layersBench, egressBench, harnessBench, recoveryBench, contextBench, ttftBench, turnCpuBench, sessionStepsBench, harnessScaleBench, gatewayTurnBench, brainReachBench, workspacesBench, longSessionBench, requestCpuBench];
 
 function select(names: readonly string[]): Bench[] {
   if (names.length === 0) return [...BENCHES];

@@ -12,5 +12,7 @@ export {
 } from "./options.js";
 export { ModelError, type ModelErrorOptions, type ModelErrorType, type RetryStatus } from "./model-error.js";
 export { toModelError } from "./classify.js";
+/** The fetch the client gives the SDK, for a caller making an SDK client of its own (test/bench/request-cpu.ts). */
+export { createNodeFetch, type NodeFetch } from "./node-fetch.js";
 export { parseRetryAfter } from "./retry-after.js";
 export type { DiscardInfo, RetryInfo, StreamHooks, StreamParams, StreamResult } from "./types.js";

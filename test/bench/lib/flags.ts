@@ -40,3 +40,10 @@ export function listFlag(name: string): string[] | undefined {
     .map((s) => s.trim())
     .filter((s) => s !== "");
 }
+
+/** The text of `--name=value` (a path, say); undefined when the flag is absent or empty. */
+export function textFlag(name: string): string | undefined {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  const value = arg?.slice(name.length + 3).trim();
+  return value === "" ? undefined : value;
+}
