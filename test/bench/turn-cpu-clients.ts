@@ -15,8 +15,8 @@ import type { TurnStack } from "./turn-cpu-stack.js";
 
 /** One session's watch, whichever way in: its idles counted, a turn's first token timed. */
 export interface TurnWatch {
-  /** performance.now() and Date.now() of the turn's first token; reset to undefined before each turn. */
-  firstDelta: { perf: number; epoch: number } | undefined;
+  /** performance.now() of the turn's first token (the clock the offline model stamps with too); reset to undefined before each turn. */
+  firstDelta: number | undefined;
   /** Resolves once the session has gone idle `n` times. */
   idle(n: number): Promise<void>;
   close(): Promise<void>;
@@ -51,8 +51,8 @@ class IdleCount {
 
 /** A session watched over gRPC (WatchEvents with deltas): the first delta of each model request timed. */
 class Watch implements TurnWatch {
-  /** performance.now() and Date.now() of the first delta of a request not seen before. */
-  firstDelta: { perf: number; epoch: number } | undefined;
+  /** performance.now() of the first delta of a request not seen before. */
+  firstDelta: number | undefined;
   private readonly requests = new Set<string>();
   private readonly count = new IdleCount();
   private readonly controller = new AbortController();
@@ -67,7 +67,7 @@ class Watch implements TurnWatch {
           const delta = msg.deltas[0] ?? msg.delta;
           if (delta !== undefined && !this.requests.has(delta.modelRequestId)) {
             this.requests.add(delta.modelRequestId);
-            this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
+            this.firstDelta ??= performance.now();
           }
           if (msg.event?.type === "session.status_idle") this.count.idles++;
           this.count.notify();
@@ -92,7 +92,7 @@ class Watch implements TurnWatch {
 
 /** A session's SDK event stream (token previews asked for): its first preview frame of a turn timed. */
 class SdkWatch implements TurnWatch {
-  firstDelta: { perf: number; epoch: number } | undefined;
+  firstDelta: number | undefined;
   private readonly count = new IdleCount();
   private closing = false;
   readonly done: Promise<void>;
@@ -105,7 +105,7 @@ class SdkWatch implements TurnWatch {
       try {
         for await (const e of stream) {
           const type = e.type as string;
-          if (type === "event_start" || type === "event_delta") this.firstDelta ??= { perf: performance.now(), epoch: Date.now() };
+          if (type === "event_start" || type === "event_delta") this.firstDelta ??= performance.now();
           if (type === "session.status_idle") this.count.idles++;
           if (type === "session.error") throw new Error(`session.error on ${sessionId}: ${JSON.stringify(e)}`);
           this.count.notify();
@@ -135,7 +135,7 @@ export type Via = "grpc" | "sdk";
 /** A session opened and watched, and its turns' input sent, by one way in. */
 export interface SessionClient {
   open(): Promise<{ sessionId: string; watch: TurnWatch }>;
-  /** Sends a turn's user.message and wakes the harness: Date.now() once appended and once woken (the same with the SDK: both are in events.send). */
+  /** Sends a turn's user.message and wakes the harness: performance.now() once appended and once woken (the same with the SDK: both are in events.send). */
   send(sessionId: string, text: string): Promise<{ emitted: number; woken: number }>;
 }
 
@@ -148,9 +148,9 @@ function grpcClient(stack: TurnStack): SessionClient {
     },
     async send(sessionId, text) {
       await stack.logClient.emitEvent({ sessionId, event: userMessage(text) });
-      const emitted = Date.now();
+      const emitted = performance.now();
       await stack.harnessClient.wake({ sessionId });
-      return { emitted, woken: Date.now() };
+      return { emitted, woken: performance.now() };
     },
   };
 }
@@ -165,7 +165,7 @@ function sdkClient(gateway: NonNullable<TurnStack["gateway"]>): SessionClient {
     },
     async send(sessionId, text) {
       await sdk.beta.sessions.events.send(sessionId, { events: [{ type: "user.message", content: [{ type: "text", text }] }] });
-      const sent = Date.now();
+      const sent = performance.now();
       return { emitted: sent, woken: sent };
     },
   };

@@ -23,7 +23,8 @@ import { SCENARIO, type TurnStack } from "./turn-cpu-stack.js";
 export type { Via } from "./turn-cpu-clients.js";
 
 /**
- * Where a turn's platform share went, ms (wall clock, 1 ms resolution): the client's
+ * Where a turn's platform share went, ms (performance.now() of the bench process, where the SDK
+ * client, the gRPC clients and the offline model all run: sub-millisecond): the client's
  * EmitEvent(user.message) round trip; its Wake round trip (the lease and the short log's read
  * inside it); Wake's return to the model's receipt of the request (the harness's context, the
  * SDK, HTTP); the model's first delta written to its arrival at the watcher (the harness,
@@ -109,28 +110,27 @@ export async function runSession(stack: TurnStack, client: SessionClient, models
       const marker = `${sessionId}#${k}`;
       const arrivedAt = run.arrival === undefined ? (k === 1 ? run.arrivedAt : undefined) : await run.arrival();
       watch.firstDelta = undefined;
-      // Wall-clock stamps (Date.now), the clock the offline model records its requests with.
-      const w0 = Date.now();
+      // The offline model runs in this process: its receivedPerf and firstDeltaPerf are on this clock.
       const t0 = performance.now();
       const { emitted, woken } = await client.send(sessionId, `[scenario:${SCENARIO}] <${marker}>`);
       await watch.idle(k);
       const turnMs = performance.now() - t0;
-      const first = watch.firstDelta as { perf: number; epoch: number } | undefined;
+      const first = watch.firstDelta as number | undefined;
       const rec = models.take(marker);
-      const modelTtft = rec?.firstDeltaAt === undefined ? NaN : rec.firstDeltaAt - rec.receivedAt;
-      const ttftMs = first === undefined ? NaN : first.perf - t0;
+      const modelTtft = (rec?.firstDeltaPerf ?? NaN) - (rec?.receivedPerf ?? NaN);
+      const ttftMs = (first ?? NaN) - t0;
       run.onTurn({
         index: k,
         turnMs,
         ttftMs,
         overheadMs: ttftMs - modelTtft,
         segments: {
-          emit: emitted - w0,
+          emit: emitted - t0,
           // Through the SDK the append and the Wake are one request: its round trip is `emit`.
           wake: stack.gateway === undefined ? woken - emitted : NaN,
           // Through the SDK the send returns after its Wake, so after the request left: timed from the send.
-          toModel: (rec?.receivedAt ?? NaN) - (stack.gateway === undefined ? woken : w0),
-          fromModel: (first?.epoch ?? NaN) - (rec?.firstDeltaAt ?? NaN),
+          toModel: (rec?.receivedPerf ?? NaN) - (stack.gateway === undefined ? woken : t0),
+          fromModel: (first ?? NaN) - (rec?.firstDeltaPerf ?? NaN),
         },
         lateMs: arrivedAt === undefined ? 0 : t0 - arrivedAt,
       });

@@ -59,17 +59,17 @@ export async function measureFloors(stack: TurnStack): Promise<Floors> {
       if (keep) commit.push(performance.now() - t0);
       if (i % SDK_EVERY !== 0) continue;
       const marker = `<floor#${i}>`;
-      const calledAt = Date.now();
       t0 = performance.now();
       const stream = sdk.messages.stream({ model: "claude-offline-test", max_tokens: 256, messages: [{ role: "user", content: `[scenario:${SCENARIO}] ${marker}` }] });
-      let first: { perf: number; epoch: number } | undefined;
-      for await (const e of stream) if (first === undefined && e.type === "content_block_delta") first = { perf: performance.now(), epoch: Date.now() };
+      let first: number | undefined;
+      for await (const e of stream) if (first === undefined && e.type === "content_block_delta") first = performance.now();
       const rec = stack.model.requests.findLast((r) => JSON.stringify(r.body).includes(marker));
-      if (!keep || first === undefined || rec?.firstDeltaAt === undefined) continue;
-      sdkTtft.push(first.perf - t0);
-      sdkSend.push(rec.receivedAt - calledAt);
-      sdkReceive.push(first.epoch - rec.firstDeltaAt);
-      modelOwn.push(rec.firstDeltaAt - rec.receivedAt);
+      if (!keep || first === undefined || rec?.firstDeltaPerf === undefined) continue;
+      // The offline model runs in this process: its stamps are on this clock, to the microsecond.
+      sdkTtft.push(first - t0);
+      sdkSend.push(rec.receivedPerf - t0);
+      sdkReceive.push(first - rec.firstDeltaPerf);
+      modelOwn.push(rec.firstDeltaPerf - rec.receivedPerf);
     }
     return {
       grpc: summarize(grpc),

@@ -26,7 +26,7 @@ export interface TurnSummaries {
   readonly ttftMs: Summary;
   /** The platform's share: TTFT less the model's own (its receipt of the request to its first delta written), per turn, ms. */
   readonly overheadMs: Summary;
-  /** Where the platform's share went, ms per turn (wall clock, 1 ms resolution). */
+  /** Where the platform's share went, ms per turn (the bench process's clock, sub-ms). */
   readonly segments: Readonly<Record<keyof Segments, Summary>>;
   /** Wake sent -> the request at the model (Wake's round trip and what follows it, together: Wake returns after the request left). */
   readonly wakeToModelMs: Summary;

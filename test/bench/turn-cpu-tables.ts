@@ -59,7 +59,7 @@ function turnGroups(f: TurnCpuFigures): Array<[string, TurnSummaries]> {
 /** Where the share went, per load; sessions of several turns add a row for turn 1 and one for turns 2..n. */
 export function segmentTable(figs: readonly TurnCpuFigures[]): Table {
   return {
-    title: "Where the platform's share went, p50 / p95 / p99 ms per turn (wall clock)",
+    title: "Where the platform's share went, p50 / p95 / p99 ms per turn (the bench process's clock, sub-ms)",
     columns: [
       "load, turns",
       "n",

@@ -18,7 +18,8 @@
  * closed loop), `--pace=100` (the closed loops paced: their turns arrive at that many a second in
  * all, a Poisson process per session; `--sessions=64 --turns-per-session=5 --pace=100
  * --open-rates=` is the issue's load, checked against its p99), `--seconds=30`,
- * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--linger=0` (the harness's
+ * `--warmup=10`, `--quick` (3 s warm-up, 10 s measured), `--model-ttft=200` (the offline model's
+ * TTFT in ms: shorter, a session's processes sit idle for less between its turns), `--linger=0` (the harness's
  * MH_IDLE_LINGER_MS, how long it keeps a session after its turn; its default otherwise), `--cpu-prof` (each service process's CPU
  * profile into bench/results/cpu-prof/), `--via=sdk` (see above; `--via=grpc` the default), `--counts` (what the session log, the harness and through the SDK the gateway
  * send and allocate per turn: gRPC calls, Postgres statements, socket writes, JS heap; not with
@@ -62,7 +63,7 @@ function plan(): { sessions: number[]; turnsPerSession: number[]; pace: number |
     turnsPerSession: numbersFlag("turns-per-session") ?? [1, 5],
     pace: numbersFlag("pace")?.[0],
     openRates: numbersFlag("open-rates"),
-    phase: { modelTtftMs: CPU_PHASE.modelTtftMs, warmupSeconds, seconds },
+    phase: { modelTtftMs: numbersFlag("model-ttft")?.[0] ?? CPU_PHASE.modelTtftMs, warmupSeconds, seconds },
     lingerMs: numbersFlag("linger")?.[0],
     metrics: !hasFlag("no-metrics"),
     via: choiceFlag<Via>("via", ["grpc", "sdk"], "grpc"),

@@ -3,6 +3,7 @@
  * and how it ended. Bounded (the oldest records are dropped first); credentials are not kept.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { performance } from "node:perf_hooks";
 
 export const DEFAULT_MAX_RECORDED_REQUESTS = 1000;
 const HIDDEN_HEADERS = new Set(["x-api-key", "authorization"]);
@@ -14,6 +15,12 @@ export interface RecordedRequest {
   readonly seq: number;
   /** Epoch milliseconds. */
   readonly receivedAt: number;
+  /**
+   * performance.now() of the server's process at receipt: sub-millisecond, where `receivedAt` has
+   * 1 ms steps. Comparable only with the same process's performance.now() (a benchmark that runs
+   * the model beside its clients times a hop of a turn in microseconds with it).
+   */
+  readonly receivedPerf: number;
   readonly method: string;
   /** Path and query, e.g. `/v1/messages?beta=true`. */
   readonly url: string;
@@ -29,6 +36,8 @@ export interface RecordedRequest {
   readonly finishedAt?: number;
   /** Epoch milliseconds at which a streamed answer's first content delta was written. */
   readonly firstDeltaAt?: number;
+  /** performance.now() of the server's process when that delta was written (see receivedPerf). */
+  readonly firstDeltaPerf?: number;
 }
 
 export type MutableRecord = { -readonly [K in keyof RecordedRequest]: RecordedRequest[K] };
@@ -52,14 +61,16 @@ export class Recorder {
       if (value === undefined || HIDDEN_HEADERS.has(name)) continue;
       kept[name] = Array.isArray(value) ? value.join(", ") : value;
     }
-    const record: MutableRecord = { seq: ++this.#seq, receivedAt: Date.now(), method, url, headers: kept, body };
+    const record: MutableRecord = { seq: ++this.#seq, receivedAt: Date.now(), receivedPerf: performance.now(), method, url, headers: kept, body };
     this.#records.push(record);
     if (this.#records.length > this.#max) this.#records.splice(0, this.#records.length - this.#max);
     return record;
   }
 
   static firstDelta(record: MutableRecord): void {
-    record.firstDeltaAt ??= Date.now();
+    if (record.firstDeltaAt !== undefined) return;
+    record.firstDeltaAt = Date.now();
+    record.firstDeltaPerf = performance.now();
   }
 
   static finish(record: MutableRecord, outcome: RequestOutcome, status?: number): void {

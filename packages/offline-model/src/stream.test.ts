@@ -56,6 +56,11 @@ describe("streaming text", () => {
     const record = server.get().requests.at(-1);
     expect((record?.firstDeltaAt ?? 0) - (record?.receivedAt ?? Infinity)).toBeGreaterThanOrEqual(TTFT_MS - 2);
     expect(record?.firstDeltaAt).toBeLessThanOrEqual(record?.finishedAt ?? 0);
+    // The same two moments on this process's performance clock, between the request's start and
+    // the client's first delta (the server runs in this process, as in the turn-cpu benchmark).
+    expect((record?.firstDeltaPerf ?? 0) - (record?.receivedPerf ?? Infinity)).toBeGreaterThanOrEqual(TTFT_MS - 1);
+    expect(record?.receivedPerf).toBeGreaterThanOrEqual(started);
+    expect(record?.firstDeltaPerf).toBeLessThanOrEqual(started + (firstDeltaMs ?? 0));
   });
 
   it("raw events follow the API's order: message_start, blocks, message_delta, message_stop", async () => {
