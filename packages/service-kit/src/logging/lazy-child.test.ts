@@ -83,4 +83,13 @@ describe("LazyChildLogger", () => {
     expect(told).toHaveLength(1);
     expect(log.level).toBe("warn");
   });
+
+  it("makes a child given a level of its own at once, so its lines follow that level", () => {
+    const { log, lines, made } = parent("warn");
+    const lazy = new LazyChildLogger(log, { session_id: "s4" }, { level: "debug" });
+    expect(made).toEqual([{ session_id: "s4" }]);
+    expect(lazy.isLevelEnabled("debug")).toBe(true);
+    lazy.debug("written at the child's level");
+    expect(lines.map((l) => (JSON.parse(l) as Record<string, unknown>)["msg"])).toEqual(["written at the child's level"]);
+  });
 });

@@ -8,7 +8,8 @@
  * Until a line comes at a level the parent writes, a line is dropped as the child would drop it
  * (a child takes its parent's level when made) and the level and level checks are the parent's;
  * that first line, or anything else asked of it (a level set, a child), makes the child, and from
- * then on everything is the child's: every line written is the one an eager child writes.
+ * then on everything is the child's: every line written is the one an eager child writes. A
+ * child given a level of its own is made at once.
  */
 import type { Bindings, ChildLoggerOptions, Level, LevelWithSilentOrString, LogFn } from "pino";
 
@@ -40,7 +41,11 @@ export class LazyChildLogger implements ContextLogger {
     private readonly bindings: Bindings,
     private readonly options?: ChildLoggerOptions,
     private readonly onMade?: (child: ContextLogger) => void,
-  ) {}
+  ) {
+    // A child with a level of its own drops lines by that level, which the parent cannot answer
+    // for: made at once, it is an eager child, as it would be without this class.
+    if (options?.level !== undefined) this.child_();
+  }
 
   get level(): LevelWithSilentOrString {
     return this.made?.level ?? this.parent.level;
