@@ -31,6 +31,7 @@ import { registerEnvironmentKeyRoutes } from "./environments/key-routes.js";
 import { registerEnvironmentRoutes } from "./environments/routes.js";
 import { registerEventRoutes } from "./events/routes.js";
 import { registerMetaRoutes } from "./http/meta-routes.js";
+import { LeaseHints } from "./sessions/lease-hints.js";
 import { registerResourceRoutes } from "./sessions/resource-routes.js";
 import { registerTransferRoute } from "./sessions/transfer.js";
 import { registerSessionRoutes } from "./sessions/routes.js";
@@ -177,7 +178,7 @@ export async function startGateway(config: GatewaySettings, logger: Logger, deps
     const sessions = new SessionStore(db, targets);
     const work = new WorkQueue(db);
     const hands = { log, work, workSignals, now };
-    const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs, wakeSkipLeaseMs: config.wakeSkipLeaseMs };
+    const input = { log, harness, wakeTimeoutMs: config.wakeTimeoutMs, wakeSkipLeaseMs: config.wakeSkipLeaseMs, leaseHints: new LeaseHints() };
     const stream = { log, sessions, work, streams, heartbeatMs: config.heartbeatMs, now };
     registerAgentRoutes(router, { agents, now });
     registerEnvironmentRoutes(router, { environments, layers: new PackageLayers(broker), hands: new HandKindCheck(broker), now });

@@ -148,8 +148,8 @@ export async function startHarness(
           name: "metaharness.v1.Harness",
           definition: HarnessService,
           implementation: {
-            wake: guardedUnary("metaharness.v1.Harness/Wake", guard, ROLES, async (req: { sessionId: string }) => {
-              const { outcome, holder } = await supervisor.wake(req.sessionId);
+            wake: guardedUnary("metaharness.v1.Harness/Wake", guard, ROLES, async (req: { sessionId: string; inputLanding?: boolean | undefined }) => {
+              const { outcome, holder } = await supervisor.wake(req.sessionId, { inputLanding: req.inputLanding === true });
               return { outcome, leaseHolder: holder };
             }),
             listActive: guardedUnary("metaharness.v1.Harness/ListActive", guard, ROLES, () =>

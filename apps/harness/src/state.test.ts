@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
 import { EvaluatedPermission, StopReasonType, ToolConfirmationResult, type Event } from "@metaharness/proto";
-import { nextStep } from "./state.js";
+import { neverRan, nextStep } from "./state.js";
 import { NO_LIMITS } from "./budget.js";
 import { modelOrder, orderedMessages, toMessages } from "./context/messages.js";
 
@@ -29,6 +29,15 @@ describe("nextStep", () => {
     expect(nextStep([u], NO_LIMITS).kind).toBe("call-model");
     const s = start();
     expect(nextStep([u, running(), s, said("hello"), end(s)], NO_LIMITS).kind).toBe("done");
+  });
+
+  it("finds nothing to mark idle in a log that never ran and holds no input (a Wake ahead of the first input)", () => {
+    expect(nextStep([], NO_LIMITS).kind).toBe("done");
+    expect(neverRan([])).toBe(true);
+    expect(neverRan([at(newEvent("system.message", { content: text("later") }))])).toBe(true);
+    expect(neverRan([user("hi")])).toBe(false);
+    expect(neverRan([at(newEvent("user.interrupt", {}))])).toBe(false);
+    expect(neverRan([user("hi"), idle()])).toBe(false);
   });
 
   it("re-asks after a crash mid-stream (a start without its end answers nothing)", () => {

@@ -109,6 +109,25 @@ export function nextStep(events: readonly Event[], limits: Limits, workerTools: 
   return { kind: "done" };
 }
 
+/**
+ * Whether a log has nothing a "done" step should mark idle: no status event (the session never
+ * ran) and no user input. A Wake sent beside a session's first input (the gateway's early Wake,
+ * apps/gateway/src/sessions/append.ts) can read the log before that input lands: an idle then
+ * would stand before the input, and a client would read it as its turn's end.
+ */
+export function neverRan(events: readonly Event[]): boolean {
+  return lastStatus(events) === undefined && !userInputAfter(events, undefined);
+}
+
+/**
+ * Whether the log needs nothing until new input comes: the session never ran or is idle, with no
+ * user input after that. A loop woken beside input still landing waits for it then (LoopContext.awaitInputMs).
+ */
+export function awaitsInput(events: readonly Event[]): boolean {
+  const status = lastStatus(events);
+  return (status === undefined || status.payload?.$case === "sessionStatusIdle") && !userInputAfter(events, status);
+}
+
 /** Whether a user.* event was appended after `marker` (the last status event). */
 export function userInputAfter(events: readonly Event[], marker: Event | undefined): boolean {
   const from = marker?.seq ?? 0;

@@ -39,6 +39,13 @@ export interface SupervisorOptions {
   readonly logger: Logger;
 }
 
+/**
+ * How long a loop woken beside input still being appended (WakeRequest.input_landing) follows the
+ * log for it when it finds nothing to do: an append takes milliseconds; one that fails leaves the
+ * loop to give the session back after this.
+ */
+export const INPUT_LANDING_WAIT_MS = 5_000;
+
 /** How long stop() waits for the loops once their leases are released. */
 const STOP_GRACE_MS = 1500;
 /** After a loop fails (not a lost lease), wakes of that session wait 1 s, doubling up to a minute. */
@@ -73,7 +80,8 @@ export class Supervisor {
     this.renewer = new LeaseRenewer(opts.log);
   }
 
-  async wake(sessionId: string): Promise<{ outcome: WakeOutcome; holder: string }> {
+  /** `inputLanding`: the caller is appending the session's input now (WakeRequest.input_landing). */
+  async wake(sessionId: string, opts: { readonly inputLanding?: boolean } = {}): Promise<{ outcome: WakeOutcome; holder: string }> {
     if (this.stopping) throw new MhError("UNAVAILABLE", `harness ${this.instanceId} is shutting down`);
     if (this.active.has(sessionId)) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
     const failed = this.failures.get(sessionId);
@@ -108,7 +116,7 @@ export class Supervisor {
     this.started += 1;
     const log = new LogPort(this.opts.log, sessionId);
     if (got.history !== undefined) log.hold(got.history);
-    const done = this.drive(log, got, got.session ?? log.session(), logger);
+    const done = this.drive(log, got, got.session ?? log.session(), logger, opts.inputLanding === true);
     this.active.set(sessionId, { lease: got, log, done });
     sessionsActive.add(1);
     return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
@@ -178,7 +186,7 @@ export class Supervisor {
     }
   }
 
-  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Session | Promise<Session>, logger: ContextLogger): Promise<void> {
+  private async drive(log: LogPort, lease: LeaseKeeper, metadata: Session | Promise<Session>, logger: ContextLogger, inputLanding: boolean): Promise<void> {
     const { sessionId } = log;
     try {
       const session = await metadata;
@@ -218,6 +226,7 @@ export class Supervisor {
         signal: lease.signal,
         ...(this.opts.workerToolTimeoutMs === undefined ? {} : { workerToolTimeoutMs: this.opts.workerToolTimeoutMs }),
         ...(this.opts.idleLingerMs === undefined ? {} : { idleLingerMs: this.opts.idleLingerMs }),
+        ...(inputLanding ? { awaitInputMs: INPUT_LANDING_WAIT_MS } : {}),
         lingering: {
           start: (forMs) => {
             countLingering(true);

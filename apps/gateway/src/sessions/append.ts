@@ -33,11 +33,26 @@
  * - it hangs: its lease expires unrenewed and the sweeper finds the session, as it would with a
  *   Wake (which would have found the lease held).
  * A lease with less left, or none, is woken at once, as before.
+ *
+ * The early Wake. A session whose lease this instance last heard run out (or never heard of: a
+ * new session's first input, or input after a pause longer than the harness's linger, which is
+ * how people send) is woken beside its append, not after it: the harness's lease, read and
+ * follow are under way while the input commits, and its first model request waits for the longer
+ * of the two instead of their sum (issue 31: a woken turn's TTFT). The Wake says the input is
+ * landing (WakeRequest.input_landing): a harness that takes the lease and reads the log before
+ * the input is there finds nothing to do (a session that never ran is marked idle by nobody,
+ * state.ts neverRan) and follows the log for it before deciding (session-events.ts
+ * inputLanding), so STARTED needs no second Wake. Any other outcome, and an append that answers
+ * no lease, get the Wake after the append as before (ALREADY_RUNNING at once where a loop
+ * drives the session). A Wake that a harness answered counts as a lease for WOKEN_HELD_MS
+ * (lease-hints.ts): the next sends of a conversation wait for their append's answer, which skips
+ * their Wake while the harness lingers.
  */
-import type { Event } from "@metaharness/proto";
+import { WakeOutcome, type Event } from "@metaharness/proto";
 import { METRICS, counter } from "@metaharness/telemetry";
 import type { FastifyBaseLogger as Logger } from "fastify";
 import type { HarnessRpc, SessionLogRpc } from "../clients.js";
+import type { LeaseHints } from "./lease-hints.js";
 
 /** Wakes sent, failed and skipped (docs/operations.md): how often the skip saves the round trip. */
 const wakes = counter(METRICS.gatewayWakes);
@@ -49,23 +64,49 @@ export interface AppendDeps {
   readonly wakeTimeoutMs: number;
   /** No Wake when the append leaves the session's lease more than this (MH_GATEWAY_WAKE_SKIP_LEASE_MS). */
   readonly wakeSkipLeaseMs: number;
+  /** The sessions' leases as the appends here last heard them: which get their Wake beside the append. */
+  readonly leaseHints: LeaseHints;
 }
 
-export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger): Promise<void> {
+/**
+ * Wakes the session's harness; the outcome, or undefined when the Wake failed. `inputLanding`:
+ * sent beside the append of the input it is for (WakeRequest.input_landing).
+ */
+export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger, inputLanding = false): Promise<WakeOutcome | undefined> {
   try {
-    await ctx.harness.wake({ sessionId }, { deadlineMs: ctx.wakeTimeoutMs });
+    const { outcome } = await ctx.harness.wake({ sessionId, inputLanding }, { deadlineMs: ctx.wakeTimeoutMs });
     wakes.add(1, { outcome: "sent" });
+    return outcome;
   } catch (err) {
     wakes.add(1, { outcome: "failed" });
     logger.warn({ err, session_id: sessionId }, "harness wake failed; its sweeper will pick the session up");
+    return undefined;
   }
 }
 
+/** A harness drives the session after a Wake of these outcomes (this Wake's, or one already did). */
+const DRIVEN: ReadonlySet<WakeOutcome | undefined> = new Set([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE]);
+
 export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
   if (events.length === 0) return [];
-  const { events: stored, leaseLeftMs } = await ctx.log.emitEvents({ sessionId, events });
-  if (events.every((e) => e.type === "system.message")) return stored;
-  if (leaseLeftMs > ctx.wakeSkipLeaseMs) wakes.add(1, { outcome: "skipped" });
-  else await wake(ctx, sessionId, logger);
+  const startsTurn = !events.every((e) => e.type === "system.message");
+  // wake() never rejects; a Wake whose append then fails leaves a harness that finds nothing to do.
+  const early = startsTurn && !ctx.leaseHints.heldBeyond(sessionId, ctx.wakeSkipLeaseMs) ? wake(ctx, sessionId, logger, true) : undefined;
+  let appended: Awaited<ReturnType<SessionLogRpc["emitEvents"]>>;
+  let earlyOutcome: WakeOutcome | undefined;
+  try {
+    appended = await ctx.log.emitEvents({ sessionId, events });
+  } finally {
+    earlyOutcome = await early;
+  }
+  const { events: stored, leaseLeftMs } = appended;
+  ctx.leaseHints.heard(sessionId, leaseLeftMs);
+  if (!startsTurn) return stored;
+  let driven = DRIVEN.has(earlyOutcome);
+  // A loop the early Wake started follows the log for the input (WakeRequest.input_landing).
+  if (leaseLeftMs > ctx.wakeSkipLeaseMs) {
+    if (early === undefined) wakes.add(1, { outcome: "skipped" });
+  } else if (earlyOutcome !== WakeOutcome.WAKE_OUTCOME_STARTED) driven = DRIVEN.has(await wake(ctx, sessionId, logger));
+  if (driven) ctx.leaseHints.woke(sessionId);
   return stored;
 }

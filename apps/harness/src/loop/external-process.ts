@@ -37,7 +37,7 @@ import { MhError } from "@metaharness/errors";
 import { ConfigError } from "@metaharness/service-kit/config";
 import { newEvent, toManagedAgentsJson } from "@metaharness/events";
 import { EvaluatedPermission, type Event } from "@metaharness/proto";
-import { lastStatus, userInputAfter, type NextStep } from "../state.js";
+import { lastStatus, neverRan, userInputAfter, type NextStep } from "../state.js";
 import { limitsOf } from "../budget.js";
 import { toolRoutes, type ToolRoute } from "../tools/catalog.js";
 import { isSelfHosted } from "../tools/environment.js";
@@ -84,6 +84,7 @@ class ExternalDriver {
   async run(): Promise<void> {
     const limits = limitsOf(this.ctx.session.metadata?.agent);
     this.view = await SessionEvents.open(this.ctx, () => this.turn?.abort(new MhError("CANCELLED", "interrupted")), limits);
+    await this.view.inputLanding(this.ctx.awaitInputMs, this.ctx.signal);
     try {
       while (!this.ctx.signal.aborted) {
         // Decided on the log up to `seen`: a step that ends the turn appends only if nothing came since.
@@ -134,6 +135,7 @@ class ExternalDriver {
       case "stop":
         return false;
       case "done":
+        if (neverRan(this.events)) return false;
         if (status?.payload?.$case !== "sessionStatusIdle") return !(await this.appendAt(seen, idle(StopReasonType.STOP_REASON_TYPE_END_TURN)));
         if (userInputAfter(this.events, status)) {
           return !(await this.appendAt(seen, idle(status.payload.value.stopReason?.type ?? StopReasonType.STOP_REASON_TYPE_END_TURN)));

@@ -31,6 +31,13 @@ export interface LoopContext {
    */
   readonly idleLingerMs?: number;
   /**
+   * Woken beside input still being appended (WakeRequest.input_landing): a loop that finds the log
+   * with nothing to do (state.ts awaitsInput) follows it this long for that input before it
+   * decides, so that nobody needs to wake the session again. A loop that returns at once leaves
+   * the input to the log's news of a freed session awaiting a harness, or to the sweeper.
+   */
+  readonly awaitInputMs?: number;
+  /**
    * Told when the loop starts keeping the session between turns, for at most `forMs`, and when it
    * stops: `resumed` when input came to act on, `ran out` when its time ran out with none, `ended`
    * when it returns for another reason (a metric, and the lease's renewals: none while the lease

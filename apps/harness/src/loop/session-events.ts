@@ -15,6 +15,7 @@ import { MhError, backoffMs, retryPolicy, sleep } from "@metaharness/errors";
 import { StopReasonType, type Event } from "@metaharness/proto";
 import { NO_LIMITS, usageBeforeIdle, type Limits } from "../budget.js";
 import type { LoopContext } from "./harness-loop.js";
+import { awaitsInput } from "../state.js";
 
 /** What a view needs of its loop: the log, the lease it writes under, when to stop, where to log. */
 export type ViewContext = Pick<LoopContext, "log" | "leaseEpoch" | "signal" | "logger" | "leaseAtIdle">;
@@ -117,6 +118,16 @@ export class SessionEvents {
     // The last event always stays: the view's lastSeq is where it follows the log from.
     const n = this.events.findIndex((e) => e.seq >= seq);
     if (n > 0) this.events.splice(0, n);
+  }
+
+  /**
+   * Woken beside input still being appended (LoopContext.awaitInputMs): while the log needs
+   * nothing until input comes, waits for the next event (at most `withinMs`), so that the loop's
+   * first decision sees the input rather than a session with nothing to do.
+   */
+  inputLanding(withinMs: number | undefined, signal: AbortSignal): Promise<void> {
+    if (withinMs === undefined || withinMs <= 0 || !awaitsInput(this.events)) return Promise.resolve();
+    return this.changed(this.lastSeq(), signal, withinMs);
   }
 
   /**

@@ -17,7 +17,7 @@ import type { Event } from "@metaharness/proto";
 import { readHorizon } from "../context/horizon.js";
 import { strategyFor } from "../context/strategies.js";
 import type { ContextStrategy } from "../context/strategy.js";
-import { lastStatus, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
+import { lastStatus, neverRan, nextStep, userInputAfter, type NextStep, type PendingToolUse } from "../state.js";
 import { limitsOf, type Limits } from "../budget.js";
 import { ModelCaller, type TurnEvents } from "./model-call.js";
 import { SessionEvents } from "./session-events.js";
@@ -66,6 +66,7 @@ class Driver implements TurnEvents {
     // A short session's whole log came with the lease: the view starts at its first event.
     const from = this.strategy.compaction === undefined || this.ctx.log.holdsHistory ? 1 : await readHorizon(this.ctx.log);
     this.view = await SessionEvents.open(this.ctx, () => this.step?.abort(new MhError("CANCELLED", "interrupted")), this.limits, from);
+    await this.view.inputLanding(this.ctx.awaitInputMs, this.ctx.signal);
     this.ctx.signal.addEventListener("abort", this.stepEnds, { once: true });
     try {
       while (!this.ctx.signal.aborted) {
@@ -175,6 +176,7 @@ class Driver implements TurnEvents {
   private settled(step: NextStep): boolean {
     if (step.kind === "stop") return true;
     if (step.kind !== "done" && step.kind !== "wait") return false;
+    if (step.kind === "done" && neverRan(this.events)) return true;
     const status = lastStatus(this.events);
     if (status?.payload?.$case !== "sessionStatusIdle" || userInputAfter(this.events, status)) return false;
     return step.kind === "done" || (status.payload.value.stopReason?.eventIds ?? []).join() === step.eventIds.join();
