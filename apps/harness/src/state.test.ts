@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { newEvent } from "@metaharness/events";
 import { EvaluatedPermission, StopReasonType, ToolConfirmationResult, type Event } from "@metaharness/proto";
-import { neverRan, nextStep } from "./state.js";
+import { awaitsInput, neverRan, nextStep } from "./state.js";
 import { NO_LIMITS } from "./budget.js";
 import { modelOrder, orderedMessages, toMessages } from "./context/messages.js";
 
@@ -125,6 +125,10 @@ describe("nextStep", () => {
     expect(nextStep([...reached, budget(undefined)], limits).kind).toBe("call-model");
     // Raised after a turn that ended otherwise: nothing to resume.
     expect(nextStep([...turn, budget("2")], limits).kind).toBe("done");
+    // A loop woken beside input still landing waits for it only where nothing else is to do.
+    expect(awaitsInput(reached)).toBe(true);
+    expect(awaitsInput([...reached, budget("2")])).toBe(false);
+    expect(awaitsInput([...turn, budget("2")])).toBe(true);
   });
 });
 

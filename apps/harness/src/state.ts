@@ -121,11 +121,12 @@ export function neverRan(events: readonly Event[]): boolean {
 
 /**
  * Whether the log needs nothing until new input comes: the session never ran or is idle, with no
- * user input after that. A loop woken beside input still landing waits for it then (LoopContext.awaitInputMs).
+ * user input after that, and no turn that a raised budget reopened (hasUnansweredInput): that
+ * work is done at once. A loop woken beside input still landing waits for it then (LoopContext.awaitInputMs).
  */
 export function awaitsInput(events: readonly Event[]): boolean {
   const status = lastStatus(events);
-  return (status === undefined || status.payload?.$case === "sessionStatusIdle") && !userInputAfter(events, status);
+  return (status === undefined || status.payload?.$case === "sessionStatusIdle") && !userInputAfter(events, status) && !hasUnansweredInput(events);
 }
 
 /** Whether a user.* event was appended after `marker` (the last status event). */

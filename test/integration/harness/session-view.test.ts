@@ -13,6 +13,7 @@ import { LogPort, SessionEvents, type ViewContext } from "@metaharness/harness";
 import { createLogger } from "@metaharness/service-kit/logging";
 import { newSession, startTestLog, type LogClient, type TestLog } from "../../support/session-log.js";
 import { agentMessage, userMessage } from "../../support/events.js";
+import { eventually } from "../../support/eventually.js";
 
 let log: TestLog;
 
@@ -124,6 +125,26 @@ describe("a harness's view of its session", () => {
     // Cancelled (had the log not ended it within the view's wait), it would say "failed: ... CANCELLED".
     expect(ends).toEqual(["ended by the log (end_with_lease true)"]);
     stop.abort();
+  });
+
+  it("woken beside input still landing, follows the log for that input, not only for the next event another appends", async () => {
+    const sessionId = await newSession(log.client);
+    const stop = new AbortController();
+    const view = await SessionEvents.open(await context(log.client, sessionId, stop.signal), () => undefined);
+    try {
+      let landed = false;
+      const waiting = view.inputLanding(60_000, stop.signal).then(() => (landed = true));
+      await log.client.emitEvents({ sessionId, events: [newEvent("system.message", { content: [{ block: { $case: "text", value: { text: "Answer in French." } } }] })] });
+      await eventually(() => Promise.resolve(view.lastSeq() === 1 ? true : undefined), "the system.message followed");
+      // A loop deciding now would find nothing to do, and one without a linger would give the session back.
+      expect(landed).toBe(false);
+      await log.client.emitEvents({ sessionId, events: [userMessage("bonjour")] });
+      await waiting;
+      expect(view.events.map((e) => e.type)).toEqual(["system.message", "user.message"]);
+    } finally {
+      stop.abort();
+      view.close();
+    }
   });
 
   it("follows the log again when the session log behind it restarts", async () => {

@@ -122,12 +122,20 @@ export class SessionEvents {
 
   /**
    * Woken beside input still being appended (LoopContext.awaitInputMs): while the log needs
-   * nothing until input comes, waits for the next event (at most `withinMs`), so that the loop's
-   * first decision sees the input rather than a session with nothing to do.
+   * nothing until input comes, follows it for that input (at most `withinMs`), so that the loop's
+   * first decision sees the input rather than a session with nothing to do. Until the input, not
+   * the next event: another's append landing first (a system.message, a session.updated) would
+   * have a loop without a linger give the session back before the input, which the gateway then
+   * wakes no more (its early Wake was answered STARTED): left to the sweeper.
    */
-  inputLanding(withinMs: number | undefined, signal: AbortSignal): Promise<void> {
-    if (withinMs === undefined || withinMs <= 0 || !awaitsInput(this.events)) return Promise.resolve();
-    return this.changed(this.lastSeq(), signal, withinMs);
+  async inputLanding(withinMs: number | undefined, signal: AbortSignal): Promise<void> {
+    if (withinMs === undefined || withinMs <= 0) return;
+    const until = Date.now() + withinMs;
+    while (awaitsInput(this.events) && !signal.aborted) {
+      const left = until - Date.now();
+      if (left <= 0) return;
+      await this.changed(this.lastSeq(), signal, left);
+    }
   }
 
   /**
