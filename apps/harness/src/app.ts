@@ -149,8 +149,8 @@ export async function startHarness(
           definition: HarnessService,
           implementation: {
             wake: guardedUnary("metaharness.v1.Harness/Wake", guard, ROLES, async (req: { sessionId: string; inputLanding?: boolean | undefined }) => {
-              const { outcome, holder } = await supervisor.wake(req.sessionId, { inputLanding: req.inputLanding === true });
-              return { outcome, leaseHolder: holder };
+              const { outcome, holder, readSeq } = await supervisor.wake(req.sessionId, { inputLanding: req.inputLanding === true });
+              return { outcome, leaseHolder: holder, readSeq };
             }),
             listActive: guardedUnary("metaharness.v1.Harness/ListActive", guard, ROLES, () =>
               Promise.resolve({ instanceId: supervisor.instanceId, sessions: supervisor.list() }),

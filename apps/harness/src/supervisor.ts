@@ -81,16 +81,17 @@ export class Supervisor {
   }
 
   /** `inputLanding`: the caller is appending the session's input now (WakeRequest.input_landing). */
-  async wake(sessionId: string, opts: { readonly inputLanding?: boolean } = {}): Promise<{ outcome: WakeOutcome; holder: string }> {
+  async wake(sessionId: string, opts: { readonly inputLanding?: boolean } = {}): Promise<{ outcome: WakeOutcome; holder: string; readSeq: number }> {
     if (this.stopping) throw new MhError("UNAVAILABLE", `harness ${this.instanceId} is shutting down`);
-    if (this.active.has(sessionId)) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
+    const running = this.active.get(sessionId);
+    if (running !== undefined) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId, readSeq: running.log.lastSeq };
     const failed = this.failures.get(sessionId);
     if (failed !== undefined && Date.now() < failed.until) {
       throw new MhError("UNAVAILABLE", `session ${sessionId} failed ${failed.count} time(s) here; retrying after ${new Date(failed.until).toISOString()}`);
     }
     // Two wakes racing in this instance (Kafka and an RPC): the first one takes the lease and
     // drives; a second keeper for the same lease would renew it after the first released it.
-    if (this.waking.has(sessionId)) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId };
+    if (this.waking.has(sessionId)) return { outcome: WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, holder: this.instanceId, readSeq: 0 };
     const logger = loggerFor(this.opts.logger, { sessionId });
     this.waking.add(sessionId);
     let got: Awaited<ReturnType<typeof LeaseKeeper.acquire>>;
@@ -106,8 +107,8 @@ export class Supervisor {
     } finally {
       this.waking.delete(sessionId);
     }
-    if (got === "terminated") return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "" };
-    if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy };
+    if (got === "terminated") return { outcome: WakeOutcome.WAKE_OUTCOME_NOTHING_TO_DO, holder: "", readSeq: 0 };
+    if (!(got instanceof LeaseKeeper)) return { outcome: WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE, holder: got.heldBy, readSeq: 0 };
     if (this.stopping) {
       // Taken while stop() released the others: given back too, not left to expire.
       await got.release();
@@ -119,7 +120,8 @@ export class Supervisor {
     const done = this.drive(log, got, got.session ?? log.session(), logger, opts.inputLanding === true);
     this.active.set(sessionId, { lease: got, log, done });
     sessionsActive.add(1);
-    return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId };
+    // The session's head as the lease was taken, in the same statement (0 from a log that sends no session).
+    return { outcome: WakeOutcome.WAKE_OUTCOME_STARTED, holder: this.instanceId, readSeq: got.session?.lastSeq ?? 0 };
   }
 
   /** How many sessions this instance drives now. */

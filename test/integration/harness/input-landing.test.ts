@@ -31,7 +31,8 @@ describe("a Wake ahead of the session's first input", () => {
     const supervisor = brain.harnesses[0]!.supervisor;
     const sessionId = await brain.createSession();
     const started = supervisor.started;
-    expect((await supervisor.wake(sessionId, { inputLanding: true })).outcome).toBe(WakeOutcome.WAKE_OUTCOME_STARTED);
+    // It read the log as it took the lease: empty then (WakeResponse.read_seq, which the gateway compares with its input's seq).
+    expect(await supervisor.wake(sessionId, { inputLanding: true })).toMatchObject({ outcome: WakeOutcome.WAKE_OUTCOME_STARTED, readSeq: 0 });
     await eventually(async () => ((await leaseOf(sessionId)) !== undefined ? true : undefined), "the lease taken");
     await brain.log.client.emitEvent({ sessionId, event: userMessage("[scenario:hello] hi") });
     const events = await brain.waitFor(sessionId, answered);
@@ -39,6 +40,9 @@ describe("a Wake ahead of the session's first input", () => {
     expect(events[0]?.type).toBe("user.message");
     expect(events.filter((e) => e.type === "session.status_idle")).toHaveLength(1);
     expect(supervisor.started).toBe(started + 1);
+    // A Wake of a session whose input is in the log reads it (a fresh lease: the loop ended, no linger).
+    await eventually(async () => ((await leaseOf(sessionId)) === undefined ? true : undefined), "the lease given back after the turn");
+    expect((await supervisor.wake(sessionId)).readSeq).toBeGreaterThanOrEqual(events.length);
   });
 
   it("without it: the harness finds nothing to do, appends nothing and gives the lease back", async () => {

@@ -42,9 +42,10 @@
  * landing (WakeRequest.input_landing): a harness that takes the lease and reads the log before
  * the input is there finds nothing to do (a session that never ran is marked idle by nobody,
  * state.ts neverRan) and follows the log for it before deciding (session-events.ts
- * inputLanding), so STARTED needs no second Wake. Any other outcome, and an append that answers
- * no lease, get the Wake after the append as before (ALREADY_RUNNING at once where a loop
- * drives the session). A Wake that a harness answered counts as a lease for WOKEN_HELD_MS
+ * inputLanding). The Wake's answer says how far that harness read the log (read_seq): an
+ * append that answers no lease gets a second Wake only when the harness had not read up to the
+ * input (it took the lease first, then let the session go before the input landed: a loop with
+ * no linger that gave up, or failed), or did not say (an older harness, another outcome). A Wake that a harness answered counts as a lease for WOKEN_HELD_MS
  * (lease-hints.ts): the next sends of a conversation wait for their append's answer, which skips
  * their Wake while the harness lingers.
  */
@@ -68,15 +69,21 @@ export interface AppendDeps {
   readonly leaseHints: LeaseHints;
 }
 
+/** A Wake's answer: its outcome, and how far the harness driving the session had read its log (WakeResponse.read_seq). */
+export interface Woken {
+  readonly outcome: WakeOutcome;
+  readonly readSeq: number;
+}
+
 /**
- * Wakes the session's harness; the outcome, or undefined when the Wake failed. `inputLanding`:
+ * Wakes the session's harness; its answer, or undefined when the Wake failed. `inputLanding`:
  * sent beside the append of the input it is for (WakeRequest.input_landing).
  */
-export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger, inputLanding = false): Promise<WakeOutcome | undefined> {
+export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, sessionId: string, logger: Logger, inputLanding = false): Promise<Woken | undefined> {
   try {
-    const { outcome } = await ctx.harness.wake({ sessionId, inputLanding }, { deadlineMs: ctx.wakeTimeoutMs });
+    const { outcome, readSeq } = await ctx.harness.wake({ sessionId, inputLanding }, { deadlineMs: ctx.wakeTimeoutMs });
     wakes.add(1, { outcome: "sent" });
-    return outcome;
+    return { outcome, readSeq };
   } catch (err) {
     wakes.add(1, { outcome: "failed" });
     logger.warn({ err, session_id: sessionId }, "harness wake failed; its sweeper will pick the session up");
@@ -87,26 +94,36 @@ export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, s
 /** A harness drives the session after a Wake of these outcomes (this Wake's, or one already did). */
 const DRIVEN: ReadonlySet<WakeOutcome | undefined> = new Set([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE]);
 
+/**
+ * Whether an append that left no lease needs a Wake after it, given the early Wake's answer: not
+ * when a harness that drives the session had read its log up to the input already (it took the
+ * lease after the input landed, or its loop saw it). A harness that read less held the lease
+ * before the input and let it go before the input landed (the append found none): woken again.
+ */
+function wakeAfter(early: Woken | undefined, inputSeq: number): boolean {
+  if (early === undefined || !DRIVEN.has(early.outcome) || early.outcome === WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE) return true;
+  return early.readSeq < inputSeq;
+}
+
 export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {
   if (events.length === 0) return [];
   const startsTurn = !events.every((e) => e.type === "system.message");
   // wake() never rejects; a Wake whose append then fails leaves a harness that finds nothing to do.
   const early = startsTurn && !ctx.leaseHints.heldBeyond(sessionId, ctx.wakeSkipLeaseMs) ? wake(ctx, sessionId, logger, true) : undefined;
   let appended: Awaited<ReturnType<SessionLogRpc["emitEvents"]>>;
-  let earlyOutcome: WakeOutcome | undefined;
+  let earlyAnswer: Woken | undefined;
   try {
     appended = await ctx.log.emitEvents({ sessionId, events });
   } finally {
-    earlyOutcome = await early;
+    earlyAnswer = await early;
   }
   const { events: stored, leaseLeftMs } = appended;
   ctx.leaseHints.heard(sessionId, leaseLeftMs);
   if (!startsTurn) return stored;
-  let driven = DRIVEN.has(earlyOutcome);
-  // A loop the early Wake started follows the log for the input (WakeRequest.input_landing).
+  let driven = DRIVEN.has(earlyAnswer?.outcome);
   if (leaseLeftMs > ctx.wakeSkipLeaseMs) {
     if (early === undefined) wakes.add(1, { outcome: "skipped" });
-  } else if (earlyOutcome !== WakeOutcome.WAKE_OUTCOME_STARTED) driven = DRIVEN.has(await wake(ctx, sessionId, logger));
+  } else if (wakeAfter(earlyAnswer, stored.at(-1)?.seq ?? Number.MAX_SAFE_INTEGER)) driven = DRIVEN.has((await wake(ctx, sessionId, logger))?.outcome);
   if (driven) ctx.leaseHints.woke(sessionId);
   return stored;
 }
