@@ -93,6 +93,8 @@ export async function wake(ctx: Pick<AppendDeps, "harness" | "wakeTimeoutMs">, s
 
 /** A harness drives the session after a Wake of these outcomes (this Wake's, or one already did). */
 const DRIVEN: ReadonlySet<WakeOutcome | undefined> = new Set([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING, WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE]);
+/** The outcomes whose read_seq says how far the harness driving the session read (this instance drives it). */
+const READ_HERE: ReadonlySet<WakeOutcome> = new Set([WakeOutcome.WAKE_OUTCOME_STARTED, WakeOutcome.WAKE_OUTCOME_ALREADY_RUNNING]);
 
 /**
  * Whether an append that left no lease needs a Wake after it, given the early Wake's answer: not
@@ -101,8 +103,7 @@ const DRIVEN: ReadonlySet<WakeOutcome | undefined> = new Set([WakeOutcome.WAKE_O
  * before the input and let it go before the input landed (the append found none): woken again.
  */
 function wakeAfter(early: Woken | undefined, inputSeq: number): boolean {
-  if (early === undefined || !DRIVEN.has(early.outcome) || early.outcome === WakeOutcome.WAKE_OUTCOME_HELD_ELSEWHERE) return true;
-  return early.readSeq < inputSeq;
+  return early === undefined || !READ_HERE.has(early.outcome) || early.readSeq < inputSeq;
 }
 
 export async function appendUserEvents(ctx: AppendDeps, sessionId: string, events: Event[], logger: Logger): Promise<Event[]> {

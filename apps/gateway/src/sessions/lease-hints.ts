@@ -25,24 +25,26 @@ export class LeaseHints {
 
   /** An append's answer: the lease has `leaseLeftMs` left from now (0: none held). */
   heard(sessionId: string, leaseLeftMs: number): void {
-    this.until.delete(sessionId);
-    if (leaseLeftMs <= 0) return;
-    this.until.set(sessionId, this.now() + leaseLeftMs);
-    if (this.until.size > this.max) this.until.delete(this.until.keys().next().value as string);
+    if (leaseLeftMs > 0) this.hold(sessionId, this.now() + leaseLeftMs);
+    else this.until.delete(sessionId);
   }
 
   /** A Wake was answered: a harness drives the session (or another holds it) from now. */
   woke(sessionId: string): void {
     const until = this.now() + WOKEN_HELD_MS;
-    if ((this.until.get(sessionId) ?? 0) >= until) return;
-    this.until.delete(sessionId);
-    this.until.set(sessionId, until);
-    if (this.until.size > this.max) this.until.delete(this.until.keys().next().value as string);
+    if ((this.until.get(sessionId) ?? 0) < until) this.hold(sessionId, until);
   }
 
   /** Whether what was last heard says the lease still has more than `marginMs` left now. */
   heldBeyond(sessionId: string, marginMs: number): boolean {
     const until = this.until.get(sessionId);
     return until !== undefined && until - this.now() > marginMs;
+  }
+
+  /** Heard last, so forgotten last: the map's order is the order heard. */
+  private hold(sessionId: string, until: number): void {
+    this.until.delete(sessionId);
+    this.until.set(sessionId, until);
+    if (this.until.size > this.max) this.until.delete(this.until.keys().next().value as string);
   }
 }
